@@ -1,0 +1,86 @@
+// pxl::DType: the element types a tensor can hold, and their map to C++ types.
+#pragma once
+
+#include <boost/hana.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string_view>
+#include <type_traits>
+
+namespace pxl {
+
+/// IEEE 754 binary16. Arithmetic on it goes through float.
+using half = _Float16;
+
+enum class DType : std::uint8_t { float32, float16, int32, uint32, uint8, bool_ };
+
+inline constexpr DType float32 = DType::float32;
+inline constexpr DType float16 = DType::float16;
+inline constexpr DType int32 = DType::int32;
+inline constexpr DType uint32 = DType::uint32;
+inline constexpr DType uint8 = DType::uint8;
+inline constexpr DType bool_ = DType::bool_;
+
+namespace detail {
+namespace hana = boost::hana;
+
+/// The one table from DType to C++ element type; everything else derives from it.
+inline constexpr auto dtype_types = hana::make_tuple(
+    hana::make_pair(hana::integral_c<DType, DType::float32>, hana::type_c<float>),
+    hana::make_pair(hana::integral_c<DType, DType::float16>, hana::type_c<half>),
+    hana::make_pair(hana::integral_c<DType, DType::int32>, hana::type_c<std::int32_t>),
+    hana::make_pair(hana::integral_c<DType, DType::uint32>, hana::type_c<std::uint32_t>),
+    hana::make_pair(hana::integral_c<DType, DType::uint8>, hana::type_c<std::uint8_t>),
+    hana::make_pair(hana::integral_c<DType, DType::bool_>, hana::type_c<bool>));
+
+template <DType D>
+constexpr auto cpp_type_of() {
+  return hana::second(*hana::find_if(
+      dtype_types, [](auto p) { return hana::first(p) == hana::integral_c<DType, D>; }));
+}
+template <typename T>
+constexpr auto dtype_entry_of() {
+  return hana::find_if(dtype_types, [](auto p) { return hana::second(p) == hana::type_c<T>; });
+}
+} // namespace detail
+
+/// The C++ element type stored for a DType: `cpp_type<float16>` is `pxl::half`.
+template <DType D>
+using cpp_type = typename decltype(detail::cpp_type_of<D>())::type;
+
+/// Types that can be tensor elements.
+template <typename T>
+concept Element = decltype(detail::dtype_entry_of<T>() != boost::hana::nothing)::value;
+
+/// The DType of a C++ element type: `dtype_of<float>` is `float32`.
+template <Element T>
+inline constexpr DType dtype_of =
+    std::remove_cvref_t<decltype(boost::hana::first(*detail::dtype_entry_of<T>()))>::value;
+
+/// Calls `f(type_c<T>)` with the C++ type of `d`, the single runtime → compile-time bridge.
+template <typename F>
+decltype(auto) visit_dtype(DType d, F&& f) {
+  switch (d) {
+  case DType::float32: return f(boost::hana::type_c<float>);
+  case DType::float16: return f(boost::hana::type_c<half>);
+  case DType::int32: return f(boost::hana::type_c<std::int32_t>);
+  case DType::uint32: return f(boost::hana::type_c<std::uint32_t>);
+  case DType::uint8: return f(boost::hana::type_c<std::uint8_t>);
+  case DType::bool_: return f(boost::hana::type_c<bool>);
+  }
+  __builtin_unreachable();
+}
+static_assert(decltype(boost::hana::length(detail::dtype_types))::value == 6, "visit_dtype must list every DType");
+
+/// PopXL's spelling: "float32", "float16", "int32", "uint32", "uint8", "bool".
+std::string_view name(DType d);
+std::size_t size_of(DType d);
+bool is_floating_point(DType d);
+bool is_integral(DType d);
+/// Parses a name as printed by `name`; throws DTypeError for anything else.
+DType dtype_from_name(std::string_view s);
+std::ostream& operator<<(std::ostream& os, DType d);
+
+} // namespace pxl

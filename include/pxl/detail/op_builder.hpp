@@ -1,0 +1,49 @@
+// How ops are added to the current graph: validation helpers shared by every op family.
+#pragma once
+
+#include "pxl/core/error.hpp"
+#include "pxl/detail/ir_storage.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pxl::detail {
+
+struct GraphRef {
+  IrStorage* ir;
+  Index graph;
+};
+
+/// The current graph; GraphError naming `op` when no graph scope is open.
+GraphRef require_graph(std::string_view op);
+
+/// Adds an op to the current graph after checking that every input lives in it; creates and
+/// returns its outputs with the given specs.
+std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
+                           std::vector<TensorSpec> output_specs, OpAttrs attrs = NoAttrs{},
+                           std::string_view output_name = "");
+Tensor add_op1(OpKind kind, std::span<const Tensor> inputs, TensorSpec output_spec,
+               OpAttrs attrs = NoAttrs{}, std::string_view output_name = "");
+inline Tensor add_op1(OpKind kind, std::initializer_list<Tensor> inputs, TensorSpec output_spec,
+                      OpAttrs attrs = NoAttrs{}, std::string_view output_name = "") {
+  return add_op1(kind, std::span<const Tensor>(inputs.begin(), inputs.size()),
+                 std::move(output_spec), std::move(attrs), output_name);
+}
+
+/// "'x' [(2, 3) float32]": how messages show a tensor.
+std::string describe(const Tensor& t);
+
+/// DTypeError unless `a` and `b` share a dtype.
+void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b);
+/// DTypeError unless `t` has a floating-point dtype.
+void check_float(std::string_view op, const Tensor& t);
+/// DTypeError unless `t` has dtype `d`.
+void check_dtype(std::string_view op, const Tensor& t, DType d, std::string_view role);
+/// Normalised, sorted, unique axes; ValueError on a bad or repeated axis.
+std::vector<std::int64_t> normalize_axes(std::string_view op, std::vector<std::int64_t> axes,
+                                         std::int64_t rank);
+
+} // namespace pxl::detail

@@ -1,0 +1,102 @@
+// Op attributes: the compile-time parameters an op carries besides its input tensors.
+#pragma once
+
+#include "pxl/core/shape.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <variant>
+#include <vector>
+
+namespace pxl {
+
+struct NoAttrs {
+  friend bool operator==(const NoAttrs&, const NoAttrs&) = default;
+};
+
+/// Reductions, squeeze-like ops: normalised, sorted axes.
+struct ReduceAttrs {
+  std::vector<std::int64_t> axes;
+  bool keepdims = false;
+  friend bool operator==(const ReduceAttrs&, const ReduceAttrs&) = default;
+};
+
+/// Ops along one normalised axis: softmax, log_softmax, concat, gather, onehot, argmax.
+struct AxisAttrs {
+  std::int64_t axis = 0;
+  bool keepdims = false;
+  friend bool operator==(const AxisAttrs&, const AxisAttrs&) = default;
+};
+
+struct TransposeAttrs {
+  std::vector<std::int64_t> perm;
+  friend bool operator==(const TransposeAttrs&, const TransposeAttrs&) = default;
+};
+
+/// Per-axis [start, stop) with step 1 over every axis of the input (already normalised).
+struct SliceAttrs {
+  std::vector<std::int64_t> start, stop;
+  friend bool operator==(const SliceAttrs&, const SliceAttrs&) = default;
+};
+
+struct SplitAttrs {
+  std::vector<std::int64_t> sizes;
+  std::int64_t axis = 0;
+  friend bool operator==(const SplitAttrs&, const SplitAttrs&) = default;
+};
+
+struct CastAttrs {
+  DType to = float32;
+  friend bool operator==(const CastAttrs&, const CastAttrs&) = default;
+};
+
+/// Scalar parameters: pow's exponent when constant is a tensor; here a, b for scaled_add,
+/// f for accumulate/accumulator_scale, eps for layer_norm, ratio for dropout.
+struct ScalarAttrs {
+  double a = 0.0, b = 0.0;
+  friend bool operator==(const ScalarAttrs&, const ScalarAttrs&) = default;
+};
+
+enum class InitType : std::uint8_t { zero, undef };
+
+/// ops::init and the random generators: what to create.
+struct CreateAttrs {
+  TensorSpec spec;
+  InitType init = InitType::zero;
+  double a = 0.0, b = 0.0; ///< random_uniform: low, high; random_normal: mean, std
+  friend bool operator==(const CreateAttrs&, const CreateAttrs&) = default;
+};
+
+enum class Reduction : std::uint8_t { mean, sum, none };
+
+struct NllAttrs {
+  Reduction reduction = Reduction::mean;
+  std::optional<std::int32_t> ignore_index;
+  bool log_prob = false;
+  double loss_grad = 1.0; ///< nll_loss_with_softmax_grad's scaling of the gradient
+  friend bool operator==(const NllAttrs&, const NllAttrs&) = default;
+};
+
+/// call and repeat: the called graph (by index in its Ir) and, for repeat, the trip count.
+struct CallAttrs {
+  std::uint32_t graph = 0;
+  std::int64_t repeat_count = 1;
+  friend bool operator==(const CallAttrs&, const CallAttrs&) = default;
+};
+
+struct StreamAttrs {
+  std::uint32_t stream = 0;
+  friend bool operator==(const StreamAttrs&, const StreamAttrs&) = default;
+};
+
+struct OneHotAttrs {
+  std::int64_t num_classes = 0;
+  std::int64_t axis = -1; ///< normalised against the output rank
+  friend bool operator==(const OneHotAttrs&, const OneHotAttrs&) = default;
+};
+
+using OpAttrs = std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs,
+                             SplitAttrs, CastAttrs, ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs,
+                             StreamAttrs, OneHotAttrs>;
+
+} // namespace pxl

@@ -1,0 +1,82 @@
+// pxl::Graph: a handle to the main graph or a subgraph of an Ir.
+#pragma once
+
+#include "pxl/core/host_tensor.hpp"
+#include "pxl/ir/op.hpp"
+#include "pxl/ir/scope.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pxl {
+
+/// A small value `{ir, index}` naming a graph; compares by identity.
+class Graph {
+public:
+  Graph() = default;
+
+  /// Makes this the thread's current graph until the guard dies (`with graph:`).
+  GraphScope scope() const { return GraphScope(*this); }
+
+  const std::string& name() const;
+  std::uint32_t index() const { return index_; }
+  bool is_main() const { return index_ == 0; }
+  Ir& ir() const;
+  std::vector<Tensor> inputs() const;
+  std::vector<Tensor> outputs() const;
+  /// Whether input `i` is passed by reference (its modifications reach the caller).
+  bool input_is_by_ref(std::size_t i) const;
+  /// Every tensor owned by this graph, in creation order.
+  std::vector<Tensor> tensors() const;
+  std::vector<Tensor> variables() const;
+  std::vector<Tensor> constants() const;
+  /// Ops in creation order (a valid schedule).
+  std::vector<Op> ops() const;
+  /// Graphs called by this graph's ops, each once, in first-call order.
+  std::vector<Graph> called_graphs() const;
+  bool contains(const Tensor& t) const;
+
+  /// PopXL's schedule listing:
+  ///     Graph : Net_subgraph(0)
+  ///       (%1, fc1.weight=%2) -> (%5) {
+  ///         MatMul.3 (%1 [(1, 4) float32], %2 [(4, 2) float32]) -> (%3 [(1, 2) float32])
+  ///       }
+  /// `input_names` shows chosen inputs by name (addons' named args).
+  std::string print_schedule(const std::map<Tensor, std::string>& input_names = {}) const;
+
+  friend bool operator==(const Graph& a, const Graph& b) {
+    return a.ir_ == b.ir_ && a.index_ == b.index_;
+  }
+  friend auto operator<=>(const Graph& a, const Graph& b) {
+    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
+  }
+
+  detail::IrStorage* storage() const { return ir_; }
+  Graph(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+
+private:
+  detail::IrStorage* ir_ = nullptr;
+  std::uint32_t index_ = 0;
+};
+
+/// Adds an input to the current graph (PopXL's `graph_input`).
+Tensor graph_input(Shape shape, DType dtype, std::string name = "", bool by_ref = false);
+inline Tensor graph_input(const TensorSpec& spec, std::string name = "", bool by_ref = false) {
+  return graph_input(spec.shape, spec.dtype, std::move(name), by_ref);
+}
+/// Marks `t`, a tensor of the current graph, as its next output.
+void graph_output(const Tensor& t);
+
+/// A variable of the main graph holding `data` (the current graph must be the main graph).
+Tensor variable(HostTensor data, std::string name = "");
+/// `data` converted to `dtype`.
+Tensor variable(const HostTensor& data, DType dtype, std::string name = "");
+/// A constant of the current graph.
+Tensor constant(HostTensor data, std::string name = "");
+Tensor constant(const HostTensor& data, DType dtype, std::string name = "");
+/// A scalar constant of `dtype`.
+Tensor constant(double value, DType dtype, std::string name = "");
+
+} // namespace pxl

@@ -1,0 +1,56 @@
+// pxl::Op: a handle to an op of an Ir, for inspection and transforms.
+#pragma once
+
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pxl {
+
+/// A small value `{ir, index}` naming an op; compares by identity.
+class Op {
+public:
+  Op() = default;
+  OpKind kind() const;
+  /// "MatMul.101": the op type and its number in the Ir.
+  std::string debug_name() const;
+  /// Scoped name given at creation ("fc1/MatMul").
+  const std::string& name() const;
+  std::uint32_t index() const { return index_; }
+  Graph graph() const;
+  std::vector<Tensor> inputs() const;
+  std::vector<Tensor> outputs() const;
+  Tensor input(std::size_t i) const;
+  Tensor output(std::size_t i) const;
+  std::size_t num_inputs() const;
+  std::size_t num_outputs() const;
+  const OpAttrs& attrs() const;
+  /// Typed attributes; asserts the op carries `A`.
+  template <typename A>
+  const A& attrs_as() const {
+    return std::get<A>(attrs());
+  }
+  std::int64_t ipu() const;
+  /// Ops of the same graph that must run before this one though no data links them.
+  std::vector<Op> after() const;
+  /// The graph run by call and repeat.
+  std::optional<Graph> called_graph() const;
+
+  friend bool operator==(const Op& a, const Op& b) { return a.ir_ == b.ir_ && a.index_ == b.index_; }
+  friend auto operator<=>(const Op& a, const Op& b) {
+    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
+  }
+
+  detail::IrStorage* storage() const { return ir_; }
+  Op(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+
+private:
+  detail::IrStorage* ir_ = nullptr;
+  std::uint32_t index_ = 0;
+};
+
+} // namespace pxl

@@ -1,0 +1,80 @@
+// RAII scopes for the thread's current graph, name scope, IPU placement and op ordering.
+#pragma once
+
+#include "pxl/fwd.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace pxl {
+
+/// Makes a graph the current one until destroyed (PopXL's `with graph:`). Obtain it from
+/// `Graph::scope()`. Non-copyable; a moved-from guard does nothing.
+class [[nodiscard]] GraphScope {
+public:
+  explicit GraphScope(const Graph& g);
+  GraphScope(GraphScope&& other) noexcept : active_(other.active_) { other.active_ = false; }
+  GraphScope(const GraphScope&) = delete;
+  GraphScope& operator=(const GraphScope&) = delete;
+  GraphScope& operator=(GraphScope&&) = delete;
+  ~GraphScope();
+
+private:
+  bool active_ = true;
+};
+
+/// Prefixes names of tensors and ops created in its lifetime with `name/` (nests).
+class [[nodiscard]] NameScope {
+public:
+  explicit NameScope(std::string name);
+  NameScope(NameScope&& other) noexcept : active_(other.active_) { other.active_ = false; }
+  NameScope(const NameScope&) = delete;
+  NameScope& operator=(const NameScope&) = delete;
+  NameScope& operator=(NameScope&&) = delete;
+  ~NameScope();
+
+private:
+  bool active_ = true;
+};
+
+/// Places ops created in its lifetime on IPU `n` of the replica.
+class [[nodiscard]] IpuScope {
+public:
+  explicit IpuScope(std::int64_t n);
+  IpuScope(IpuScope&& other) noexcept : active_(other.active_) { other.active_ = false; }
+  IpuScope(const IpuScope&) = delete;
+  IpuScope& operator=(const IpuScope&) = delete;
+  IpuScope& operator=(IpuScope&&) = delete;
+  ~IpuScope();
+
+private:
+  bool active_ = true;
+};
+
+/// With `true`, every op created in its lifetime is ordered after the previous one created in
+/// it, data dependency or not (PopXL's `in_sequence`); `false` lifts that inside a `true` scope.
+class [[nodiscard]] SequenceScope {
+public:
+  explicit SequenceScope(bool enabled);
+  SequenceScope(SequenceScope&& other) noexcept : active_(other.active_) { other.active_ = false; }
+  SequenceScope(const SequenceScope&) = delete;
+  SequenceScope& operator=(const SequenceScope&) = delete;
+  SequenceScope& operator=(SequenceScope&&) = delete;
+  ~SequenceScope();
+
+private:
+  bool active_ = true;
+};
+
+inline NameScope name_scope(std::string name) { return NameScope(std::move(name)); }
+inline IpuScope ipu(std::int64_t n) { return IpuScope(n); }
+inline SequenceScope in_sequence(bool enabled = true) { return SequenceScope(enabled); }
+
+/// The thread's current graph; throws GraphError if no graph scope is open.
+Graph current_graph();
+/// The main graph of the current graph's Ir.
+Graph main_graph();
+/// True when a graph scope is open on this thread.
+bool has_current_graph();
+
+} // namespace pxl

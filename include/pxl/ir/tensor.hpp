@@ -1,0 +1,94 @@
+// pxl::Tensor: a handle to a tensor of an Ir (intermediate, graph input, variable or constant).
+#pragma once
+
+#include "pxl/core/shape.hpp"
+#include "pxl/fwd.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace pxl {
+
+/// A small value `{ir, index}` naming a tensor of an Ir; compares by identity.
+/// Operators create ops in the current graph: `a + b`, `a * 2.0`, `-a`, `a += b` (in place).
+class Tensor {
+public:
+  Tensor() = default;
+
+  bool valid() const { return ir_ != nullptr; }
+  const TensorSpec& spec() const;
+  const Shape& shape() const { return spec().shape; }
+  DType dtype() const { return spec().dtype; }
+  std::int64_t rank() const { return spec().rank(); }
+  std::int64_t nelms() const { return spec().nelms(); }
+  /// Fully scoped name, unique in the Ir ("layer1/weight").
+  const std::string& id() const;
+  /// Name without its scope.
+  const std::string& name() const;
+  /// Number shown as `%n` by print_schedule.
+  std::uint32_t index() const { return index_; }
+  Graph graph() const;
+  std::int64_t ipu() const;
+  bool is_variable() const;
+  bool is_constant() const;
+  bool is_graph_input() const;
+  /// The op producing this tensor, if it is an op output.
+  std::optional<Op> producer() const;
+
+  Tensor reshape(Shape shape) const;
+  /// Permute axes; an empty permutation reverses them.
+  Tensor transpose(std::vector<std::int64_t> perm = {}) const;
+  Tensor T() const { return transpose(); }
+  Tensor flatten() const;
+  /// Same values; blocks gradients.
+  Tensor detach() const;
+  /// Element `i` along axis 0, the axis removed (NumPy `t[i]`; negative counts from the end).
+  Tensor operator[](std::int64_t i) const;
+  /// NumPy `t[start:stop]` along `axis` (negative indices count from the end).
+  Tensor slice(std::int64_t start, std::int64_t stop, std::int64_t axis = 0) const;
+
+  friend bool operator==(const Tensor& a, const Tensor& b) {
+    return a.ir_ == b.ir_ && a.index_ == b.index_;
+  }
+  friend auto operator<=>(const Tensor& a, const Tensor& b) {
+    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
+  }
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+  /// For pxl's own use: the arena behind the handle.
+  detail::IrStorage* storage() const { return ir_; }
+  Tensor(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+
+private:
+  detail::IrStorage* ir_ = nullptr;
+  std::uint32_t index_ = 0;
+};
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+/// In-place add (`ops::add_`): `a` becomes the op's output, which aliases the old `a`.
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, double b);
+
+} // namespace pxl
+
+template <>
+struct std::hash<pxl::Tensor> {
+  std::size_t operator()(const pxl::Tensor& t) const noexcept {
+    return std::hash<const void*>{}(t.storage()) ^ (std::size_t{t.index()} * 0x9e3779b97f4a7c15ull);
+  }
+};

@@ -1,0 +1,57 @@
+// Calling subgraphs: call, call_with_info, repeat and the CallSiteInfo that maps a call site.
+#pragma once
+
+#include "pxl/ir/graph.hpp"
+#include "pxl/ir/op.hpp"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace pxl {
+
+/// Binds graph inputs (tensors of the called graph) to parent tensors.
+using InputsDict = std::vector<std::pair<Tensor, Tensor>>;
+
+/// What a call site connects: the called graph's inputs/outputs and the parent's.
+class CallSiteInfo {
+public:
+  CallSiteInfo() = default;
+  explicit CallSiteInfo(Op call_op);
+
+  Op op() const { return op_; }
+  Graph called_graph() const;
+  /// Parent tensors, one per graph input, in the graph's input order.
+  std::vector<Tensor> inputs() const { return op_.inputs(); }
+  /// Parent tensors, one per graph output.
+  std::vector<Tensor> outputs() const { return op_.outputs(); }
+  Tensor parent_input(std::size_t i) const { return op_.input(i); }
+  Tensor parent_output(std::size_t i) const { return op_.output(i); }
+  /// The parent tensor connected to a graph input or output; GraphError if neither.
+  Tensor graph_to_parent(const Tensor& graph_tensor) const;
+  /// The graph input (first occurrence) or output fed by / feeding a parent tensor.
+  Tensor parent_to_graph(const Tensor& parent_tensor) const;
+  /// Graph inputs bound to each parent input (`{graph input, parent tensor}`).
+  InputsDict inputs_dict() const;
+
+private:
+  Op op_;
+};
+
+namespace ops {
+
+/// Runs `graph` with `inputs` bound to its first inputs, in order, and `inputs_dict` to the
+/// rest; returns its outputs. Every graph input must be bound exactly once.
+std::vector<Tensor> call(const Graph& graph, const std::vector<Tensor>& inputs,
+                         const InputsDict& inputs_dict = {});
+CallSiteInfo call_with_info(const Graph& graph, const std::vector<Tensor>& inputs,
+                            const InputsDict& inputs_dict = {});
+/// Runs `graph` `count` (≥ 1) times; between iterations its N outputs are copied to its
+/// first N inputs (N ≤ number of inputs). Returns the outputs of the last iteration.
+std::vector<Tensor> repeat(const Graph& graph, std::int64_t count,
+                           const std::vector<Tensor>& inputs, const InputsDict& inputs_dict = {});
+CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,
+                              const std::vector<Tensor>& inputs, const InputsDict& inputs_dict = {});
+
+} // namespace ops
+} // namespace pxl

@@ -1,0 +1,47 @@
+// Element-wise ops: unary math, NumPy-broadcasting binary ops, comparisons, logic, cast.
+#pragma once
+
+#include "pxl/ir/tensor.hpp"
+
+namespace pxl::ops {
+
+// Unary. Math ops need a floating-point tensor; negate and abs also take int32.
+Tensor negate(const Tensor& t);
+Tensor abs(const Tensor& t);
+Tensor exp(const Tensor& t);
+Tensor log(const Tensor& t);
+Tensor sqrt(const Tensor& t);
+Tensor tanh(const Tensor& t);
+Tensor sigmoid(const Tensor& t);
+Tensor relu(const Tensor& t);
+/// Tanh approximation, as PopXL's gelu.
+Tensor gelu(const Tensor& t);
+/// Exact, with erf.
+Tensor geluerf(const Tensor& t);
+Tensor logical_not(const Tensor& t);
+/// bool tensor, true where `t` is NaN.
+Tensor isnan(const Tensor& t);
+Tensor cast(const Tensor& t, DType to);
+/// A copy; gradients flow through it.
+Tensor identity(const Tensor& t);
+/// A copy that blocks gradients.
+Tensor detach(const Tensor& t);
+
+// Binary, NumPy broadcasting, equal dtypes. A double operand becomes a constant of the
+// tensor's dtype.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+/// bool results.
+Tensor equal(const Tensor& a, const Tensor& b);
+Tensor greater(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+/// `condition ? a : b` element-wise, all three broadcast together; `condition` is bool.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+
+} // namespace pxl::ops

@@ -1,0 +1,31 @@
+// Neural-network ops: softmax family, layer norm, dropout, negative log-likelihood.
+#pragma once
+
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <optional>
+#include <utility>
+
+namespace pxl::ops {
+
+Tensor softmax(const Tensor& t, std::int64_t axis = -1);
+Tensor log_softmax(const Tensor& t, std::int64_t axis = -1);
+/// Normalises over the last axis, then scales by `weight` and shifts by `bias` (both shaped
+/// like the last axis).
+Tensor layer_norm(const Tensor& t, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+/// Zeroes each element with probability `p` and scales the rest by 1/(1-p). The mask is a
+/// function of `seed` (uint32[2]) and the element index only.
+Tensor dropout(const Tensor& t, const Tensor& seed, double p);
+/// Negative log-likelihood of `labels` (int32, shape `probs.shape[:-1]`) under `probs`
+/// (probabilities, or log-probabilities when `log_prob`).
+Tensor nll_loss(const Tensor& probs, const Tensor& labels,
+                std::optional<std::int32_t> ignore_index = std::nullopt,
+                Reduction reduction = Reduction::mean, bool log_prob = false);
+/// The loss of `nll_loss` and its gradient with respect to the logits that `probs` (softmax
+/// outputs) came from, scaled by `loss_grad`: (loss, dlogits).
+std::pair<Tensor, Tensor> nll_loss_with_softmax_grad(
+    const Tensor& probs, const Tensor& labels, double loss_grad = 1.0,
+    std::optional<std::int32_t> ignore_index = std::nullopt, Reduction reduction = Reduction::mean);
+
+} // namespace pxl::ops

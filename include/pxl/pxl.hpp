@@ -1,0 +1,22 @@
+// pxl: a PopXL-style explicit-graph ML DSL for C++20. The umbrella header.
+#pragma once
+
+#include "pxl/core/dtype.hpp"
+#include "pxl/core/error.hpp"
+#include "pxl/core/host_tensor.hpp"
+#include "pxl/core/shape.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ir/ir.hpp"
+#include "pxl/ir/op.hpp"
+#include "pxl/ir/scope.hpp"
+#include "pxl/ir/stream.hpp"
+#include "pxl/ir/tensor.hpp"
+#include "pxl/ops/call.hpp"
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/host_io.hpp"
+#include "pxl/ops/matmul.hpp"
+#include "pxl/ops/nn.hpp"
+#include "pxl/ops/random.hpp"
+#include "pxl/ops/reduce.hpp"
+#include "pxl/ops/shape.hpp"
+#include "pxl/ops/var_updates.hpp"

@@ -1,0 +1,75 @@
+#include "pxl/detail/context.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ir/ir.hpp"
+#include "pxl/ir/scope.hpp"
+
+namespace pxl {
+namespace detail {
+
+Context& context() {
+  thread_local Context ctx;
+  return ctx;
+}
+
+std::string Context::scope_prefix() const {
+  std::string p;
+  for (const auto& n : names) p += n + "/";
+  return p;
+}
+
+} // namespace detail
+
+GraphScope::GraphScope(const Graph& g) {
+  auto& ctx = detail::context();
+  if (!ctx.graphs.empty() && ctx.graphs.back().ir != g.storage())
+    throw GraphError("graph scope: cannot open graph '" + g.name() +
+                     "' inside a graph of another Ir; close the outer scope first");
+  ctx.graphs.push_back({g.storage(), g.index()});
+}
+GraphScope::~GraphScope() {
+  if (active_) detail::context().graphs.pop_back();
+}
+
+NameScope::NameScope(std::string name) { detail::context().names.push_back(std::move(name)); }
+NameScope::~NameScope() {
+  if (active_) detail::context().names.pop_back();
+}
+
+IpuScope::IpuScope(std::int64_t n) {
+  if (n < 0) throw ValueError("ipu(" + std::to_string(n) + "): IPU index must be >= 0");
+  detail::context().ipus.push_back(n);
+}
+IpuScope::~IpuScope() {
+  if (active_) detail::context().ipus.pop_back();
+}
+
+SequenceScope::SequenceScope(bool enabled) {
+  detail::context().sequences.push_back({.enabled = enabled});
+}
+SequenceScope::~SequenceScope() {
+  if (!active_) return;
+  auto& seqs = detail::context().sequences;
+  const auto done = seqs.back();
+  seqs.pop_back();
+  // A finished group counts as one step of the enclosing sequence: later ops follow its last.
+  if (!seqs.empty() && done.last_op != detail::no_index && seqs.back().ir == done.ir) {
+    seqs.back().last_op = done.last_op;
+    seqs.back().graph = done.graph;
+  } else if (!seqs.empty() && done.last_op != detail::no_index) {
+    seqs.back() = {seqs.back().enabled, done.ir, done.graph, done.last_op};
+  }
+}
+
+bool has_current_graph() { return !detail::context().graphs.empty(); }
+
+Graph current_graph() {
+  auto& ctx = detail::context();
+  if (ctx.graphs.empty())
+    throw GraphError("no current graph: open one with `auto scope = graph.scope();` (PopXL's "
+                     "`with graph:`)");
+  return Graph(ctx.graphs.back().ir, ctx.graphs.back().graph);
+}
+
+Graph main_graph() { return Graph(current_graph().storage(), 0); }
+
+} // namespace pxl

@@ -1,0 +1,97 @@
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/detail/op_builder.hpp"
+#include "pxl/ir/graph.hpp"
+
+namespace pxl::ops {
+
+using detail::add_op1;
+
+namespace {
+Tensor unary_float(OpKind kind, const Tensor& t) {
+  detail::check_float(op_type_name(kind), t);
+  return add_op1(kind, {t}, t.spec());
+}
+
+Tensor unary_signed(OpKind kind, const Tensor& t) {
+  if (!is_floating_point(t.dtype()) && t.dtype() != int32)
+    throw DTypeError(std::string(op_type_name(kind)) +
+                     ": expected a float32, float16 or int32 tensor, got " + detail::describe(t));
+  return add_op1(kind, {t}, t.spec());
+}
+
+Tensor binary(OpKind kind, const Tensor& a, const Tensor& b, DType out_dtype) {
+  const auto op = op_type_name(kind);
+  detail::check_same_dtype(op, a, b);
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  return add_op1(kind, {a, b}, TensorSpec{std::move(shape), out_dtype});
+}
+
+Tensor binary_arith(OpKind kind, const Tensor& a, const Tensor& b) {
+  if (a.dtype() == bool_)
+    throw DTypeError(std::string(op_type_name(kind)) + ": arithmetic on bool tensor " +
+                     detail::describe(a) + "; use logical ops or cast first");
+  return binary(kind, a, b, a.dtype());
+}
+
+Tensor binary_logical(OpKind kind, const Tensor& a, const Tensor& b) {
+  detail::check_dtype(op_type_name(kind), a, bool_, "the left operand");
+  detail::check_dtype(op_type_name(kind), b, bool_, "the right operand");
+  return binary(kind, a, b, bool_);
+}
+} // namespace
+
+Tensor negate(const Tensor& t) { return unary_signed(OpKind::Negate, t); }
+Tensor abs(const Tensor& t) { return unary_signed(OpKind::Abs, t); }
+Tensor exp(const Tensor& t) { return unary_float(OpKind::Exp, t); }
+Tensor log(const Tensor& t) { return unary_float(OpKind::Log, t); }
+Tensor sqrt(const Tensor& t) { return unary_float(OpKind::Sqrt, t); }
+Tensor tanh(const Tensor& t) { return unary_float(OpKind::Tanh, t); }
+Tensor sigmoid(const Tensor& t) { return unary_float(OpKind::Sigmoid, t); }
+Tensor relu(const Tensor& t) { return unary_float(OpKind::Relu, t); }
+Tensor gelu(const Tensor& t) { return unary_float(OpKind::Gelu, t); }
+Tensor geluerf(const Tensor& t) { return unary_float(OpKind::GeluErf, t); }
+Tensor logical_not(const Tensor& t) {
+  detail::check_dtype("Not", t, bool_, "the operand");
+  return add_op1(OpKind::LogicalNot, {t}, t.spec());
+}
+Tensor isnan(const Tensor& t) {
+  detail::check_float("IsNaN", t);
+  return add_op1(OpKind::IsNan, {t}, TensorSpec{t.shape(), bool_});
+}
+Tensor cast(const Tensor& t, DType to) {
+  return add_op1(OpKind::Cast, {t}, TensorSpec{t.shape(), to}, CastAttrs{to});
+}
+Tensor identity(const Tensor& t) { return add_op1(OpKind::Identity, {t}, t.spec()); }
+Tensor detach(const Tensor& t) { return add_op1(OpKind::Detach, {t}, t.spec()); }
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) {
+  detail::check_float("Pow", a);
+  return binary(OpKind::Pow, a, b, a.dtype());
+}
+Tensor pow(const Tensor& a, double exponent) { return pow(a, constant(exponent, a.dtype())); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Maximum, a, b); }
+Tensor equal(const Tensor& a, const Tensor& b) { return binary(OpKind::Equal, a, b, bool_); }
+Tensor greater(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == bool_)
+    throw DTypeError("Greater: cannot order bool tensor " + detail::describe(a));
+  return binary(OpKind::Greater, a, b, bool_);
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return binary_logical(OpKind::LogicalAnd, a, b);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return binary_logical(OpKind::LogicalOr, a, b);
+}
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  detail::check_dtype("Where", condition, bool_, "the condition");
+  detail::check_same_dtype("Where", a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "Where"),
+                                 b.shape(), "Where");
+  return add_op1(OpKind::Where, {condition, a, b}, TensorSpec{std::move(shape), a.dtype()});
+}
+
+} // namespace pxl::ops
