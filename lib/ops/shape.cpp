@@ -1,1 +1,241 @@
-// placeholder: implemented next
+// Shape and data-movement ops: validation and output-spec inference.
+#include "pxl/ops/shape.hpp"
+#include "pxl/detail/op_builder.hpp"
+#include "pxl/ir/graph.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace pxl::ops {
+
+using detail::add_op1;
+using detail::describe;
+
+namespace {
+std::string list(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// Reshape, flatten, squeeze and unsqueeze all lower to one Reshape op: the output spec
+/// carries the new shape, so no attributes are needed.
+Tensor reshape_op(const Tensor& t, Shape shape) {
+  return add_op1(OpKind::Reshape, {t}, TensorSpec{std::move(shape), t.dtype()});
+}
+} // namespace
+
+Tensor reshape(const Tensor& t, Shape shape) {
+  std::int64_t inferred = -1, known = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        throw ShapeError("Reshape: only one dimension may be -1, got " + to_string(shape) +
+                         " for " + describe(t));
+      inferred = static_cast<std::int64_t>(i);
+    } else if (shape[i] < 0) {
+      throw ShapeError("Reshape: negative dimension in " + to_string(shape) + " for " +
+                       describe(t));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || t.nelms() % known != 0)
+      throw ShapeError("Reshape: cannot reshape " + describe(t) + " (" + std::to_string(t.nelms()) +
+                       " elements) to " + to_string(shape));
+    shape[static_cast<std::size_t>(inferred)] = t.nelms() / known;
+  }
+  if (nelms(shape) != t.nelms())
+    throw ShapeError("Reshape: cannot reshape " + describe(t) + " (" + std::to_string(t.nelms()) +
+                     " elements) to " + to_string(shape) + " (" + std::to_string(nelms(shape)) +
+                     " elements)");
+  return reshape_op(t, std::move(shape));
+}
+
+Tensor transpose(const Tensor& t, std::vector<std::int64_t> perm) {
+  const auto rank = t.rank();
+  if (perm.empty()) {
+    perm.resize(static_cast<std::size_t>(rank));
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  if (static_cast<std::int64_t>(perm.size()) != rank)
+    throw ValueError("Transpose: permutation " + list(perm) + " has " +
+                     std::to_string(perm.size()) + " entries but " + describe(t) + " has rank " +
+                     std::to_string(rank));
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (auto& p : perm) {
+    p = normalize_axis(p, rank, "Transpose");
+    if (seen[static_cast<std::size_t>(p)])
+      throw ValueError("Transpose: " + list(perm) + " is not a permutation of the axes of " +
+                       describe(t) + " (axis " + std::to_string(p) + " repeated)");
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  Shape shape(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    shape[i] = t.shape()[static_cast<std::size_t>(perm[i])];
+  return add_op1(OpKind::Transpose, {t}, TensorSpec{std::move(shape), t.dtype()},
+                 TransposeAttrs{std::move(perm)});
+}
+
+Tensor flatten(const Tensor& t) { return reshape_op(t, Shape{t.nelms()}); }
+
+Tensor squeeze(const Tensor& t, std::vector<std::int64_t> axes) {
+  Shape shape;
+  if (axes.empty()) {
+    for (auto d : t.shape())
+      if (d != 1)
+        shape.push_back(d);
+    return reshape_op(t, std::move(shape));
+  }
+  axes = detail::normalize_axes("Squeeze", std::move(axes), t.rank());
+  for (auto a : axes)
+    if (t.shape()[static_cast<std::size_t>(a)] != 1)
+      throw ValueError("Squeeze: axis " + std::to_string(a) + " of " + describe(t) + " has size " +
+                       std::to_string(t.shape()[static_cast<std::size_t>(a)]) + ", expected 1");
+  for (std::int64_t i = 0; i < t.rank(); ++i)
+    if (!std::binary_search(axes.begin(), axes.end(), i))
+      shape.push_back(t.shape()[static_cast<std::size_t>(i)]);
+  return reshape_op(t, std::move(shape));
+}
+
+Tensor unsqueeze(const Tensor& t, std::vector<std::int64_t> axes) {
+  const auto out_rank = t.rank() + static_cast<std::int64_t>(axes.size());
+  axes = detail::normalize_axes("Unsqueeze", std::move(axes), out_rank);
+  Shape shape;
+  std::size_t next = 0;
+  for (std::int64_t i = 0; i < out_rank; ++i)
+    shape.push_back(std::binary_search(axes.begin(), axes.end(), i) ? 1 : t.shape()[next++]);
+  return reshape_op(t, std::move(shape));
+}
+
+Tensor slice(const Tensor& t, std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
+             std::vector<std::int64_t> axes) {
+  const auto rank = t.rank();
+  if (axes.empty()) {
+    axes.resize(start.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (start.size() != axes.size() || stop.size() != axes.size())
+    throw ValueError("Slice: start " + list(start) + ", stop " + list(stop) + " and axes " +
+                     list(axes) + " must have the same length (slicing " + describe(t) + ")");
+  SliceAttrs attrs;
+  attrs.start.assign(static_cast<std::size_t>(rank), 0);
+  attrs.stop = t.shape();
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const auto a = static_cast<std::size_t>(normalize_axis(axes[i], rank, "Slice"));
+    if (seen[a])
+      throw ValueError("Slice: axis " + std::to_string(a) + " listed twice in " + list(axes));
+    seen[a] = true;
+    const auto dim = t.shape()[a];
+    // NumPy: negative indices count from the end, then both ends clamp to [0, dim].
+    auto clamp = [dim](std::int64_t v) {
+      return std::clamp(v < 0 ? v + dim : v, std::int64_t{0}, dim);
+    };
+    attrs.start[a] = clamp(start[i]);
+    attrs.stop[a] = std::max(attrs.start[a], clamp(stop[i]));
+  }
+  Shape shape(static_cast<std::size_t>(rank));
+  for (std::size_t a = 0; a < shape.size(); ++a)
+    shape[a] = attrs.stop[a] - attrs.start[a];
+  return add_op1(OpKind::Slice, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
+}
+
+Tensor concat(const std::vector<Tensor>& ts, std::int64_t axis) {
+  if (ts.empty())
+    throw ValueError("Concat: expected at least one tensor, got none");
+  const Tensor& first = ts[0];
+  if (first.rank() == 0)
+    throw ShapeError("Concat: cannot concatenate scalar " + describe(first));
+  const auto a = static_cast<std::size_t>(normalize_axis(axis, first.rank(), "Concat"));
+  Shape shape = first.shape();
+  for (std::size_t i = 1; i < ts.size(); ++i) {
+    detail::check_same_dtype("Concat", first, ts[i]);
+    bool fits = ts[i].rank() == first.rank();
+    for (std::size_t d = 0; fits && d < shape.size(); ++d)
+      fits = d == a || ts[i].shape()[d] == shape[d];
+    if (!fits)
+      throw ShapeError("Concat: tensor " + std::to_string(i) + " " + describe(ts[i]) +
+                       " does not match " + describe(first) +
+                       " on every axis except the concatenation axis " + std::to_string(a));
+    shape[a] += ts[i].shape()[a];
+  }
+  return add_op1(OpKind::Concat, std::span<const Tensor>(ts),
+                 TensorSpec{std::move(shape), first.dtype()},
+                 AxisAttrs{static_cast<std::int64_t>(a)});
+}
+
+std::vector<Tensor> split(const Tensor& t, std::int64_t n, std::int64_t axis) {
+  const auto a = normalize_axis(axis, t.rank(), "Split");
+  const auto dim = t.shape()[static_cast<std::size_t>(a)];
+  if (n < 1 || dim % n != 0)
+    throw ValueError("Split: cannot split axis " + std::to_string(a) + " of size " +
+                     std::to_string(dim) + " of " + describe(t) + " into " + std::to_string(n) +
+                     " equal parts");
+  return split(t, std::vector<std::int64_t>(static_cast<std::size_t>(n), dim / n), a);
+}
+
+std::vector<Tensor> split(const Tensor& t, std::vector<std::int64_t> sizes, std::int64_t axis) {
+  const auto a = normalize_axis(axis, t.rank(), "Split");
+  const auto dim = t.shape()[static_cast<std::size_t>(a)];
+  if (sizes.empty())
+    throw ValueError("Split: expected at least one part size for " + describe(t));
+  std::int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0)
+      throw ValueError("Split: negative part size in " + list(sizes));
+    total += s;
+  }
+  if (total != dim)
+    throw ShapeError("Split: part sizes " + list(sizes) + " sum to " + std::to_string(total) +
+                     " but axis " + std::to_string(a) + " of " + describe(t) + " has size " +
+                     std::to_string(dim));
+  std::vector<TensorSpec> specs;
+  for (auto s : sizes) {
+    Shape shape = t.shape();
+    shape[static_cast<std::size_t>(a)] = s;
+    specs.push_back(TensorSpec{std::move(shape), t.dtype()});
+  }
+  const Tensor in[] = {t};
+  return detail::add_op(OpKind::Split, in, std::move(specs), SplitAttrs{std::move(sizes), a});
+}
+
+Tensor gather(const Tensor& t, const Tensor& indices, std::int64_t axis) {
+  detail::check_dtype("Gather", indices, int32, "indices");
+  if (t.rank() == 0)
+    throw ShapeError("Gather: cannot index scalar " + describe(t));
+  const auto a = normalize_axis(axis, t.rank(), "Gather");
+  Shape shape(t.shape().begin(), t.shape().begin() + a);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), t.shape().begin() + a + 1, t.shape().end());
+  return add_op1(OpKind::Gather, {t, indices}, TensorSpec{std::move(shape), t.dtype()},
+                 AxisAttrs{a});
+}
+
+Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& values,
+              std::int64_t axis) {
+  detail::check_dtype("OneHot", indices, int32, "indices");
+  if (num_classes < 1)
+    throw ValueError("OneHot: num_classes must be >= 1, got " + std::to_string(num_classes));
+  if (values.shape() != Shape{2})
+    throw ShapeError("OneHot: values must have shape (2,) holding [off, on], got " +
+                     describe(values));
+  const auto a = normalize_axis(axis, indices.rank() + 1, "OneHot");
+  Shape shape = indices.shape();
+  shape.insert(shape.begin() + a, num_classes);
+  return add_op1(OpKind::OneHot, {indices, values}, TensorSpec{std::move(shape), values.dtype()},
+                 OneHotAttrs{num_classes, a});
+}
+
+Tensor init(Shape shape, DType dtype, std::string name, InitType type) {
+  for (auto d : shape)
+    if (d < 0)
+      throw ShapeError("Init: negative dimension in " + to_string(shape));
+  TensorSpec spec{std::move(shape), dtype};
+  return add_op1(OpKind::Init, std::span<const Tensor>{}, spec, CreateAttrs{spec, type, 0.0, 0.0},
+                 name);
+}
+
+} // namespace pxl::ops
