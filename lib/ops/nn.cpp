@@ -1,1 +1,94 @@
-// placeholder: implemented next
+// Neural-network ops: validate operands and build the op; the numerics live in the kernels.
+#include "pxl/ops/nn.hpp"
+#include "pxl/detail/op_builder.hpp"
+
+namespace pxl::ops {
+
+namespace {
+
+Tensor along_axis(OpKind kind, const Tensor& t, std::int64_t axis) {
+  const auto op = op_type_name(kind);
+  detail::check_float(op, t);
+  const auto a = normalize_axis(axis, t.rank(), op);
+  return detail::add_op1(kind, {t}, t.spec(), AxisAttrs{a, false});
+}
+
+/// probs [..., C] float and labels int32 of shape probs.shape[:-1].
+void check_nll_operands(std::string_view op, const Tensor& probs, const Tensor& labels) {
+  detail::check_float(op, probs);
+  detail::check_dtype(op, labels, int32, "the labels");
+  if (probs.rank() < 1)
+    throw ShapeError(std::string(op) + ": probs must have a class axis (rank >= 1), got " +
+                     detail::describe(probs));
+  const Shape expected(probs.shape().begin(), probs.shape().end() - 1);
+  if (labels.shape() != expected)
+    throw ShapeError(std::string(op) + ": labels must have shape " + to_string(expected) +
+                     " (probs' shape without its class axis), got labels " +
+                     detail::describe(labels) + " for probs " + detail::describe(probs));
+}
+
+Shape loss_shape(Reduction r, const Tensor& labels) {
+  return r == Reduction::none ? labels.shape() : Shape{};
+}
+
+} // namespace
+
+Tensor softmax(const Tensor& t, std::int64_t axis) { return along_axis(OpKind::Softmax, t, axis); }
+Tensor log_softmax(const Tensor& t, std::int64_t axis) {
+  return along_axis(OpKind::LogSoftmax, t, axis);
+}
+
+Tensor layer_norm(const Tensor& t, const Tensor& weight, const Tensor& bias, double eps) {
+  detail::check_float("LayerNorm", t);
+  detail::check_same_dtype("LayerNorm", t, weight);
+  detail::check_same_dtype("LayerNorm", t, bias);
+  if (t.rank() < 1)
+    throw ShapeError("LayerNorm: expected a tensor of rank >= 1 to normalise over its last "
+                     "axis, got " +
+                     detail::describe(t));
+  const Shape expected{t.shape().back()};
+  for (const Tensor* p : {&weight, &bias})
+    if (p->shape() != expected)
+      throw ShapeError(std::string("LayerNorm: ") + (p == &weight ? "weight" : "bias") +
+                       " must have shape " + to_string(expected) + " (the last axis of " +
+                       detail::describe(t) + "), got " + detail::describe(*p));
+  if (!(eps >= 0.0))
+    throw ValueError("LayerNorm: eps must be >= 0, got " + std::to_string(eps));
+  return detail::add_op1(OpKind::LayerNorm, {t, weight, bias}, t.spec(), ScalarAttrs{eps, 0.0});
+}
+
+Tensor dropout(const Tensor& t, const Tensor& seed, double p) {
+  detail::check_float("Dropout", t);
+  detail::check_dtype("Dropout", seed, uint32, "the seed");
+  if (seed.shape() != Shape{2})
+    throw ShapeError("Dropout: the seed must have shape (2,), got " + detail::describe(seed));
+  if (!(p >= 0.0 && p < 1.0))
+    throw ValueError("Dropout: the drop probability p must satisfy 0 <= p < 1, got " +
+                     std::to_string(p));
+  return detail::add_op1(OpKind::Dropout, {t, seed}, t.spec(), ScalarAttrs{p, 0.0});
+}
+
+Tensor nll_loss(const Tensor& probs, const Tensor& labels, std::optional<std::int32_t> ignore_index,
+                Reduction reduction, bool log_prob) {
+  check_nll_operands("Nll", probs, labels);
+  return detail::add_op1(OpKind::NllLoss, {probs, labels},
+                         TensorSpec{loss_shape(reduction, labels), probs.dtype()},
+                         NllAttrs{reduction, ignore_index, log_prob, 1.0});
+}
+
+std::pair<Tensor, Tensor> nll_loss_with_softmax_grad(const Tensor& probs, const Tensor& labels,
+                                                     double loss_grad,
+                                                     std::optional<std::int32_t> ignore_index,
+                                                     Reduction reduction) {
+  check_nll_operands("NllWithSoftmaxGrad", probs, labels);
+  if (reduction == Reduction::none)
+    throw ValueError("NllWithSoftmaxGrad: reduction none is not supported (the gradient needs "
+                     "one loss); use Reduction::mean or Reduction::sum, or ops::nll_loss");
+  const Tensor in[] = {probs, labels};
+  auto outs = detail::add_op(OpKind::NllLossWithSoftmaxGrad, in,
+                             {TensorSpec{Shape{}, probs.dtype()}, probs.spec()},
+                             NllAttrs{reduction, ignore_index, false, loss_grad});
+  return {outs[0], outs[1]};
+}
+
+} // namespace pxl::ops

@@ -1,1 +1,90 @@
-// placeholder: implemented next
+// Reductions: validate the operand and the axes, then infer the reduced shape.
+#include "pxl/ops/reduce.hpp"
+#include "pxl/detail/op_builder.hpp"
+
+#include <algorithm>
+
+namespace pxl::ops {
+
+namespace {
+
+std::string axes_string(const std::vector<std::int64_t>& axes) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(axes[i]);
+  return s + "]";
+}
+
+/// Normalised, sorted axes; every axis when `axes` is nullopt or empty (PopXL's default).
+std::vector<std::int64_t> reduction_axes(std::string_view op, const Tensor& t,
+                                         const std::optional<std::vector<std::int64_t>>& axes) {
+  std::vector<std::int64_t> out;
+  if (!axes || axes->empty()) {
+    for (std::int64_t a = 0; a < t.rank(); ++a)
+      out.push_back(a);
+    return out;
+  }
+  for (auto a : *axes)
+    out.push_back(normalize_axis(a, t.rank(), op));
+  std::sort(out.begin(), out.end());
+  // The shared helper's message does not name the rank; the user may have written -1 and 1.
+  if (auto dup = std::adjacent_find(out.begin(), out.end()); dup != out.end())
+    throw ValueError(std::string(op) + ": axis " + std::to_string(*dup) + " is repeated in axes " +
+                     axes_string(*axes) + " of a tensor of rank " + std::to_string(t.rank()) +
+                     "; list each axis once");
+  return out;
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<std::int64_t>& axes, bool keepdims) {
+  Shape out;
+  for (std::int64_t a = 0; a < static_cast<std::int64_t>(in.size()); ++a) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), a);
+    if (!reduced)
+      out.push_back(in[static_cast<std::size_t>(a)]);
+    else if (keepdims)
+      out.push_back(1);
+  }
+  return out;
+}
+
+void check_numeric(OpKind kind, const Tensor& t, bool allow_int) {
+  if (is_floating_point(t.dtype()) || (allow_int && t.dtype() == int32))
+    return;
+  throw DTypeError(std::string(op_type_name(kind)) + ": expected a float32, float16" +
+                   (allow_int ? " or int32" : "") + " tensor, got " + detail::describe(t));
+}
+
+Tensor reduce(OpKind kind, const Tensor& t, const std::optional<std::vector<std::int64_t>>& axes,
+              bool keepdims, bool allow_int) {
+  const auto op = op_type_name(kind);
+  check_numeric(kind, t, allow_int);
+  auto norm = reduction_axes(op, t, axes);
+  Shape shape = reduced_shape(t.shape(), norm, keepdims);
+  return detail::add_op1(kind, {t}, TensorSpec{std::move(shape), t.dtype()},
+                         ReduceAttrs{std::move(norm), keepdims});
+}
+
+} // namespace
+
+Tensor sum(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceSum, t, axes, keepdims, true);
+}
+Tensor mean(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceMean, t, axes, keepdims, false);
+}
+Tensor max(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceMax, t, axes, keepdims, true);
+}
+Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceMin, t, axes, keepdims, true);
+}
+
+Tensor argmax(const Tensor& t, std::int64_t axis, bool keepdims) {
+  check_numeric(OpKind::ArgMax, t, true);
+  const auto a = normalize_axis(axis, t.rank(), "ArgMax");
+  Shape shape = reduced_shape(t.shape(), {a}, keepdims);
+  return detail::add_op1(OpKind::ArgMax, {t}, TensorSpec{std::move(shape), int32},
+                         AxisAttrs{a, keepdims});
+}
+
+} // namespace pxl::ops
