@@ -1,0 +1,96 @@
+// The IR's user-facing errors: each names the thing at fault and what was expected.
+#include "pxl/pxl.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace pxl;
+
+TEST_CASE("an op needs a current graph") {
+  Ir ir;
+  Tensor x;
+  {
+    auto s = ir.main_graph().scope();
+    x = constant(1.0, float32);
+  }
+  CHECK_FALSE(has_current_graph());
+  CHECK_THROWS_WITH_AS(ops::exp(x), doctest::Contains("Exp: no current graph"), GraphError);
+  CHECK_THROWS_WITH_AS(current_graph(), doctest::Contains("no current graph"), GraphError);
+}
+
+TEST_CASE("a tensor of another graph cannot be used") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Tensor v = variable(HostTensor({1.f}, {1}), "v");
+  Graph g = ir.create_empty_graph("sub");
+  auto in_g = g.scope();
+  Tensor x = graph_input({1}, float32, "x");
+  CHECK_THROWS_WITH_AS(x + v,
+                       doctest::Contains("'v' [(1,) float32] is in graph 'main_graph', not in "
+                                         "the current graph 'sub'"),
+                       GraphError);
+}
+
+TEST_CASE("a tensor of another Ir cannot be used") {
+  Ir ir, other;
+  Tensor v;
+  {
+    auto main = ir.main_graph().scope();
+    v = variable(HostTensor({1.f}, {1}), "v");
+  }
+  auto other_main = other.main_graph().scope();
+  CHECK_THROWS_WITH_AS(ops::exp(v), doctest::Contains("belongs to another Ir"), GraphError);
+}
+
+TEST_CASE("graph scopes of two Irs cannot nest") {
+  Ir a, b;
+  auto sa = a.main_graph().scope();
+  CHECK_THROWS_WITH_AS(b.main_graph().scope(), doctest::Contains("inside a graph of another Ir"),
+                       GraphError);
+}
+
+TEST_CASE("variables live in the main graph only") {
+  Ir ir;
+  Graph g = ir.create_empty_graph("sub");
+  auto in_g = g.scope();
+  CHECK_THROWS_WITH_AS(variable(HostTensor({1.f}, {1}), "w"),
+                       doctest::Contains("variables live in the main graph only"), GraphError);
+}
+
+TEST_CASE("the main graph has no inputs or outputs") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  CHECK_THROWS_WITH_AS(graph_input({1}, float32), doctest::Contains("main graph takes no inputs"),
+                       GraphError);
+  Tensor c = constant(1.0, float32);
+  CHECK_THROWS_WITH_AS(graph_output(c), doctest::Contains("main graph has no outputs"), GraphError);
+}
+
+TEST_CASE("graph_output needs a tensor of the current graph") {
+  Ir ir;
+  Tensor c;
+  {
+    auto main = ir.main_graph().scope();
+    c = constant(1.0, float32, "c");
+  }
+  Graph g = ir.create_empty_graph("sub");
+  auto in_g = g.scope();
+  CHECK_THROWS_WITH_AS(graph_output(c), doctest::Contains("is not in the current graph 'sub'"),
+                       GraphError);
+}
+
+TEST_CASE("shape and dtype mismatches show both operands") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Tensor a = constant(HostTensor({1.f, 2.f, 3.f}, {3}), "a");
+  Tensor b = constant(HostTensor({1.f, 2.f}, {2}), "b");
+  Tensor i = constant(HostTensor(std::vector<std::int32_t>{1, 2, 3}, {3}), "i");
+  CHECK_THROWS_WITH_AS(a + b, doctest::Contains("Add: shapes (3,) and (2,) do not broadcast"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(a * i, doctest::Contains("'a' [(3,) float32] and 'i' [(3,) int32]"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::exp(i), doctest::Contains("Exp: expected a float32 or float16"),
+                       DTypeError);
+  Tensor m = constant(HostTensor(Shape{2, 3}, float32), "m");
+  CHECK_THROWS_WITH_AS(ops::matmul(m, m), doctest::Contains("contraction dimensions differ"),
+                       ShapeError);
+}
