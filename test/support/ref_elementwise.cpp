@@ -1,1 +1,147 @@
-// placeholder: implemented next
+// Reference kernels of the element-wise ops: each output element from its (broadcast) operands,
+// computed in double and rounded to the output dtype.
+//
+// Conventions the emulator must match:
+// - Div on integers truncates toward zero (C++ `/`); an integer division by zero yields 0.
+// - Maximum and Relu propagate NaN.
+// - Pow is std::pow (NaN where it is NaN, e.g. a negative base with a fractional exponent).
+// - Cast rounds to nearest for float targets, truncates toward zero for integer targets (no
+//   saturation), and gives `x != 0` for bool.
+#include "ref_util.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+
+namespace pxl::testing {
+
+namespace {
+
+template <typename F>
+void unary(std::span<const HostTensor* const> inputs, std::span<HostTensor* const> outputs, F f) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  for (std::int64_t i = 0; i < y.nelms(); ++i)
+    ref::store(y, i, f(ref::load(x, i)));
+}
+
+/// Output element i = f(operand values broadcast to i's multi-index), for any operand count.
+template <typename F>
+void broadcast_nary(std::span<const HostTensor* const> inputs, std::span<HostTensor* const> outputs,
+                    F f) {
+  HostTensor& y = *outputs[0];
+  std::vector<double> args(inputs.size());
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const Shape index = ref::unravel(i, y.shape());
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      args[k] = ref::load(*inputs[k], ref::broadcast_source(index, inputs[k]->shape()));
+    ref::store(y, i, f(args));
+  }
+}
+
+template <typename F>
+void binary(std::span<const HostTensor* const> inputs, std::span<HostTensor* const> outputs, F f) {
+  broadcast_nary(inputs, outputs, [&](const std::vector<double>& a) { return f(a[0], a[1]); });
+}
+
+void copy(std::span<const HostTensor* const> inputs, std::span<HostTensor* const> outputs) {
+  const auto src = inputs[0]->bytes();
+  std::memcpy(outputs[0]->bytes().data(), src.data(), src.size());
+}
+
+double relu(double x) { return std::isnan(x) ? x : (x > 0.0 ? x : 0.0); }
+
+double gelu_tanh(double x) {
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
+
+} // namespace
+
+PXL_REF_KERNEL(Negate) {
+  unary(inputs, outputs, [](double x) { return -x; });
+}
+PXL_REF_KERNEL(Abs) {
+  unary(inputs, outputs, [](double x) { return std::fabs(x); });
+}
+PXL_REF_KERNEL(Exp) {
+  unary(inputs, outputs, [](double x) { return std::exp(x); });
+}
+PXL_REF_KERNEL(Log) {
+  unary(inputs, outputs, [](double x) { return std::log(x); });
+}
+PXL_REF_KERNEL(Sqrt) {
+  unary(inputs, outputs, [](double x) { return std::sqrt(x); });
+}
+PXL_REF_KERNEL(Tanh) {
+  unary(inputs, outputs, [](double x) { return std::tanh(x); });
+}
+PXL_REF_KERNEL(Sigmoid) {
+  unary(inputs, outputs, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+}
+PXL_REF_KERNEL(Relu) { unary(inputs, outputs, relu); }
+PXL_REF_KERNEL(Gelu) { unary(inputs, outputs, gelu_tanh); }
+PXL_REF_KERNEL(GeluErf) { unary(inputs, outputs, gelu_erf); }
+PXL_REF_KERNEL(LogicalNot) {
+  unary(inputs, outputs, [](double x) { return x == 0.0 ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(IsNan) {
+  unary(inputs, outputs, [](double x) { return std::isnan(x) ? 1.0 : 0.0; });
+}
+// store() rounds or truncates to the target dtype, which is exactly Cast's rule.
+PXL_REF_KERNEL(Cast) {
+  unary(inputs, outputs, [](double x) { return x; });
+}
+PXL_REF_KERNEL(Identity) { copy(inputs, outputs); }
+PXL_REF_KERNEL(Detach) { copy(inputs, outputs); }
+
+PXL_REF_KERNEL(Add) {
+  binary(inputs, outputs, [](double a, double b) { return a + b; });
+}
+PXL_REF_KERNEL(Sub) {
+  binary(inputs, outputs, [](double a, double b) { return a - b; });
+}
+PXL_REF_KERNEL(Mul) {
+  binary(inputs, outputs, [](double a, double b) { return a * b; });
+}
+PXL_REF_KERNEL(Div) {
+  if (is_floating_point(outputs[0]->dtype())) {
+    binary(inputs, outputs, [](double a, double b) { return a / b; });
+    return;
+  }
+  binary(inputs, outputs, [](double a, double b) {
+    const auto ia = static_cast<std::int64_t>(a), ib = static_cast<std::int64_t>(b);
+    return ib == 0 ? 0.0 : static_cast<double>(ia / ib);
+  });
+}
+PXL_REF_KERNEL(Pow) {
+  binary(inputs, outputs, [](double a, double b) { return std::pow(a, b); });
+}
+PXL_REF_KERNEL(Maximum) {
+  binary(inputs, outputs, [](double a, double b) {
+    if (std::isnan(a) || std::isnan(b))
+      return std::numeric_limits<double>::quiet_NaN();
+    return a > b ? a : b;
+  });
+}
+PXL_REF_KERNEL(Equal) {
+  binary(inputs, outputs, [](double a, double b) { return a == b ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(Greater) {
+  binary(inputs, outputs, [](double a, double b) { return a > b ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(LogicalAnd) {
+  binary(inputs, outputs, [](double a, double b) { return a != 0.0 && b != 0.0 ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(LogicalOr) {
+  binary(inputs, outputs, [](double a, double b) { return a != 0.0 || b != 0.0 ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(Where) {
+  broadcast_nary(inputs, outputs,
+                 [](const std::vector<double>& a) { return a[0] != 0.0 ? a[1] : a[2]; });
+}
+
+} // namespace pxl::testing

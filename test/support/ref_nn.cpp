@@ -1,1 +1,166 @@
-// placeholder: implemented next
+// Reference nn kernels: softmax family, layer norm, dropout and the negative log-likelihood
+// losses, all in double.
+#include "ref_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "pxl/detail/random.hpp"
+
+namespace pxl::testing {
+
+namespace {
+
+/// Values of `x` along `axis` through the element at `index` (whose entry at `axis` is
+/// ignored).
+std::vector<double> lane(const HostTensor& x, Shape index, std::size_t axis) {
+  std::vector<double> v(static_cast<std::size_t>(x.shape()[axis]));
+  for (std::size_t j = 0; j < v.size(); ++j) {
+    index[axis] = static_cast<std::int64_t>(j);
+    v[j] = ref::load(x, ref::ravel(index, x.shape()));
+  }
+  return v;
+}
+
+/// max + log(sum(exp(v - max))): the stable log-sum-exp.
+double log_sum_exp(const std::vector<double>& v) {
+  double m = -INFINITY;
+  for (double e : v)
+    m = std::max(m, e);
+  double s = 0.0;
+  for (double e : v)
+    s += std::exp(e - m);
+  return m + std::log(s);
+}
+
+/// Element i of a softmax-family op: f(x_i, log-sum-exp of its lane).
+template <typename F>
+void along_axis(const Op& op, const HostTensor& x, HostTensor& y, F f) {
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const Shape index = ref::unravel(i, x.shape());
+    ref::store(y, i, f(ref::load(x, i), log_sum_exp(lane(x, index, axis))));
+  }
+}
+
+/// One sample's view of an nll op: its label, and whether it counts.
+struct Sample {
+  std::int64_t label;
+  bool counted;
+};
+
+Sample sample(const NllAttrs& attrs, const HostTensor& labels, std::int64_t s,
+              std::int64_t classes) {
+  const auto label = static_cast<std::int64_t>(ref::load(labels, s));
+  if (attrs.ignore_index && label == *attrs.ignore_index)
+    return {label, false};
+  if (label < 0 || label >= classes)
+    throw std::out_of_range("reference Nll: label " + std::to_string(label) + " of sample " +
+                            std::to_string(s) + " is outside [0, " + std::to_string(classes) + ")");
+  return {label, true};
+}
+
+/// Per-sample losses (0 for ignored samples) and the number of counted samples.
+std::pair<std::vector<double>, std::int64_t> nll(const NllAttrs& attrs, const HostTensor& probs,
+                                                 const HostTensor& labels) {
+  const std::int64_t classes = probs.shape().back();
+  std::vector<double> losses(static_cast<std::size_t>(labels.nelms()), 0.0);
+  std::int64_t count = 0;
+  for (std::int64_t s = 0; s < labels.nelms(); ++s) {
+    const auto [label, counted] = sample(attrs, labels, s, classes);
+    if (!counted)
+      continue;
+    const double p = ref::load(probs, s * classes + label);
+    losses[static_cast<std::size_t>(s)] = attrs.log_prob ? -p : -std::log(p);
+    ++count;
+  }
+  return {losses, count};
+}
+
+void store_loss(const NllAttrs& attrs, const std::vector<double>& losses, std::int64_t count,
+                HostTensor& y) {
+  if (attrs.reduction == Reduction::none) {
+    for (std::size_t s = 0; s < losses.size(); ++s)
+      ref::store(y, static_cast<std::int64_t>(s), losses[s]);
+    return;
+  }
+  double total = 0.0;
+  for (double l : losses)
+    total += l;
+  if (attrs.reduction == Reduction::mean)
+    total = count == 0 ? 0.0 : total / static_cast<double>(count);
+  ref::store(y, 0, total);
+}
+
+} // namespace
+
+PXL_REF_KERNEL(Softmax) {
+  along_axis(op, *inputs[0], *outputs[0], [](double x, double lse) { return std::exp(x - lse); });
+}
+
+PXL_REF_KERNEL(LogSoftmax) {
+  along_axis(op, *inputs[0], *outputs[0], [](double x, double lse) { return x - lse; });
+}
+
+PXL_REF_KERNEL(LayerNorm) {
+  const HostTensor& x = *inputs[0];
+  const HostTensor& weight = *inputs[1];
+  const HostTensor& bias = *inputs[2];
+  HostTensor& y = *outputs[0];
+  const double eps = op.attrs_as<ScalarAttrs>().a;
+  const std::int64_t n = x.shape().back();
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const std::int64_t row = i / n, col = i % n;
+    double mean = 0.0, var = 0.0;
+    for (std::int64_t j = 0; j < n; ++j)
+      mean += ref::load(x, row * n + j);
+    mean /= static_cast<double>(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double d = ref::load(x, row * n + j) - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(n); // population variance
+    const double normed = (ref::load(x, i) - mean) / std::sqrt(var + eps);
+    ref::store(y, i, normed * ref::load(weight, col) + ref::load(bias, col));
+  }
+}
+
+PXL_REF_KERNEL(Dropout) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  const auto [s0, s1] = ref::seed_words(*inputs[1]);
+  const double p = op.attrs_as<ScalarAttrs>().a;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const bool keep = pxl::detail::random_uniform01(s0, s1, static_cast<std::uint64_t>(i)) >= p;
+    ref::store(y, i, keep ? ref::load(x, i) / (1.0 - p) : 0.0);
+  }
+}
+
+PXL_REF_KERNEL(NllLoss) {
+  const auto& attrs = op.attrs_as<NllAttrs>();
+  const auto [losses, count] = nll(attrs, *inputs[0], *inputs[1]);
+  store_loss(attrs, losses, count, *outputs[0]);
+}
+
+PXL_REF_KERNEL(NllLossWithSoftmaxGrad) {
+  const auto& attrs = op.attrs_as<NllAttrs>();
+  const HostTensor& probs = *inputs[0];
+  const HostTensor& labels = *inputs[1];
+  const auto [losses, count] = nll(attrs, probs, labels);
+  store_loss(attrs, losses, count, *outputs[0]);
+  // d(loss)/d(logits) of a softmax then nll: probs - onehot(label), per counted sample.
+  const std::int64_t classes = probs.shape().back();
+  const double scale =
+      attrs.loss_grad /
+      (attrs.reduction == Reduction::mean && count > 0 ? static_cast<double>(count) : 1.0);
+  HostTensor& dlogits = *outputs[1];
+  for (std::int64_t i = 0; i < dlogits.nelms(); ++i) {
+    const std::int64_t s = i / classes, c = i % classes;
+    const auto [label, counted] = sample(attrs, labels, s, classes);
+    const double g = counted ? scale * (ref::load(probs, i) - (c == label ? 1.0 : 0.0)) : 0.0;
+    ref::store(dlogits, i, g);
+  }
+}
+
+} // namespace pxl::testing

@@ -1,1 +1,101 @@
-// placeholder: implemented next
+// Reference reductions. Each output element folds, in double and in row-major order, every
+// input element that maps onto it. ReduceMax/ReduceMin propagate NaN (as NumPy does); an empty
+// reduction gives 0 (sum), NaN (mean), -inf/+inf (max/min; the dtype's extreme for int32).
+#include "ref_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace pxl::testing {
+
+namespace {
+
+/// The input shape with every reduced axis set to 1: flat positions in it are flat positions
+/// in the output whether or not keepdims dropped those axes.
+Shape kept_shape(const Shape& in, const std::vector<std::int64_t>& axes) {
+  Shape s = in;
+  for (auto a : axes)
+    s[static_cast<std::size_t>(a)] = 1;
+  return s;
+}
+
+/// Per output element, the fold (from `init`, in row-major input order) of its input elements.
+template <typename Fold>
+std::vector<double> fold(const Op& op, const HostTensor& x, std::int64_t out_nelms, double init,
+                         Fold f) {
+  const Shape kept = kept_shape(x.shape(), op.attrs_as<ReduceAttrs>().axes);
+  std::vector<double> acc(static_cast<std::size_t>(out_nelms), init);
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    auto& a =
+        acc[static_cast<std::size_t>(ref::broadcast_source(ref::unravel(i, x.shape()), kept))];
+    a = f(a, ref::load(x, i));
+  }
+  return acc;
+}
+
+template <typename Fold>
+void reduce(const Op& op, const HostTensor& x, HostTensor& y, double init, Fold f) {
+  const auto acc = fold(op, x, y.nelms(), init, f);
+  for (std::int64_t o = 0; o < y.nelms(); ++o)
+    ref::store(y, o, acc[static_cast<std::size_t>(o)]);
+}
+
+double extreme(DType d, bool highest) {
+  if (d == int32)
+    return highest ? std::numeric_limits<std::int32_t>::max()
+                   : std::numeric_limits<std::int32_t>::lowest();
+  return highest ? std::numeric_limits<double>::infinity()
+                 : -std::numeric_limits<double>::infinity();
+}
+
+} // namespace
+
+PXL_REF_KERNEL(ReduceSum) {
+  reduce(op, *inputs[0], *outputs[0], 0.0, [](double a, double v) { return a + v; });
+}
+
+PXL_REF_KERNEL(ReduceMean) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  // The count of folded elements; 0 makes an empty mean NaN.
+  const double count = y.nelms() == 0 ? 0.0 : static_cast<double>(x.nelms() / y.nelms());
+  const auto sums = fold(op, x, y.nelms(), 0.0, [](double a, double v) { return a + v; });
+  for (std::int64_t o = 0; o < y.nelms(); ++o)
+    ref::store(y, o, sums[static_cast<std::size_t>(o)] / count);
+}
+
+PXL_REF_KERNEL(ReduceMax) {
+  reduce(op, *inputs[0], *outputs[0], extreme(inputs[0]->dtype(), false), [](double a, double v) {
+    return std::isnan(a) || std::isnan(v) ? std::nan("") : std::max(a, v);
+  });
+}
+
+PXL_REF_KERNEL(ReduceMin) {
+  reduce(op, *inputs[0], *outputs[0], extreme(inputs[0]->dtype(), true), [](double a, double v) {
+    return std::isnan(a) || std::isnan(v) ? std::nan("") : std::min(a, v);
+  });
+}
+
+PXL_REF_KERNEL(ArgMax) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  const Shape kept = kept_shape(x.shape(), {static_cast<std::int64_t>(axis)});
+  for (std::int64_t o = 0; o < y.nelms(); ++o) {
+    Shape index = ref::unravel(o, kept);
+    std::int64_t best = 0;
+    double best_value = 0.0;
+    for (std::int64_t j = 0; j < x.shape()[axis]; ++j) {
+      index[axis] = j;
+      const double v = ref::load(x, ref::ravel(index, x.shape()));
+      if (j == 0 || v > best_value) { // strict: the first maximum wins
+        best = j;
+        best_value = v;
+      }
+    }
+    ref::store(y, o, static_cast<double>(best));
+  }
+}
+
+} // namespace pxl::testing
