@@ -1,1 +1,136 @@
-// placeholder: implemented next
+// Reference kernels of shape and data-movement ops. They move whole elements as bytes, so
+// one loop serves every dtype.
+#include "ref_util.hpp"
+
+#include <cstring>
+
+namespace pxl::testing {
+
+namespace {
+/// Copies element `from` of `src` to element `to` of `dst` (same dtype).
+void copy_element(const HostTensor& src, std::int64_t from, HostTensor& dst, std::int64_t to) {
+  const auto size = size_of(src.dtype());
+  std::memcpy(dst.bytes().data() + static_cast<std::size_t>(to) * size,
+              src.bytes().data() + static_cast<std::size_t>(from) * size, size);
+}
+
+/// prod(shape[:axis]), shape[axis], prod(shape[axis+1:]).
+struct AxisSplit {
+  std::int64_t outer = 1, dim = 1, inner = 1;
+};
+AxisSplit around(const Shape& shape, std::int64_t axis) {
+  AxisSplit s;
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(shape.size()); ++k) {
+    const auto d = shape[static_cast<std::size_t>(k)];
+    if (k < axis)
+      s.outer *= d;
+    else if (k == axis)
+      s.dim = d;
+    else
+      s.inner *= d;
+  }
+  return s;
+}
+} // namespace
+
+void ref_Reshape(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const> inputs,
+                 std::span<HostTensor* const> outputs) {
+  std::memcpy(outputs[0]->bytes().data(), inputs[0]->bytes().data(), inputs[0]->nbytes());
+}
+
+void ref_Transpose(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                   std::span<HostTensor* const> outputs) {
+  const auto& perm = op.attrs_as<TransposeAttrs>().perm;
+  const Shape& in_shape = inputs[0]->shape();
+  for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i) {
+    const Shape o = ref::unravel(i, outputs[0]->shape());
+    Shape src(o.size());
+    for (std::size_t k = 0; k < o.size(); ++k)
+      src[static_cast<std::size_t>(perm[k])] = o[k];
+    copy_element(*inputs[0], ref::ravel(src, in_shape), *outputs[0], i);
+  }
+}
+
+void ref_Slice(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+               std::span<HostTensor* const> outputs) {
+  const auto& start = op.attrs_as<SliceAttrs>().start;
+  for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i) {
+    Shape src = ref::unravel(i, outputs[0]->shape());
+    for (std::size_t k = 0; k < src.size(); ++k)
+      src[k] += start[k];
+    copy_element(*inputs[0], ref::ravel(src, inputs[0]->shape()), *outputs[0], i);
+  }
+}
+
+void ref_Concat(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                std::span<HostTensor* const> outputs) {
+  const auto axis = op.attrs_as<AxisAttrs>().axis;
+  const AxisSplit o = around(outputs[0]->shape(), axis);
+  std::int64_t offset = 0; // position of the current input along the axis
+  for (const HostTensor* in : inputs) {
+    const AxisSplit s = around(in->shape(), axis);
+    for (std::int64_t a = 0; a < s.outer; ++a)
+      for (std::int64_t d = 0; d < s.dim; ++d)
+        for (std::int64_t b = 0; b < s.inner; ++b)
+          copy_element(*in, (a * s.dim + d) * s.inner + b, *outputs[0],
+                       (a * o.dim + offset + d) * o.inner + b);
+    offset += s.dim;
+  }
+}
+
+void ref_Split(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+               std::span<HostTensor* const> outputs) {
+  const auto axis = op.attrs_as<SplitAttrs>().axis;
+  const AxisSplit s = around(inputs[0]->shape(), axis);
+  std::int64_t offset = 0;
+  for (HostTensor* out : outputs) {
+    const AxisSplit o = around(out->shape(), axis);
+    for (std::int64_t a = 0; a < o.outer; ++a)
+      for (std::int64_t d = 0; d < o.dim; ++d)
+        for (std::int64_t b = 0; b < o.inner; ++b)
+          copy_element(*inputs[0], (a * s.dim + offset + d) * s.inner + b, *out,
+                       (a * o.dim + d) * o.inner + b);
+    offset += o.dim;
+  }
+}
+
+void ref_Gather(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                std::span<HostTensor* const> outputs) {
+  const auto axis = op.attrs_as<AxisAttrs>().axis;
+  const HostTensor& t = *inputs[0];
+  const auto indices = inputs[1]->data<std::int32_t>();
+  const AxisSplit s = around(t.shape(), axis);
+  const auto n = static_cast<std::int64_t>(indices.size());
+  // Output layout: [outer, n indices, inner]. Outputs start zeroed, so an index outside
+  // [0, dim) simply leaves its row at zero.
+  for (std::int64_t a = 0; a < s.outer; ++a)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t idx = indices[static_cast<std::size_t>(j)];
+      if (idx < 0 || idx >= s.dim)
+        continue;
+      for (std::int64_t b = 0; b < s.inner; ++b)
+        copy_element(t, (a * s.dim + idx) * s.inner + b, *outputs[0], (a * n + j) * s.inner + b);
+    }
+}
+
+void ref_OneHot(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                std::span<HostTensor* const> outputs) {
+  const auto axis = op.attrs_as<OneHotAttrs>().axis;
+  const auto indices = inputs[0]->data<std::int32_t>();
+  const HostTensor& values = *inputs[1];
+  const AxisSplit o = around(outputs[0]->shape(), axis);
+  // Output [outer, classes, inner]; the index read is element (outer, inner) of `indices`.
+  for (std::int64_t a = 0; a < o.outer; ++a)
+    for (std::int64_t c = 0; c < o.dim; ++c)
+      for (std::int64_t b = 0; b < o.inner; ++b) {
+        const bool hot = indices[static_cast<std::size_t>(a * o.inner + b)] == c;
+        copy_element(values, hot ? 1 : 0, *outputs[0], (a * o.dim + c) * o.inner + b);
+      }
+}
+
+void ref_Init(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const>,
+              std::span<HostTensor* const>) {
+  // Outputs are allocated zero-filled, which serves both `zero` and `undef`.
+}
+
+} // namespace pxl::testing

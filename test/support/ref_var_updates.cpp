@@ -1,1 +1,63 @@
-// placeholder: implemented next
+// Reference kernels of in-place updates and scaled_add: output 0 of an in-place op is its
+// input 0 (the evaluator aliases them), so these write through outputs[0].
+#include "ref_util.hpp"
+
+namespace pxl::testing {
+
+namespace {
+/// out[i] = f(t[i], x[broadcast i]) over out's elements, in double.
+template <typename F>
+void binary_update(const HostTensor& t, const HostTensor& x, HostTensor& out, F f) {
+  for (std::int64_t i = 0; i < out.nelms(); ++i) {
+    const Shape index = ref::unravel(i, out.shape());
+    ref::store(out, i,
+               f(ref::load(t, ref::broadcast_source(index, t.shape())),
+                 ref::load(x, ref::broadcast_source(index, x.shape()))));
+  }
+}
+} // namespace
+
+void ref_AddInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) { return a + b; });
+}
+
+void ref_ScaledAdd(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                   std::span<HostTensor* const> outputs) {
+  const auto [a, b] = op.attrs_as<ScalarAttrs>();
+  binary_update(*inputs[0], *inputs[1], *outputs[0],
+                [a, b](double x, double y) { return a * x + b * y; });
+}
+
+void ref_ScaledAddInplace(ReferenceEvaluator& ev, const Op& op,
+                          std::span<const HostTensor* const> inputs,
+                          std::span<HostTensor* const> outputs) {
+  ref_ScaledAdd(ev, op, inputs, outputs);
+}
+
+void ref_Accumulate(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  binary_update(*inputs[0], *inputs[1], *outputs[0], [f](double t, double x) { return t + f * x; });
+}
+
+void ref_CopyVarUpdate(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const> inputs,
+                       std::span<HostTensor* const> outputs) {
+  binary_update(*inputs[0], *inputs[1], *outputs[0], [](double, double x) { return x; });
+}
+
+void ref_AccumulatorScale(ReferenceEvaluator&, const Op& op,
+                          std::span<const HostTensor* const> inputs,
+                          std::span<HostTensor* const> outputs) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i)
+    ref::store(*outputs[0], i, f * ref::load(*inputs[0], i));
+}
+
+void ref_AccumulatorZero(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const>,
+                         std::span<HostTensor* const> outputs) {
+  for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i)
+    ref::store(*outputs[0], i, 0.0);
+}
+
+} // namespace pxl::testing

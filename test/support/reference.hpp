@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace pxl::testing {
@@ -17,32 +19,53 @@ class ReferenceEvaluator;
 /// Storage of one tensor value during evaluation; in-place ops share it with their input.
 using Value = std::shared_ptr<HostTensor>;
 
-/// Evaluates `graph` of `ir` on `inputs` (one per graph input, in order) and returns its
-/// outputs. Variables and constants take their values from the Ir (variables as last updated
-/// by this evaluator). By-ref inputs modified in place are written back into `inputs`.
+/// Evaluates graphs of one Ir, op by op in creation order. Variables start from their values
+/// in the Ir and persist across calls (in-place ops update them); constants are fresh copies
+/// for every evaluation of their graph.
+///
+///     ReferenceEvaluator ev(ir);
+///     auto outs = ev.evaluate(subgraph, {HostTensor({1.f, 2.f})});
 class ReferenceEvaluator {
 public:
   explicit ReferenceEvaluator(const Ir& ir);
 
+  /// Runs `graph` on `inputs` (one per graph input, in order; GraphError/ShapeError if they
+  /// do not fit) and returns copies of its outputs.
   std::vector<HostTensor> evaluate(const Graph& graph, std::vector<HostTensor> inputs = {});
 
-  /// Runs the main graph `num_host_transfers` times like Session::run: `h2d` arrays are shaped
-  /// [num_host_transfers, *stream shape] (or just the stream shape when that count is 1);
-  /// returns the d2h streams' arrays shaped the same way.
+  /// Runs the main graph once, like Session::run. `h2d` maps the name of every h2d stream some
+  /// host_load reads to an array shaped [num_host_transfers, *stream shape] (just the stream
+  /// shape when that count is 1). Each host_load execution takes its stream's next element,
+  /// wrapping around after num_host_transfers. Returns, for every d2h stream some host_store
+  /// writes, an array of the same layout: store number j goes to element j % num_host_transfers
+  /// (a circular buffer: more stores than num_host_transfers overwrite the oldest, elements
+  /// never stored stay zero). StreamError for missing or unexpected names or a wrong array.
   std::map<std::string, HostTensor> run(const std::map<std::string, HostTensor>& h2d);
 
-  /// Current value of a variable.
+  /// Current value of a variable (GraphError for any other tensor).
   const HostTensor& variable(const Tensor& v) const;
 
   // For reference kernels of control and host-IO ops.
+
+  /// Runs `graph` with `inputs` as its inputs: by-ref inputs share storage with the caller
+  /// (in-place updates inside reach it), the others are copied first. Returns the outputs'
+  /// storage (which may alias inputs or each other).
   std::vector<Value> evaluate_values(const Graph& graph, std::vector<Value> inputs);
+  /// The value of `t` in the graph evaluation in progress (the innermost one).
+  Value value(const Tensor& t) const;
+  /// The next element of h2d stream `stream` (StreamError if it was not fed through `run`).
   HostTensor next_h2d(std::uint32_t stream);
+  /// Appends an element to d2h stream `stream`.
   void push_d2h(std::uint32_t stream, const HostTensor& t);
 
 private:
+  using Env = std::unordered_map<std::uint32_t, Value>;
+  Value variable_value(std::uint32_t index);
+
   const Ir& ir_;
   std::map<std::uint32_t, Value> variables_;
-  std::map<std::uint32_t, HostTensor> h2d_feed_;
+  std::vector<const Env*> frames_; ///< environments of the graph evaluations in progress
+  std::map<std::uint32_t, HostTensor> h2d_feed_; ///< [num_host_transfers, *shape] per stream
   std::map<std::uint32_t, std::int64_t> h2d_position_;
   std::map<std::uint32_t, std::vector<HostTensor>> d2h_out_;
 };
