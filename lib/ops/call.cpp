@@ -1,1 +1,198 @@
-// placeholder: implemented next
+// call, repeat and CallSiteInfo: binding parent tensors to a subgraph's inputs.
+#include "pxl/ops/call.hpp"
+#include "pxl/detail/op_builder.hpp"
+#include "pxl/ir/graph.hpp"
+
+#include <algorithm>
+
+namespace pxl {
+
+using detail::describe;
+
+Graph CallSiteInfo::called_graph() const { return *op_.called_graph(); }
+
+Tensor CallSiteInfo::graph_to_parent(const Tensor& graph_tensor) const {
+  const Graph g = called_graph();
+  const auto ins = g.inputs();
+  if (auto it = std::find(ins.begin(), ins.end(), graph_tensor); it != ins.end())
+    return op_.input(static_cast<std::size_t>(it - ins.begin()));
+  const auto outs = g.outputs();
+  if (auto it = std::find(outs.begin(), outs.end(), graph_tensor); it != outs.end())
+    return op_.output(static_cast<std::size_t>(it - outs.begin()));
+  throw GraphError("CallSiteInfo::graph_to_parent: " +
+                   (graph_tensor.valid() ? describe(graph_tensor) : std::string("empty tensor")) +
+                   " is neither an input nor an output of graph '" + g.name() + "'");
+}
+
+Tensor CallSiteInfo::parent_to_graph(const Tensor& parent_tensor) const {
+  const Graph g = called_graph();
+  const auto ins = op_.inputs();
+  if (auto it = std::find(ins.begin(), ins.end(), parent_tensor); it != ins.end())
+    return g.inputs()[static_cast<std::size_t>(it - ins.begin())];
+  const auto outs = op_.outputs();
+  if (auto it = std::find(outs.begin(), outs.end(), parent_tensor); it != outs.end())
+    return g.outputs()[static_cast<std::size_t>(it - outs.begin())];
+  throw GraphError("CallSiteInfo::parent_to_graph: " +
+                   (parent_tensor.valid() ? describe(parent_tensor) : std::string("empty tensor")) +
+                   " is neither an input nor an output of call site " + op_.debug_name() +
+                   " of graph '" + g.name() + "'");
+}
+
+InputsDict CallSiteInfo::inputs_dict() const {
+  InputsDict d;
+  const auto graph_ins = called_graph().inputs();
+  for (std::size_t i = 0; i < graph_ins.size(); ++i)
+    d.emplace_back(graph_ins[i], op_.input(i));
+  return d;
+}
+
+CallSiteInfo::CallSiteInfo(Op call_op) : op_(call_op) {
+  if (!op_.called_graph())
+    throw GraphError("CallSiteInfo: op " + op_.debug_name() + " does not call a graph");
+}
+
+namespace ops {
+
+namespace {
+std::string input_label(const Tensor& t) { return "'" + t.name() + "' " + to_string(t.spec()); }
+
+/// PopXL-style table of the called graph's inputs and what is bound to each.
+std::string binding_table(const Graph& graph, const std::vector<Tensor>& bound) {
+  std::string s;
+  const auto ins = graph.inputs();
+  for (std::size_t i = 0; i < ins.size(); ++i)
+    s += "\n  " + std::to_string(i) + ": " + input_label(ins[i]) + " <- " +
+         (bound[i].valid() ? describe(bound[i]) : std::string("(missing)"));
+  return s;
+}
+
+/// Whether `from` calls `target`, directly or through other graphs.
+bool calls_transitively(const Graph& from, const Graph& target, std::vector<Graph>& seen) {
+  for (const auto& g : from.called_graphs()) {
+    if (g == target)
+      return true;
+    if (std::find(seen.begin(), seen.end(), g) != seen.end())
+      continue;
+    seen.push_back(g);
+    if (calls_transitively(g, target, seen))
+      return true;
+  }
+  return false;
+}
+
+/// Checks `graph` may be called from the current graph and returns the parent tensors in the
+/// graph's input order.
+std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
+                                const std::vector<Tensor>& inputs, const InputsDict& inputs_dict) {
+  const auto current = detail::require_graph(op);
+  const std::string gname = "'" + graph.name() + "'";
+  if (graph.storage() != current.ir)
+    throw GraphError(std::string(op) + ": graph " + gname +
+                     " belongs to another Ir than the current graph");
+  if (graph.is_main())
+    throw GraphError(std::string(op) + ": cannot call the main graph; call a subgraph made with "
+                                       "ir.create_graph or ir.create_empty_graph");
+  const Graph caller(current.ir, current.graph);
+  std::vector<Graph> seen;
+  if (graph == caller || calls_transitively(graph, caller, seen))
+    throw GraphError(std::string(op) + ": graph " + gname + " cannot be called from graph '" +
+                     caller.name() + "': that would be recursion, which pxl does not support");
+
+  const auto graph_ins = graph.inputs();
+  if (inputs.size() > graph_ins.size())
+    throw GraphError(std::string(op) + ": graph " + gname + " takes " +
+                     std::to_string(graph_ins.size()) + " inputs but " +
+                     std::to_string(inputs.size()) + " positional inputs were given" +
+                     binding_table(graph, std::vector<Tensor>(graph_ins.size())));
+  std::vector<Tensor> bound(graph_ins.size());
+  std::copy(inputs.begin(), inputs.end(), bound.begin());
+  for (const auto& [graph_tensor, parent] : inputs_dict) {
+    const auto it = std::find(graph_ins.begin(), graph_ins.end(), graph_tensor);
+    if (it == graph_ins.end())
+      throw GraphError(std::string(op) + ": inputs_dict key " +
+                       (graph_tensor.valid() ? describe(graph_tensor) : std::string("(empty)")) +
+                       " is not an input of graph " + gname + binding_table(graph, bound));
+    auto& slot = bound[static_cast<std::size_t>(it - graph_ins.begin())];
+    if (slot.valid())
+      throw GraphError(std::string(op) + ": input " + input_label(graph_tensor) + " of graph " +
+                       gname + " is bound twice, to " + describe(slot) + " and to " +
+                       (parent.valid() ? describe(parent) : std::string("(empty)")) +
+                       binding_table(graph, bound));
+    slot = parent;
+  }
+  std::string missing;
+  for (std::size_t i = 0; i < bound.size(); ++i)
+    if (!bound[i].valid())
+      missing += (missing.empty() ? "" : ", ") + input_label(graph_ins[i]);
+  if (!missing.empty())
+    throw GraphError(std::string(op) + ": missing inputs of graph " + gname + ": " + missing +
+                     binding_table(graph, bound));
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    // The parent must live in the current graph; add_op re-checks, but the spec check below
+    // would otherwise compare against a tensor of the wrong graph first.
+    if (bound[i].storage() != current.ir)
+      throw GraphError(std::string(op) + ": parent tensor for input " + input_label(graph_ins[i]) +
+                       " of graph " + gname + " belongs to another Ir");
+    if (bound[i].shape() != graph_ins[i].shape())
+      throw ShapeError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
+                       gname + " is bound to " + describe(bound[i]) + " of another shape");
+    if (bound[i].dtype() != graph_ins[i].dtype())
+      throw DTypeError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
+                       gname + " is bound to " + describe(bound[i]) + " of another dtype");
+  }
+  return bound;
+}
+
+std::vector<TensorSpec> output_specs(const Graph& graph) {
+  std::vector<TensorSpec> specs;
+  for (const auto& t : graph.outputs())
+    specs.push_back(t.spec());
+  return specs;
+}
+
+Op add_call_op(OpKind kind, const Graph& graph, const std::vector<Tensor>& bound, CallAttrs attrs) {
+  detail::add_op(kind, bound, output_specs(graph), attrs);
+  // add_op appends the new op to the end of the Ir's op arena.
+  return Op(graph.storage(), static_cast<std::uint32_t>(graph.storage()->ops.size() - 1));
+}
+} // namespace
+
+CallSiteInfo call_with_info(const Graph& graph, const std::vector<Tensor>& inputs,
+                            const InputsDict& inputs_dict) {
+  const auto bound = bind_inputs("Call", graph, inputs, inputs_dict);
+  return CallSiteInfo(add_call_op(OpKind::Call, graph, bound, CallAttrs{graph.index(), 1}));
+}
+
+std::vector<Tensor> call(const Graph& graph, const std::vector<Tensor>& inputs,
+                         const InputsDict& inputs_dict) {
+  return call_with_info(graph, inputs, inputs_dict).outputs();
+}
+
+CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,
+                              const std::vector<Tensor>& inputs, const InputsDict& inputs_dict) {
+  if (count < 1)
+    throw ValueError("Loop: repeat count must be >= 1, got " + std::to_string(count) +
+                     " for graph '" + graph.name() + "'");
+  const auto bound = bind_inputs("Loop", graph, inputs, inputs_dict);
+  const auto graph_ins = graph.inputs();
+  const auto graph_outs = graph.outputs();
+  if (graph_outs.size() > graph_ins.size())
+    throw GraphError("Loop: graph '" + graph.name() + "' has " + std::to_string(graph_outs.size()) +
+                     " outputs but only " + std::to_string(graph_ins.size()) +
+                     " inputs; each output is carried into the input of the same position");
+  for (std::size_t i = 0; i < graph_outs.size(); ++i)
+    if (graph_outs[i].spec() != graph_ins[i].spec())
+      throw ShapeError("Loop: output " + std::to_string(i) + " " + describe(graph_outs[i]) +
+                       " of graph '" + graph.name() + "' is carried into input " +
+                       std::to_string(i) + " " + describe(graph_ins[i]) +
+                       ", so their shapes and dtypes must be equal");
+  return CallSiteInfo(add_call_op(OpKind::Repeat, graph, bound, CallAttrs{graph.index(), count}));
+}
+
+std::vector<Tensor> repeat(const Graph& graph, std::int64_t count,
+                           const std::vector<Tensor>& inputs, const InputsDict& inputs_dict) {
+  return repeat_with_info(graph, count, inputs, inputs_dict).outputs();
+}
+
+} // namespace ops
+} // namespace pxl

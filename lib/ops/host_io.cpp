@@ -1,1 +1,42 @@
-// placeholder: implemented next
+// host_load and host_store: the ops that move stream elements between host and device.
+#include "pxl/ops/host_io.hpp"
+#include "pxl/detail/op_builder.hpp"
+#include "pxl/ir/graph.hpp"
+
+namespace pxl::ops {
+
+namespace {
+/// GraphError unless `stream` was created in the Ir of the current graph.
+void check_stream_ir(std::string_view op, const detail::StreamHandle& stream) {
+  const auto g = detail::require_graph(op);
+  if (stream.storage() == nullptr)
+    throw GraphError(std::string(op) + ": the stream handle is empty; create it with " +
+                     (op == "HostLoad" ? "h2d_stream" : "d2h_stream"));
+  if (stream.storage() != g.ir)
+    throw GraphError(std::string(op) + ": stream '" + stream.name() +
+                     "' belongs to another Ir than the current graph '" +
+                     g.ir->graphs[g.graph].name + "'");
+}
+} // namespace
+
+Tensor host_load(const HostToDeviceStream& stream, std::string name) {
+  check_stream_ir("HostLoad", stream);
+  if (name.empty())
+    name = stream.name();
+  return detail::add_op1(OpKind::HostLoad, std::span<const Tensor>{}, stream.spec(),
+                         StreamAttrs{stream.index()}, name);
+}
+
+void host_store(const DeviceToHostStream& stream, const Tensor& t) {
+  check_stream_ir("HostStore", stream);
+  if (t.valid() && t.shape() != stream.shape())
+    throw ShapeError("HostStore: stream '" + stream.name() + "' carries " +
+                     to_string(stream.spec()) + " but the tensor stored is " + detail::describe(t));
+  if (t.valid() && t.dtype() != stream.dtype())
+    throw DTypeError("HostStore: stream '" + stream.name() + "' carries " +
+                     to_string(stream.spec()) + " but the tensor stored is " + detail::describe(t));
+  const Tensor in[] = {t};
+  detail::add_op(OpKind::HostStore, in, {}, StreamAttrs{stream.index()});
+}
+
+} // namespace pxl::ops
