@@ -1,0 +1,165 @@
+// Element-wise binary kernels with NumPy broadcasting, and where.
+#include "common.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// y = f(a, b) broadcast to the output shape, computing in compute_t<T>. Runs where both
+/// operands are contiguous or one is constant get loops the compiler can vectorise.
+template <typename T, typename Out, typename F>
+StepFn binary_step(const Op& op, const OpBuffers& buffers, F f) {
+  const auto map =
+      make_broadcast_map<2>(op.output(0).shape(), {op.input(0).shape(), op.input(1).shape()});
+  const T* a = typed<const T>(buffers.inputs[0]);
+  const T* b = typed<const T>(buffers.inputs[1]);
+  Out* y = typed<Out>(buffers.outputs[0]);
+  const std::int64_t n = op.output(0).nelms();
+  using C = compute_t<T>;
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    map.for_runs(begin, end,
+                 [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                   const T* pa = a + off[0];
+                   const T* pb = b + off[1];
+                   Out* py = y + pos;
+                   if (inner[0] == 1 && inner[1] == 1) {
+                     for (std::int64_t j = 0; j < len; ++j)
+                       py[j] = static_cast<Out>(f(C(pa[j]), C(pb[j])));
+                   } else if (inner[0] == 1 && inner[1] == 0) {
+                     const C vb = C(pb[0]);
+                     for (std::int64_t j = 0; j < len; ++j)
+                       py[j] = static_cast<Out>(f(C(pa[j]), vb));
+                   } else if (inner[0] == 0 && inner[1] == 1) {
+                     const C va = C(pa[0]);
+                     for (std::int64_t j = 0; j < len; ++j)
+                       py[j] = static_cast<Out>(f(va, C(pb[j])));
+                   } else {
+                     for (std::int64_t j = 0; j < len; ++j)
+                       py[j] = static_cast<Out>(f(C(pa[j * inner[0]]), C(pb[j * inner[1]])));
+                   }
+                 });
+  };
+}
+
+/// Arithmetic: float32 and float16 with `f`, int32 with `fi` (wrap-around, never UB).
+template <typename F, typename G>
+StepFn arith(const Op& op, const OpBuffers& buffers, F f, G fi) {
+  const DType d = op.input(0).dtype();
+  switch (d) {
+  case float32:
+    return binary_step<float, float>(op, buffers, f);
+  case float16:
+    return binary_step<half, half>(op, buffers, f);
+  case int32:
+    return binary_step<std::int32_t, std::int32_t>(op, buffers, fi);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
+/// A comparison of any numeric or bool dtype into bool.
+template <typename F>
+StepFn compare(const Op& op, const OpBuffers& buffers, F f) {
+  return visit_dtype(op.input(0).dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return binary_step<T, bool>(op, buffers, f);
+  });
+}
+
+std::int32_t wrap(std::int64_t x) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(x));
+}
+
+} // namespace
+
+StepFn compile_Add(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return arith(
+      op, buffers, [](float a, float b) { return a + b; },
+      [](std::int32_t a, std::int32_t b) { return wrap(std::int64_t{a} + b); });
+}
+
+StepFn compile_Sub(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return arith(
+      op, buffers, [](float a, float b) { return a - b; },
+      [](std::int32_t a, std::int32_t b) { return wrap(std::int64_t{a} - b); });
+}
+
+StepFn compile_Mul(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return arith(
+      op, buffers, [](float a, float b) { return a * b; },
+      [](std::int32_t a, std::int32_t b) { return wrap(std::int64_t{a} * b); });
+}
+
+StepFn compile_Div(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  // int32 truncates toward zero like C++; x / 0 is 0 rather than a trap, as on the device.
+  return arith(
+      op, buffers, [](float a, float b) { return a / b; },
+      [](std::int32_t a, std::int32_t b) { return b == 0 ? 0 : wrap(std::int64_t{a} / b); });
+}
+
+StepFn compile_Pow(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const DType d = op.input(0).dtype();
+  const auto f = [](float a, float b) { return std::pow(a, b); };
+  switch (d) {
+  case float32:
+    return binary_step<float, float>(op, buffers, f);
+  case float16:
+    return binary_step<half, half>(op, buffers, f);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
+StepFn compile_Maximum(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  // NaN propagates, as in NumPy's maximum.
+  return arith(
+      op, buffers, [](float a, float b) { return (a > b || a != a) ? a : b; },
+      [](std::int32_t a, std::int32_t b) { return a > b ? a : b; });
+}
+
+StepFn compile_Equal(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return compare(op, buffers, [](auto a, auto b) { return a == b; });
+}
+
+StepFn compile_Greater(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return compare(op, buffers, [](auto a, auto b) { return a > b; });
+}
+
+StepFn compile_LogicalAnd(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return binary_step<bool, bool>(op, buffers, [](bool a, bool b) { return a && b; });
+}
+
+StepFn compile_LogicalOr(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return binary_step<bool, bool>(op, buffers, [](bool a, bool b) { return a || b; });
+}
+
+StepFn compile_Where(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto map = make_broadcast_map<3>(
+      op.output(0).shape(), {op.input(0).shape(), op.input(1).shape(), op.input(2).shape()});
+  const std::int64_t n = op.output(0).nelms();
+  const bool* c = typed<const bool>(buffers.inputs[0]);
+  const std::byte* a = buffers.inputs[1];
+  const std::byte* b = buffers.inputs[2];
+  std::byte* y = buffers.outputs[0];
+  return visit_dtype(op.output(0).dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return StepFn([=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      const T* pa = typed<T>(a);
+      const T* pb = typed<T>(b);
+      T* py = typed<T>(y);
+      map.for_runs(begin, end,
+                   [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                     for (std::int64_t j = 0; j < len; ++j)
+                       py[pos + j] = c[off[0] + j * inner[0]] ? pa[off[1] + j * inner[1]]
+                                                              : pb[off[2] + j * inner[2]];
+                   });
+    });
+  });
+}
+
+} // namespace pxl::emu::detail

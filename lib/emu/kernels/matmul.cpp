@@ -1,0 +1,172 @@
+// MatMul through oneDNN's sgemm on fixed output tiles.
+#include "common.hpp"
+
+#include <dnnl.h>
+
+#include <memory>
+#include <vector>
+
+// Debian's oneDNN runs sgemm on an OpenMP team as large as the calling thread's
+// omp_get_max_threads(); inside our workers that would oversubscribe the cores. The OpenMP
+// runtime comes in with oneDNN, so these resolve at load time without a link dependency of
+// our own; weak, so a oneDNN built on another threading runtime still links.
+extern "C" {
+__attribute__((weak)) int omp_get_max_threads();
+__attribute__((weak)) void omp_set_num_threads(int);
+}
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// Keeps oneDNN single-threaded on the calling thread for its lifetime.
+class SingleThreadedGemm {
+public:
+  SingleThreadedGemm() {
+    if (omp_get_max_threads && omp_set_num_threads) {
+      previous_ = omp_get_max_threads();
+      if (previous_ != 1)
+        omp_set_num_threads(1);
+    }
+  }
+  ~SingleThreadedGemm() {
+    if (previous_ > 1)
+      omp_set_num_threads(previous_);
+  }
+  SingleThreadedGemm(const SingleThreadedGemm&) = delete;
+  SingleThreadedGemm& operator=(const SingleThreadedGemm&) = delete;
+
+private:
+  int previous_ = 1;
+};
+
+void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+           const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = 0.0f;
+    return;
+  }
+  const auto status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  PXL_ASSERT(status == dnnl_success);
+}
+
+/// Per-thread float copies of float16 tiles. Workers are long-lived pool threads, so these
+/// grow on the first runs and are reused afterwards.
+std::vector<float>& scratch(int which) {
+  thread_local std::vector<float> buffers[3];
+  return buffers[which];
+}
+
+/// The tiling of one matmul, fixed by the shapes alone: each tile is one sgemm call of the
+/// same size whichever worker runs it, so results are identical for any number of workers.
+struct MatMulPlan {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t row_block = 0, col_block = 0, row_tiles = 0, col_tiles = 0, tiles = 0;
+  std::vector<std::int64_t> a_offset, b_offset; ///< per output batch, in elements
+};
+
+MatMulPlan plan_matmul(const Op& op) {
+  Shape sa = op.input(0).shape(), sb = op.input(1).shape();
+  if (sa.size() == 1)
+    sa.insert(sa.begin(), 1);
+  if (sb.size() == 1)
+    sb.push_back(1);
+  MatMulPlan p;
+  p.m = sa[sa.size() - 2];
+  p.k = sa.back();
+  p.n = sb.back();
+  const Shape a_batch(sa.begin(), sa.end() - 2), b_batch(sb.begin(), sb.end() - 2);
+  const Shape batch = broadcast_shapes(a_batch, b_batch, "MatMul");
+  const auto map = make_broadcast_map<2>(batch, {a_batch, b_batch});
+  const std::int64_t batches = nelms(batch);
+  p.a_offset.resize(static_cast<std::size_t>(batches));
+  p.b_offset.resize(static_cast<std::size_t>(batches));
+  map.for_runs(
+      0, batches, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+        for (std::int64_t j = 0; j < len; ++j) {
+          p.a_offset[static_cast<std::size_t>(pos + j)] = (off[0] + j * inner[0]) * p.m * p.k;
+          p.b_offset[static_cast<std::size_t>(pos + j)] = (off[1] + j * inner[1]) * p.k * p.n;
+        }
+      });
+  // Tiles large enough to amortise packing (< 3% extra traffic at K ~ 1000), small enough
+  // that a batch-8 layer of 512 units still splits over several workers.
+  p.row_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.m, 64));
+  p.col_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.n, 128));
+  p.row_tiles = (p.m + p.row_block - 1) / p.row_block;
+  p.col_tiles = (p.n + p.col_block - 1) / p.col_block;
+  p.tiles = batches * p.row_tiles * p.col_tiles;
+  return p;
+}
+
+/// Calls `f(batch, row0, rows, col0, cols)` for the worker's tiles.
+template <typename F>
+void for_tiles(const MatMulPlan& p, unsigned w, unsigned nw, F&& f) {
+  const auto [begin, end] = worker_range(p.tiles, w, nw);
+  for (std::int64_t t = begin; t < end; ++t) {
+    const std::int64_t ct = t % p.col_tiles, rt = (t / p.col_tiles) % p.row_tiles;
+    const std::int64_t batch = t / (p.col_tiles * p.row_tiles);
+    const std::int64_t row0 = rt * p.row_block, col0 = ct * p.col_block;
+    f(batch, row0, std::min(p.row_block, p.m - row0), col0, std::min(p.col_block, p.n - col0));
+  }
+}
+
+} // namespace
+
+StepFn compile_MatMul(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const DType d = op.input(0).dtype();
+  auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op));
+  if (d == float32) {
+    const float* a = typed<const float>(buffers.inputs[0]);
+    const float* b = typed<const float>(buffers.inputs[1]);
+    float* c = typed<float>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const MatMulPlan& p = *plan;
+      SingleThreadedGemm single;
+      for_tiles(p, w, nw,
+                [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
+                    std::int64_t cols) {
+                  const auto bi = static_cast<std::size_t>(bt);
+                  sgemm(rows, cols, p.k, a + p.a_offset[bi] + r0 * p.k, p.k,
+                        b + p.b_offset[bi] + c0, p.n, c + bt * p.m * p.n + r0 * p.n + c0, p.n);
+                });
+    };
+  }
+  if (d == float16) {
+    const half* a = typed<const half>(buffers.inputs[0]);
+    const half* b = typed<const half>(buffers.inputs[1]);
+    half* c = typed<half>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const MatMulPlan& p = *plan;
+      SingleThreadedGemm single;
+      for_tiles(p, w, nw,
+                [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
+                    std::int64_t cols) {
+                  const auto bi = static_cast<std::size_t>(bt);
+                  auto& fa = scratch(0);
+                  auto& fb = scratch(1);
+                  auto& fc = scratch(2);
+                  fa.resize(static_cast<std::size_t>(rows * p.k));
+                  fb.resize(static_cast<std::size_t>(p.k * cols));
+                  fc.resize(static_cast<std::size_t>(rows * cols));
+                  const half* ta = a + p.a_offset[bi] + r0 * p.k;
+                  for (std::int64_t i = 0; i < rows * p.k; ++i)
+                    fa[static_cast<std::size_t>(i)] = ta[i];
+                  const half* tb = b + p.b_offset[bi] + c0;
+                  for (std::int64_t i = 0; i < p.k; ++i)
+                    for (std::int64_t j = 0; j < cols; ++j)
+                      fb[static_cast<std::size_t>(i * cols + j)] = tb[i * p.n + j];
+                  sgemm(rows, cols, p.k, fa.data(), p.k, fb.data(), cols, fc.data(), cols);
+                  half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
+                  for (std::int64_t i = 0; i < rows; ++i)
+                    for (std::int64_t j = 0; j < cols; ++j)
+                      tc[i * p.n + j] =
+                          static_cast<half>(fc[static_cast<std::size_t>(i * cols + j)]);
+                });
+    };
+  }
+  unsupported_dtype(op, d);
+}
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,183 @@
+// Reduction kernels: sum, mean, max, min over any set of axes, and argmax along one axis.
+// Each output element is reduced by one worker in a fixed order, so results do not depend on
+// the number of workers.
+#include "common.hpp"
+
+#include <limits>
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// Where output element o starts in the input (`kept`) and which offsets from there it
+/// reduces over (`reduced`).
+struct ReducePlan {
+  StridedMap<1> kept, reduced;
+  std::int64_t n_out = 0, n_reduced = 0;
+};
+
+ReducePlan plan_reduce(const Shape& in, const std::vector<std::int64_t>& axes) {
+  const Shape strides = strides_of(in);
+  Shape kept_dims, kept_strides, red_dims, red_strides;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    const bool reduced =
+        std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(d)) != axes.end();
+    (reduced ? red_dims : kept_dims).push_back(in[d]);
+    (reduced ? red_strides : kept_strides).push_back(strides[d]);
+  }
+  ReducePlan p;
+  p.kept = make_strided_map<1>(kept_dims, {kept_strides});
+  p.reduced = make_strided_map<1>(red_dims, {red_strides});
+  p.n_out = nelms(kept_dims);
+  p.n_reduced = nelms(red_dims);
+  return p;
+}
+
+/// y[o] = finish(fold(combine, init, x[o's reduced elements])).
+template <typename T, typename Out, typename Acc, typename Combine, typename Finish>
+StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Combine combine,
+                   Finish finish) {
+  const T* x = typed<const T>(buffers.inputs[0]);
+  Out* y = typed<Out>(buffers.outputs[0]);
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(p.n_out, w, nw);
+    p.kept.for_runs(begin, end,
+                    [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                      for (std::int64_t j = 0; j < len; ++j) {
+                        const T* base = x + off[0] + j * inner[0];
+                        Acc acc = init;
+                        p.reduced.for_runs(0, p.n_reduced,
+                                           [&](const auto& roff, const auto& rinner, std::int64_t,
+                                               std::int64_t rlen) {
+                                             const T* r = base + roff[0];
+                                             for (std::int64_t k = 0; k < rlen; ++k)
+                                               acc = combine(acc, compute_t<T>(r[k * rinner[0]]));
+                                           });
+                        y[pos + j] = static_cast<Out>(finish(acc));
+                      }
+                    });
+  };
+}
+
+const std::vector<std::int64_t>& reduce_axes(const Op& op) {
+  return op.attrs_as<ReduceAttrs>().axes;
+}
+
+template <bool Mean>
+StepFn sum_like(const Op& op, const OpBuffers& buffers) {
+  const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
+  const auto count = static_cast<double>(p.n_reduced);
+  const DType d = op.input(0).dtype();
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using A = accum_t<T>;
+    const auto add = [](A acc, compute_t<T> v) { return acc + static_cast<A>(v); };
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      // Sums wrap around like int32 arithmetic; an int32 mean truncates toward zero.
+      const auto n = p.n_reduced;
+      const auto add64 = [](std::int64_t acc, std::int32_t v) { return acc + v; };
+      return reduce_step<T, T>(p, buffers, std::int64_t{0}, add64, [n](std::int64_t s) {
+        return static_cast<std::int32_t>(static_cast<std::uint32_t>(Mean ? (n ? s / n : 0) : s));
+      });
+    } else {
+      return reduce_step<T, T>(p, buffers, A{0}, add, [count](A s) {
+        return Mean ? static_cast<A>(static_cast<double>(s) / count) : s;
+      });
+    }
+  };
+  switch (d) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  case int32:
+    return build(boost::hana::type_c<std::int32_t>);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
+/// Max (`Greater` true) or min; NaN propagates.
+template <bool Greater>
+StepFn extremum(const Op& op, const OpBuffers& buffers) {
+  const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
+  const DType d = op.input(0).dtype();
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using C = compute_t<T>;
+    const C init = Greater ? (is_float_v<T> ? -std::numeric_limits<C>::infinity()
+                                            : std::numeric_limits<C>::lowest())
+                           : (is_float_v<T> ? std::numeric_limits<C>::infinity()
+                                            : std::numeric_limits<C>::max());
+    const auto pick = [](C acc, C v) {
+      if (acc != acc)
+        return acc;
+      return (v != v || (Greater ? v > acc : v < acc)) ? v : acc;
+    };
+    return reduce_step<T, T>(p, buffers, init, pick, [](C v) { return v; });
+  };
+  switch (d) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  case int32:
+    return build(boost::hana::type_c<std::int32_t>);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
+} // namespace
+
+StepFn compile_ReduceSum(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return sum_like<false>(op, buffers);
+}
+
+StepFn compile_ReduceMean(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return sum_like<true>(op, buffers);
+}
+
+StepFn compile_ReduceMax(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return extremum<true>(op, buffers);
+}
+
+StepFn compile_ReduceMin(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return extremum<false>(op, buffers);
+}
+
+StepFn compile_ArgMax(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto axis = op.attrs_as<AxisAttrs>().axis;
+  const auto p = plan_reduce(op.input(0).shape(), {axis});
+  const DType d = op.input(0).dtype();
+  // The accumulator is (best value, its index, running index); the first maximum wins and a
+  // NaN counts as the maximum, as in NumPy.
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using C = compute_t<T>;
+    struct Acc {
+      C best;
+      std::int32_t at, next;
+    };
+    const Acc init{is_float_v<T> ? -std::numeric_limits<C>::infinity()
+                                 : std::numeric_limits<C>::lowest(),
+                   0, 0};
+    const auto pick = [](Acc a, C v) {
+      const bool take = a.best == a.best && (v != v || v > a.best);
+      return Acc{take ? v : a.best, take ? a.next : a.at, a.next + 1};
+    };
+    return reduce_step<T, std::int32_t>(p, buffers, init, pick, [](Acc a) { return a.at; });
+  };
+  switch (d) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  case int32:
+    return build(boost::hana::type_c<std::int32_t>);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
+} // namespace pxl::emu::detail

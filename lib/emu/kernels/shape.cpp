@@ -1,0 +1,230 @@
+// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, init.
+// They move elements without looking at them, so they work on raw words of the element size.
+#include "common.hpp"
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// Calls `f(type_c<U>)` with an unsigned type as wide as an element of `d`.
+template <typename F>
+StepFn by_width(DType d, F f) {
+  switch (size_of(d)) {
+  case 1:
+    return f(boost::hana::type_c<std::uint8_t>);
+  case 2:
+    return f(boost::hana::type_c<std::uint16_t>);
+  case 4:
+    return f(boost::hana::type_c<std::uint32_t>);
+  case 8:
+    return f(boost::hana::type_c<std::uint64_t>);
+  }
+  PXL_ASSERT(false);
+  return {};
+}
+
+/// out[i] = in[map(i)] for the worker's share of `n` output elements.
+StepFn gather_map_step(const StridedMap<1>& map, DType d, const std::byte* in, std::byte* out,
+                       std::int64_t n) {
+  return by_width(d, [&](auto t) -> StepFn {
+    using U = typename decltype(t)::type;
+    const U* x = typed<U>(in);
+    U* y = typed<U>(out);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      map.for_runs(begin, end,
+                   [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                     const U* src = x + off[0];
+                     if (inner[0] == 1)
+                       std::memcpy(y + pos, src, static_cast<std::size_t>(len) * sizeof(U));
+                     else
+                       for (std::int64_t j = 0; j < len; ++j)
+                         y[pos + j] = src[j * inner[0]];
+                   });
+    };
+  });
+}
+
+/// Concat and split both copy, per outer row, contiguous segments of `seg` elements.
+struct Segment {
+  std::int64_t seg = 0;    ///< elements per outer row in this part
+  std::int64_t offset = 0; ///< where the part starts within a row of the whole
+};
+
+} // namespace
+
+StepFn compile_Reshape(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& spec = op.output(0).spec();
+  return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
+}
+
+StepFn compile_Transpose(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const Shape& in = op.input(0).shape();
+  std::vector<std::int64_t> perm = op.attrs_as<TransposeAttrs>().perm;
+  if (perm.empty())
+    for (auto d = static_cast<std::int64_t>(in.size()); d-- > 0;)
+      perm.push_back(d);
+  const Shape in_strides = strides_of(in);
+  Shape out, strides;
+  for (auto p : perm) {
+    out.push_back(in[static_cast<std::size_t>(p)]);
+    strides.push_back(in_strides[static_cast<std::size_t>(p)]);
+  }
+  return gather_map_step(make_strided_map<1>(out, {strides}), op.input(0).dtype(),
+                         buffers.inputs[0], buffers.outputs[0], nelms(out));
+}
+
+StepFn compile_Slice(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& attrs = op.attrs_as<SliceAttrs>();
+  const Shape& in = op.input(0).shape();
+  const Shape in_strides = strides_of(in);
+  Shape out(in.size());
+  std::int64_t base = 0;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    out[d] = std::max<std::int64_t>(0, attrs.stop[d] - attrs.start[d]);
+    base += attrs.start[d] * in_strides[d];
+  }
+  if (nelms(out) == 0)
+    base = 0;
+  return gather_map_step(make_strided_map<1>(out, {in_strides}, {base}), op.input(0).dtype(),
+                         buffers.inputs[0], buffers.outputs[0], nelms(out));
+}
+
+StepFn compile_Concat(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  const Shape& out = op.output(0).shape();
+  const std::int64_t inner = nelms(std::span(out).subspan(axis + 1));
+  std::vector<Segment> parts;
+  std::vector<const std::byte*> srcs;
+  std::int64_t row = 0;
+  for (std::size_t k = 0; k < op.num_inputs(); ++k) {
+    const std::int64_t seg = op.input(k).shape()[axis] * inner;
+    if (seg == 0)
+      continue;
+    parts.push_back({seg, row});
+    srcs.push_back(buffers.inputs[k]);
+    row += seg;
+  }
+  const std::int64_t n = op.output(0).nelms();
+  const std::size_t elem = size_of(op.output(0).dtype());
+  std::byte* y = buffers.outputs[0];
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    for (std::int64_t pos = begin; pos < end;) {
+      const std::int64_t r = pos / row, col = pos % row;
+      std::size_t k = 0;
+      while (col >= parts[k].offset + parts[k].seg)
+        ++k;
+      const std::int64_t within = col - parts[k].offset;
+      const std::int64_t run = std::min(parts[k].seg - within, end - pos);
+      std::memcpy(y + static_cast<std::size_t>(pos) * elem,
+                  srcs[k] + static_cast<std::size_t>(r * parts[k].seg + within) * elem,
+                  static_cast<std::size_t>(run) * elem);
+      pos += run;
+    }
+  };
+}
+
+StepFn compile_Split(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto axis = static_cast<std::size_t>(op.attrs_as<SplitAttrs>().axis);
+  const Shape& in = op.input(0).shape();
+  const std::int64_t inner = nelms(std::span(in).subspan(axis + 1));
+  const std::int64_t row = in[axis] * inner;
+  std::vector<Segment> parts;
+  std::vector<std::int64_t> sizes;
+  std::int64_t offset = 0;
+  for (std::size_t k = 0; k < op.num_outputs(); ++k) {
+    const std::int64_t seg = op.output(k).shape()[axis] * inner;
+    parts.push_back({seg, offset});
+    sizes.push_back(op.output(k).nelms());
+    offset += seg;
+  }
+  const std::size_t elem = size_of(op.input(0).dtype());
+  const std::byte* x = buffers.inputs[0];
+  std::vector<std::byte*> outs = buffers.outputs;
+  return [=](unsigned w, unsigned nw) {
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const auto [begin, end] = worker_range(sizes[k], w, nw);
+      const std::int64_t seg = parts[k].seg;
+      for (std::int64_t pos = begin; pos < end;) {
+        const std::int64_t r = pos / seg, col = pos % seg;
+        const std::int64_t run = std::min(seg - col, end - pos);
+        std::memcpy(outs[k] + static_cast<std::size_t>(pos) * elem,
+                    x + static_cast<std::size_t>(r * row + parts[k].offset + col) * elem,
+                    static_cast<std::size_t>(run) * elem);
+        pos += run;
+      }
+    }
+  };
+}
+
+StepFn compile_Gather(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  const Shape& in = op.input(0).shape();
+  const std::int64_t inner = nelms(std::span(in).subspan(axis + 1));
+  const std::int64_t dim = in[axis];
+  const std::int64_t num_indices = op.input(1).nelms();
+  const std::int64_t n = op.output(0).nelms();
+  const std::size_t elem = size_of(op.input(0).dtype());
+  const std::byte* x = buffers.inputs[0];
+  const std::int32_t* indices = typed<const std::int32_t>(buffers.inputs[1]);
+  std::byte* y = buffers.outputs[0];
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    for (std::int64_t pos = begin; pos < end;) {
+      const std::int64_t r = pos / inner, i = pos % inner;
+      const std::int64_t outer = r / num_indices, j = r % num_indices;
+      const std::int64_t run = std::min(inner - i, end - pos);
+      const std::int64_t index = indices[j];
+      std::byte* dst = y + static_cast<std::size_t>(pos) * elem;
+      const auto bytes = static_cast<std::size_t>(run) * elem;
+      if (index >= 0 && index < dim)
+        std::memcpy(dst, x + static_cast<std::size_t>((outer * dim + index) * inner + i) * elem,
+                    bytes);
+      else
+        std::memset(dst, 0, bytes);
+      pos += run;
+    }
+  };
+}
+
+StepFn compile_OneHot(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& attrs = op.attrs_as<OneHotAttrs>();
+  const Shape& idx_shape = op.input(0).shape();
+  const auto axis = static_cast<std::size_t>(attrs.axis);
+  const std::int64_t inner = nelms(std::span(idx_shape).subspan(axis));
+  const std::int64_t classes = attrs.num_classes;
+  const std::int64_t n = op.output(0).nelms();
+  const std::int32_t* indices = typed<const std::int32_t>(buffers.inputs[0]);
+  return by_width(op.output(0).dtype(), [&](auto t) -> StepFn {
+    using U = typename decltype(t)::type;
+    const U* values = typed<U>(buffers.inputs[1]);
+    U* y = typed<U>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const U off = values[0], on = values[1];
+      const auto [begin, end] = worker_range(n, w, nw);
+      for (std::int64_t pos = begin; pos < end; ++pos) {
+        const std::int64_t i = pos % inner, c = (pos / inner) % classes;
+        const std::int64_t outer = pos / (inner * classes);
+        y[pos] = indices[outer * inner + i] == c ? on : off;
+      }
+    };
+  });
+}
+
+StepFn compile_Init(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  if (op.attrs_as<CreateAttrs>().init == InitType::undef)
+    return [](unsigned, unsigned) {};
+  const auto& spec = op.output(0).spec();
+  const std::size_t elem = size_of(spec.dtype);
+  std::byte* y = buffers.outputs[0];
+  const std::int64_t n = spec.nelms();
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    if (end > begin)
+      std::memset(y + static_cast<std::size_t>(begin) * elem, 0,
+                  static_cast<std::size_t>(end - begin) * elem);
+  };
+}
+
+} // namespace pxl::emu::detail

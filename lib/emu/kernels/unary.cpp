@@ -1,0 +1,157 @@
+// Element-wise unary kernels: math, logic, cast and copies.
+#include "common.hpp"
+
+#include <cmath>
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// y[i] = f(x[i]) over the worker's share, computing in compute_t<In>.
+template <typename In, typename Out, typename F>
+StepFn map_step(const OpBuffers& buffers, std::int64_t n, F f) {
+  const In* x = typed<const In>(buffers.inputs[0]);
+  Out* y = typed<Out>(buffers.outputs[0]);
+  return [=](unsigned w, unsigned nw) {
+    const auto [b, e] = worker_range(n, w, nw);
+    for (std::int64_t i = b; i < e; ++i)
+      y[i] = static_cast<Out>(f(static_cast<compute_t<In>>(x[i])));
+  };
+}
+
+/// A float32/float16 op computing `f` in float.
+template <typename F>
+StepFn float_unary(const Op& op, const OpBuffers& buffers, F f) {
+  const auto& spec = op.input(0).spec();
+  switch (spec.dtype) {
+  case float32:
+    return map_step<float, float>(buffers, spec.nelms(), f);
+  case float16:
+    return map_step<half, half>(buffers, spec.nelms(), f);
+  default:
+    unsupported_dtype(op, spec.dtype);
+  }
+}
+
+/// Also int32; `fi` works on int32 with wrap-around (two's complement) instead of overflow.
+template <typename F, typename G>
+StepFn signed_unary(const Op& op, const OpBuffers& buffers, F f, G fi) {
+  const auto& spec = op.input(0).spec();
+  if (spec.dtype == int32)
+    return map_step<std::int32_t, std::int32_t>(buffers, spec.nelms(), fi);
+  return float_unary(op, buffers, f);
+}
+
+std::int32_t wrap_negate(std::int32_t x) {
+  return static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(x));
+}
+
+template <typename To, typename From>
+To convert(From x) {
+  if constexpr (std::is_same_v<To, bool>)
+    return static_cast<compute_t<From>>(x) != 0;
+  else
+    return static_cast<To>(static_cast<compute_t<From>>(x));
+}
+
+} // namespace
+
+StepFn compile_Negate(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return signed_unary(
+      op, buffers, [](float x) { return -x; }, wrap_negate);
+}
+
+StepFn compile_Abs(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return signed_unary(
+      op, buffers, [](float x) { return std::fabs(x); },
+      [](std::int32_t x) { return x < 0 ? wrap_negate(x) : x; });
+}
+
+StepFn compile_Exp(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::exp(x); });
+}
+
+StepFn compile_Log(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::log(x); });
+}
+
+StepFn compile_Sqrt(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::sqrt(x); });
+}
+
+StepFn compile_Tanh(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::tanh(x); });
+}
+
+StepFn compile_Sigmoid(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+}
+
+StepFn compile_Relu(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  // NaN propagates; -0 becomes +0.
+  return float_unary(op, buffers, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
+}
+
+StepFn compile_Gelu(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  // 0.5x(1 + tanh(u)) == x / (1 + exp(-2u)): the same function without the cancellation in
+  // 1 + tanh(u) for negative x, so the result keeps full relative precision.
+  return float_unary(op, buffers, [](float x) {
+    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + std::exp(-2.0f * u));
+  });
+}
+
+StepFn compile_GeluErf(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  // 1 + erf(z) == erfc(-z), again avoiding cancellation for negative x.
+  return float_unary(op, buffers,
+                     [](float x) { return 0.5f * x * std::erfc(-0.7071067811865476f * x); });
+}
+
+StepFn compile_LogicalNot(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return map_step<bool, bool>(buffers, op.input(0).nelms(), [](bool x) { return !x; });
+}
+
+StepFn compile_IsNan(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& spec = op.input(0).spec();
+  const auto is_nan = [](float x) { return x != x; };
+  switch (spec.dtype) {
+  case float32:
+    return map_step<float, bool>(buffers, spec.nelms(), is_nan);
+  case float16:
+    return map_step<half, bool>(buffers, spec.nelms(), is_nan);
+  default:
+    unsupported_dtype(op, spec.dtype);
+  }
+}
+
+StepFn compile_Cast(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& in = op.input(0).spec();
+  const DType to = op.output(0).dtype();
+  if (in.dtype == to)
+    return copy_step(buffers.outputs[0], buffers.inputs[0], in.nelms(), size_of(to));
+  return visit_dtype(in.dtype, [&](auto from_t) {
+    using From = typename decltype(from_t)::type;
+    return visit_dtype(to, [&](auto to_t) {
+      using To = typename decltype(to_t)::type;
+      const From* x = typed<const From>(buffers.inputs[0]);
+      To* y = typed<To>(buffers.outputs[0]);
+      const std::int64_t n = in.nelms();
+      return StepFn([=](unsigned w, unsigned nw) {
+        const auto [b, e] = worker_range(n, w, nw);
+        for (std::int64_t i = b; i < e; ++i)
+          y[i] = convert<To>(x[i]);
+      });
+    });
+  });
+}
+
+StepFn compile_Identity(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& spec = op.input(0).spec();
+  return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
+}
+
+StepFn compile_Detach(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
+  return compile_Identity(ctx, op, buffers);
+}
+
+} // namespace pxl::emu::detail

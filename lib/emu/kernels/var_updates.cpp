@@ -1,0 +1,142 @@
+// In-place updates and scaled adds: output 0 is input 0 for the in-place kinds.
+#include "common.hpp"
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// Calls `f(type_c<X>, type_c<Y>)` for the float dtypes of `x` and `y` (which may differ: a
+/// float16 gradient may update a float32 accumulator).
+template <typename F>
+StepFn float_pair(const Op& op, DType x, DType y, F f) {
+  const auto second = [&](auto tx) -> StepFn {
+    switch (y) {
+    case float32:
+      return f(tx, boost::hana::type_c<float>);
+    case float16:
+      return f(tx, boost::hana::type_c<half>);
+    default:
+      unsupported_dtype(op, y);
+    }
+  };
+  switch (x) {
+  case float32:
+    return second(boost::hana::type_c<float>);
+  case float16:
+    return second(boost::hana::type_c<half>);
+  default:
+    unsupported_dtype(op, x);
+  }
+}
+
+/// out = a·x + b·y with y broadcast to the output's shape. The scalars are doubles and the
+/// arithmetic is too, so each element is the exactly rounded value of the formula.
+StepFn scaled_add_step(const Op& op, const OpBuffers& buffers, double a, double b) {
+  const auto& out = op.output(0).spec();
+  const auto map = make_broadcast_map<2>(out.shape, {op.input(0).shape(), op.input(1).shape()});
+  const std::int64_t n = out.nelms();
+  return float_pair(op, op.input(0).dtype(), op.input(1).dtype(), [&](auto tx, auto ty) -> StepFn {
+    using X = typename decltype(tx)::type;
+    using Y = typename decltype(ty)::type;
+    const X* x = typed<const X>(buffers.inputs[0]);
+    const Y* y = typed<const Y>(buffers.inputs[1]);
+    X* z = typed<X>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      map.for_runs(
+          begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+            const X* px = x + off[0];
+            const Y* py = y + off[1];
+            X* pz = z + pos;
+            if (inner[0] == 1 && inner[1] == 1) {
+              for (std::int64_t j = 0; j < len; ++j)
+                pz[j] =
+                    static_cast<X>(a * static_cast<double>(px[j]) + b * static_cast<double>(py[j]));
+            } else {
+              for (std::int64_t j = 0; j < len; ++j)
+                pz[j] = static_cast<X>(a * static_cast<double>(px[j * inner[0]]) +
+                                       b * static_cast<double>(py[j * inner[1]]));
+            }
+          });
+    };
+  });
+}
+
+} // namespace
+
+StepFn compile_AddInplace(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  if (op.input(0).dtype() != int32)
+    return scaled_add_step(op, buffers, 1.0, 1.0);
+  const auto map =
+      make_broadcast_map<2>(op.output(0).shape(), {op.input(0).shape(), op.input(1).shape()});
+  const std::int64_t n = op.output(0).nelms();
+  std::int32_t* a = typed<std::int32_t>(buffers.outputs[0]);
+  const std::int32_t* b = typed<const std::int32_t>(buffers.inputs[1]);
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    map.for_runs(begin, end,
+                 [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                   for (std::int64_t j = 0; j < len; ++j) {
+                     const auto sum = static_cast<std::uint32_t>(a[off[0] + j * inner[0]]) +
+                                      static_cast<std::uint32_t>(b[off[1] + j * inner[1]]);
+                     a[pos + j] = static_cast<std::int32_t>(sum);
+                   }
+                 });
+  };
+}
+
+StepFn compile_ScaledAdd(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& s = op.attrs_as<ScalarAttrs>();
+  return scaled_add_step(op, buffers, s.a, s.b);
+}
+
+StepFn compile_ScaledAddInplace(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
+  return compile_ScaledAdd(ctx, op, buffers);
+}
+
+StepFn compile_Accumulate(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  return scaled_add_step(op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a);
+}
+
+StepFn compile_CopyVarUpdate(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& spec = op.output(0).spec();
+  return copy_step(buffers.outputs[0], buffers.inputs[1], spec.nelms(), size_of(spec.dtype));
+}
+
+StepFn compile_AccumulatorScale(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  const auto& spec = op.output(0).spec();
+  const std::int64_t n = spec.nelms();
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    T* x = typed<T>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      for (std::int64_t i = begin; i < end; ++i)
+        x[i] = static_cast<T>(f * static_cast<double>(x[i]));
+    };
+  };
+  switch (spec.dtype) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  default:
+    unsupported_dtype(op, spec.dtype);
+  }
+}
+
+StepFn compile_AccumulatorZero(CompileContext&, const Op& op, const OpBuffers& buffers) {
+  const auto& spec = op.output(0).spec();
+  const std::size_t elem = size_of(spec.dtype);
+  std::byte* y = buffers.outputs[0];
+  const std::int64_t n = spec.nelms();
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    if (end > begin)
+      std::memset(y + static_cast<std::size_t>(begin) * elem, 0,
+                  static_cast<std::size_t>(end - begin) * elem);
+  };
+}
+
+} // namespace pxl::emu::detail
