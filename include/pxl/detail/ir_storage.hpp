@@ -66,6 +66,7 @@ struct IrStorage {
   std::int64_t replication_factor = 1;
   std::uint64_t unique_id = 0; ///< distinguishes Irs in messages and caches
   std::vector<std::string> graph_name_stems; ///< for uniquifying `Name_subgraph(n)`
+  std::vector<Index> differentiated; ///< graphs autodiff has been applied to
 };
 
 } // namespace pxl::detail

@@ -1,0 +1,52 @@
+// The interface between the autodiff transform and each op's gradient rule.
+#pragma once
+
+#include "pxl/ir/op.hpp"
+#include "pxl/transforms/autodiff.hpp"
+
+#include <vector>
+
+namespace pxl::detail {
+
+/// What a gradient rule may ask while it builds, in the current (gradient) graph, the
+/// gradients of one forward op's inputs.
+class GradContext {
+public:
+  virtual ~GradContext() = default;
+  /// The forward op being differentiated.
+  virtual const Op& op() const = 0;
+  /// A forward tensor made available in the gradient graph (an activation input).
+  virtual Tensor fwd(const Tensor& forward_tensor) = 0;
+  Tensor fwd_input(std::size_t i) { return fwd(op().input(i)); }
+  Tensor fwd_output(std::size_t i) { return fwd(op().output(i)); }
+  /// Gradient of forward output `i`; zeros when nothing flows into it.
+  virtual Tensor grad_output(std::size_t i) = 0;
+  /// Whether output `i` receives a gradient.
+  virtual bool has_grad_output(std::size_t i) const = 0;
+  /// Whether the gradient of forward input `i` is needed.
+  virtual bool needs_grad(std::size_t i) const = 0;
+  /// The gradient graph of a called graph (built on first use, or taken from the caller).
+  virtual transforms::GradGraphInfo called_grad(const Graph& called,
+                                                std::vector<Tensor> grads_provided,
+                                                std::vector<Tensor> grads_required) = 0;
+};
+
+/// A gradient rule returns one tensor per forward input: its gradient, or an empty Tensor.
+using GradRule = std::vector<Tensor> (*)(GradContext&);
+
+// One rule per op kind. Non-differentiable kinds are defined with PXL_NOT_DIFFERENTIABLE.
+#define PXL_X(kind, name) std::vector<Tensor> grad_##kind(GradContext& ctx);
+PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+
+/// Marks an op kind as non-differentiable: asking for a gradient through it is an error.
+#define PXL_NOT_DIFFERENTIABLE(kind)                                                               \
+  std::vector<Tensor> grad_##kind(GradContext& ctx) { ::pxl::detail::not_differentiable(ctx.op()); }
+[[noreturn]] void not_differentiable(const Op& op);
+
+/// Sums `g` over the axes broadcasting added to reach `shape` (the inverse of broadcasting).
+Tensor unbroadcast(const Tensor& g, const Shape& shape);
+/// `g` broadcast to `shape`.
+Tensor expand(const Tensor& g, const Shape& shape);
+
+} // namespace pxl::detail

@@ -1,0 +1,115 @@
+// Gradient rules of call and repeat: they differentiate the called graph and call its
+// gradient graph.
+#include "pxl/detail/grad_rule.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/call.hpp"
+#include "pxl/ops/shape.hpp"
+
+#include <algorithm>
+
+namespace pxl::detail {
+
+using std::vector;
+using transforms::ExpectedConnection;
+using transforms::GradGraphInfo;
+
+namespace {
+std::size_t position(const vector<Tensor>& ts, const Tensor& t) {
+  return static_cast<std::size_t>(std::find(ts.begin(), ts.end(), t) - ts.begin());
+}
+
+/// Calls `info`'s gradient graph. `output_grad(k)` is the gradient of the called graph's
+/// output k, `fwd_value(t)` the value, in the current graph, of the called graph's tensor t.
+/// Returns the gradient of each called-graph input (empty where none).
+template <typename OutputGrad, typename FwdValue>
+vector<Tensor> call_grad_graph(const GradGraphInfo& info, OutputGrad output_grad,
+                               FwdValue fwd_value) {
+  const Graph called = info.forward_graph();
+  const auto outs = called.outputs();
+  const auto ins = called.inputs();
+  vector<Tensor> positional;
+  InputsDict dict;
+  const auto grad_inputs = info.graph().inputs();
+  for (std::size_t i = 0; i < info.expected_inputs().size(); ++i) {
+    const auto& e = info.expected_inputs()[i];
+    if (e.kind == ExpectedConnection::Kind::fwd_grad)
+      positional.push_back(output_grad(position(outs, e.fwd_tensor)));
+    else
+      dict.emplace_back(grad_inputs[i], fwd_value(e.fwd_tensor));
+  }
+  const auto results = ops::call(info.graph(), positional, dict);
+  vector<Tensor> grads(ins.size());
+  for (std::size_t j = 0; j < info.expected_outputs().size(); ++j)
+    grads[position(ins, info.expected_outputs()[j].fwd_tensor)] = results[j];
+  return grads;
+}
+} // namespace
+
+vector<Tensor> grad_Call(GradContext& c) {
+  const Op op = c.op();
+  const Graph called = *op.called_graph();
+  const GradGraphInfo info = c.called_grad(called, {}, {});
+  // The called graph may have gained activation outputs; this call site gained them too.
+  const auto ins = called.inputs();
+  const auto outs = called.outputs();
+  return call_grad_graph(
+      info, [&](std::size_t k) { return c.grad_output(k); },
+      [&](const Tensor& t) {
+        if (auto i = position(ins, t); i < ins.size())
+          return c.fwd(op.input(i));
+        return c.fwd(op.output(position(outs, t)));
+      });
+}
+
+vector<Tensor> grad_Repeat(GradContext& c) {
+  // Recompute-based: the forward iterations are replayed in the gradient graph (keeping every
+  // iteration's state), then the body's gradient graph runs once per iteration in reverse.
+  const Op op = c.op();
+  const Graph body = *op.called_graph();
+  const auto count = op.attrs_as<CallAttrs>().repeat_count;
+  const std::size_t carried = op.num_outputs();
+  const GradGraphInfo info = c.called_grad(body, {}, {});
+  const auto body_ins = body.inputs();
+  const auto body_outs = body.outputs();
+  vector<Tensor> inputs;
+  for (std::size_t k = 0; k < op.num_inputs(); ++k)
+    inputs.push_back(c.fwd_input(k));
+  vector<vector<Tensor>> states{inputs};
+  vector<CallSiteInfo> calls;
+  for (std::int64_t it = 0; it < count; ++it) {
+    calls.push_back(ops::call_with_info(body, states.back()));
+    vector<Tensor> next = states.back();
+    for (std::size_t k = 0; k < carried; ++k)
+      next[k] = calls.back().parent_output(k);
+    states.push_back(std::move(next));
+  }
+  vector<Tensor> carry_grads(carried);
+  for (std::size_t k = 0; k < carried; ++k)
+    carry_grads[k] = c.grad_output(k);
+  vector<Tensor> other_grads(op.num_inputs());
+  for (std::int64_t it = count - 1; it >= 0; --it) {
+    const auto& call = calls[static_cast<std::size_t>(it)];
+    const auto grads = call_grad_graph(
+        info,
+        [&](std::size_t k) {
+          if (k < carried)
+            return carry_grads[k];
+          return ops::init(body_outs[k].shape(), body_outs[k].dtype());
+        },
+        [&](const Tensor& t) { return call.graph_to_parent(t); });
+    for (std::size_t k = 0; k < op.num_inputs(); ++k) {
+      const Tensor zeros_if_none =
+          grads[k].valid() ? grads[k] : ops::init(body_ins[k].shape(), body_ins[k].dtype());
+      if (k < carried)
+        carry_grads[k] = zeros_if_none;
+      else if (grads[k].valid())
+        other_grads[k] = other_grads[k].valid() ? other_grads[k] + grads[k] : grads[k];
+    }
+  }
+  vector<Tensor> result(op.num_inputs());
+  for (std::size_t k = 0; k < op.num_inputs(); ++k)
+    result[k] = k < carried ? carry_grads[k] : other_grads[k];
+  return result;
+}
+
+} // namespace pxl::detail

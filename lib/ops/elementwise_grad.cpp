@@ -1,0 +1,123 @@
+// Gradient rules of the element-wise ops (see elementwise.cpp for their definitions).
+#include "pxl/detail/grad_rule.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/reduce.hpp"
+
+#include <cmath>
+
+namespace pxl::detail {
+
+using std::vector;
+
+namespace {
+Tensor zero_like(const Tensor& t) { return constant(0.0, t.dtype()); }
+} // namespace
+
+vector<Tensor> grad_Negate(GradContext& c) { return {ops::negate(c.grad_output(0))}; }
+vector<Tensor> grad_Abs(GradContext& c) {
+  const Tensor x = c.fwd_input(0), g = c.grad_output(0);
+  return {ops::where(ops::greater(x, zero_like(x)), g, ops::negate(g))};
+}
+vector<Tensor> grad_Exp(GradContext& c) { return {c.grad_output(0) * c.fwd_output(0)}; }
+vector<Tensor> grad_Log(GradContext& c) { return {c.grad_output(0) / c.fwd_input(0)}; }
+vector<Tensor> grad_Sqrt(GradContext& c) { return {c.grad_output(0) * 0.5 / c.fwd_output(0)}; }
+vector<Tensor> grad_Tanh(GradContext& c) {
+  const Tensor y = c.fwd_output(0);
+  return {c.grad_output(0) * (1.0 - y * y)};
+}
+vector<Tensor> grad_Sigmoid(GradContext& c) {
+  const Tensor y = c.fwd_output(0);
+  return {c.grad_output(0) * y * (1.0 - y)};
+}
+vector<Tensor> grad_Relu(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  return {ops::where(ops::greater(x, zero_like(x)), c.grad_output(0), zero_like(x))};
+}
+vector<Tensor> grad_Gelu(GradContext& c) {
+  // d/dx 0.5x(1+tanh(u)), u = k(x + 0.044715x³).
+  const double k = std::sqrt(2.0 / std::acos(-1.0));
+  const Tensor x = c.fwd_input(0);
+  const Tensor x2 = x * x;
+  const Tensor t = ops::tanh((x + x2 * x * 0.044715) * k);
+  const Tensor du = (x2 * (3.0 * 0.044715) + 1.0) * k;
+  const Tensor d = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * du;
+  return {c.grad_output(0) * d};
+}
+vector<Tensor> grad_GeluErf(GradContext& c) {
+  // d/dx xΦ(x) = Φ(x) + xφ(x). Φ(x) = geluerf(x)/x away from 0 and 1/2 at 0.
+  const Tensor x = c.fwd_input(0);
+  const Tensor is_zero = ops::equal(x, zero_like(x));
+  const Tensor safe_x = ops::where(is_zero, constant(1.0, x.dtype()), x);
+  const Tensor cdf = ops::where(is_zero, constant(0.5, x.dtype()), c.fwd_output(0) / safe_x);
+  const Tensor pdf = ops::exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * std::acos(-1.0)));
+  return {c.grad_output(0) * (cdf + x * pdf)};
+}
+PXL_NOT_DIFFERENTIABLE(LogicalNot)
+PXL_NOT_DIFFERENTIABLE(IsNan)
+vector<Tensor> grad_Cast(GradContext& c) {
+  const Tensor x = c.op().input(0);
+  if (!is_floating_point(x.dtype()))
+    return {Tensor{}};
+  return {ops::cast(c.grad_output(0), x.dtype())};
+}
+vector<Tensor> grad_Identity(GradContext& c) { return {c.grad_output(0)}; }
+/// detach stops gradients: autodiff never asks, and nothing flows if it did.
+vector<Tensor> grad_Detach(GradContext&) { return {Tensor{}}; }
+
+vector<Tensor> grad_Add(GradContext& c) {
+  const Tensor g = c.grad_output(0);
+  return {unbroadcast(g, c.op().input(0).shape()), unbroadcast(g, c.op().input(1).shape())};
+}
+vector<Tensor> grad_Sub(GradContext& c) {
+  const Tensor g = c.grad_output(0);
+  return {unbroadcast(g, c.op().input(0).shape()),
+          unbroadcast(ops::negate(g), c.op().input(1).shape())};
+}
+vector<Tensor> grad_Mul(GradContext& c) {
+  const Tensor g = c.grad_output(0);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = unbroadcast(g * c.fwd_input(1), c.op().input(0).shape());
+  if (c.needs_grad(1))
+    r[1] = unbroadcast(g * c.fwd_input(0), c.op().input(1).shape());
+  return r;
+}
+vector<Tensor> grad_Div(GradContext& c) {
+  const Tensor g = c.grad_output(0), b = c.fwd_input(1);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = unbroadcast(g / b, c.op().input(0).shape());
+  if (c.needs_grad(1))
+    r[1] = unbroadcast(ops::negate(g * c.fwd_output(0) / b), c.op().input(1).shape());
+  return r;
+}
+vector<Tensor> grad_Pow(GradContext& c) {
+  const Tensor g = c.grad_output(0), a = c.fwd_input(0), b = c.fwd_input(1);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = unbroadcast(g * b * ops::pow(a, b - 1.0), c.op().input(0).shape());
+  if (c.needs_grad(1))
+    r[1] = unbroadcast(g * ops::log(a) * c.fwd_output(0), c.op().input(1).shape());
+  return r;
+}
+vector<Tensor> grad_Maximum(GradContext& c) {
+  // Ties send the gradient to the first operand.
+  const Tensor g = c.grad_output(0), a = c.fwd_input(0), b = c.fwd_input(1);
+  const Tensor b_wins = ops::greater(b, a);
+  const Tensor zero = zero_like(g);
+  return {unbroadcast(ops::where(b_wins, zero, g), c.op().input(0).shape()),
+          unbroadcast(ops::where(b_wins, g, zero), c.op().input(1).shape())};
+}
+PXL_NOT_DIFFERENTIABLE(Equal)
+PXL_NOT_DIFFERENTIABLE(Greater)
+PXL_NOT_DIFFERENTIABLE(LogicalAnd)
+PXL_NOT_DIFFERENTIABLE(LogicalOr)
+vector<Tensor> grad_Where(GradContext& c) {
+  const Tensor g = c.grad_output(0), cond = c.fwd_input(0);
+  const Tensor zero = zero_like(g);
+  return {Tensor{}, unbroadcast(ops::where(cond, g, zero), c.op().input(1).shape()),
+          unbroadcast(ops::where(cond, zero, g), c.op().input(2).shape())};
+}
+
+} // namespace pxl::detail

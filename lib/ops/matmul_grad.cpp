@@ -1,0 +1,43 @@
+// Gradient rule of matmul: batch and broadcast axes are reduced back to each operand's shape.
+#include "pxl/detail/grad_rule.hpp"
+#include "pxl/ops/matmul.hpp"
+#include "pxl/ops/shape.hpp"
+
+#include <numeric>
+
+namespace pxl::detail {
+
+namespace {
+/// Swaps the last two axes.
+Tensor swap_last(const Tensor& t) {
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(t.rank()));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return ops::transpose(t, perm);
+}
+} // namespace
+
+std::vector<Tensor> grad_MatMul(GradContext& c) {
+  const Tensor a0 = c.op().input(0), b0 = c.op().input(1);
+  // Work in the promoted (rank >= 2) shapes, then return to the operands' own shapes.
+  Shape sa = a0.shape(), sb = b0.shape();
+  if (sa.size() == 1)
+    sa.insert(sa.begin(), 1);
+  if (sb.size() == 1)
+    sb.push_back(1);
+  Tensor a = ops::reshape(c.fwd_input(0), sa), b = ops::reshape(c.fwd_input(1), sb);
+  Shape sg = c.op().output(0).shape();
+  if (a0.rank() == 1)
+    sg.insert(sg.end() - (b0.rank() == 1 ? 0 : 1), 1);
+  if (b0.rank() == 1)
+    sg.push_back(1);
+  const Tensor g = ops::reshape(c.grad_output(0), sg);
+  std::vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = ops::reshape(unbroadcast(ops::matmul(g, swap_last(b)), sa), a0.shape());
+  if (c.needs_grad(1))
+    r[1] = ops::reshape(unbroadcast(ops::matmul(swap_last(a), g), sb), b0.shape());
+  return r;
+}
+
+} // namespace pxl::detail

@@ -1,0 +1,90 @@
+// Gradient rules of the nn ops.
+#include "pxl/detail/grad_rule.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/nn.hpp"
+#include "pxl/ops/reduce.hpp"
+#include "pxl/ops/shape.hpp"
+
+namespace pxl::detail {
+
+using std::vector;
+
+vector<Tensor> grad_Softmax(GradContext& c) {
+  const auto axis = c.op().attrs_as<AxisAttrs>().axis;
+  const Tensor y = c.fwd_output(0), g = c.grad_output(0);
+  return {y * (g - ops::sum(g * y, std::vector<std::int64_t>{axis}, true))};
+}
+
+vector<Tensor> grad_LogSoftmax(GradContext& c) {
+  const auto axis = c.op().attrs_as<AxisAttrs>().axis;
+  const Tensor y = c.fwd_output(0), g = c.grad_output(0);
+  return {g - ops::exp(y) * ops::sum(g, std::vector<std::int64_t>{axis}, true)};
+}
+
+vector<Tensor> grad_LayerNorm(GradContext& c) {
+  // Recomputes the normalised input from x, then the standard layer-norm backward.
+  const double eps = c.op().attrs_as<ScalarAttrs>().a;
+  const Tensor x = c.fwd_input(0), w = c.fwd_input(1), g = c.grad_output(0);
+  const std::vector<std::int64_t> last{-1};
+  const double n = static_cast<double>(x.shape().back());
+  const Tensor centred = x - ops::mean(x, last, true);
+  const Tensor rstd = 1.0 / ops::sqrt(ops::mean(centred * centred, last, true) + eps);
+  const Tensor xhat = centred * rstd;
+  vector<Tensor> r(3);
+  std::vector<std::int64_t> leading;
+  for (std::int64_t a = 0; a + 1 < x.rank(); ++a)
+    leading.push_back(a);
+  auto sum_leading = [&](const Tensor& t) { return leading.empty() ? t : ops::sum(t, leading); };
+  if (c.needs_grad(0)) {
+    const Tensor dxhat = g * w;
+    r[0] = rstd * (1.0 / n) *
+           (dxhat * n - ops::sum(dxhat, last, true) - xhat * ops::sum(dxhat * xhat, last, true));
+  }
+  if (c.needs_grad(1))
+    r[1] = sum_leading(g * xhat);
+  if (c.needs_grad(2))
+    r[2] = sum_leading(g);
+  return r;
+}
+
+vector<Tensor> grad_Dropout(GradContext& c) {
+  // The mask is a function of the seed and the element index: the same seed gives it again.
+  return {ops::dropout(c.grad_output(0), c.fwd_input(1), c.op().attrs_as<ScalarAttrs>().a),
+          Tensor{}};
+}
+
+PXL_NOT_DIFFERENTIABLE(RandomNormal)
+PXL_NOT_DIFFERENTIABLE(RandomUniform)
+PXL_NOT_DIFFERENTIABLE(SplitRandomSeed)
+// Its second output already is a gradient; differentiating the fused op is not supported.
+PXL_NOT_DIFFERENTIABLE(NllLossWithSoftmaxGrad)
+
+vector<Tensor> grad_NllLoss(GradContext& c) {
+  const auto& attrs = c.op().attrs_as<NllAttrs>();
+  const Tensor probs = c.op().input(0);
+  const Tensor labels = c.fwd_input(1);
+  const auto classes = probs.shape().back();
+  const DType dt = probs.dtype();
+  Tensor mask = ops::onehot(labels, classes, constant(HostTensor({0.f, 1.f}, {2}), dt), -1);
+  Tensor valid = constant(1.0, dt);
+  if (attrs.ignore_index) {
+    valid =
+        ops::cast(ops::logical_not(ops::equal(labels, constant(*attrs.ignore_index, int32))), dt);
+    mask = mask * ops::unsqueeze(valid, {-1});
+  }
+  Tensor g = c.grad_output(0);
+  if (attrs.reduction == Reduction::none) {
+    g = ops::unsqueeze(g, {-1});
+  } else if (attrs.reduction == Reduction::mean) {
+    const Tensor count = attrs.ignore_index ? ops::maximum(ops::sum(valid), constant(1.0, dt))
+                                            : constant(static_cast<double>(labels.nelms()), dt);
+    g = g / count;
+  }
+  Tensor d = ops::negate(mask * g);
+  if (!attrs.log_prob)
+    d = d / c.fwd_input(0);
+  return {d, Tensor{}};
+}
+
+} // namespace pxl::detail

@@ -1,0 +1,40 @@
+// Gradient rules of the reductions: the output gradient is spread back over the reduced axes.
+#include "pxl/detail/grad_rule.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/shape.hpp"
+
+namespace pxl::detail {
+
+namespace {
+/// The output gradient reshaped with the reduced axes kept as size 1.
+Tensor keep_reduced_axes(GradContext& c, const Tensor& g) {
+  const auto& attrs = c.op().attrs_as<ReduceAttrs>();
+  Shape keep = c.op().input(0).shape();
+  for (auto a : attrs.axes)
+    keep[static_cast<std::size_t>(a)] = 1;
+  return ops::reshape(g, keep);
+}
+
+std::vector<Tensor> extremum_grad(GradContext& c) {
+  // The gradient goes to every element equal to the extremum.
+  const Tensor x = c.fwd_input(0);
+  const Tensor y = keep_reduced_axes(c, c.fwd_output(0));
+  const Tensor g = keep_reduced_axes(c, c.grad_output(0));
+  return {ops::where(ops::equal(x, y), expand(g, x.shape()), constant(0.0, x.dtype()))};
+}
+} // namespace
+
+std::vector<Tensor> grad_ReduceSum(GradContext& c) {
+  return {expand(keep_reduced_axes(c, c.grad_output(0)), c.op().input(0).shape())};
+}
+std::vector<Tensor> grad_ReduceMean(GradContext& c) {
+  const double count =
+      static_cast<double>(c.op().input(0).nelms()) / static_cast<double>(c.op().output(0).nelms());
+  return {expand(keep_reduced_axes(c, c.grad_output(0)) * (1.0 / count), c.op().input(0).shape())};
+}
+std::vector<Tensor> grad_ReduceMax(GradContext& c) { return extremum_grad(c); }
+std::vector<Tensor> grad_ReduceMin(GradContext& c) { return extremum_grad(c); }
+PXL_NOT_DIFFERENTIABLE(ArgMax)
+
+} // namespace pxl::detail

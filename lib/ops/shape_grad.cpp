@@ -1,0 +1,117 @@
+// Gradient rules of the shape and data-movement ops, and the non-differentiable updates.
+#include "pxl/detail/grad_rule.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/matmul.hpp"
+#include "pxl/ops/shape.hpp"
+
+#include <numeric>
+
+namespace pxl::detail {
+
+using std::vector;
+
+vector<Tensor> grad_Reshape(GradContext& c) {
+  return {ops::reshape(c.grad_output(0), c.op().input(0).shape())};
+}
+
+vector<Tensor> grad_Transpose(GradContext& c) {
+  const auto& perm = c.op().attrs_as<TransposeAttrs>().perm;
+  vector<std::int64_t> inverse(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  return {ops::transpose(c.grad_output(0), inverse)};
+}
+
+vector<Tensor> grad_Slice(GradContext& c) {
+  // Pad the gradient with zeros back to the input's extent, one axis at a time.
+  const auto& attrs = c.op().attrs_as<SliceAttrs>();
+  const Shape in_shape = c.op().input(0).shape();
+  Tensor g = c.grad_output(0);
+  for (std::size_t a = 0; a < in_shape.size(); ++a) {
+    const auto before = attrs.start[a], after = in_shape[a] - attrs.stop[a];
+    if (before == 0 && after == 0)
+      continue;
+    vector<Tensor> parts;
+    Shape pad = g.shape();
+    if (before > 0) {
+      pad[a] = before;
+      parts.push_back(ops::init(pad, g.dtype()));
+    }
+    parts.push_back(g);
+    if (after > 0) {
+      pad[a] = after;
+      parts.push_back(ops::init(pad, g.dtype()));
+    }
+    g = ops::concat(parts, static_cast<std::int64_t>(a));
+  }
+  return {g};
+}
+
+vector<Tensor> grad_Concat(GradContext& c) {
+  const auto axis = c.op().attrs_as<AxisAttrs>().axis;
+  vector<std::int64_t> sizes;
+  for (const auto& t : c.op().inputs())
+    sizes.push_back(t.shape()[static_cast<std::size_t>(axis)]);
+  if (sizes.size() == 1)
+    return {c.grad_output(0)};
+  return ops::split(c.grad_output(0), sizes, axis);
+}
+
+vector<Tensor> grad_Split(GradContext& c) {
+  vector<Tensor> parts;
+  for (std::size_t i = 0; i < c.op().num_outputs(); ++i)
+    parts.push_back(c.grad_output(i));
+  return {ops::concat(parts, c.op().attrs_as<SplitAttrs>().axis)};
+}
+
+vector<Tensor> grad_Gather(GradContext& c) {
+  // Scatter-add as a matmul with the one-hot of the indices: rows of the same index add up,
+  // out-of-range indices contribute nothing.
+  const Tensor t = c.op().input(0);
+  const Tensor indices = c.fwd_input(1);
+  const auto axis = c.op().attrs_as<AxisAttrs>().axis;
+  const auto rank = t.rank();
+  const auto n = indices.nelms();
+  const auto classes = t.shape()[static_cast<std::size_t>(axis)];
+  // Gradient laid out as t[:axis] + [n] + t[axis+1:], then the gathered axis moved first.
+  Shape g_shape(t.shape().begin(), t.shape().begin() + axis);
+  g_shape.push_back(n);
+  g_shape.insert(g_shape.end(), t.shape().begin() + axis + 1, t.shape().end());
+  vector<std::int64_t> to_front(static_cast<std::size_t>(rank));
+  std::iota(to_front.begin(), to_front.end(), 0);
+  std::rotate(to_front.begin(), to_front.begin() + axis, to_front.begin() + axis + 1);
+  const Tensor g = ops::transpose(ops::reshape(c.grad_output(0), g_shape), to_front);
+  const Shape front_shape = g.shape();
+  const Tensor g2 = ops::reshape(g, {n, g.nelms() / std::max<std::int64_t>(n, 1)});
+  const Tensor values = constant(HostTensor({0.f, 1.f}, {2}), t.dtype());
+  const Tensor onehot = ops::onehot(ops::reshape(indices, {n}), classes, values, 1); // [n, classes]
+  Tensor dt = ops::matmul(ops::transpose(onehot), g2); // [classes, rest]
+  Shape dt_shape = front_shape;
+  dt_shape[0] = classes;
+  dt = ops::reshape(dt, dt_shape);
+  vector<std::int64_t> back(static_cast<std::size_t>(rank));
+  for (std::size_t i = 0; i < back.size(); ++i)
+    back[static_cast<std::size_t>(to_front[i])] = static_cast<std::int64_t>(i);
+  return {ops::transpose(dt, back), Tensor{}};
+}
+
+PXL_NOT_DIFFERENTIABLE(OneHot)
+PXL_NOT_DIFFERENTIABLE(Init)
+PXL_NOT_DIFFERENTIABLE(AddInplace)
+PXL_NOT_DIFFERENTIABLE(ScaledAddInplace)
+PXL_NOT_DIFFERENTIABLE(Accumulate)
+PXL_NOT_DIFFERENTIABLE(CopyVarUpdate)
+PXL_NOT_DIFFERENTIABLE(AccumulatorScale)
+PXL_NOT_DIFFERENTIABLE(AccumulatorZero)
+PXL_NOT_DIFFERENTIABLE(HostLoad)
+PXL_NOT_DIFFERENTIABLE(HostStore)
+
+vector<Tensor> grad_ScaledAdd(GradContext& c) {
+  const auto& s = c.op().attrs_as<ScalarAttrs>();
+  const Tensor g = c.grad_output(0);
+  return {unbroadcast(g * s.a, c.op().input(0).shape()),
+          unbroadcast(g * s.b, c.op().input(1).shape())};
+}
+
+} // namespace pxl::detail
