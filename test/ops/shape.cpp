@@ -1,22 +1,302 @@
-// Shape and data-movement ops: inference, reference results and errors.
+// Shape and data-movement ops: inference, reference results and every user error.
 #include "reference.hpp"
 
 #include <doctest/doctest.h>
 
+#include <numeric>
+
 using namespace pxl;
+using doctest::Contains;
 using pxl::testing::ReferenceEvaluator;
 
-TEST_CASE("smoke: reshape and add_ through the reference evaluator") {
+namespace {
+/// 0, 1, 2, ... in `shape`, as `dtype`.
+HostTensor iota(Shape shape, DType dtype = float32) {
+  std::vector<float> v(static_cast<std::size_t>(nelms(shape)));
+  std::iota(v.begin(), v.end(), 0.f);
+  return HostTensor(v, std::move(shape)).astype(dtype);
+}
+
+/// Builds a subgraph of one input of `spec` with `fn` and evaluates it on `x`.
+template <typename Fn>
+std::vector<HostTensor> eval1(const HostTensor& x, Fn fn) {
   Ir ir;
-  Tensor v, r;
+  Graph g = ir.create_graph(fn, x.spec());
+  ReferenceEvaluator ev(ir);
+  return ev.evaluate(g, {x});
+}
+
+/// An empty subgraph "g", current for the fixture's lifetime: room for graph inputs.
+struct Fixture {
+  Ir ir;
+  Graph g = ir.create_empty_graph("g");
+  GraphScope scope = g.scope();
+};
+} // namespace
+
+TEST_CASE("reshape: inference, -1 and values") {
+  {
+    Fixture f;
+    auto x = graph_input({2, 3, 4}, float32, "x");
+    auto r = ops::reshape(x, {6, -1});
+    CHECK(r.shape() == Shape{6, 4});
+    CHECK(r.dtype() == float32);
+    CHECK(r.producer()->kind() == OpKind::Reshape);
+    CHECK(std::holds_alternative<NoAttrs>(r.producer()->attrs()));
+    CHECK(ops::reshape(x, {-1}).shape() == Shape{24});
+    CHECK(x.reshape({4, 3, 2}).shape() == Shape{4, 3, 2});
+    auto s = graph_input({}, int32, "s");
+    CHECK(ops::reshape(s, {1, 1}).shape() == Shape{1, 1});
+  }
+  auto out = eval1(iota({2, 3}, int32), [](Tensor t) { return ops::reshape(t, {3, 2}); });
+  CHECK(out[0] == iota({3, 2}, int32));
+}
+
+TEST_CASE("reshape: errors name both shapes") {
+  {
+    Fixture f;
+    auto x = graph_input({2, 3}, float32, "x");
+    CHECK_THROWS_WITH_AS(ops::reshape(x, {4, 2}),
+                         Contains("cannot reshape 'x' [(2, 3) float32] (6 elements) to (4, 2)"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(ops::reshape(x, {4, -1}), Contains("to (4, -1)"), ShapeError);
+    CHECK_THROWS_WITH_AS(ops::reshape(x, {-1, -1}), Contains("only one dimension may be -1"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(ops::reshape(x, {-2, -3}), Contains("negative dimension in (-2, -3)"),
+                         ShapeError);
+  }
+}
+
+TEST_CASE("flatten, squeeze, unsqueeze lower to Reshape") {
+  {
+    Fixture f;
+    auto x = graph_input({2, 1, 3, 1}, float32, "x");
+    CHECK(ops::flatten(x).shape() == Shape{6});
+    CHECK(x.flatten().producer()->kind() == OpKind::Reshape);
+    CHECK(ops::squeeze(x).shape() == Shape{2, 3});
+    CHECK(ops::squeeze(x, {1}).shape() == Shape{2, 3, 1});
+    CHECK(ops::squeeze(x, {-1, 1}).shape() == Shape{2, 3});
+    CHECK(ops::squeeze(x, {1}).producer()->kind() == OpKind::Reshape);
+    CHECK(ops::unsqueeze(x, {0}).shape() == Shape{1, 2, 1, 3, 1});
+    CHECK(ops::unsqueeze(x, {-1}).shape() == Shape{2, 1, 3, 1, 1});
+    CHECK(ops::unsqueeze(x, {0, 2}).shape() == Shape{1, 2, 1, 1, 3, 1});
+    CHECK(ops::unsqueeze(x, {1}).producer()->kind() == OpKind::Reshape);
+
+    CHECK_THROWS_WITH_AS(ops::squeeze(x, {0}),
+                         Contains("Squeeze: axis 0 of 'x' [(2, 1, 3, 1) float32] has size 2, "
+                                  "expected 1"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(ops::squeeze(x, {4}), Contains("axis 4 is out of range"), ValueError);
+    CHECK_THROWS_WITH_AS(ops::unsqueeze(x, {6}), Contains("axis 6 is out of range"), ValueError);
+  }
+  auto out = eval1(iota({2, 1, 3}), [](Tensor t) { return ops::squeeze(t); });
+  CHECK(out[0] == iota({2, 3}));
+}
+
+TEST_CASE("transpose: inference, reversed default, values") {
+  {
+    Fixture f;
+    auto x = graph_input({2, 3, 4}, float32, "x");
+    auto t = ops::transpose(x, {1, 2, 0});
+    CHECK(t.shape() == Shape{3, 4, 2});
+    CHECK(t.producer()->kind() == OpKind::Transpose);
+    CHECK(t.producer()->attrs_as<TransposeAttrs>().perm == std::vector<std::int64_t>{1, 2, 0});
+    CHECK(x.T().shape() == Shape{4, 3, 2});
+    CHECK(x.T().producer()->attrs_as<TransposeAttrs>().perm == std::vector<std::int64_t>{2, 1, 0});
+    CHECK(ops::transpose(x, {-1, 0, 1}).shape() == Shape{4, 2, 3});
+
+    CHECK_THROWS_WITH_AS(ops::transpose(x, {0, 1}),
+                         Contains("permutation [0, 1] has 2 entries but 'x' [(2, 3, 4) float32] "
+                                  "has rank 3"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(ops::transpose(x, {0, 1, 1}), Contains("is not a permutation"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(ops::transpose(x, {0, 1, 3}), Contains("axis 3 is out of range"),
+                         ValueError);
+  }
+  // [[0 1 2] [3 4 5]]^T = [[0 3] [1 4] [2 5]]
+  auto out = eval1(iota({2, 3}), [](Tensor a) { return a.T(); });
+  CHECK(out[0] == HostTensor({0.f, 3.f, 1.f, 4.f, 2.f, 5.f}, {3, 2}));
+  auto out3 = eval1(iota({2, 3, 4}, int32), [](Tensor a) { return ops::transpose(a, {1, 2, 0}); });
+  CHECK(out3[0].at<std::int32_t>({2, 3, 1}) == 1 * 12 + 2 * 4 + 3);
+  CHECK(out3[0].at<std::int32_t>({0, 1, 0}) == 1);
+}
+
+TEST_CASE("slice: NumPy clamping and negative indices") {
+  {
+    Fixture f;
+    auto x = graph_input({4, 5}, float32, "x");
+    auto s = ops::slice(x, {1}, {3}, {1});
+    CHECK(s.shape() == Shape{4, 2});
+    CHECK(s.producer()->kind() == OpKind::Slice);
+    const auto& a = s.producer()->attrs_as<SliceAttrs>();
+    CHECK(a.start == std::vector<std::int64_t>{0, 1});
+    CHECK(a.stop == std::vector<std::int64_t>{4, 3});
+    CHECK(ops::slice(x, {-3}, {-1}, {-1}).producer()->attrs_as<SliceAttrs>().start ==
+          std::vector<std::int64_t>{0, 2});
+    CHECK(ops::slice(x, {-100, 2}, {100, 100}).shape() == Shape{4, 3}); // clamped, all axes
+    CHECK(ops::slice(x, {3}, {1}).shape() == Shape{0, 5});              // NumPy: empty
+    CHECK(ops::slice(x, {5}, {9}).shape() == Shape{0, 5});
+    CHECK(x.slice(1, -1).shape() == Shape{2, 5});
+    CHECK(x[-1].shape() == Shape{5});
+
+    CHECK_THROWS_WITH_AS(ops::slice(x, {0, 0}, {1}, {}), Contains("must have the same length"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(ops::slice(x, {0, 0}, {1, 1}, {1, -1}), Contains("listed twice"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(ops::slice(x, {0}, {1}, {2}), Contains("axis 2 is out of range"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(x[4], Contains("index 4 out of range"), ValueError);
+  }
+  // iota(3, 4)[1:3, -3:] = [[5 6 7] [9 10 11]]
+  auto out = eval1(iota({3, 4}), [](Tensor t) { return ops::slice(t, {1, -3}, {3, 100}); });
+  CHECK(out[0] == HostTensor({5.f, 6.f, 7.f, 9.f, 10.f, 11.f}, {2, 3}));
+  auto row = eval1(iota({3, 4}, int32), [](Tensor t) { return t[1]; });
+  CHECK(row[0] == HostTensor({4, 5, 6, 7}, {4}));
+}
+
+TEST_CASE("concat: inference, values and errors") {
+  {
+    Fixture f;
+    auto a = graph_input({2, 3}, float32, "a");
+    auto b = graph_input({2, 1}, float32, "b");
+    auto c = ops::concat({a, b}, -1);
+    CHECK(c.shape() == Shape{2, 4});
+    CHECK(c.producer()->kind() == OpKind::Concat);
+    CHECK(c.producer()->attrs_as<AxisAttrs>().axis == 1);
+    CHECK(ops::concat({a, a, a}).shape() == Shape{6, 3});
+    CHECK(ops::concat({a}).shape() == Shape{2, 3});
+
+    auto i = graph_input({2, 3}, int32, "i");
+    CHECK_THROWS_WITH_AS(ops::concat({}), Contains("at least one tensor"), ValueError);
+    CHECK_THROWS_WITH_AS(ops::concat({a, i}), Contains("'i' [(2, 3) int32]"), DTypeError);
+    CHECK_THROWS_WITH_AS(ops::concat({a, b}, 0),
+                         Contains("tensor 1 'b' [(2, 1) float32] does not match 'a' [(2, 3) "
+                                  "float32] on every axis except the concatenation axis 0"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(ops::concat({a, b}, 2), Contains("axis 2 is out of range"), ValueError);
+  }
+  Ir ir;
+  Graph g = ir.create_graph(
+      [](Tensor x, Tensor y) {
+        return ops::concat({x, y, x}, 1);
+      },
+      TensorSpec{{2, 2}, int32}, TensorSpec{{2, 1}, int32});
+  ReferenceEvaluator ev(ir);
+  auto out = ev.evaluate(g, {HostTensor({1, 2, 3, 4}, {2, 2}), HostTensor({9, 8}, {2, 1})});
+  CHECK(out[0] == HostTensor({1, 2, 9, 1, 2, 3, 4, 8, 3, 4}, {2, 5}));
+}
+
+TEST_CASE("split: one op with several outputs") {
+  {
+    Fixture f;
+    auto x = graph_input({6, 4}, float32, "x");
+    auto parts = ops::split(x, 3);
+    REQUIRE(parts.size() == 3);
+    for (const auto& p : parts)
+      CHECK(p.shape() == Shape{2, 4});
+    CHECK(parts[0].producer() == parts[2].producer());
+    CHECK(parts[0].producer()->kind() == OpKind::Split);
+    CHECK(parts[0].producer()->attrs_as<SplitAttrs>().sizes == std::vector<std::int64_t>{2, 2, 2});
+    auto sized = ops::split(x, std::vector<std::int64_t>{1, 3}, -1);
+    CHECK(sized[0].shape() == Shape{6, 1});
+    CHECK(sized[1].shape() == Shape{6, 3});
+    CHECK(sized[0].producer()->attrs_as<SplitAttrs>().axis == 1);
+
+    CHECK_THROWS_WITH_AS(ops::split(x, 4), Contains("cannot split axis 0 of size 6"), ValueError);
+    CHECK_THROWS_WITH_AS(ops::split(x, 0), Contains("into 0 equal parts"), ValueError);
+    CHECK_THROWS_WITH_AS(ops::split(x, std::vector<std::int64_t>{1, 2}, 1),
+                         Contains("part sizes [1, 2] sum to 3 but axis 1 of 'x' [(6, 4) float32] "
+                                  "has size 4"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(ops::split(x, std::vector<std::int64_t>{5, -1}),
+                         Contains("negative part size"), ValueError);
+  }
+  auto out = eval1(iota({2, 3}), [](Tensor t) {
+    return ops::split(t, std::vector<std::int64_t>{2, 1}, 1);
+  });
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == HostTensor({0.f, 1.f, 3.f, 4.f}, {2, 2}));
+  CHECK(out[1] == HostTensor({2.f, 5.f}, {2, 1}));
+}
+
+TEST_CASE("gather: shape, values, out-of-range zeros") {
+  {
+    Fixture f;
+    auto x = graph_input({4, 3}, float32, "x");
+    auto idx = graph_input({2, 2}, int32, "idx");
+    CHECK(ops::gather(x, idx).shape() == Shape{2, 2, 3});
+    CHECK(ops::gather(x, idx, -1).shape() == Shape{4, 2, 2});
+    CHECK(ops::gather(x, idx, 1).producer()->attrs_as<AxisAttrs>().axis == 1);
+    auto fidx = graph_input({2}, float32, "fidx");
+    CHECK_THROWS_WITH_AS(ops::gather(x, fidx), Contains("Gather: indices must be int32"),
+                         DTypeError);
+    CHECK_THROWS_WITH_AS(ops::gather(x, idx, 2), Contains("axis 2 is out of range"), ValueError);
+  }
+  Ir ir;
+  Graph g = ir.create_graph(
+      [](Tensor t, Tensor i) {
+        return std::vector<Tensor>{ops::gather(t, i), ops::gather(t, i, 1)};
+      },
+      TensorSpec{{3, 2}, float32}, TensorSpec{{3}, int32});
+  ReferenceEvaluator ev(ir);
+  // rows of [[0 1] [2 3] [4 5]] picked by [2, 7, 0]; 7 is out of range for both axes.
+  auto out = ev.evaluate(g, {iota({3, 2}), HostTensor({2, 7, 0})});
+  CHECK(out[0] == HostTensor({4.f, 5.f, 0.f, 0.f, 0.f, 1.f}, {3, 2}));
+  CHECK(out[1] == HostTensor({0.f, 0.f, 0.f, 0.f, 0.f, 2.f, 0.f, 0.f, 4.f}, {3, 3}));
+}
+
+TEST_CASE("onehot: shape, dtype from values, axis") {
+  {
+    Fixture f;
+    auto idx = graph_input({3}, int32, "idx");
+    auto vals = graph_input({2}, float32, "vals");
+    auto o = ops::onehot(idx, 4, vals);
+    CHECK(o.shape() == Shape{3, 4});
+    CHECK(o.dtype() == float32);
+    CHECK(o.producer()->attrs_as<OneHotAttrs>() == OneHotAttrs{4, 1});
+    CHECK(ops::onehot(idx, 4, vals, 0).shape() == Shape{4, 3});
+    auto ivals = graph_input({2}, int32, "ivals");
+    CHECK(ops::onehot(idx, 5, ivals).dtype() == int32);
+
+    CHECK_THROWS_WITH_AS(ops::onehot(vals, 4, vals), Contains("indices must be int32"), DTypeError);
+    CHECK_THROWS_WITH_AS(ops::onehot(idx, 0, vals), Contains("num_classes must be >= 1, got 0"),
+                         ValueError);
+    auto bad = graph_input({3}, float32, "bad");
+    CHECK_THROWS_WITH_AS(ops::onehot(idx, 4, bad),
+                         Contains("values must have shape (2,) holding [off, on], got 'bad'"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(ops::onehot(idx, 4, vals, 2), Contains("axis 2 is out of range"),
+                         ValueError);
+  }
+  Ir ir;
+  Graph g = ir.create_graph(
+      [](Tensor i, Tensor v) {
+        return std::vector<Tensor>{ops::onehot(i, 3, v), ops::onehot(i, 3, v, 0)};
+      },
+      TensorSpec{{2}, int32}, TensorSpec{{2}, float32});
+  ReferenceEvaluator ev(ir);
+  auto out = ev.evaluate(g, {HostTensor({2, 0}), HostTensor({-1.f, 5.f})});
+  CHECK(out[0] == HostTensor({-1.f, -1.f, 5.f, 5.f, -1.f, -1.f}, {2, 3}));
+  CHECK(out[1] == HostTensor({-1.f, 5.f, -1.f, -1.f, 5.f, -1.f}, {3, 2}));
+}
+
+TEST_CASE("init: a fresh zero tensor") {
+  Ir ir;
+  Tensor t;
   {
     auto in_main = ir.main_graph().scope();
-    v = variable(HostTensor({1.f, 2.f, 3.f, 4.f}, {2, 2}), "v");
-    r = ops::reshape(v, {4});
-    ops::add_(v, constant(HostTensor({10.f, 20.f}, {2})));
+    t = ops::init({2, 3}, int32, "buf");
+    CHECK(t.spec() == TensorSpec{{2, 3}, int32});
+    CHECK(t.name() == "buf");
+    CHECK(t.producer()->num_inputs() == 0);
+    CHECK(t.producer()->attrs_as<CreateAttrs>().spec == t.spec());
+    CHECK(ops::init({4}, float32, "", InitType::undef).producer()->attrs_as<CreateAttrs>().init ==
+          InitType::undef);
+    CHECK_THROWS_WITH_AS(ops::init({2, -1}, float32), Contains("negative dimension in (2, -1)"),
+                         ShapeError);
   }
+  Graph g = ir.create_graph([] { return ops::init({2, 2}, float32); });
   ReferenceEvaluator ev(ir);
-  ev.evaluate(ir.main_graph());
-  CHECK(ev.variable(v) == HostTensor({11.f, 22.f, 13.f, 24.f}, {2, 2}));
-  CHECK(r.shape() == Shape{4});
+  CHECK(ev.evaluate(g)[0] == HostTensor({2, 2}, float32));
 }
