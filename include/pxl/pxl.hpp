@@ -20,3 +20,4 @@
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 #include "pxl/ops/var_updates.hpp"
+#include "pxl/session.hpp"

@@ -1,0 +1,49 @@
+// pxl::emu::MemoryReport: how much device memory a compiled plan needs, per IPU.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pxl::emu {
+
+/// One tensor in the report.
+struct TensorMemory {
+  std::string id; ///< the tensor's scoped name
+  std::string graph;
+  std::int64_t ipu = 0;
+  std::int64_t bytes = 0;
+  bool always_live = false;
+};
+
+/// Device memory of one IPU, as Poplar splits it.
+struct IpuMemory {
+  std::int64_t ipu = 0;
+  std::int64_t capacity = 0;  ///< tiles × bytes per tile
+  std::int64_t variables = 0; ///< always live
+  std::int64_t constants = 0; ///< always live
+  std::int64_t code = 0;      ///< always live: an estimate per compiled op instance
+  /// Peak of the intermediates (not always live), a called graph's counted while it runs.
+  std::int64_t not_always_live_peak = 0;
+
+  std::int64_t always_live() const { return variables + constants + code; }
+  std::int64_t total() const { return always_live() + not_always_live_peak; }
+};
+
+/// What `Session::memory_report()` returns.
+struct MemoryReport {
+  std::vector<IpuMemory> ipus;
+  /// Every variable, constant and intermediate buffer, largest first.
+  std::vector<TensorMemory> tensors;
+
+  /// Whether every IPU's total fits its capacity.
+  bool fits() const;
+  /// A printable summary: per IPU the totals, then the five largest tensors.
+  std::string summary() const;
+  friend std::ostream& operator<<(std::ostream& os, const MemoryReport& r) {
+    return os << r.summary();
+  }
+};
+
+} // namespace pxl::emu

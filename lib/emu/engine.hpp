@@ -1,0 +1,68 @@
+// The Session's implementation: plan, device memory, workers, streams and host weights.
+#pragma once
+
+#include "planner.hpp"
+#include "stream_state.hpp"
+#include "worker_pool.hpp"
+
+#include "pxl/session.hpp"
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+class Engine {
+public:
+  Engine(Ir& ir, Target target, SessionOptions options);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  void attach();
+  void detach();
+  bool attached();
+
+  void run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller);
+  std::vector<HostToDeviceStream> expected_inputs();
+  StreamOutputs create_host_outputs();
+  void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn);
+  void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn);
+
+  std::map<Tensor, HostTensor> get_tensors_data(const std::vector<Tensor>& ts);
+  void write_variables_data(const std::map<Tensor, HostTensor>& data);
+  void weights_to_host();
+  void weights_from_host();
+
+  MemoryReport memory_report() const { return planner_->memory_report(); }
+  const Target& target() const { return target_; }
+  unsigned num_workers() const { return pool_->size(); }
+  Ir& ir() const { return Ir::of(ir_); }
+
+private:
+  void verify() const;
+  void require_attached(std::string_view what) const;
+  void check_tensor(std::string_view what, const Tensor& t) const;
+  template <typename Handle>
+  std::uint32_t stream_index(std::string_view what, const Handle& s) const;
+  std::vector<HostToDeviceStream> expected_inputs_locked() const;
+  std::vector<DeviceToHostStream> expected_outputs_locked() const;
+  void weights_to_host_locked();
+  void weights_from_host_locked();
+  void execute();
+
+  IrStorage* ir_;
+  Target target_;
+  SessionOptions options_;
+  std::mutex mutex_; ///< serialises every call on the session
+  std::unique_ptr<WorkerPool> pool_;
+  std::vector<StreamState> streams_;
+  std::unique_ptr<Planner> planner_;
+  std::unordered_map<Index, HostTensor> host_weights_; ///< by variable tensor index
+  int attach_depth_ = 0;
+  bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host
+};
+
+} // namespace pxl::emu::detail

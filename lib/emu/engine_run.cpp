@@ -1,0 +1,167 @@
+// Engine: running the plan, with the host arrays and callbacks of its streams.
+#include "engine.hpp"
+
+#include "pxl/core/error.hpp"
+
+#include <set>
+
+namespace pxl::emu::detail {
+
+namespace {
+/// [num_host_transfers, replicas, *shape] with each leading dim dropped when it is 1.
+Shape host_array_shape(const TensorSpec& spec, std::int64_t transfers, std::int64_t replicas) {
+  Shape s;
+  if (transfers != 1)
+    s.push_back(transfers);
+  if (replicas != 1)
+    s.push_back(replicas);
+  s.insert(s.end(), spec.shape.begin(), spec.shape.end());
+  return s;
+}
+
+std::string quoted_list(const std::set<std::string>& names) {
+  std::string r = "[";
+  for (const auto& n : names)
+    r += (r.size() > 1 ? ", '" : "'") + n + "'";
+  return r + "]";
+}
+
+/// StreamError listing both the missing and the unexpected streams, then per-array shape
+/// (ShapeError) and dtype (DTypeError) checks. `role` is "input" or "output".
+template <typename Handle>
+void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& arrays,
+                     const std::vector<Handle>& expected, std::string_view what,
+                     std::string_view role) {
+  std::set<std::string> missing, unexpected;
+  for (const auto& s : expected)
+    if (!arrays.contains(s))
+      missing.insert(s.name());
+  for (const auto& [s, array] : arrays) {
+    if (s.storage() != &ir)
+      unexpected.insert(s.name() + " (of another Ir)");
+    else if (std::find(expected.begin(), expected.end(), s) == expected.end())
+      unexpected.insert(s.name());
+  }
+  if (!missing.empty() || !unexpected.empty())
+    throw StreamError(std::string(what) + ": the " + std::string(role) +
+                      " arrays do not match the streams the session expects; missing: " +
+                      quoted_list(missing) + "; unexpected: " + quoted_list(unexpected) +
+                      " (see Session::expected_inputs / create_host_outputs)");
+  for (const auto& [s, array] : arrays) {
+    const Shape shape = host_array_shape(s.spec(), ir.num_host_transfers, ir.replication_factor);
+    if (array.shape() != shape)
+      throw ShapeError(std::string(what) + ": " + std::string(role) + " stream '" + s.name() +
+                       "' " + to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
+                       " ([num_host_transfers=" + std::to_string(ir.num_host_transfers) +
+                       ", replication_factor=" + std::to_string(ir.replication_factor) +
+                       ", *stream shape] with dims of 1 dropped), got " + to_string(array.shape()));
+    if (array.dtype() != s.dtype())
+      throw DTypeError(std::string(what) + ": " + std::string(role) + " stream '" + s.name() +
+                       "' needs " + std::string(name(s.dtype())) + " data, got " +
+                       std::string(name(array.dtype())) + "; convert it with astype");
+  }
+}
+} // namespace
+
+std::vector<HostToDeviceStream> Engine::expected_inputs_locked() const {
+  std::vector<HostToDeviceStream> r;
+  for (std::uint32_t i = 0; i < streams_.size(); ++i)
+    if (streams_[i].host_to_device && streams_[i].used && !streams_[i].channel)
+      r.emplace_back(ir_, i);
+  return r;
+}
+
+std::vector<DeviceToHostStream> Engine::expected_outputs_locked() const {
+  std::vector<DeviceToHostStream> r;
+  for (std::uint32_t i = 0; i < streams_.size(); ++i)
+    if (!streams_[i].host_to_device && streams_[i].used && !streams_[i].channel)
+      r.emplace_back(ir_, i);
+  return r;
+}
+
+std::vector<HostToDeviceStream> Engine::expected_inputs() {
+  std::lock_guard lock(mutex_);
+  return expected_inputs_locked();
+}
+
+StreamOutputs Engine::create_host_outputs() {
+  std::lock_guard lock(mutex_);
+  StreamOutputs r;
+  for (const auto& s : expected_outputs_locked())
+    r.emplace(
+        s, HostTensor(host_array_shape(s.spec(), ir_->num_host_transfers, ir_->replication_factor),
+                      s.dtype()));
+  return r;
+}
+
+template <typename Handle>
+std::uint32_t Engine::stream_index(std::string_view what, const Handle& s) const {
+  if (s.storage() != ir_)
+    throw StreamError(std::string(what) + ": stream '" + s.name() +
+                      "' belongs to another Ir than the session's");
+  return s.index();
+}
+
+void Engine::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn) {
+  std::lock_guard lock(mutex_);
+  auto& s = streams_[stream_index("Session::set_h2d_callback", stream)];
+  s.channel.reset(); // an earlier producer stops first
+  s.channel = std::make_unique<CallbackChannel>(
+      s.spec, static_cast<std::size_t>(std::max<std::int64_t>(1, options_.stream_queue_depth)),
+      std::move(fn));
+}
+
+void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn) {
+  std::lock_guard lock(mutex_);
+  auto& s = streams_[stream_index("Session::set_d2h_callback", stream)];
+  s.channel.reset(); // delivers what an earlier callback still had queued
+  s.channel = std::make_unique<CallbackChannel>(
+      s.spec, static_cast<std::size_t>(std::max<std::int64_t>(1, options_.stream_queue_depth)),
+      std::move(fn));
+}
+
+void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller) {
+  std::lock_guard lock(mutex_);
+  const char* what = outputs_from_caller ? "Session::run_with_outputs" : "Session::run";
+  require_attached(what);
+  validate_arrays(*ir_, inputs, expected_inputs_locked(), what, "input");
+  if (outputs_from_caller)
+    validate_arrays(*ir_, outputs, expected_outputs_locked(), what, "output");
+  else
+    for (const auto& s : expected_outputs_locked())
+      outputs.emplace(s, HostTensor(host_array_shape(s.spec(), ir_->num_host_transfers,
+                                                     ir_->replication_factor),
+                                    s.dtype()));
+
+  for (auto& s : streams_) {
+    s.reset_positions();
+    s.transfers = ir_->num_host_transfers;
+  }
+  for (const auto& [h, array] : inputs)
+    streams_[h.index()].in_array = array.bytes().data();
+  for (auto& [h, array] : outputs)
+    streams_[h.index()].out_array = array.bytes().data();
+  execute();
+  for (auto& s : streams_) {
+    s.in_array = nullptr;
+    s.out_array = nullptr;
+  }
+}
+
+void Engine::execute() {
+  const GraphPlan& main = planner_->main_plan();
+  WorkerPool& pool = *pool_;
+  const unsigned n = pool.size();
+  pool.run([&](unsigned w) { run_plan(main, pool, w, n); });
+  host_stale_ = true;
+  // run returns once every stored element has reached its callback.
+  for (auto& s : streams_)
+    if (s.channel && !s.host_to_device)
+      s.channel->queue().wait_drained();
+  for (auto& s : streams_)
+    if (s.channel)
+      if (auto e = s.channel->queue().take_error())
+        std::rethrow_exception(e);
+}
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,44 @@
+#include "pxl/emu/memory_report.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace pxl::emu {
+
+namespace {
+std::string human(std::int64_t bytes) {
+  char buf[32];
+  if (bytes >= 1 << 20)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  else if (bytes >= 1 << 10)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(bytes) / (1 << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  return buf;
+}
+} // namespace
+
+bool MemoryReport::fits() const {
+  for (const auto& m : ipus)
+    if (m.total() > m.capacity)
+      return false;
+  return true;
+}
+
+std::string MemoryReport::summary() const {
+  std::ostringstream os;
+  for (const auto& m : ipus) {
+    os << "IPU " << m.ipu << ": " << human(m.total()) << " of " << human(m.capacity)
+       << (m.total() > m.capacity ? " (OUT OF MEMORY)" : "") << "\n"
+       << "  always-live " << human(m.always_live()) << " (variables " << human(m.variables)
+       << ", constants " << human(m.constants) << ", code " << human(m.code) << ")\n"
+       << "  not-always-live peak " << human(m.not_always_live_peak) << "\n";
+  }
+  os << "largest tensors:\n";
+  for (std::size_t i = 0; i < tensors.size() && i < 5; ++i)
+    os << "  '" << tensors[i].id << "' (" << tensors[i].graph << ", IPU " << tensors[i].ipu << ") "
+       << human(tensors[i].bytes) << (tensors[i].always_live ? " always-live" : "") << "\n";
+  return os.str();
+}
+
+} // namespace pxl::emu

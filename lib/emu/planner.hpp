@@ -1,0 +1,51 @@
+// The planner: compiles every graph reachable from the main graph into GraphPlans.
+#pragma once
+
+#include "compile_context.hpp"
+#include "graph_plan.hpp"
+
+#include "pxl/detail/ir_storage.hpp"
+#include "pxl/emu/memory_report.hpp"
+#include "pxl/emu/target.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+using pxl::detail::Index;
+using pxl::detail::IrStorage;
+
+/// Owns the device memory of a session: variables and constants (always live) and one plan
+/// per reachable graph. Construction compiles everything; nothing is allocated afterwards.
+class Planner {
+public:
+  Planner(IrStorage& ir, const Target& target, WorkerPool& pool, std::vector<StreamState>& streams);
+  Planner(const Planner&) = delete;
+  Planner& operator=(const Planner&) = delete;
+
+  const GraphPlan& main_plan() const { return *plans_[0]; }
+  /// Whether `graph` is reachable from the main graph (and so compiled).
+  bool compiled(std::uint32_t graph) const { return plans_[graph] != nullptr; }
+  /// The device buffer of a variable or constant.
+  std::byte* address(Index tensor) const { return address_[tensor]; }
+  /// Variables and constants of the compiled graphs, in tensor order.
+  const std::vector<Index>& static_tensors() const { return static_tensors_; }
+  MemoryReport memory_report() const;
+
+private:
+  const GraphPlan& plan_of(std::uint32_t graph);
+  void allocate_static(const std::vector<bool>& reachable);
+  void compile(std::uint32_t graph, GraphPlan& plan);
+
+  IrStorage& ir_;
+  Target target_;
+  CompileContext ctx_;
+  std::vector<std::unique_ptr<GraphPlan>> plans_; ///< by graph; null when unreachable
+  std::vector<std::byte*> address_;               ///< by tensor
+  AlignedBytes static_;
+  std::vector<Index> static_tensors_;
+  std::vector<TensorMemory> tensors_; ///< for the memory report
+};
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,60 @@
+// Device-side state of one host stream: the array of the current run or a callback channel.
+#pragma once
+
+#include "slot_queue.hpp"
+
+#include "pxl/session.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+/// A host thread on the far side of a SlotQueue: for an h2d stream it calls the user's
+/// callback to fill elements ahead of the device; for a d2h stream it hands each stored
+/// element to the user's callback. Destruction closes the queue and joins the thread (a d2h
+/// channel first delivers what is queued).
+class CallbackChannel {
+public:
+  CallbackChannel(const TensorSpec& spec, std::size_t depth, H2DCallback fn);
+  CallbackChannel(const TensorSpec& spec, std::size_t depth, D2HCallback fn);
+  CallbackChannel(const CallbackChannel&) = delete;
+  CallbackChannel& operator=(const CallbackChannel&) = delete;
+  ~CallbackChannel();
+
+  SlotQueue& queue() { return queue_; }
+
+private:
+  SlotQueue queue_;
+  std::thread thread_;
+};
+
+/// Each worker counts the stream's element position itself, in its own cache line, so a
+/// host_load needs no extra barrier: every worker executes the same steps, so they agree.
+struct alignas(64) WorkerPosition {
+  std::int64_t value = 0;
+};
+
+struct StreamState {
+  std::string name;
+  TensorSpec spec;
+  std::size_t bytes = 0; ///< one element
+  bool host_to_device = true;
+  bool used = false;          ///< read by a host_load (h2d) or written by a host_store (d2h)
+  std::int64_t transfers = 1; ///< elements in the array: num_host_transfers
+  const std::byte* in_array = nullptr;
+  std::byte* out_array = nullptr;
+  std::vector<WorkerPosition> position;     ///< one per worker
+  std::unique_ptr<CallbackChannel> channel; ///< set when callback-fed
+
+  void reset_positions() {
+    for (auto& p : position)
+      p.value = 0;
+  }
+};
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,35 @@
+// Small Irs shared by the emulator's tests.
+#pragma once
+
+#include "pxl/pxl.hpp"
+
+#include <vector>
+
+namespace pxl::test_emu {
+
+/// y = x + w for a (2, 3) float32 stream x and variable w = 0.5 * [0..6); y goes to "y".
+struct AddProgram {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+  Tensor w;
+
+  explicit AddProgram(std::int64_t num_host_transfers = 1) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({2, 3}, float32, "x");
+    y = d2h_stream({2, 3}, float32, "y");
+    w = variable(HostTensor({0.f, .5f, 1.f, 1.5f, 2.f, 2.5f}, {2, 3}), "w");
+    ops::host_store(y, ops::host_load(x) + w);
+    ir.set_num_host_transfers(num_host_transfers);
+  }
+};
+
+inline HostTensor iota(Shape shape, float start = 0.f) {
+  HostTensor t(std::move(shape), float32);
+  auto d = t.data<float>();
+  for (std::size_t i = 0; i < d.size(); ++i)
+    d[i] = start + static_cast<float>(i);
+  return t;
+}
+
+} // namespace pxl::test_emu

@@ -1,0 +1,137 @@
+// The plan: outlined calls with by-ref inputs, loops with carried values, memory and OOM.
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace pxl;
+
+TEST_CASE("A graph called twice runs once per call site; by-ref inputs reach the caller") {
+  Ir ir;
+  Tensor v;
+  DeviceToHostStream o1, o2;
+  {
+    auto in_main = ir.main_graph().scope();
+    Graph g = ir.create_empty_graph("step");
+    {
+      auto in_g = g.scope();
+      auto a = graph_input({2}, float32, "a", /*by_ref=*/true);
+      auto b = graph_input({2}, float32, "b");
+      ops::add_(a, b);
+      graph_output(a * 2.0);
+    }
+    v = variable(HostTensor({1.f, 2.f}, {2}), "v");
+    auto c = constant(HostTensor({10.f, 20.f}, {2}), "c");
+    o1 = d2h_stream({2}, float32, "o1");
+    o2 = d2h_stream({2}, float32, "o2");
+    ops::host_store(o1, ops::call(g, {v, c})[0]);
+    ops::host_store(o2, ops::call(g, {v, c})[0]);
+  }
+  Session s(ir, "ipu_model", {.workers = 2});
+  auto attached = s.attach();
+  const auto out = s.run();
+  CHECK(out.at(o1) == HostTensor({22.f, 44.f}, {2}));
+  CHECK(out.at(o2) == HostTensor({42.f, 84.f}, {2}));
+  CHECK(s.get_tensor_data(v) == HostTensor({21.f, 42.f}, {2}));
+}
+
+TEST_CASE("repeat carries outputs to inputs, even when an output is an input") {
+  Ir ir;
+  DeviceToHostStream o;
+  {
+    auto in_main = ir.main_graph().scope();
+    // (a, b) -> (b, a + b): output 0 is input 1 itself.
+    auto fib = ir.create_graph(
+        [](Tensor a, Tensor b) {
+          return std::tuple{b, a + b};
+        },
+        TensorSpec{{1}, float32}, TensorSpec{{1}, float32});
+    auto r =
+        ops::repeat(fib, 5, {constant(HostTensor({0.f}, {1})), constant(HostTensor({1.f}, {1}))});
+    o = d2h_stream({2}, float32, "o");
+    ops::host_store(o, ops::concat({r[0], r[1]}, 0));
+  }
+  for (unsigned workers : {1u, 3u}) {
+    Session s(ir, "ipu_model", {.workers = workers});
+    auto attached = s.attach();
+    CHECK(s.run().at(o) == HostTensor({5.f, 8.f}, {2}));
+  }
+}
+
+namespace {
+/// f(x) = (x * 2 + 1) * 3 on a (64, 64) input, applied twice: through one outlined subgraph
+/// called twice, or written out twice in the main graph.
+Ir twice(bool outlined) {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  auto f = [](Tensor x) { return (x * 2.0 + 1.0) * 3.0; };
+  auto x = ops::host_load(h2d_stream({64, 64}, float32, "x"));
+  Tensor y;
+  if (outlined) {
+    Graph g = ir.create_graph(f, x);
+    y = ops::call(g, {ops::call(g, {x})[0]})[0];
+  } else {
+    y = f(f(x));
+  }
+  ops::host_store(d2h_stream({64, 64}, float32, "y"), y);
+  return ir;
+}
+} // namespace
+
+TEST_CASE("Memory: an outlined graph's code and constants are counted once") {
+  Ir outlined_ir = twice(true), inlined_ir = twice(false);
+  Session outlined(outlined_ir), inlined(inlined_ir);
+  const auto a = outlined.memory_report(), b = inlined.memory_report();
+  REQUIRE(a.ipus.size() == 1);
+  REQUIRE(b.ipus.size() == 1);
+  CHECK(a.ipus[0].always_live() < b.ipus[0].always_live());
+  CHECK(a.ipus[0].constants * 2 == b.ipus[0].constants);
+  // main: host_load, 2 calls, host_store; subgraph: 3 ops (constants are not ops).
+  CHECK(a.ipus[0].code == 7 * emu::ipu2().code_bytes_per_op);
+  CHECK(b.ipus[0].code == 8 * emu::ipu2().code_bytes_per_op);
+  // Peak intermediates: liveness lets the 16 KiB buffers share space.
+  CHECK(b.ipus[0].not_always_live_peak <= 3 * 64 * 64 * 4);
+  CHECK(b.ipus[0].not_always_live_peak >= 2 * 64 * 64 * 4);
+  CHECK(a.fits());
+  CHECK(a.summary().find("IPU 0:") != std::string::npos);
+  CHECK(a.tensors.front().bytes == 64 * 64 * 4);
+
+  // Both compute the same thing.
+  auto x = test_emu::iota({64, 64});
+  auto r1 = [&] {
+    auto att = outlined.attach();
+    return outlined.run({{outlined_ir.h2d_streams()[0], x}});
+  }();
+  auto r2 = [&] {
+    auto att = inlined.attach();
+    return inlined.run({{inlined_ir.h2d_streams()[0], x}});
+  }();
+  CHECK(r1.begin()->second == r2.begin()->second);
+  CHECK(r1.begin()->second.data<float>()[1] == doctest::Approx(((1 * 2 + 1) * 3 * 2 + 1) * 3));
+}
+
+TEST_CASE("A plan larger than the target throws OutOfMemoryError unless allowed") {
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto big = variable(HostTensor({256, 256}, float32), "big");
+    auto small = variable(HostTensor({4}, float32), "small");
+    ops::host_store(d2h_stream({256, 256}, float32, "o"), big * 2.0);
+    ops::host_store(d2h_stream({4}, float32, "p"), small + 1.0);
+  }
+  auto tiny = emu::ipu2();
+  tiny.tiles_per_ipu = 4;
+  tiny.bytes_per_tile = 64 * 1024;
+  CHECK_THROWS_WITH_AS(Session(ir, tiny), doctest::Contains("largest tensors: 'big' 262144 bytes"),
+                       OutOfMemoryError);
+  CHECK_THROWS_WITH_AS(Session(ir, tiny), doctest::Contains("IPU 0 needs"), OutOfMemoryError);
+  CHECK_THROWS_WITH_AS(Session(ir, tiny), doctest::Contains("allow_out_of_memory"),
+                       OutOfMemoryError);
+  Session s(ir, tiny, {.allow_out_of_memory = true});
+  const auto r = s.memory_report();
+  CHECK_FALSE(r.fits());
+  CHECK(r.ipus[0].capacity == 4 * 64 * 1024);
+  CHECK(r.ipus[0].variables == 256 * 256 * 4 + 16);
+  CHECK(r.summary().find("OUT OF MEMORY") != std::string::npos);
+  auto attached = s.attach(); // it still runs, as the IPU Model does
+  CHECK(s.run().size() == 2);
+}
