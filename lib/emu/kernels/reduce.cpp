@@ -59,9 +59,7 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
   };
 }
 
-const std::vector<std::int64_t>& reduce_axes(const Op& op) {
-  return op.attrs_as<ReduceAttrs>().axes;
-}
+std::vector<std::int64_t> reduce_axes(const Op& op) { return op.attrs_as<ReduceAttrs>().axes; }
 
 template <bool Mean>
 StepFn sum_like(const Op& op, const OpBuffers& buffers) {
