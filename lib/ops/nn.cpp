@@ -20,7 +20,8 @@ void check_nll_operands(std::string_view op, const Tensor& probs, const Tensor& 
   if (probs.rank() < 1)
     throw ShapeError(std::string(op) + ": probs must have a class axis (rank >= 1), got " +
                      detail::describe(probs));
-  const Shape expected(probs.shape().begin(), probs.shape().end() - 1);
+  Shape expected = probs.shape();
+  expected.pop_back();
   if (labels.shape() != expected)
     throw ShapeError(std::string(op) + ": labels must have shape " + to_string(expected) +
                      " (probs' shape without its class axis), got labels " +

@@ -50,8 +50,9 @@ Shape reduced_shape(const Shape& in, const std::vector<std::int64_t>& axes, bool
 void check_numeric(OpKind kind, const Tensor& t, bool allow_int) {
   if (is_floating_point(t.dtype()) || (allow_int && t.dtype() == int32))
     return;
-  throw DTypeError(std::string(op_type_name(kind)) + ": expected a float32, float16" +
-                   (allow_int ? " or int32" : "") + " tensor, got " + detail::describe(t));
+  throw DTypeError(std::string(op_type_name(kind)) + ": expected a " +
+                   (allow_int ? "float32, float16 or int32" : "float32 or float16") +
+                   " tensor, got " + detail::describe(t));
 }
 
 Tensor reduce(OpKind kind, const Tensor& t, const std::optional<std::vector<std::int64_t>>& axes,

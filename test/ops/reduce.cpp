@@ -1,0 +1,175 @@
+// Reductions: shape/dtype inference, attributes, values through the reference evaluator, and
+// every error.
+#include "op_test.hpp"
+
+using namespace pxl;
+using namespace pxl::testing;
+using V = std::vector<double>;
+
+TEST_CASE("reductions infer their shape from normalised axes") {
+  ScratchGraph s;
+  const Tensor x = s.input({2, 3, 4});
+  CHECK(ops::sum(x).shape() == Shape{});
+  CHECK(ops::sum(x, std::vector<std::int64_t>{}).shape() == Shape{});
+  CHECK(ops::sum(x, std::nullopt, true).shape() == Shape{1, 1, 1});
+  CHECK(ops::mean(x, {{1}}).shape() == Shape{2, 4});
+  CHECK(ops::max(x, {{-1}}).shape() == Shape{2, 3});
+  CHECK(ops::min(x, {{0, -1}}, true).shape() == Shape{1, 3, 1});
+  CHECK(ops::sum(x, {{2, 0}}).shape() == Shape{3});
+  CHECK(ops::sum(s.input({}, float32)).shape() == Shape{});
+}
+
+TEST_CASE("reductions record kind, sorted non-negative axes and keepdims") {
+  ScratchGraph s;
+  const Tensor x = s.input({2, 3, 4});
+  const Op sum = *ops::sum(x, {{-1, 0}}, true).producer();
+  CHECK(sum.kind() == OpKind::ReduceSum);
+  CHECK(sum.attrs_as<ReduceAttrs>() == ReduceAttrs{{0, 2}, true});
+  const Op all = *ops::mean(x).producer();
+  CHECK(all.kind() == OpKind::ReduceMean);
+  CHECK(all.attrs_as<ReduceAttrs>() == ReduceAttrs{{0, 1, 2}, false});
+  CHECK(ops::max(x).producer()->kind() == OpKind::ReduceMax);
+  CHECK(ops::min(x).producer()->kind() == OpKind::ReduceMin);
+  const Op am = *ops::argmax(x, -2, true).producer();
+  CHECK(am.kind() == OpKind::ArgMax);
+  CHECK(am.attrs_as<AxisAttrs>() == AxisAttrs{1, true});
+}
+
+TEST_CASE("reductions keep the dtype; argmax gives int32") {
+  ScratchGraph s;
+  const Tensor h = s.input({2, 3}, float16);
+  const Tensor i = s.input({2, 3}, int32);
+  CHECK(ops::sum(h).dtype() == float16);
+  CHECK(ops::mean(h).dtype() == float16);
+  CHECK(ops::sum(i).dtype() == int32);
+  CHECK(ops::max(i).dtype() == int32);
+  CHECK(ops::min(i).dtype() == int32);
+  CHECK(ops::argmax(h, 1).spec() == TensorSpec{{2}, int32});
+  CHECK(ops::argmax(i, 0, true).spec() == TensorSpec{{1, 3}, int32});
+}
+
+namespace {
+// x = [[1, 5, -2], [4, 0, 3]]
+const V x23 = {1, 5, -2, 4, 0, 3};
+} // namespace
+
+TEST_CASE("sum, mean, max and min values in float32") {
+  const auto x = tensor({2, 3}, float32, x23);
+  using T = std::vector<Tensor>;
+  check_values(evaluate1([](T t) { return ops::sum(t[0]); }, {x}), {{}, float32}, {11});
+  check_values(evaluate1([](T t) { return ops::sum(t[0], {{0}}); }, {x}), {{3}, float32},
+               {5, 5, 1});
+  check_values(evaluate1([](T t) { return ops::sum(t[0], {{-1}}, true); }, {x}), {{2, 1}, float32},
+               {4, 7});
+  check_values(evaluate1([](T t) { return ops::mean(t[0], {{1}}); }, {x}), {{2}, float32},
+               {4.0 / 3.0, 7.0 / 3.0});
+  check_values(evaluate1([](T t) { return ops::mean(t[0]); }, {x}), {{}, float32}, {11.0 / 6.0});
+  check_values(evaluate1([](T t) { return ops::max(t[0], {{0}}); }, {x}), {{3}, float32},
+               {4, 5, 3});
+  check_values(evaluate1([](T t) { return ops::max(t[0]); }, {x}), {{}, float32}, {5});
+  check_values(evaluate1([](T t) { return ops::min(t[0], {{1}}, true); }, {x}), {{2, 1}, float32},
+               {-2, 0});
+}
+
+TEST_CASE("reductions over several axes of a rank-3 tensor") {
+  // x[i][j][k] = 100 i + 10 j + k, shape (2, 3, 2)
+  V v;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k)
+        v.push_back(100 * i + 10 * j + k);
+  const auto x = tensor({2, 3, 2}, float32, v);
+  using T = std::vector<Tensor>;
+  // Over axes 0 and 2, for each j: j=0: 0+1+100+101 = 202; j=1: 10+11+110+111 = 242;
+  // j=2: 20+21+120+121 = 282.
+  check_values(evaluate1(
+                   [](T t) {
+                     return ops::sum(t[0], {{0, -1}});
+                   },
+                   {x}),
+               {{3}, float32}, {202, 242, 282});
+  check_values(evaluate1(
+                   [](T t) {
+                     return ops::max(t[0], {{1, 2}}, true);
+                   },
+                   {x}),
+               {{2, 1, 1}, float32}, {21, 121});
+  check_values(evaluate1(
+                   [](T t) {
+                     return ops::mean(t[0], {{0, 1}});
+                   },
+                   {x}),
+               {{2}, float32}, {60, 61});
+}
+
+TEST_CASE("int32 sum, max and min are exact") {
+  const auto x = tensor({2, 3}, int32, x23);
+  using T = std::vector<Tensor>;
+  check_values(evaluate1([](T t) { return ops::sum(t[0], {{1}}); }, {x}), {{2}, int32}, {4, 7});
+  check_values(evaluate1([](T t) { return ops::max(t[0]); }, {x}), {{}, int32}, {5});
+  check_values(evaluate1([](T t) { return ops::min(t[0], {{0}}); }, {x}), {{3}, int32}, {1, 0, -2});
+}
+
+TEST_CASE("float16 reductions round their double result once") {
+  // 2048 + 1 + 1 is 2050 exactly, though 2048 + 1 alone is not representable in float16.
+  const auto x = tensor({3}, float16, {2048, 1, 1});
+  using T = std::vector<Tensor>;
+  check_values(evaluate1([](T t) { return ops::sum(t[0]); }, {x}), {{}, float16}, {2050}, 0);
+  const auto y = tensor({2, 2}, float16, {0.5, 0.25, -1.5, 3});
+  check_values(evaluate1([](T t) { return ops::mean(t[0], {{0}}); }, {y}), {{2}, float16},
+               {-0.5, 1.625}, 0);
+  check_values(evaluate1([](T t) { return ops::max(t[0], {{1}}); }, {y}), {{2}, float16}, {0.5, 3},
+               0);
+}
+
+TEST_CASE("max and min propagate NaN") {
+  const auto x = tensor({2, 2}, float32, {1, NAN, 2, 3});
+  using T = std::vector<Tensor>;
+  check_values(evaluate1([](T t) { return ops::max(t[0], {{1}}); }, {x}), {{2}, float32}, {NAN, 3});
+  check_values(evaluate1([](T t) { return ops::min(t[0], {{1}}); }, {x}), {{2}, float32}, {NAN, 2});
+}
+
+TEST_CASE("argmax picks the first maximum along the axis") {
+  // [[1, 5, 5], [4, 4, 3]]: ties resolve to the lower index.
+  const auto x = tensor({2, 3}, float32, {1, 5, 5, 4, 4, 3});
+  using T = std::vector<Tensor>;
+  check_values(evaluate1([](T t) { return ops::argmax(t[0], 1); }, {x}), {{2}, int32}, {1, 0});
+  check_values(evaluate1([](T t) { return ops::argmax(t[0], 0); }, {x}), {{3}, int32}, {1, 0, 0});
+  check_values(evaluate1([](T t) { return ops::argmax(t[0], -1, true); }, {x}), {{2, 1}, int32},
+               {1, 0});
+  const auto xi = tensor({4}, int32, {-3, 7, 2, 7});
+  check_values(evaluate1([](T t) { return ops::argmax(t[0]); }, {xi}), {{}, int32}, {1});
+}
+
+TEST_CASE("reduction errors name the op, the dtype or the rank") {
+  ScratchGraph s;
+  const Tensor x = s.input({2, 3});
+  const Tensor i = s.input({2, 3}, int32);
+  const Tensor b = s.input({2, 3}, bool_);
+  CHECK_THROWS_WITH_AS(ops::mean(i),
+                       doctest::Contains("ReduceMean: expected a float32 or float16 tensor"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::sum(b),
+                       doctest::Contains("ReduceSum: expected a float32, float16 or int32 "
+                                         "tensor, got"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::max(s.input({2}, uint32)), doctest::Contains("ReduceMax: expected"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::argmax(b), doctest::Contains("ArgMax: expected"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::sum(x, {{2}}),
+                       doctest::Contains("ReduceSum: axis 2 is out of range for a tensor of "
+                                         "rank 2"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::min(x, {{-3}}),
+                       doctest::Contains("ReduceMin: axis -3 is out of range for a tensor of "
+                                         "rank 2"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::max(x, {{1, -1}}),
+                       doctest::Contains("ReduceMax: axis 1 is repeated in axes [1, -1] of a "
+                                         "tensor of rank 2"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::argmax(x, 2),
+                       doctest::Contains("ArgMax: axis 2 is out of range for a tensor of rank 2"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::argmax(s.input({})), doctest::Contains("ArgMax: axis 0"), ValueError);
+}
