@@ -67,7 +67,8 @@ class Session {
 public:
   /// Keeps the session attached while alive (PopXL's `with session:`): on entry the weights
   /// go to the device, on exit of the outermost guard they come back to the host. Nested
-  /// guards transfer nothing. Movable, not copyable; a moved-from guard does nothing.
+  /// guards transfer nothing. Movable, not copyable; a moved-from guard does nothing. A guard
+  /// must not outlive its session.
   class [[nodiscard]] Attachment {
   public:
     Attachment(Attachment&& other) noexcept : engine_(other.engine_) { other.engine_ = nullptr; }
@@ -87,6 +88,7 @@ public:
   explicit Session(Ir& ir, std::string_view device = "ipu_model", SessionOptions options = {});
   /// The emulator configured as `target`.
   Session(Ir& ir, emu::Target target, SessionOptions options = {});
+  /// A moved-from session may only be destroyed or assigned to; guards follow the move.
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   Session(const Session&) = delete;
