@@ -143,6 +143,19 @@ TEST_CASE("int32 arithmetic; division truncates toward zero and x/0 is 0") {
                {7, 2, 7, -2, 5, 0});
 }
 
+TEST_CASE("int32 arithmetic wraps around on overflow") {
+  const auto a = tensor({3}, int32, {2147483647, -2147483647 - 1.0, 65536});
+  const auto b = tensor({3}, int32, {1, 1, 65537});
+  const TensorSpec spec{{3}, int32};
+  // 65536 * 65537 = 2^32 + 2^16, which wraps to 2^16.
+  check_values(evaluate1([](T t) { return t[0] + t[1]; }, {a, b}), spec,
+               {-2147483648.0, -2147483647, 131073}, 0);
+  check_values(evaluate1([](T t) { return t[0] * t[1]; }, {a, b}), spec,
+               {2147483647, -2147483648.0, 65536}, 0);
+  check_values(evaluate1([](T t) { return t[0] - t[1]; }, {b, a}), spec,
+               {-2147483646, -2147483647, 1}, 0);
+}
+
 TEST_CASE("float16 arithmetic rounds each result to float16") {
   const auto a = tensor({3}, float16, {2048, 0.1, 1});
   const auto b = tensor({3}, float16, {1, 0.2, 3});

@@ -5,6 +5,7 @@
 using namespace pxl;
 using namespace pxl::testing;
 using V = std::vector<double>;
+using T = std::vector<Tensor>;
 
 TEST_CASE("reductions infer their shape from normalised axes") {
   ScratchGraph s;
@@ -55,7 +56,6 @@ const V x23 = {1, 5, -2, 4, 0, 3};
 
 TEST_CASE("sum, mean, max and min values in float32") {
   const auto x = tensor({2, 3}, float32, x23);
-  using T = std::vector<Tensor>;
   check_values(evaluate1([](T t) { return ops::sum(t[0]); }, {x}), {{}, float32}, {11});
   check_values(evaluate1([](T t) { return ops::sum(t[0], {{0}}); }, {x}), {{3}, float32},
                {5, 5, 1});
@@ -79,7 +79,6 @@ TEST_CASE("reductions over several axes of a rank-3 tensor") {
       for (int k = 0; k < 2; ++k)
         v.push_back(100 * i + 10 * j + k);
   const auto x = tensor({2, 3, 2}, float32, v);
-  using T = std::vector<Tensor>;
   // Over axes 0 and 2, for each j: j=0: 0+1+100+101 = 202; j=1: 10+11+110+111 = 242;
   // j=2: 20+21+120+121 = 282.
   check_values(evaluate1(
@@ -104,7 +103,6 @@ TEST_CASE("reductions over several axes of a rank-3 tensor") {
 
 TEST_CASE("int32 sum, max and min are exact") {
   const auto x = tensor({2, 3}, int32, x23);
-  using T = std::vector<Tensor>;
   check_values(evaluate1([](T t) { return ops::sum(t[0], {{1}}); }, {x}), {{2}, int32}, {4, 7});
   check_values(evaluate1([](T t) { return ops::max(t[0]); }, {x}), {{}, int32}, {5});
   check_values(evaluate1([](T t) { return ops::min(t[0], {{0}}); }, {x}), {{3}, int32}, {1, 0, -2});
@@ -113,7 +111,6 @@ TEST_CASE("int32 sum, max and min are exact") {
 TEST_CASE("float16 reductions round their double result once") {
   // 2048 + 1 + 1 is 2050 exactly, though 2048 + 1 alone is not representable in float16.
   const auto x = tensor({3}, float16, {2048, 1, 1});
-  using T = std::vector<Tensor>;
   check_values(evaluate1([](T t) { return ops::sum(t[0]); }, {x}), {{}, float16}, {2050}, 0);
   const auto y = tensor({2, 2}, float16, {0.5, 0.25, -1.5, 3});
   check_values(evaluate1([](T t) { return ops::mean(t[0], {{0}}); }, {y}), {{2}, float16},
@@ -124,7 +121,6 @@ TEST_CASE("float16 reductions round their double result once") {
 
 TEST_CASE("max and min propagate NaN") {
   const auto x = tensor({2, 2}, float32, {1, NAN, 2, 3});
-  using T = std::vector<Tensor>;
   check_values(evaluate1([](T t) { return ops::max(t[0], {{1}}); }, {x}), {{2}, float32}, {NAN, 3});
   check_values(evaluate1([](T t) { return ops::min(t[0], {{1}}); }, {x}), {{2}, float32}, {NAN, 2});
 }
@@ -132,13 +128,22 @@ TEST_CASE("max and min propagate NaN") {
 TEST_CASE("argmax picks the first maximum along the axis") {
   // [[1, 5, 5], [4, 4, 3]]: ties resolve to the lower index.
   const auto x = tensor({2, 3}, float32, {1, 5, 5, 4, 4, 3});
-  using T = std::vector<Tensor>;
   check_values(evaluate1([](T t) { return ops::argmax(t[0], 1); }, {x}), {{2}, int32}, {1, 0});
   check_values(evaluate1([](T t) { return ops::argmax(t[0], 0); }, {x}), {{3}, int32}, {1, 0, 0});
   check_values(evaluate1([](T t) { return ops::argmax(t[0], -1, true); }, {x}), {{2, 1}, int32},
                {1, 0});
   const auto xi = tensor({4}, int32, {-3, 7, 2, 7});
   check_values(evaluate1([](T t) { return ops::argmax(t[0]); }, {xi}), {{}, int32}, {1});
+}
+
+TEST_CASE("argmax counts NaN as the maximum, as NumPy does") {
+  const auto x = tensor({2, 3}, float32, {1, NAN, 5, 7, 2, NAN});
+  check_values(evaluate1([](T t) { return ops::argmax(t[0], 1); }, {x}), {{2}, int32}, {1, 2});
+}
+
+TEST_CASE("int32 sums wrap around like int32 arithmetic") {
+  const auto x = tensor({2}, int32, {2147483647, 2});
+  check_values(evaluate1([](T t) { return ops::sum(t[0]); }, {x}), {{}, int32}, {-2147483647});
 }
 
 TEST_CASE("reduction errors name the op, the dtype or the rank") {

@@ -2,7 +2,8 @@
 // computed in double and rounded to the output dtype.
 //
 // Conventions the emulator must match:
-// - Div on integers truncates toward zero (C++ `/`); an integer division by zero yields 0.
+// - int32 arithmetic wraps around (two's complement); Div on integers truncates toward zero
+//   (C++ `/`) and an integer division by zero yields 0.
 // - Maximum and Relu propagate NaN.
 // - Pow is std::pow (NaN where it is NaN, e.g. a negative base with a fractional exponent).
 // - Cast rounds to nearest for float targets, truncates toward zero for integer targets (no
@@ -105,7 +106,16 @@ PXL_REF_KERNEL(Sub) {
   binary(inputs, outputs, [](double a, double b) { return a - b; });
 }
 PXL_REF_KERNEL(Mul) {
-  binary(inputs, outputs, [](double a, double b) { return a * b; });
+  if (is_floating_point(outputs[0]->dtype())) {
+    binary(inputs, outputs, [](double a, double b) { return a * b; });
+    return;
+  }
+  // An int32 product needs up to 62 bits, more than a double holds exactly: multiply in int64
+  // and wrap here (the wrapped value is exact as a double).
+  binary(inputs, outputs, [](double a, double b) {
+    const auto p = static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b);
+    return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(p)));
+  });
 }
 PXL_REF_KERNEL(Div) {
   if (is_floating_point(outputs[0]->dtype())) {

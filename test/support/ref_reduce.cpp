@@ -1,6 +1,7 @@
 // Reference reductions. Each output element folds, in double and in row-major order, every
 // input element that maps onto it. ReduceMax/ReduceMin propagate NaN (as NumPy does); an empty
 // reduction gives 0 (sum), NaN (mean), -inf/+inf (max/min; the dtype's extreme for int32).
+// int32 sums wrap around like int32 arithmetic (see ref::store).
 #include "ref_util.hpp"
 
 #include <algorithm>
@@ -89,7 +90,10 @@ PXL_REF_KERNEL(ArgMax) {
     for (std::int64_t j = 0; j < x.shape()[axis]; ++j) {
       index[axis] = j;
       const double v = ref::load(x, ref::ravel(index, x.shape()));
-      if (j == 0 || v > best_value) { // strict: the first maximum wins
+      // Strict: the first maximum wins. NaN counts as the maximum (as in NumPy), so the first
+      // NaN wins over everything.
+      const bool better = !std::isnan(best_value) && (std::isnan(v) || v > best_value);
+      if (j == 0 || better) {
         best = j;
         best_value = v;
       }

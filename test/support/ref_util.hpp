@@ -40,16 +40,24 @@ inline std::int64_t broadcast_source(const Shape& out_index, const Shape& in_sha
 /// Element `i` of `t` as a double, whatever its dtype.
 inline double load(const HostTensor& t, std::int64_t i) { return t.item(i); }
 
-/// Writes `v` rounded to `t`'s dtype: nearest for floats, toward zero for integers, `v != 0`
-/// for bool.
+/// Writes `v` rounded to `t`'s dtype: nearest for floats, `v != 0` for bool, toward zero for
+/// integers and then wrapped modulo 2^bits, as two's-complement arithmetic does (int32 sums
+/// that overflow wrap on the device too).
 inline void store(HostTensor& t, std::int64_t i, double v) {
   visit_dtype(t.dtype(), [&](auto type) {
     using T = typename decltype(type)::type;
     auto& dst = t.data<T>()[static_cast<std::size_t>(i)];
-    if constexpr (std::is_same_v<T, bool>)
+    if constexpr (std::is_same_v<T, bool>) {
       dst = v != 0.0;
-    else
+    } else if constexpr (std::is_integral_v<T>) {
+      // The wrap is defined for values an int64 holds; beyond that (and for NaN) the ops leave
+      // the result unspecified, and 0 will do.
+      const bool representable = v > -9.2e18 && v < 9.2e18;
+      const auto wide = representable ? static_cast<std::int64_t>(v) : std::int64_t{0};
+      dst = static_cast<T>(static_cast<std::make_unsigned_t<T>>(static_cast<std::uint64_t>(wide)));
+    } else {
       dst = static_cast<T>(v);
+    }
   });
 }
 
