@@ -1,0 +1,54 @@
+// MatMul through oneDNN: shapes, broadcasting of batch axes, float16, tiling and threads.
+#include "harness.hpp"
+
+#include "pxl/ops/matmul.hpp"
+
+using namespace pxl;
+using namespace pxl::testing;
+
+namespace {
+auto matmul = [](Tensor a, Tensor b) { return ops::matmul(a, b); };
+}
+
+TEST_CASE("matmul: hand-computed values") {
+  const auto a = tensor({2, 3}, float32, {1, 2, 3, 4, 5, 6});
+  const auto b = tensor({3, 2}, float32, {7, 8, 9, 10, 11, 12});
+  check_values(check_kernel(matmul, {a, b})[0], {{2, 2}, float32}, {58, 64, 139, 154});
+  const auto v = tensor({3}, float32, {1, 0, -1});
+  check_values(check_kernel(matmul, {a, v})[0], {{2}, float32}, {-2, -2});
+  check_values(check_kernel(matmul, {v, b})[0], {{2}, float32}, {-4, -4});
+}
+
+TEST_CASE("matmul matches the reference over shapes, batch broadcasting and dtypes") {
+  // Positive operands keep the dot products free of cancellation, so float32 accumulation in
+  // any order stays within 1e-6 of the double reference.
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{7, 13}, {13, 5}},     {{13}, {13, 7}},        {{7, 13}, {13}},
+      {{130, 70}, {70, 300}}, {{3, 7, 5}, {5, 4}},    {{2, 1, 7, 5}, {3, 5, 13}},
+      {{4, 5}, {2, 3, 5, 6}}, {{8, 784}, {784, 257}}, {{1, 1}, {1, 1}},
+  };
+  for (DType d : {float32, float16})
+    for (const auto& [sa, sb] : shapes) {
+      CAPTURE(d);
+      CAPTURE(to_string(sa));
+      CAPTURE(to_string(sb));
+      const double tol = d == float32 ? 1e-6 : 0;
+      check_kernel(matmul, {random_tensor(sa, d, 0, 1, 1), random_tensor(sb, d, 0, 1, 2)}, tol);
+    }
+}
+
+TEST_CASE("matmul is bitwise identical when run on concurrent threads") {
+  const auto c = make_case(matmul, {random_tensor({200, 300}, float32, -1, 1, 1),
+                                    random_tensor({300, 260}, float32, -1, 1, 2)});
+  const auto one = run_kernel(c, 1);
+  for (unsigned w : {2u, 3u, 4u}) {
+    CAPTURE(w);
+    CHECK(run_kernel(c, w, true)[0] == one[0]);
+  }
+}
+
+TEST_CASE("matmul with an empty contraction axis gives zeros") {
+  const auto c = make_case(matmul, {HostTensor({3, 0}, float32), HostTensor({0, 4}, float32)});
+  const auto out = check_kernel(c)[0];
+  check_values(out, {{3, 4}, float32}, std::vector<double>(12, 0.0));
+}

@@ -1,0 +1,102 @@
+// Softmax family, layer norm and the negative log-likelihood losses.
+#include "harness.hpp"
+
+#include "pxl/ops/nn.hpp"
+
+#include <cmath>
+
+using namespace pxl;
+using namespace pxl::testing;
+
+TEST_CASE("softmax and log_softmax along any axis match the reference") {
+  for (DType d : {float32, float16})
+    for (const auto& [shape, axis] : std::vector<std::pair<Shape, std::int64_t>>{
+             {{7}, 0}, {{13, 10}, -1}, {{13, 10}, 0}, {{3, 5, 7}, 1}, {{2, 3, 4}, 2}}) {
+      CAPTURE(d);
+      CAPTURE(to_string(shape));
+      CAPTURE(axis);
+      const auto x = random_tensor(shape, d, -5, 5);
+      check_kernel([axis](Tensor t) { return ops::softmax(t, axis); }, {x});
+      check_kernel([axis](Tensor t) { return ops::log_softmax(t, axis); }, {x});
+    }
+}
+
+TEST_CASE("softmax: hand-computed values, stable for large logits") {
+  const auto x = tensor({2, 2}, float32, {0, std::log(3.0), 1000, 1000});
+  check_values(check_kernel([](Tensor t) { return ops::softmax(t); }, {x})[0], x.spec(),
+               {0.25, 0.75, 0.5, 0.5});
+  check_values(check_kernel([](Tensor t) { return ops::log_softmax(t); }, {x})[0], x.spec(),
+               {std::log(0.25), std::log(0.75), std::log(0.5), std::log(0.5)});
+}
+
+TEST_CASE("layer_norm matches the reference and hand-computed values") {
+  const auto x = tensor({2, 4}, float32, {1, 2, 3, 4, 10, 10, 10, 10});
+  const auto w = tensor({4}, float32, {1, 1, 2, 2});
+  const auto b = tensor({4}, float32, {0, 0, 0, 1});
+  const double s = 1 / std::sqrt(1.25 + 1e-5);
+  check_values(check_kernel([](Tensor t, Tensor g, Tensor h) { return ops::layer_norm(t, g, h); },
+                            {x, w, b})[0],
+               x.spec(), {-1.5 * s, -0.5 * s, 1.0 * s, 3.0 * s + 1, 0, 0, 0, 1});
+  for (DType d : {float32, float16})
+    for (const Shape& shape : {Shape{7}, Shape{13, 5}, Shape{3, 2, 9}}) {
+      CAPTURE(d);
+      CAPTURE(to_string(shape));
+      const std::int64_t n = shape.back();
+      check_kernel([](Tensor t, Tensor g, Tensor h) { return ops::layer_norm(t, g, h, 1e-3); },
+                   {random_tensor(shape, d, -3, 3, 1), random_tensor({n}, d, 0.5, 1.5, 2),
+                    random_tensor({n}, d, -1, 1, 3)});
+    }
+}
+
+TEST_CASE("nll_loss: reductions, ignore_index and log_prob") {
+  const auto probs = tensor({3, 2}, float32, {0.25, 0.75, 0.5, 0.5, 0.1, 0.9});
+  const auto labels = tensor({3}, int32, {1, 0, 1});
+  const auto ignore = tensor({3}, int32, {1, -100, 1});
+  const double l0 = -std::log(0.75), l1 = -std::log(0.5), l2 = -std::log(0.9);
+  check_values(
+      check_kernel([](Tensor p, Tensor l) { return ops::nll_loss(p, l); }, {probs, labels})[0],
+      {{}, float32}, {(l0 + l1 + l2) / 3});
+  check_values(
+      check_kernel([](Tensor p, Tensor l) { return ops::nll_loss(p, l, -100, Reduction::mean); },
+                   {probs, ignore})[0],
+      {{}, float32}, {(l0 + l2) / 2});
+  check_values(
+      check_kernel([](Tensor p, Tensor l) { return ops::nll_loss(p, l, -100, Reduction::none); },
+                   {probs, ignore})[0],
+      {{3}, float32}, {l0, 0, l2});
+  check_values(
+      check_kernel([](Tensor p,
+                      Tensor l) { return ops::nll_loss(p, l, std::nullopt, Reduction::sum, true); },
+                   {probs, labels})[0],
+      {{}, float32}, {-0.75 - 0.5 - 0.9});
+  for (DType d : {float32, float16})
+    for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+      CAPTURE(d);
+      const auto p = random_tensor({13, 7}, d, 0.05, 1, 1);
+      const auto l = random_tensor({13}, int32, 0, 7, 2);
+      check_kernel([r](Tensor a, Tensor b) { return ops::nll_loss(a, b, 3, r); }, {p, l});
+    }
+}
+
+TEST_CASE("nll_loss_with_softmax_grad: loss and dlogits = loss_grad (probs - onehot) / count") {
+  const auto probs = tensor({3, 2}, float32, {0.25, 0.75, 0.5, 0.5, 0.1, 0.9});
+  const auto labels = tensor({3}, int32, {1, -1, 0});
+  const auto outs = check_kernel(
+      [](Tensor p, Tensor l) {
+        auto [loss, grad] = ops::nll_loss_with_softmax_grad(p, l, 2.0, -1);
+        return std::vector<Tensor>{loss, grad};
+      },
+      {probs, labels});
+  check_values(outs[0], {{}, float32}, {(-std::log(0.75) - std::log(0.1)) / 2});
+  check_values(outs[1], probs.spec(), {0.25, -0.25, 0, 0, -0.9, 0.9});
+  for (DType d : {float32, float16})
+    for (Reduction r : {Reduction::mean, Reduction::sum}) {
+      CAPTURE(d);
+      check_kernel(
+          [r](Tensor p, Tensor l) {
+            auto [loss, grad] = ops::nll_loss_with_softmax_grad(p, l, 0.5, 2, r);
+            return std::vector<Tensor>{loss, grad};
+          },
+          {random_tensor({13, 7}, d, 0.05, 1, 1), random_tensor({13}, int32, 0, 7, 2)});
+    }
+}

@@ -1,0 +1,129 @@
+// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, init.
+#include "harness.hpp"
+
+#include "pxl/ops/shape.hpp"
+
+using namespace pxl;
+using namespace pxl::testing;
+
+namespace {
+std::vector<double> iota(std::int64_t n) {
+  std::vector<double> v;
+  for (std::int64_t i = 0; i < n; ++i)
+    v.push_back(static_cast<double>(i));
+  return v;
+}
+} // namespace
+
+TEST_CASE("reshape and transpose") {
+  const auto x = tensor({2, 3}, float32, iota(6));
+  check_values(check_kernel(
+                   [](Tensor t) {
+                     return ops::reshape(t, {3, 2});
+                   },
+                   {x})[0],
+               {{3, 2}, float32}, iota(6));
+  check_values(check_kernel([](Tensor t) { return ops::transpose(t); }, {x})[0], {{3, 2}, float32},
+               {0, 3, 1, 4, 2, 5});
+  for (DType d : {float32, float16, int32, bool_, uint32})
+    for (const std::vector<std::int64_t>& perm :
+         {std::vector<std::int64_t>{}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}}) {
+      CAPTURE(d);
+      check_kernel([perm](Tensor t) { return ops::transpose(t, perm); },
+                   {random_tensor({3, 13, 7}, d, 0, 100)});
+    }
+}
+
+TEST_CASE("slice") {
+  const auto x = tensor({3, 4}, float32, iota(12));
+  check_values(check_kernel(
+                   [](Tensor t) {
+                     return ops::slice(t, {1, 1}, {3, 3});
+                   },
+                   {x})[0],
+               {{2, 2}, float32}, {5, 6, 9, 10});
+  check_values(check_kernel([](Tensor t) { return ops::slice(t, {-1}, {4}, {1}); }, {x})[0],
+               {{3, 1}, float32}, {3, 7, 11});
+  for (DType d : {float32, float16, bool_})
+    check_kernel(
+        [](Tensor t) {
+          return ops::slice(t, {1, 2, 0}, {3, 11, 5});
+        },
+        {random_tensor({3, 13, 7}, d, 0, 100)});
+}
+
+TEST_CASE("concat and split") {
+  const auto a = tensor({2, 2}, float32, {0, 1, 2, 3});
+  const auto b = tensor({2, 1}, float32, {8, 9});
+  check_values(check_kernel(
+                   [](Tensor x, Tensor y) {
+                     return ops::concat({x, y}, 1);
+                   },
+                   {a, b})[0],
+               {{2, 3}, float32}, {0, 1, 8, 2, 3, 9});
+  const auto outs = check_kernel(
+      [](Tensor t) {
+        return ops::split(t, std::vector<std::int64_t>{1, 2}, 1);
+      },
+      {tensor({2, 3}, float32, iota(6))});
+  REQUIRE(outs.size() == 2);
+  check_values(outs[0], {{2, 1}, float32}, {0, 3});
+  check_values(outs[1], {{2, 2}, float32}, {1, 2, 4, 5});
+  for (DType d : {float32, float16, int32})
+    for (std::int64_t axis : {0, 1, 2}) {
+      CAPTURE(d);
+      CAPTURE(axis);
+      Shape s1{3, 5, 7}, s2{3, 5, 7}, s3{3, 5, 7};
+      s1[static_cast<std::size_t>(axis)] = 2;
+      s3[static_cast<std::size_t>(axis)] = 1;
+      check_kernel(
+          [axis](Tensor x, Tensor y, Tensor z) {
+            return ops::concat({x, y, z}, axis);
+          },
+          {random_tensor(s1, d, 0, 9, 1), random_tensor(s2, d, 0, 9, 2),
+           random_tensor(s3, d, 0, 9, 3)});
+      check_kernel(
+          [axis](Tensor t) {
+            return ops::split(t, {1, 3, 1}, axis);
+          },
+          {random_tensor({5, 5, 5}, d, 0, 9)});
+    }
+}
+
+TEST_CASE("gather: rows by index, zeros out of range") {
+  const auto table = tensor({3, 2}, float32, iota(6));
+  const auto idx = tensor({4}, int32, {2, 0, 7, -1});
+  check_values(check_kernel([](Tensor t, Tensor i) { return ops::gather(t, i); }, {table, idx})[0],
+               {{4, 2}, float32}, {4, 5, 0, 1, 0, 0, 0, 0});
+  check_values(check_kernel([](Tensor t, Tensor i) { return ops::gather(t, i, 1); },
+                            {table, tensor({2, 2}, int32, {1, 0, 1, 1})})[0],
+               {{3, 2, 2}, float32}, {1, 0, 1, 1, 3, 2, 3, 3, 5, 4, 5, 5});
+  for (std::int64_t axis : {0, 1, 2})
+    check_kernel([axis](Tensor t, Tensor i) { return ops::gather(t, i, axis); },
+                 {random_tensor({5, 7, 3}, float16), random_tensor({13}, int32, -2, 8)});
+}
+
+TEST_CASE("onehot with [off, on] values along any axis") {
+  const auto idx = tensor({3}, int32, {2, 0, 5});
+  const auto vals = tensor({2}, float32, {-1, 3});
+  check_values(
+      check_kernel([](Tensor i, Tensor v) { return ops::onehot(i, 3, v); }, {idx, vals})[0],
+      {{3, 3}, float32}, {-1, -1, 3, 3, -1, -1, -1, -1, -1});
+  check_values(
+      check_kernel([](Tensor i, Tensor v) { return ops::onehot(i, 3, v, 0); }, {idx, vals})[0],
+      {{3, 3}, float32}, {-1, 3, -1, -1, -1, -1, 3, -1, -1});
+  for (DType d : {float32, float16, int32, bool_})
+    for (std::int64_t axis : {0, 1, 2, -1})
+      check_kernel([axis](Tensor i, Tensor v) { return ops::onehot(i, 7, v, axis); },
+                   {random_tensor({5, 3}, int32, 0, 7), random_tensor({2}, d, 0, 2)});
+}
+
+TEST_CASE("init zero-fills; undef leaves the buffer alone") {
+  const auto z = check_kernel([] { return ops::init({13, 7}, float32); }, {})[0];
+  check_values(z, {{13, 7}, float32}, std::vector<double>(91, 0.0));
+  const auto c = make_case([] { return ops::init({4}, int32, "u", InitType::undef); }, {});
+  const auto u = run_kernel(c, 3)[0];
+  for (std::int64_t i = 0; i < 4; ++i)
+    CHECK(u.data<std::int32_t>()[static_cast<std::size_t>(i)] ==
+          static_cast<std::int32_t>(0xA5A5A5A5u));
+}

@@ -1,0 +1,59 @@
+// In-place updates (output aliases input 0) and scaled_add.
+#include "harness.hpp"
+
+#include "pxl/ops/var_updates.hpp"
+
+using namespace pxl;
+using namespace pxl::testing;
+namespace vu = pxl::ops::var_updates;
+
+TEST_CASE("add_ broadcasts its right operand into the left one") {
+  const auto a = tensor({2, 3}, float32, {1, 2, 3, 4, 5, 6});
+  const auto b = tensor({3}, float32, {10, 20, 30});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::add_(x, y); }, {a, b})[0],
+               a.spec(), {11, 22, 33, 14, 25, 36});
+  for (DType d : {float32, float16, int32})
+    check_kernel([](Tensor x, Tensor y) { return ops::add_(x, y); },
+                 {random_tensor({13, 7}, d, -9, 9, 1), random_tensor({13, 1}, d, -9, 9, 2)});
+}
+
+TEST_CASE("scaled_add and scaled_add_: a·x + b·y") {
+  const auto x = tensor({3}, float32, {1, 2, 3});
+  const auto y = tensor({3}, float32, {10, 20, 30});
+  check_values(
+      check_kernel([](Tensor p, Tensor q) { return ops::scaled_add(p, q, 2.0, -0.5); }, {x, y})[0],
+      x.spec(), {-3, -6, -9});
+  check_values(
+      check_kernel([](Tensor p, Tensor q) { return ops::scaled_add_(p, q, 1.0, -0.1); }, {x, y})[0],
+      x.spec(), {0, 0, 0});
+  for (DType d : {float32, float16}) {
+    check_kernel([](Tensor p, Tensor q) { return ops::scaled_add(p, q, 0.3, 1.7); },
+                 {random_tensor({13, 7}, d, -2, 2, 1), random_tensor({7}, d, -2, 2, 2)});
+    check_kernel([](Tensor p, Tensor q) { return ops::scaled_add_(p, q, 0.9, -0.01); },
+                 {random_tensor({13, 7}, d, -2, 2, 1), random_tensor({13, 7}, d, -2, 2, 2)});
+  }
+}
+
+TEST_CASE("accumulate_, copy_var_update_, accumulator_scale_, accumulator_zero_") {
+  const auto t = tensor({4}, float32, {1, 2, 3, 4});
+  const auto x = tensor({4}, float32, {4, 3, 2, 1});
+  check_values(
+      check_kernel([](Tensor a, Tensor b) { return vu::accumulate_(a, b, 0.5); }, {t, x})[0],
+      t.spec(), {3, 3.5, 4, 4.5});
+  check_values(
+      check_kernel([](Tensor a, Tensor b) { return vu::copy_var_update_(a, b); }, {t, x})[0],
+      t.spec(), {4, 3, 2, 1});
+  check_values(check_kernel([](Tensor a) { return vu::accumulator_scale_(a, -2.0); }, {t})[0],
+               t.spec(), {-2, -4, -6, -8});
+  check_values(check_kernel([](Tensor a) { return vu::accumulator_zero_(a); }, {t})[0], t.spec(),
+               {0, 0, 0, 0});
+  for (DType d : {float32, float16}) {
+    const auto a = random_tensor({13, 7}, d, -2, 2, 1), b = random_tensor({13, 7}, d, -2, 2, 2);
+    check_kernel([](Tensor p, Tensor q) { return vu::accumulate_(p, q, 0.37); }, {a, b});
+    check_kernel([](Tensor p, Tensor q) { return vu::accumulate_(p, q, 1.0); },
+                 {a, random_tensor({7}, d)});
+    check_kernel([](Tensor p, Tensor q) { return vu::copy_var_update_(p, q); }, {a, b});
+    check_kernel([](Tensor p) { return vu::accumulator_scale_(p, 0.3); }, {a});
+    check_kernel([](Tensor p) { return vu::accumulator_zero_(p); }, {a});
+  }
+}
