@@ -3,6 +3,7 @@
 #include "op_test.hpp"
 
 #include <limits>
+#include <numbers>
 
 using namespace pxl;
 using namespace pxl::testing;
@@ -100,6 +101,41 @@ TEST_CASE("unary math in float16 rounds the exact value once") {
                {1, -0.5, -2}, 0);
   check_values(evaluate1([](T t) { return ops::exp(t[0]); }, {tensor({1}, float16, {12})}),
                {{1}, float16}, {inf}); // e^12 > 65504, the largest float16
+}
+
+TEST_CASE("every float unary op in float16 is the closed form of the float16 input, rounded") {
+  struct Case {
+    const char* name;
+    Tensor (*op)(const Tensor&);
+    double (*closed_form)(double);
+  };
+  const Case cases[] = {
+      {"exp", ops::exp, [](double x) { return std::exp(x); }},
+      {"log", ops::log, [](double x) { return std::log(x); }},
+      {"sqrt", ops::sqrt, [](double x) { return std::sqrt(x); }},
+      {"tanh", ops::tanh, [](double x) { return std::tanh(x); }},
+      {"sigmoid", ops::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {"relu", ops::relu, [](double x) { return x > 0 ? x : 0.0; }},
+      {"gelu", ops::gelu,
+       [](double x) {
+         return 0.5 * x *
+                (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+       }},
+      {"geluerf", ops::geluerf,
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::numbers::sqrt2)); }},
+      {"abs", ops::abs, [](double x) { return std::fabs(x); }},
+      {"negate", ops::negate, [](double x) { return -x; }},
+  };
+  // Positive inputs, so log and sqrt are defined; 0.1 and 3.3 are not float16 values and get
+  // rounded on the way in.
+  const auto in = tensor({4}, float16, {0.1, 0.75, 1.5, 3.3});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    V want;
+    for (double x : values(in))
+      want.push_back(static_cast<double>(static_cast<half>(c.closed_form(x))));
+    check_values(evaluate1([&](T t) { return c.op(t[0]); }, {in}), {{4}, float16}, want, 0);
+  }
 }
 
 TEST_CASE("int32 negate and abs") {

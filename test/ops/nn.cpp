@@ -125,6 +125,20 @@ TEST_CASE("dropout is a function of the seed: same seed same mask, other seed ot
   CHECK_FALSE(run(1, 2) == run(1, 3));
 }
 
+TEST_CASE("dropout in float16 scales kept values exactly") {
+  const auto x = tensor({1000}, float16, V(1000, 0.375));
+  const auto y = evaluate1([](T t) { return ops::dropout(t[0], t[1], 0.75); }, {x, seed(4, 2)});
+  REQUIRE(y.dtype() == float16);
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const bool keep = pxl::detail::random_uniform01(4, 2, static_cast<std::uint64_t>(i)) >= 0.75;
+    CHECK(y.item(i) == (keep ? 1.5 : 0.0));
+    kept += keep;
+  }
+  CHECK(kept > 150); // 250 expected, standard deviation ~14
+  CHECK(kept < 350);
+}
+
 TEST_CASE("dropout with p = 0 is the identity") {
   const auto x = tensor({2, 2}, float16, {1, -2, 0.5, 8});
   CHECK(evaluate1([](T t) { return ops::dropout(t[0], t[1], 0.0); }, {x, seed(7, 7)}) == x);
