@@ -6,6 +6,7 @@
 #include "pxl/ir/op_kind.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,12 +57,14 @@ struct StreamNode {
   bool host_to_device = true;
 };
 
+/// Deques, not vectors: handles return references into the nodes (shapes, names,
+/// attributes), and those must stay valid while later ops are added.
 struct IrStorage {
-  Ir* owner = nullptr; ///< kept current when the Ir moves
-  std::vector<GraphNode> graphs; ///< graphs[0] is the main graph
-  std::vector<TensorNode> tensors;
-  std::vector<OpNode> ops;
-  std::vector<StreamNode> streams;
+  Ir* owner = nullptr;           ///< kept current when the Ir moves
+  std::deque<GraphNode> graphs;  ///< graphs[0] is the main graph
+  std::deque<TensorNode> tensors;
+  std::deque<OpNode> ops;
+  std::deque<StreamNode> streams;
   std::int64_t num_host_transfers = 1;
   std::int64_t replication_factor = 1;
   std::uint64_t unique_id = 0; ///< distinguishes Irs in messages and caches

@@ -41,7 +41,8 @@ StepFn generate(const Op& op, const OpBuffers& buffers, F f) {
 
 StepFn compile_Dropout(CompileContext&, const Op& op, const OpBuffers& buffers) {
   const double ratio = op.attrs_as<ScalarAttrs>().a;
-  const float p = static_cast<float>(ratio);
+  // Compared in double, as the rule is stated: float(p) would flip ~1 in 2^24 decisions.
+  const double p = ratio;
   const float scale = ratio < 1.0 ? static_cast<float>(1.0 / (1.0 - ratio)) : 0.0f;
   const std::int64_t n = op.output(0).nelms();
   const std::uint32_t* seed = typed<const std::uint32_t>(buffers.inputs[1]);

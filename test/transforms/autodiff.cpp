@@ -1,0 +1,245 @@
+// The autodiff transform: GradGraphInfo's contract, subgraphs, repeat, errors, a training flow.
+#include "gradcheck.hpp"
+
+using namespace pxl;
+using pxl::testing::check_gradients;
+using pxl::testing::random_tensor;
+using pxl::testing::ReferenceEvaluator;
+using transforms::ExpectedConnection;
+using V = std::vector<Tensor>;
+
+TEST_CASE("GradGraphInfo lists output gradients first, then activations, and one output per "
+          "required input") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor x, Tensor w) { return ops::tanh(ops::matmul(x, w)); },
+      TensorSpec{{2, 3}, float32}, TensorSpec{{3, 4}, float32});
+  const auto outputs_before = fwd.outputs().size();
+  const auto info = transforms::autodiff(fwd);
+  CHECK(info.forward_graph() == fwd);
+  REQUIRE(info.expected_inputs().size() == info.graph().inputs().size());
+  CHECK(info.expected_inputs()[0] ==
+        ExpectedConnection{fwd.outputs()[0], ExpectedConnection::Kind::fwd_grad});
+  for (std::size_t i = 1; i < info.expected_inputs().size(); ++i)
+    CHECK(info.expected_inputs()[i].kind == ExpectedConnection::Kind::fwd);
+  REQUIRE(info.expected_outputs().size() == 2);
+  CHECK(info.expected_outputs()[0].fwd_tensor == fwd.inputs()[0]);
+  CHECK(info.expected_outputs()[1].fwd_tensor == fwd.inputs()[1]);
+  // tanh's output is already an output; nothing else is needed, so no output was added.
+  CHECK(fwd.outputs().size() == outputs_before);
+}
+
+TEST_CASE("only the required gradients are computed") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor x, Tensor w) { return ops::matmul(x, w); }, TensorSpec{{2, 3}, float32},
+      TensorSpec{{3, 4}, float32});
+  const auto info = transforms::autodiff(fwd, {.grads_required = V{fwd.inputs()[1]}});
+  REQUIRE(info.expected_outputs().size() == 1);
+  CHECK(info.expected_outputs()[0].fwd_tensor == fwd.inputs()[1]);
+  // dW = xᵀ g needs only x: one matmul, one transpose (the reshapes are no-ops of 2-d shapes).
+  std::size_t matmuls = 0;
+  for (const auto& op : info.graph().ops())
+    matmuls += op.kind() == OpKind::MatMul;
+  CHECK(matmuls == 1);
+}
+
+TEST_CASE("gradients of a tensor with several consumers are summed") {
+  check_gradients([](V v) { return v[0] * v[0] + ops::exp(v[0]); }, {random_tensor({5}, 1)});
+}
+
+TEST_CASE("detach stops gradients") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor x) { return x * ops::detach(x); }, TensorSpec{{3}, float32});
+  const auto info = transforms::autodiff(fwd);
+  const HostTensor x({1.f, 2.f, 3.f}, {3});
+  const HostTensor g({1.f, 1.f, 1.f}, {3});
+  const auto grads = pxl::testing::autodiff_gradients(info, {x}, {g});
+  // d(x·c)/dx = c = x: the detached factor contributes nothing.
+  CHECK(grads[0] == x);
+}
+
+TEST_CASE("autodiff errors are clear") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  CHECK_THROWS_WITH_AS(transforms::autodiff(ir.main_graph()),
+                       doctest::Contains("main graph cannot be differentiated"), GraphError);
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor x) { return ops::exp(x); }, TensorSpec{{3}, float32});
+  Graph other = ir.create_graph(
+      "g", [](Tensor x) { return x; }, TensorSpec{{3}, float32});
+  CHECK_THROWS_WITH_AS(transforms::autodiff(fwd, {.grads_provided = V{other.outputs()[0]}}),
+                       doctest::Contains("is not an output of graph 'f_subgraph(0)'"), GraphError);
+  CHECK_THROWS_WITH_AS(transforms::autodiff(fwd, {.grads_required = V{other.inputs()[0]}}),
+                       doctest::Contains("is not an input of graph 'f_subgraph(0)'"), GraphError);
+  transforms::autodiff(fwd);
+  CHECK_THROWS_WITH_AS(transforms::autodiff(fwd), doctest::Contains("was already differentiated"),
+                       GraphError);
+  CHECK_NOTHROW(transforms::autodiff(fwd, {.force = true}));
+
+  Graph through_fused = ir.create_graph(
+      "h",
+      [](Tensor x) {
+        auto labels = constant(HostTensor(std::vector<std::int32_t>{1}, {1}), "labels");
+        return ops::nll_loss_with_softmax_grad(ops::softmax(x), labels).first;
+      },
+      TensorSpec{{1, 3}, float32});
+  CHECK_THROWS_WITH_AS(transforms::autodiff(through_fused),
+                       doctest::Contains("op NllWithSoftmaxGrad."), GraphError);
+  Graph ints = ir.create_graph(
+      "i", [](Tensor x) { return x + x; }, TensorSpec{{3}, int32});
+  CHECK_THROWS_WITH_AS(transforms::autodiff(ints, {.grads_required = V{ints.inputs()[0]}}),
+                       doctest::Contains("float32 and float16 tensors only"), DTypeError);
+}
+
+TEST_CASE("autodiff through an outlined subgraph called twice") {
+  check_gradients(
+      [](V v) {
+        Graph square = current_graph().ir().create_graph(
+            "Layer", [](Tensor x, Tensor w) { return ops::tanh(ops::matmul(x, w)); }, v[0], v[1]);
+        auto h = ops::call(square, {v[0], v[1]})[0];
+        return ops::call(square, {h, v[1]})[0];
+      },
+      {random_tensor({2, 3}, 70), random_tensor({3, 3}, 71)});
+}
+
+TEST_CASE("autodiff through repeat") {
+  check_gradients(
+      [](V v) {
+        Graph step = current_graph().ir().create_graph(
+            "Step", [](Tensor x, Tensor w) { return ops::tanh(ops::matmul(x, w)); }, v[0], v[1]);
+        return ops::repeat(step, 3, {v[0], v[1]})[0];
+      },
+      {random_tensor({2, 3}, 72), random_tensor({3, 3}, 73)});
+}
+
+TEST_CASE("a 4-layer MLP's gradients match the hand-derived backward pass") {
+  // y = W4ᵀ relu(W3ᵀ relu(W2ᵀ relu(W1ᵀ x))) per sample, loss = sum(y * r).
+  const std::vector<std::int64_t> widths{5, 4, 4, 3, 2};
+  std::vector<HostTensor> inputs{random_tensor({3, 5}, 80)};
+  for (std::size_t l = 0; l < 4; ++l)
+    inputs.push_back(random_tensor({widths[l], widths[l + 1]}, 81 + static_cast<std::uint32_t>(l)));
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  std::vector<TensorSpec> specs;
+  for (const auto& t : inputs)
+    specs.push_back(t.spec());
+  Graph fwd = ir.create_graph(
+      "Mlp",
+      [](V v) {
+        Tensor h = v[0];
+        for (std::size_t l = 1; l <= 4; ++l) {
+          h = ops::matmul(h, v[l]);
+          if (l < 4)
+            h = ops::relu(h);
+        }
+        return h;
+      },
+      specs);
+  const auto info = transforms::autodiff(fwd);
+  const HostTensor r = random_tensor({3, 2}, 90);
+  const auto grads = pxl::testing::autodiff_gradients(info, inputs, {r});
+
+  // Hand-derived backward in double.
+  using Mat = std::vector<std::vector<double>>;
+  auto to_mat = [](const HostTensor& t) {
+    Mat m(static_cast<std::size_t>(t.shape()[0]),
+          std::vector<double>(static_cast<std::size_t>(t.shape()[1])));
+    for (std::size_t i = 0; i < m.size(); ++i)
+      for (std::size_t j = 0; j < m[i].size(); ++j)
+        m[i][j] = t.item(static_cast<std::int64_t>(i * m[i].size() + j));
+    return m;
+  };
+  auto mul = [](const Mat& a, const Mat& b) {
+    Mat c(a.size(), std::vector<double>(b[0].size()));
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (std::size_t k = 0; k < b.size(); ++k)
+        for (std::size_t j = 0; j < b[0].size(); ++j)
+          c[i][j] += a[i][k] * b[k][j];
+    return c;
+  };
+  auto transpose = [](const Mat& a) {
+    Mat t(a[0].size(), std::vector<double>(a.size()));
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (std::size_t j = 0; j < a[0].size(); ++j)
+        t[j][i] = a[i][j];
+    return t;
+  };
+  std::vector<Mat> acts{to_mat(inputs[0])}, pre;
+  for (std::size_t l = 1; l <= 4; ++l) {
+    Mat z = mul(acts.back(), to_mat(inputs[l]));
+    pre.push_back(z);
+    if (l < 4)
+      for (auto& row : z)
+        for (auto& e : row)
+          e = std::max(e, 0.0);
+    acts.push_back(z);
+  }
+  Mat g = to_mat(r);
+  std::vector<Mat> dw(5);
+  for (std::size_t l = 4; l >= 1; --l) {
+    if (l < 4)
+      for (std::size_t i = 0; i < g.size(); ++i)
+        for (std::size_t j = 0; j < g[i].size(); ++j)
+          g[i][j] *= pre[l - 1][i][j] > 0 ? 1.0 : 0.0;
+    dw[l] = mul(transpose(acts[l - 1]), g);
+    g = mul(g, transpose(to_mat(inputs[l])));
+  }
+  for (std::size_t l = 1; l <= 4; ++l) {
+    const Mat got = to_mat(grads[l]);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      for (std::size_t j = 0; j < got[i].size(); ++j)
+        CHECK(got[i][j] == doctest::Approx(dw[l][i][j]).epsilon(1e-5));
+  }
+  const Mat dx = to_mat(grads[0]);
+  for (std::size_t i = 0; i < dx.size(); ++i)
+    for (std::size_t j = 0; j < dx[i].size(); ++j)
+      CHECK(dx[i][j] == doctest::Approx(g[i][j]).epsilon(1e-5));
+}
+
+TEST_CASE("the PopXL MNIST-tutorial flow trains on a fixed batch") {
+  Ir ir;
+  HostToDeviceStream img_stream, label_stream;
+  DeviceToHostStream loss_stream;
+  {
+    auto main = ir.main_graph().scope();
+    img_stream = h2d_stream({8, 6}, float32, "image");
+    label_stream = h2d_stream({8}, int32, "label");
+    loss_stream = d2h_stream({}, float32, "loss");
+    Tensor w1 = variable(random_tensor({6, 5}, 100, -0.5f, 0.5f), "fc1.weight");
+    Tensor b1 = variable(HostTensor(Shape{5}, float32), "fc1.bias");
+    Tensor w2 = variable(random_tensor({5, 3}, 101, -0.5f, 0.5f), "fc2.weight");
+    Graph fwd = ir.create_graph(
+        "Net",
+        [](Tensor x, Tensor a, Tensor b, Tensor c) {
+          return ops::matmul(ops::gelu(ops::matmul(x, a) + b), c);
+        },
+        TensorSpec{{8, 6}, float32}, w1, b1, w2);
+    const auto bwd = transforms::autodiff(
+        fwd, {.grads_required = V{fwd.inputs()[1], fwd.inputs()[2], fwd.inputs()[3]}});
+    Tensor img = ops::host_load(img_stream);
+    Tensor labels = ops::host_load(label_stream);
+    const auto fwd_info = ops::call_with_info(fwd, {img, w1, b1, w2});
+    auto [loss, dlogits] =
+        ops::nll_loss_with_softmax_grad(ops::softmax(fwd_info.parent_output(0)), labels);
+    const auto bwd_info = ops::call_with_info(bwd.graph(), {dlogits}, bwd.inputs_dict(fwd_info));
+    const auto grads = bwd.fwd_parent_ins_to_grad_parent_outs(fwd_info, bwd_info);
+    CHECK(grads.size() == 3);
+    for (const Tensor& w : {w1, b1, w2})
+      ops::scaled_add_(w, grads.at(w), 1.0, -0.5);
+    ops::host_store(loss_stream, loss);
+  }
+  ReferenceEvaluator ev(ir);
+  const std::map<std::string, HostTensor> feed{
+      {"image", random_tensor({8, 6}, 102)},
+      {"label", HostTensor(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1}, {8})}};
+  const double first = ev.run(feed).at("loss").item();
+  double last = first;
+  for (int step = 0; step < 60; ++step)
+    last = ev.run(feed).at("loss").item();
+  CHECK(last < 0.5 * first);
+}

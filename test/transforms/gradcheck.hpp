@@ -1,0 +1,104 @@
+// Central finite-difference checks of autodiff, evaluated with the reference evaluator.
+#pragma once
+
+#include "reference.hpp"
+
+#include "pxl/transforms/autodiff.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+namespace pxl::testing {
+
+/// Random float32 values in [lo, hi).
+inline HostTensor random_tensor(Shape shape, std::uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  HostTensor t(std::move(shape), float32);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (auto& x : t.data<float>())
+    x = dist(gen);
+  return t;
+}
+
+/// Gradients of the graph's inputs for output gradients `out_grads`, through the autodiff
+/// gradient graph (forward evaluated first for the activations).
+inline std::vector<HostTensor> autodiff_gradients(const transforms::GradGraphInfo& info,
+                                                  const std::vector<HostTensor>& inputs,
+                                                  const std::vector<HostTensor>& out_grads) {
+  ReferenceEvaluator ev(info.forward_graph().ir());
+  const Graph fwd = info.forward_graph();
+  const auto fwd_values = ev.evaluate(fwd, inputs);
+  const auto fwd_ins = fwd.inputs(), fwd_outs = fwd.outputs();
+  std::vector<HostTensor> grad_inputs;
+  std::size_t next_grad = 0;
+  for (const auto& e : info.expected_inputs()) {
+    if (e.kind == transforms::ExpectedConnection::Kind::fwd_grad) {
+      grad_inputs.push_back(out_grads.at(next_grad++));
+      continue;
+    }
+    const auto in_it = std::find(fwd_ins.begin(), fwd_ins.end(), e.fwd_tensor);
+    if (in_it != fwd_ins.end()) {
+      grad_inputs.push_back(inputs.at(static_cast<std::size_t>(in_it - fwd_ins.begin())));
+    } else {
+      const auto out_it = std::find(fwd_outs.begin(), fwd_outs.end(), e.fwd_tensor);
+      REQUIRE(out_it != fwd_outs.end());
+      grad_inputs.push_back(fwd_values.at(static_cast<std::size_t>(out_it - fwd_outs.begin())));
+    }
+  }
+  return ev.evaluate(info.graph(), grad_inputs);
+}
+
+/// Checks d(sum_k <r_k, f_k(x)>)/dx from autodiff against central differences, for every
+/// float input. `fn` is traced with `specs`; `inputs` are the point of evaluation.
+template <typename Fn>
+void check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps = 1e-2,
+                     double rtol = 2e-2, double atol = 2e-3) {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  std::vector<TensorSpec> specs;
+  for (const auto& x : inputs)
+    specs.push_back(x.spec());
+  Graph fwd = ir.create_graph(
+      "f", [&](std::vector<Tensor> xs) { return fn(xs); }, specs);
+  const std::size_t n_out = fwd.outputs().size();
+  std::vector<HostTensor> out_grads;
+  for (std::size_t k = 0; k < n_out; ++k)
+    out_grads.push_back(
+        random_tensor(fwd.outputs()[k].shape(), 1000 + static_cast<std::uint32_t>(k)));
+  std::vector<Tensor> required;
+  for (const auto& t : fwd.inputs())
+    if (is_floating_point(t.dtype()))
+      required.push_back(t);
+  const auto info = transforms::autodiff(fwd, {.grads_required = required});
+  const auto grads = autodiff_gradients(info, inputs, out_grads);
+  // The objective, evaluated in double from the reference's float outputs.
+  auto objective = [&](const std::vector<HostTensor>& xs) {
+    ReferenceEvaluator ev(ir);
+    const auto outs = ev.evaluate(fwd, xs);
+    double s = 0;
+    for (std::size_t k = 0; k < n_out; ++k)
+      for (std::int64_t i = 0; i < outs[k].nelms(); ++i)
+        s += outs[k].item(i) * out_grads[k].item(i);
+    return s;
+  };
+  std::size_t g = 0;
+  for (std::size_t j = 0; j < inputs.size(); ++j) {
+    if (!is_floating_point(inputs[j].dtype()))
+      continue;
+    const HostTensor& analytic = grads.at(g++);
+    REQUIRE(analytic.shape() == inputs[j].shape());
+    for (std::int64_t i = 0; i < inputs[j].nelms(); ++i) {
+      auto plus = inputs, minus = inputs;
+      plus[j].data<float>()[static_cast<std::size_t>(i)] += static_cast<float>(eps);
+      minus[j].data<float>()[static_cast<std::size_t>(i)] -= static_cast<float>(eps);
+      const double numeric = (objective(plus) - objective(minus)) / (2 * eps);
+      const double a = analytic.item(i);
+      INFO("input " << j << " element " << i << ": autodiff " << a << " vs finite difference "
+                    << numeric);
+      CHECK(std::abs(a - numeric) <= atol + rtol * std::abs(numeric));
+    }
+  }
+}
+
+} // namespace pxl::testing
