@@ -1,6 +1,10 @@
 // The autodiff transform: GradGraphInfo's contract, subgraphs, repeat, errors, a training flow.
 #include "gradcheck.hpp"
 
+#include "pxl/session.hpp"
+
+#include <memory>
+
 using namespace pxl;
 using pxl::testing::check_gradients;
 using pxl::testing::random_tensor;
@@ -201,45 +205,78 @@ TEST_CASE("a 4-layer MLP's gradients match the hand-derived backward pass") {
       CHECK(dx[i][j] == doctest::Approx(g[i][j]).epsilon(1e-5));
 }
 
-TEST_CASE("the PopXL MNIST-tutorial flow trains on a fixed batch") {
+namespace {
+struct TutorialIr {
   Ir ir;
   HostToDeviceStream img_stream, label_stream;
   DeviceToHostStream loss_stream;
-  {
-    auto main = ir.main_graph().scope();
-    img_stream = h2d_stream({8, 6}, float32, "image");
-    label_stream = h2d_stream({8}, int32, "label");
-    loss_stream = d2h_stream({}, float32, "loss");
-    Tensor w1 = variable(random_tensor({6, 5}, 100, -0.5f, 0.5f), "fc1.weight");
-    Tensor b1 = variable(HostTensor(Shape{5}, float32), "fc1.bias");
-    Tensor w2 = variable(random_tensor({5, 3}, 101, -0.5f, 0.5f), "fc2.weight");
-    Graph fwd = ir.create_graph(
-        "Net",
-        [](Tensor x, Tensor a, Tensor b, Tensor c) {
-          return ops::matmul(ops::gelu(ops::matmul(x, a) + b), c);
-        },
-        TensorSpec{{8, 6}, float32}, w1, b1, w2);
-    const auto bwd = transforms::autodiff(
-        fwd, {.grads_required = V{fwd.inputs()[1], fwd.inputs()[2], fwd.inputs()[3]}});
-    Tensor img = ops::host_load(img_stream);
-    Tensor labels = ops::host_load(label_stream);
-    const auto fwd_info = ops::call_with_info(fwd, {img, w1, b1, w2});
-    auto [loss, dlogits] =
-        ops::nll_loss_with_softmax_grad(ops::softmax(fwd_info.parent_output(0)), labels);
-    const auto bwd_info = ops::call_with_info(bwd.graph(), {dlogits}, bwd.inputs_dict(fwd_info));
-    const auto grads = bwd.fwd_parent_ins_to_grad_parent_outs(fwd_info, bwd_info);
-    CHECK(grads.size() == 3);
-    for (const Tensor& w : {w1, b1, w2})
-      ops::scaled_add_(w, grads.at(w), 1.0, -0.5);
-    ops::host_store(loss_stream, loss);
-  }
-  ReferenceEvaluator ev(ir);
-  const std::map<std::string, HostTensor> feed{
-      {"image", random_tensor({8, 6}, 102)},
-      {"label", HostTensor(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1}, {8})}};
+};
+
+/// The PopXL MNIST tutorial's training step on a small net: autodiff(fwd) → call_with_info(fwd)
+/// → inputs_dict → call_with_info(bwd) → fwd_parent_ins_to_grad_parent_outs → scaled_add_.
+std::unique_ptr<TutorialIr> build_tutorial_ir() {
+  auto t = std::make_unique<TutorialIr>();
+  Ir& ir = t->ir;
+  auto main = ir.main_graph().scope();
+  t->img_stream = h2d_stream({8, 6}, float32, "image");
+  t->label_stream = h2d_stream({8}, int32, "label");
+  t->loss_stream = d2h_stream({}, float32, "loss");
+  Tensor w1 = variable(random_tensor({6, 5}, 100, -0.5f, 0.5f), "fc1.weight");
+  Tensor b1 = variable(HostTensor(Shape{5}, float32), "fc1.bias");
+  Tensor w2 = variable(random_tensor({5, 3}, 101, -0.5f, 0.5f), "fc2.weight");
+  Graph fwd = ir.create_graph(
+      "Net",
+      [](Tensor x, Tensor a, Tensor b, Tensor c) {
+        return ops::matmul(ops::gelu(ops::matmul(x, a) + b), c);
+      },
+      TensorSpec{{8, 6}, float32}, w1, b1, w2);
+  const auto bwd = transforms::autodiff(
+      fwd, {.grads_required = V{fwd.inputs()[1], fwd.inputs()[2], fwd.inputs()[3]}});
+  Tensor img = ops::host_load(t->img_stream);
+  Tensor labels = ops::host_load(t->label_stream);
+  const auto fwd_info = ops::call_with_info(fwd, {img, w1, b1, w2});
+  auto [loss, dlogits] =
+      ops::nll_loss_with_softmax_grad(ops::softmax(fwd_info.parent_output(0)), labels);
+  const auto bwd_info = ops::call_with_info(bwd.graph(), {dlogits}, bwd.inputs_dict(fwd_info));
+  const auto grads = bwd.fwd_parent_ins_to_grad_parent_outs(fwd_info, bwd_info);
+  REQUIRE(grads.size() == 3);
+  for (const Tensor& w : {w1, b1, w2})
+    ops::scaled_add_(w, grads.at(w), 1.0, -0.5);
+  ops::host_store(t->loss_stream, loss);
+  return t;
+}
+
+const HostTensor tutorial_images = random_tensor({8, 6}, 102);
+const HostTensor tutorial_labels(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1}, {8});
+} // namespace
+
+TEST_CASE("the PopXL MNIST-tutorial flow trains on a fixed batch (reference evaluator)") {
+  auto t = build_tutorial_ir();
+  ReferenceEvaluator ev(t->ir);
+  const std::map<std::string, HostTensor> feed{{"image", tutorial_images},
+                                               {"label", tutorial_labels}};
   const double first = ev.run(feed).at("loss").item();
   double last = first;
   for (int step = 0; step < 60; ++step)
     last = ev.run(feed).at("loss").item();
+  CHECK(last < 0.5 * first);
+}
+
+TEST_CASE("the PopXL MNIST-tutorial flow trains on the emulator and matches the reference") {
+  auto t = build_tutorial_ir();
+  ReferenceEvaluator ev(t->ir);
+  const std::map<std::string, HostTensor> feed{{"image", tutorial_images},
+                                               {"label", tutorial_labels}};
+  Session session{t->ir, "ipu_model", {.workers = 2}};
+  auto attached = session.attach();
+  const StreamInputs inputs{{t->img_stream, tutorial_images}, {t->label_stream, tutorial_labels}};
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    last = session.run(inputs).at(t->loss_stream).item();
+    const double expected = ev.run(feed).at("loss").item();
+    CHECK(last == doctest::Approx(expected).epsilon(1e-4));
+    if (step == 0)
+      first = last;
+  }
   CHECK(last < 0.5 * first);
 }
