@@ -48,6 +48,19 @@ inline constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T,
                    std::string(name(d)));
 }
 
+/// Calls `build(type_c<T>)` with the float element type of `d` (float or half).
+template <typename Build>
+StepFn dispatch_float(const Op& op, DType d, Build build) {
+  switch (d) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
 /// Copies bytes [begin, end) of `n` items of `elem` bytes each: the worker's share of a copy.
 inline StepFn copy_step(std::byte* dst, const std::byte* src, std::int64_t n, std::size_t elem) {
   return [=](unsigned w, unsigned nw) {

@@ -44,14 +44,7 @@ StepFn compile_LayerNorm(CompileContext&, const Op& op, const OpBuffers& buffers
       }
     };
   };
-  switch (dtype) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  default:
-    unsupported_dtype(op, dtype);
-  }
+  return dispatch_float(op, dtype, build);
 }
 
 } // namespace pxl::emu::detail

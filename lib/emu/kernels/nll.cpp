@@ -65,24 +65,11 @@ void write_loss(const NllPlan& p, const T* probs, const std::int32_t* labels, T*
   loss[0] = static_cast<T>(total);
 }
 
-template <typename Build>
-StepFn dispatch_float(const Op& op, Build build) {
-  const DType d = op.input(0).dtype();
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  default:
-    unsupported_dtype(op, d);
-  }
-}
-
 } // namespace
 
 StepFn compile_NllLoss(CompileContext&, const Op& op, const OpBuffers& buffers) {
   const NllPlan p = plan_nll(op);
-  return dispatch_float(op, [&](auto t) -> StepFn {
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
     const T* probs = typed<const T>(buffers.inputs[0]);
     const std::int32_t* labels = typed<const std::int32_t>(buffers.inputs[1]);
@@ -93,7 +80,7 @@ StepFn compile_NllLoss(CompileContext&, const Op& op, const OpBuffers& buffers) 
 
 StepFn compile_NllLossWithSoftmaxGrad(CompileContext&, const Op& op, const OpBuffers& buffers) {
   const NllPlan p = plan_nll(op);
-  return dispatch_float(op, [&](auto t) -> StepFn {
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
     using A = accum_t<T>;
     const T* probs = typed<const T>(buffers.inputs[0]);

@@ -8,18 +8,6 @@ namespace pxl::emu::detail {
 
 namespace {
 
-template <typename Build>
-StepFn dispatch_float(const Op& op, DType d, Build build) {
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  default:
-    unsupported_dtype(op, d);
-  }
-}
-
 /// y[i] = f(seed0, seed1, i) for the worker's share of the output.
 template <typename F>
 StepFn generate(const Op& op, const OpBuffers& buffers, F f) {

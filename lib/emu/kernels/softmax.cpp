@@ -58,14 +58,7 @@ StepFn softmax_like(const Op& op, const OpBuffers& buffers) {
       }
     };
   };
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_float(op, d, build);
 }
 
 } // namespace
