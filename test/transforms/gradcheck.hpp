@@ -93,7 +93,7 @@ inline std::vector<HostTensor> emulator_gradients(const transforms::GradGraphInf
 /// float input, and that the emulator computes the same gradients as the reference. `fn` is traced
 /// with `specs`; `inputs` are the point of evaluation.
 template <typename Fn>
-void check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps = 1e-2,
+std::size_t check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps = 1e-2,
                      double rtol = 2e-2, double atol = 2e-3) {
   Ir ir;
   auto main = ir.main_graph().scope();
@@ -128,7 +128,7 @@ void check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps 
         s += outs[k].item(i) * out_grads[k].item(i);
     return s;
   };
-  std::size_t g = 0;
+  std::size_t g = 0, compared = 0;
   for (std::size_t j = 0; j < inputs.size(); ++j) {
     if (!is_floating_point(inputs[j].dtype()))
       continue;
@@ -143,8 +143,10 @@ void check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps 
       INFO("input " << j << " element " << i << ": autodiff " << a << " vs finite difference "
                     << numeric);
       CHECK(std::abs(a - numeric) <= atol + rtol * std::abs(numeric));
+      ++compared;
     }
   }
+  return compared;
 }
 
 } // namespace pxl::testing
