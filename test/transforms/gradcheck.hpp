@@ -91,7 +91,8 @@ inline std::vector<HostTensor> emulator_gradients(const transforms::GradGraphInf
 
 /// Checks d(sum_k <r_k, f_k(x)>)/dx from autodiff against central differences, for every
 /// float input, and that the emulator computes the same gradients as the reference. `fn` is traced
-/// with `specs`; `inputs` are the point of evaluation.
+/// with `specs`; `inputs` are the point of evaluation. Returns how many input elements were
+/// compared.
 template <typename Fn>
 std::size_t check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps = 1e-2,
                      double rtol = 2e-2, double atol = 2e-3) {
