@@ -36,7 +36,9 @@ struct SessionOptions {
 };
 
 /// Arrays for h2d streams, each shaped `[num_host_transfers, replication_factor, *shape]`
-/// with each of the two leading dims dropped when it is 1.
+/// with each of the two leading dims dropped when it is 1: element k of replica r is
+/// `array[k][r]`. As in PopXL, when num_host_transfers > 1 the first dim may be larger than
+/// num_host_transfers; the elements past it are not used (not written, for outputs).
 using StreamInputs = std::map<HostToDeviceStream, HostTensor>;
 /// Arrays of d2h streams, shaped like StreamInputs.
 using StreamOutputs = std::map<DeviceToHostStream, HostTensor>;
@@ -53,7 +55,9 @@ using D2HCallback = std::function<void(const HostTensor& element)>;
 ///
 /// Construction verifies the Ir and compiles every graph into a plan: ops in creation order,
 /// every buffer preallocated (intermediates by liveness, with reuse), a called graph compiled
-/// once and called with argument copies, `repeat` as a loop. The Ir must not change afterwards.
+/// once and called with argument copies (outlined) unless the call asks to be inlined
+/// (ops::CallOptions::inline_graph: the graph's ops are expanded at the call site, working on
+/// the caller's buffers), `repeat` as a loop. The Ir must not change afterwards.
 ///
 /// Streams follow Poplar: each execution of a host_load takes its stream's next element and each
 /// host_store writes the next one. Within one run a stream used more than num_host_transfers
@@ -62,7 +66,17 @@ using D2HCallback = std::function<void(const HostTensor& element)>;
 ///
 /// Thread safety: distinct sessions may be used from different threads at once. Calls on one
 /// session are serialised by a mutex: a concurrent `run` waits for the one in progress.
-/// Replication: only replication_factor 1 is supported; a larger factor throws SessionError.
+///
+/// Replication: with `ir.replication_factor() == R > 1` the session holds R independent copies
+/// of the program, each with its own device memory and variables (all initialised from the
+/// same host values). A run executes the replicas one after the other on the worker pool
+/// (deterministic: replica r's results are bitwise those of a single-replica run on its
+/// slice `array[k][r]` of every stream array). `get_tensor_data` returns replica 0's value
+/// (PopXL's behaviour for variables without a replica grouping); `write_variable_data` and
+/// the attach-time weight transfer write every replica. `memory_report()` and the
+/// out-of-memory check describe one replica: `emu::Target::ipus` counts the IPUs of one
+/// replica, and every replica has the same usage. A callback-fed stream is shared by the
+/// replicas: replica 0's loads (or stores) take the next elements first, then replica 1's.
 class Session {
 public:
   /// Keeps the session attached while alive (PopXL's `with session:`): on entry the weights
@@ -121,18 +135,19 @@ public:
   void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn);
 
   /// Host copy of a variable or constant (ValueError for other tensors). When attached and a
-  /// run has made the host copy stale, the weights are copied back first.
+  /// run has made the host copy stale, the weights are copied back first (from replica 0).
   HostTensor get_tensor_data(const Tensor& t);
   std::map<Tensor, HostTensor> get_tensors_data(const std::vector<Tensor>& ts);
   /// Replaces a variable's value (ValueError for non-variables, DTypeError / ShapeError when
-  /// `data` does not match); when attached, the device copy is updated too.
+  /// `data` does not match); when attached, the device copy of every replica is updated too.
   void write_variable_data(const Tensor& t, const HostTensor& data);
   void write_variables_data(const std::map<Tensor, HostTensor>& data);
   /// Explicit weight transfers (SessionError unless attached).
   void weights_to_host();
   void weights_from_host();
 
-  /// Device memory per IPU (always-live and peak not-always-live) and the largest tensors.
+  /// Device memory per IPU of one replica (always-live and peak not-always-live) and the
+  /// largest tensors.
   emu::MemoryReport memory_report() const;
   const emu::Target& target() const;
   unsigned num_workers() const;

@@ -48,9 +48,10 @@ Engine::Engine(Ir& ir, Target target, SessionOptions options)
     s.host_to_device = ir_->streams[i].host_to_device;
     s.position.resize(workers);
   }
-  planner_ = std::make_unique<Planner>(*ir_, target_, *pool_, streams_);
+  for (std::int64_t r = 0; r < ir_->replication_factor; ++r)
+    replicas_.push_back(std::make_unique<Planner>(*ir_, target_, *pool_, streams_));
   for (std::size_t g = 0; g < ir_->graphs.size(); ++g) {
-    if (!planner_->compiled(static_cast<std::uint32_t>(g)))
+    if (!replicas_[0]->compiled(static_cast<std::uint32_t>(g)))
       continue;
     for (Index o : ir_->graphs[g].ops) {
       const auto& op = ir_->ops[o];
@@ -65,7 +66,7 @@ Engine::Engine(Ir& ir, Target target, SessionOptions options)
       host_weights_.emplace(t, node.data ? *node.data : HostTensor(node.spec));
   }
 
-  const MemoryReport report = planner_->memory_report();
+  const MemoryReport report = memory_report();
   if (!report.fits() && !options_.allow_out_of_memory)
     throw OutOfMemoryError(out_of_memory_message(target_, report));
 }
@@ -73,10 +74,6 @@ Engine::Engine(Ir& ir, Target target, SessionOptions options)
 Engine::~Engine() = default;
 
 void Engine::verify() const {
-  if (ir_->replication_factor != 1)
-    throw SessionError("Session: replication_factor " + std::to_string(ir_->replication_factor) +
-                       " is not supported by the emulator yet; build the Ir with replication "
-                       "factor 1");
   if (target_.ipus < 1 || target_.tiles_per_ipu < 1 || target_.bytes_per_tile < 1)
     throw SessionError("Session: target '" + target_.name +
                        "' needs at least one IPU, one tile and one byte per tile");
@@ -121,16 +118,18 @@ bool Engine::attached() {
 }
 
 void Engine::weights_to_host_locked() {
+  // Replica 0's values, as PopXL returns for variables without a replica grouping.
   for (auto& [t, host] : host_weights_)
-    if (std::byte* p = planner_->address(t))
+    if (std::byte* p = replicas_[0]->address(t))
       std::memcpy(host.bytes().data(), p, host.nbytes());
   host_stale_ = false;
 }
 
 void Engine::weights_from_host_locked() {
-  for (const auto& [t, host] : host_weights_)
-    if (std::byte* p = planner_->address(t))
-      std::memcpy(p, host.bytes().data(), host.nbytes());
+  for (const auto& replica : replicas_)
+    for (const auto& [t, host] : host_weights_)
+      if (std::byte* p = replica->address(t))
+        std::memcpy(p, host.bytes().data(), host.nbytes());
 }
 
 void Engine::weights_to_host() {
@@ -198,8 +197,9 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
   for (const auto& [t, value] : data) {
     host_weights_.at(t.index()) = value;
     // Only these variables go to the device, so the others keep what runs did to them.
-    if (std::byte* p = planner_->address(t.index()); p && attach_depth_ > 0)
-      std::memcpy(p, value.bytes().data(), value.nbytes());
+    for (const auto& replica : replicas_)
+      if (std::byte* p = replica->address(t.index()); p && attach_depth_ > 0)
+        std::memcpy(p, value.bytes().data(), value.nbytes());
   }
 }
 

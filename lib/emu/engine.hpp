@@ -36,7 +36,8 @@ public:
   void weights_to_host();
   void weights_from_host();
 
-  MemoryReport memory_report() const { return planner_->memory_report(); }
+  /// Replica 0's memory: every replica has the same plan on its own IPUs.
+  MemoryReport memory_report() const { return replicas_[0]->memory_report(); }
   const Target& target() const { return target_; }
   unsigned num_workers() const { return pool_->size(); }
   Ir& ir() const { return Ir::of(ir_); }
@@ -51,7 +52,7 @@ private:
   std::vector<DeviceToHostStream> expected_outputs_locked() const;
   void weights_to_host_locked();
   void weights_from_host_locked();
-  void execute();
+  void execute(const Planner& replica);
 
   IrStorage* ir_;
   Target target_;
@@ -59,7 +60,8 @@ private:
   std::mutex mutex_; ///< serialises every call on the session
   std::unique_ptr<WorkerPool> pool_;
   std::vector<StreamState> streams_;
-  std::unique_ptr<Planner> planner_;
+  /// One independent copy of the program per replica, each with its own device memory.
+  std::vector<std::unique_ptr<Planner>> replicas_;
   std::unordered_map<Index, HostTensor> host_weights_; ///< by variable tensor index
   int attach_depth_ = 0;
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host

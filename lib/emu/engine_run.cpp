@@ -3,6 +3,7 @@
 
 #include "pxl/core/error.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace pxl::emu::detail {
@@ -17,6 +18,15 @@ Shape host_array_shape(const TensorSpec& spec, std::int64_t transfers, std::int6
     s.push_back(replicas);
   s.insert(s.end(), spec.shape.begin(), spec.shape.end());
   return s;
+}
+
+/// Whether `shape` is acceptable for an array whose exact shape is `expected`: PopXL also
+/// accepts a leading dim larger than num_host_transfers (the extra elements are not used).
+bool acceptable_shape(const Shape& shape, const Shape& expected, std::int64_t transfers) {
+  if (shape == expected)
+    return true;
+  return transfers > 1 && shape.size() == expected.size() && shape[0] >= transfers &&
+         std::equal(shape.begin() + 1, shape.end(), expected.begin() + 1);
 }
 
 std::string quoted_list(const std::set<std::string>& names) {
@@ -49,12 +59,15 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& ar
                       " (see Session::expected_inputs / create_host_outputs)");
   for (const auto& [s, array] : arrays) {
     const Shape shape = host_array_shape(s.spec(), ir.num_host_transfers, ir.replication_factor);
-    if (array.shape() != shape)
-      throw ShapeError(std::string(what) + ": " + std::string(role) + " stream '" + s.name() +
-                       "' " + to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
-                       " ([num_host_transfers=" + std::to_string(ir.num_host_transfers) +
-                       ", replication_factor=" + std::to_string(ir.replication_factor) +
-                       ", *stream shape] with dims of 1 dropped), got " + to_string(array.shape()));
+    if (!acceptable_shape(array.shape(), shape, ir.num_host_transfers))
+      throw ShapeError(
+          std::string(what) + ": " + std::string(role) + " stream '" + s.name() + "' " +
+          to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
+          " ([num_host_transfers=" + std::to_string(ir.num_host_transfers) +
+          ", replication_factor=" + std::to_string(ir.replication_factor) +
+          ", *stream shape] with dims of 1 dropped" +
+          (ir.num_host_transfers > 1 ? "; dim 0 may also be larger than num_host_transfers" : "") +
+          "), got " + to_string(array.shape()));
     if (array.dtype() != s.dtype())
       throw DTypeError(std::string(what) + ": " + std::string(role) + " stream '" + s.name() +
                        "' needs " + std::string(name(s.dtype())) + " data, got " +
@@ -133,23 +146,34 @@ void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool output
                                                      ir_->replication_factor),
                                     s.dtype()));
 
+  // Replicas run one after the other, each on its own slice of every array:
+  // element k of replica r is row k * replicas + r of the [transfers, replicas, *shape] array.
+  const auto replicas = static_cast<std::size_t>(ir_->replication_factor);
   for (auto& s : streams_) {
-    s.reset_positions();
     s.transfers = ir_->num_host_transfers;
+    s.stride = s.bytes * replicas;
   }
-  for (const auto& [h, array] : inputs)
-    streams_[h.index()].in_array = array.bytes().data();
-  for (auto& [h, array] : outputs)
-    streams_[h.index()].out_array = array.bytes().data();
-  execute();
+  for (std::size_t r = 0; r < replicas; ++r) {
+    for (const auto& [h, array] : inputs) {
+      auto& s = streams_[h.index()];
+      s.in_array = array.bytes().data() + r * s.bytes;
+    }
+    for (auto& [h, array] : outputs) {
+      auto& s = streams_[h.index()];
+      s.out_array = array.bytes().data() + r * s.bytes;
+    }
+    for (auto& s : streams_)
+      s.reset_positions();
+    execute(*replicas_[r]);
+  }
   for (auto& s : streams_) {
     s.in_array = nullptr;
     s.out_array = nullptr;
   }
 }
 
-void Engine::execute() {
-  const GraphPlan& main = planner_->main_plan();
+void Engine::execute(const Planner& replica) {
+  const GraphPlan& main = replica.main_plan();
   WorkerPool& pool = *pool_;
   const unsigned n = pool.size();
   pool.run([&](unsigned w) { run_plan(main, pool, w, n); });

@@ -30,7 +30,7 @@ StepFn compile_HostLoad(CompileContext& ctx, const Op& op, const OpBuffers& buff
     }
     // Element k mod num_host_transfers: a stream read more often wraps around.
     std::int64_t& pos = s->position[w].value;
-    const std::byte* src = s->in_array + static_cast<std::size_t>(pos % s->transfers) * s->bytes;
+    const std::byte* src = s->in_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
     ++pos;
     copy_share(dst, src, s->bytes, w, n);
   };
@@ -52,7 +52,7 @@ StepFn compile_HostStore(CompileContext& ctx, const Op& op, const OpBuffers& buf
       return;
     }
     std::int64_t& pos = s->position[w].value;
-    std::byte* dst = s->out_array + static_cast<std::size_t>(pos % s->transfers) * s->bytes;
+    std::byte* dst = s->out_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
     ++pos;
     copy_share(dst, src, s->bytes, w, n);
   };

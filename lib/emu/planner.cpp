@@ -1,13 +1,15 @@
 #include "planner.hpp"
+#include "copy_list.hpp"
 #include "first_fit.hpp"
+#include "flatten.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/op.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
-#include <unordered_map>
 
 namespace pxl::emu::detail {
 
@@ -42,7 +44,8 @@ Planner::Planner(IrStorage& ir, const Target& target, WorkerPool& pool,
       target_(target), ctx_{pool, streams,
                             [this](std::uint32_t g) -> const GraphPlan& { return plan_of(g); }},
       plans_(ir.graphs.size()), address_(ir.tensors.size(), nullptr) {
-  allocate_static(reachable_graphs(ir));
+  reachable_ = reachable_graphs(ir);
+  allocate_static(reachable_);
   plan_of(0);
 }
 
@@ -77,117 +80,105 @@ const GraphPlan& Planner::plan_of(std::uint32_t graph) {
 }
 
 void Planner::compile(std::uint32_t g, GraphPlan& plan) {
-  const auto& node = ir_.graphs[g];
-  const auto num_steps = static_cast<std::int64_t>(node.ops.size());
+  const FlatSchedule flat = flatten(ir_, g);
+  const auto num_steps = static_cast<std::int64_t>(flat.steps.size());
   const auto num_ipus = static_cast<std::size_t>(target_.ipus);
+  const auto& values = flat.values;
   plan.graph = g;
 
-  std::unordered_map<Index, std::int64_t> step_of;
-  for (std::int64_t s = 0; s < num_steps; ++s)
-    step_of[node.ops[static_cast<std::size_t>(s)]] = s;
-
-  // One slot per buffer; an in-place op's output 0 shares its input 0's slot (or, for a
-  // variable, its static buffer).
-  struct Slot {
-    Lifetime life;
-    std::int64_t ipu;
-    Index tensor;
-  };
-  std::vector<Slot> slots;
-  std::unordered_map<Index, std::size_t> slot_of;
-  for (Index t : node.tensors) {
-    const auto& tn = ir_.tensors[t];
-    if (is_static(ir_, t))
-      continue;
-    if (tn.kind == TensorKind::graph_input) {
-      slot_of[t] = slots.size();
-      slots.push_back({{0, num_steps, static_cast<std::int64_t>(tn.spec.nbytes())}, tn.ipu, t});
-      continue;
-    }
-    const auto& producer = ir_.ops[tn.producer];
-    if (is_inplace(producer.kind) && producer.outputs[0] == t) {
-      const Index in0 = producer.inputs[0];
-      if (auto it = slot_of.find(in0); it != slot_of.end())
-        slot_of[t] = it->second;
-      else
-        address_[t] = address_[in0];
-      continue;
-    }
-    const auto s = step_of.at(tn.producer);
-    slot_of[t] = slots.size();
-    slots.push_back({{s, s, static_cast<std::int64_t>(tn.spec.nbytes())}, tn.ipu, t});
-  }
-  auto use = [&](Index t, std::int64_t step) {
-    if (auto it = slot_of.find(t); it != slot_of.end()) {
-      auto& life = slots[it->second].life;
-      life.last = std::max(life.last, step);
-    }
+  // Lifetimes over the flattened steps; the graph's inputs are live throughout (the caller
+  // copies them in before the first step) and its outputs until the end.
+  std::vector<Lifetime> lives(values.size(), Lifetime{num_steps, -1, 0});
+  auto touch = [&](std::size_t v, std::int64_t step) {
+    lives[v].first = std::min(lives[v].first, step);
+    lives[v].last = std::max(lives[v].last, step);
   };
   for (std::int64_t s = 0; s < num_steps; ++s) {
-    const auto& op = ir_.ops[node.ops[static_cast<std::size_t>(s)]];
-    for (Index t : op.inputs)
-      use(t, s);
-    for (Index t : op.outputs)
-      use(t, s);
+    const auto& step = flat.steps[static_cast<std::size_t>(s)];
+    for (auto v : step.outputs)
+      touch(v, s);
+    for (auto v : step.inputs)
+      touch(v, s);
   }
-  for (Index t : node.outputs)
-    use(t, num_steps);
+  for (auto v : flat.inputs) {
+    touch(v, 0);
+    touch(v, num_steps);
+  }
+  for (auto v : flat.outputs)
+    touch(v, num_steps);
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    lives[v].first = std::min(lives[v].first, lives[v].last);
+    lives[v].bytes = values[v].bytes;
+  }
 
-  // Place each IPU's slots in that IPU's arena.
+  // Place each IPU's values in that IPU's arena; static values have their own buffers.
+  std::vector<std::byte*> address(values.size(), nullptr);
   plan.arenas.resize(num_ipus);
   plan.arena_bytes.assign(num_ipus, 0);
   plan.peak.assign(num_ipus, 0);
   plan.ops.assign(num_ipus, 0);
-  std::vector<std::int64_t> slot_offset(slots.size(), 0);
   for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
-    std::vector<Lifetime> lives;
+    std::vector<Lifetime> ipu_lives;
     std::vector<std::size_t> ids;
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (static_cast<std::size_t>(slots[i].ipu) == ipu) {
-        lives.push_back(slots[i].life);
-        ids.push_back(i);
+    for (std::size_t v = 0; v < values.size(); ++v)
+      if (!values[v].is_static && static_cast<std::size_t>(values[v].ipu) == ipu) {
+        ipu_lives.push_back(lives[v]);
+        ids.push_back(v);
       }
     std::vector<std::int64_t> offsets;
-    plan.arena_bytes[ipu] = place_first_fit(lives, offsets);
+    plan.arena_bytes[ipu] = place_first_fit(ipu_lives, offsets);
     plan.arenas[ipu] = allocate_aligned(static_cast<std::size_t>(plan.arena_bytes[ipu]));
     for (std::size_t k = 0; k < ids.size(); ++k)
-      slot_offset[ids[k]] = offsets[k];
+      address[ids[k]] = plan.arenas[ipu].get() + offsets[k];
   }
-  for (const auto& [t, i] : slot_of)
-    address_[t] = plan.arenas[static_cast<std::size_t>(slots[i].ipu)].get() + slot_offset[i];
-  for (const auto& s : slots)
-    tensors_.push_back({ir_.tensors[s.tensor].id, node.name, s.ipu, s.life.bytes, false});
-
-  for (Index t : node.inputs) {
-    plan.inputs.push_back(address_[t]);
-    plan.input_bytes.push_back(ir_.tensors[t].spec.nbytes());
-  }
-  for (Index t : node.outputs) {
-    plan.outputs.push_back(address_[t]);
-    plan.output_bytes.push_back(ir_.tensors[t].spec.nbytes());
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    if (values[v].is_static) {
+      address[v] = address_[values[v].tensor];
+      continue;
+    }
+    tensors_.push_back({ir_.tensors[values[v].tensor].id, ir_.graphs[g].name, values[v].ipu,
+                        values[v].bytes, false});
   }
 
-  // Steps, and the liveness peak (a called graph's peak counts at its call step).
+  for (auto v : flat.inputs) {
+    plan.inputs.push_back(address[v]);
+    plan.input_bytes.push_back(static_cast<std::size_t>(values[v].bytes));
+  }
+  for (auto v : flat.outputs) {
+    plan.outputs.push_back(address[v]);
+    plan.output_bytes.push_back(static_cast<std::size_t>(values[v].bytes));
+  }
+
+  // Steps, and the liveness peak (an outlined graph's peak counts at its call step). Every
+  // step is code: an inlined graph's ops are counted once per inlined call site.
   std::vector<std::vector<std::int64_t>> live(
       num_ipus, std::vector<std::int64_t>(static_cast<std::size_t>(num_steps) + 1, 0));
-  for (const auto& s : slots)
-    for (auto k = s.life.first; k <= s.life.last; ++k)
-      live[static_cast<std::size_t>(s.ipu)][static_cast<std::size_t>(k)] +=
-          static_cast<std::int64_t>(align_up(static_cast<std::size_t>(s.life.bytes)));
+  for (std::size_t v = 0; v < values.size(); ++v)
+    if (!values[v].is_static)
+      for (auto k = lives[v].first; k <= lives[v].last; ++k)
+        live[static_cast<std::size_t>(values[v].ipu)][static_cast<std::size_t>(k)] +=
+            static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
   for (std::int64_t s = 0; s < num_steps; ++s) {
-    const Index o = node.ops[static_cast<std::size_t>(s)];
-    const auto& op_node = ir_.ops[o];
+    const auto& step = flat.steps[static_cast<std::size_t>(s)];
+    plan.ops[static_cast<std::size_t>(step.ipu)] += 1;
+    if (step.op == flat_copy) {
+      auto copy = std::make_shared<CopyList>();
+      copy->add(address[step.outputs[0]], address[step.inputs[0]],
+                static_cast<std::size_t>(values[step.inputs[0]].bytes));
+      plan.steps.push_back([copy](unsigned w, unsigned n) { copy->run(w, n); });
+      continue;
+    }
+    const auto& op_node = ir_.ops[step.op];
     OpBuffers buffers;
-    for (Index t : op_node.inputs)
-      buffers.inputs.push_back(address_[t]);
-    for (Index t : op_node.outputs)
-      buffers.outputs.push_back(address_[t]);
+    for (auto v : step.inputs)
+      buffers.inputs.push_back(address[v]);
+    for (auto v : step.outputs)
+      buffers.outputs.push_back(address[v]);
     const CompileFn compile_fn = kernel_table[static_cast<std::size_t>(op_node.kind)];
     if (compile_fn == nullptr)
       throw SessionError("Session: the emulator has no kernel for " +
                          std::string(op_type_name(op_node.kind)) + " yet");
-    plan.steps.push_back(compile_fn(ctx_, Op(&ir_, o), buffers));
-    plan.ops[static_cast<std::size_t>(op_node.ipu)] += 1;
+    plan.steps.push_back(compile_fn(ctx_, Op(&ir_, step.op), buffers));
     if (const auto* c = std::get_if<CallAttrs>(&op_node.attrs)) {
       const GraphPlan& callee = plan_of(c->graph);
       for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)

@@ -16,8 +16,10 @@ namespace pxl::emu::detail {
 using pxl::detail::Index;
 using pxl::detail::IrStorage;
 
-/// Owns the device memory of a session: variables and constants (always live) and one plan
-/// per reachable graph. Construction compiles everything; nothing is allocated afterwards.
+/// Owns the device memory of one replica: variables and constants (always live) and one plan
+/// for the main graph and for each graph called outlined (graphs only ever inlined are part
+/// of their callers' plans). Construction compiles everything; nothing is allocated
+/// afterwards.
 class Planner {
 public:
   Planner(IrStorage& ir, const Target& target, WorkerPool& pool, std::vector<StreamState>& streams);
@@ -25,8 +27,9 @@ public:
   Planner& operator=(const Planner&) = delete;
 
   const GraphPlan& main_plan() const { return *plans_[0]; }
-  /// Whether `graph` is reachable from the main graph (and so compiled).
-  bool compiled(std::uint32_t graph) const { return plans_[graph] != nullptr; }
+  /// Whether `graph` runs: it is reachable from the main graph (and so compiled, either as
+  /// its own plan or inlined into its callers).
+  bool compiled(std::uint32_t graph) const { return reachable_[graph]; }
   /// The device buffer of a variable or constant.
   std::byte* address(Index tensor) const { return address_[tensor]; }
   /// Variables and constants of the compiled graphs, in tensor order.
@@ -41,7 +44,8 @@ private:
   IrStorage& ir_;
   Target target_;
   CompileContext ctx_;
-  std::vector<std::unique_ptr<GraphPlan>> plans_; ///< by graph; null when unreachable
+  std::vector<bool> reachable_;                   ///< by graph
+  std::vector<std::unique_ptr<GraphPlan>> plans_; ///< by graph; null unless outlined or main
   std::vector<std::byte*> address_;               ///< by tensor
   AlignedBytes static_;
   std::vector<Index> static_tensors_;

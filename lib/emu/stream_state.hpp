@@ -45,9 +45,12 @@ struct StreamState {
   std::size_t bytes = 0; ///< one element
   bool host_to_device = true;
   bool used = false;          ///< read by a host_load (h2d) or written by a host_store (d2h)
-  std::int64_t transfers = 1; ///< elements in the array: num_host_transfers
+  std::int64_t transfers = 1; ///< elements used per replica and run: num_host_transfers
+  /// The running replica's element 0 in the host array ([transfers, replicas, *shape]) and
+  /// the bytes from one of its elements to the next (replicas × one element).
   const std::byte* in_array = nullptr;
   std::byte* out_array = nullptr;
+  std::size_t stride = 0;
   std::vector<WorkerPosition> position;     ///< one per worker
   std::unique_ptr<CallbackChannel> channel; ///< set when callback-fed
 

@@ -158,14 +158,15 @@ Op add_call_op(OpKind kind, const Graph& graph, const std::vector<Tensor>& bound
 } // namespace
 
 CallSiteInfo call_with_info(const Graph& graph, const std::vector<Tensor>& inputs,
-                            const InputsDict& inputs_dict) {
+                            const InputsDict& inputs_dict, CallOptions options) {
   const auto bound = bind_inputs("Call", graph, inputs, inputs_dict);
-  return CallSiteInfo(add_call_op(OpKind::Call, graph, bound, CallAttrs{graph.index(), 1}));
+  return CallSiteInfo(
+      add_call_op(OpKind::Call, graph, bound, CallAttrs{graph.index(), 1, options.inline_graph}));
 }
 
 std::vector<Tensor> call(const Graph& graph, const std::vector<Tensor>& inputs,
-                         const InputsDict& inputs_dict) {
-  return call_with_info(graph, inputs, inputs_dict).outputs();
+                         const InputsDict& inputs_dict, CallOptions options) {
+  return call_with_info(graph, inputs, inputs_dict, options).outputs();
 }
 
 CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,

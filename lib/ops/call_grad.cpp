@@ -23,7 +23,7 @@ std::size_t position(const vector<Tensor>& ts, const Tensor& t) {
 /// Returns the gradient of each called-graph input (empty where none).
 template <typename OutputGrad, typename FwdValue>
 vector<Tensor> call_grad_graph(const GradGraphInfo& info, OutputGrad output_grad,
-                               FwdValue fwd_value) {
+                               FwdValue fwd_value, ops::CallOptions options) {
   const Graph called = info.forward_graph();
   const auto outs = called.outputs();
   const auto ins = called.inputs();
@@ -37,7 +37,7 @@ vector<Tensor> call_grad_graph(const GradGraphInfo& info, OutputGrad output_grad
     else
       dict.emplace_back(grad_inputs[i], fwd_value(e.fwd_tensor));
   }
-  const auto results = ops::call(info.graph(), positional, dict);
+  const auto results = ops::call(info.graph(), positional, dict, options);
   vector<Tensor> grads(ins.size());
   for (std::size_t j = 0; j < info.expected_outputs().size(); ++j)
     grads[position(ins, info.expected_outputs()[j].fwd_tensor)] = results[j];
@@ -58,7 +58,9 @@ vector<Tensor> grad_Call(GradContext& c) {
         if (auto i = position(ins, t); i < ins.size())
           return c.fwd(op.input(i));
         return c.fwd(op.output(position(outs, t)));
-      });
+      },
+      // An inlined forward call gets an inlined gradient call.
+      ops::CallOptions{.inline_graph = op.attrs_as<CallAttrs>().inline_graph});
 }
 
 vector<Tensor> grad_Repeat(GradContext& c) {
@@ -96,7 +98,7 @@ vector<Tensor> grad_Repeat(GradContext& c) {
             return carry_grads[k];
           return ops::init(body_outs[k].shape(), body_outs[k].dtype());
         },
-        [&](const Tensor& t) { return call.graph_to_parent(t); });
+        [&](const Tensor& t) { return call.graph_to_parent(t); }, ops::CallOptions{});
     for (std::size_t k = 0; k < op.num_inputs(); ++k) {
       const Tensor zeros_if_none =
           grads[k].valid() ? grads[k] : ops::init(body_ins[k].shape(), body_ins[k].dtype());

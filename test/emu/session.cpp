@@ -113,13 +113,6 @@ TEST_CASE("Weights: errors name the tensor and what was expected") {
   CHECK_THROWS_WITH_AS(s.get_tensor_data(other.w), doctest::Contains("another Ir"), ValueError);
 }
 
-TEST_CASE("Replication factors above 1 are refused clearly") {
-  AddProgram p;
-  p.ir.set_replication_factor(2);
-  CHECK_THROWS_WITH_AS(Session(p.ir), doctest::Contains("replication_factor 2 is not supported"),
-                       SessionError);
-}
-
 TEST_CASE("Ops placed on IPUs the target lacks are refused") {
   Ir ir;
   {

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -101,6 +102,65 @@ TEST_CASE("num_host_transfers > 1: a host_load inside repeat takes successive el
   auto mine = s.create_host_outputs();
   s.run_with_outputs({{x, iota({3, 2}, 1.f)}}, mine);
   CHECK(mine.at(y) == HostTensor({1.f, 2.f, 4.f, 6.f, 9.f, 12.f}, {3, 2}));
+}
+
+namespace {
+/// y = x + 0.5 * [0..6) once per host transfer (a repeat over num_host_transfers), for a
+/// (2, 3) float32 stream x.
+struct PerTransfer {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+
+  explicit PerTransfer(std::int64_t transfers) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({2, 3}, float32, "x");
+    y = d2h_stream({2, 3}, float32, "y");
+    auto w = constant(HostTensor({0.f, .5f, 1.f, 1.5f, 2.f, 2.5f}, {2, 3}), "w");
+    auto body = ir.create_graph([&](Tensor wi) { ops::host_store(y, ops::host_load(x) + wi); }, w);
+    ops::repeat(body, transfers, {w});
+    ir.set_num_host_transfers(transfers);
+  }
+};
+} // namespace
+
+TEST_CASE("Arrays may have a first dim larger than num_host_transfers; extra rows are unused") {
+  PerTransfer p(3);
+  Session s(p.ir, "ipu_model", {.workers = 2});
+  auto attached = s.attach();
+  // Five elements given for three transfers: elements 3 and 4 are not read.
+  const auto out = s.run({{p.x, iota({5, 2, 3})}});
+  REQUIRE(out.at(p.y).shape() == Shape{3, 2, 3});
+  for (std::size_t i = 0; i < 18; ++i)
+    CHECK(out.at(p.y).data<float>()[i] == static_cast<float>(i) + 0.5f * static_cast<float>(i % 6));
+  // A larger output array: the rows past num_host_transfers are left as they were.
+  StreamOutputs mine{{p.y, HostTensor({4, 2, 3}, float32)}};
+  std::fill(mine.at(p.y).data<float>().begin(), mine.at(p.y).data<float>().end(), -1.f);
+  s.run_with_outputs({{p.x, iota({3, 2, 3})}}, mine);
+  CHECK(mine.at(p.y).data<float>()[17] == 17.f + 2.5f);
+  CHECK(mine.at(p.y).data<float>()[18] == -1.f);
+  CHECK(mine.at(p.y).data<float>()[23] == -1.f);
+  // Fewer elements than transfers, or another element shape, are errors that say the rule.
+  CHECK_THROWS_WITH_AS(
+      s.run({{p.x, iota({2, 2, 3})}}),
+      doctest::Contains("needs an array of shape (3, 2, 3) ([num_host_transfers=3, "
+                        "replication_factor=1, *stream shape] with dims of 1 "
+                        "dropped; dim 0 may also be larger than "
+                        "num_host_transfers), got (2, 2, 3)"),
+      ShapeError);
+  CHECK_THROWS_WITH_AS(s.run({{p.x, iota({5, 3, 2})}}), doctest::Contains("got (5, 3, 2)"),
+                       ShapeError);
+}
+
+TEST_CASE("With num_host_transfers 1 the array has exactly the stream's shape") {
+  AddProgram p(1);
+  Session s(p.ir);
+  auto attached = s.attach();
+  const std::string rule = "needs an array of shape (2, 3) ([num_host_transfers=1, "
+                           "replication_factor=1, *stream shape] with dims of 1 dropped), got "
+                           "(2, 2, 3)";
+  CHECK_THROWS_WITH_AS(s.run({{p.x, iota({2, 2, 3})}}), doctest::Contains(rule.c_str()),
+                       ShapeError);
 }
 
 TEST_CASE("A stream read more often than num_host_transfers wraps around") {

@@ -81,6 +81,9 @@ struct NllAttrs {
 struct CallAttrs {
   std::uint32_t graph = 0;
   std::int64_t repeat_count = 1;
+  /// Expand the called graph in place at this call site instead of calling one shared copy
+  /// (set through ops::CallOptions; Call only).
+  bool inline_graph = false;
   friend bool operator==(const CallAttrs&, const CallAttrs&) = default;
 };
 

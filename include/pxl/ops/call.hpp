@@ -40,18 +40,31 @@ private:
 
 namespace ops {
 
+/// How a call site is compiled. An aggregate:
+///
+///     auto y = ops::call(g, {x}, {}, {.inline_graph = true});
+struct CallOptions {
+  /// false (the default): the graph is outlined, i.e. compiled once for all its call sites and
+  /// called with argument copies (least code). true: this call site gets its own copy of the
+  /// graph's ops, scheduled in the caller and working on the caller's tensors directly (no
+  /// argument copies; the code is paid once per inlined call site). Results are the same;
+  /// autodiff gives the gradient call the same choice.
+  bool inline_graph = false;
+};
+
 /// Runs `graph` with `inputs` bound to its first inputs, in order, and `inputs_dict` to the
 /// rest; returns its outputs. Every graph input must be bound exactly once.
 std::vector<Tensor> call(const Graph& graph, const std::vector<Tensor>& inputs,
-                         const InputsDict& inputs_dict = {});
+                         const InputsDict& inputs_dict = {}, CallOptions options = {});
 CallSiteInfo call_with_info(const Graph& graph, const std::vector<Tensor>& inputs,
-                            const InputsDict& inputs_dict = {});
+                            const InputsDict& inputs_dict = {}, CallOptions options = {});
 /// Runs `graph` `count` (≥ 1) times; between iterations its N outputs are copied to its
 /// first N inputs (N ≤ number of inputs). Returns the outputs of the last iteration.
 std::vector<Tensor> repeat(const Graph& graph, std::int64_t count,
                            const std::vector<Tensor>& inputs, const InputsDict& inputs_dict = {});
 CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,
-                              const std::vector<Tensor>& inputs, const InputsDict& inputs_dict = {});
+                              const std::vector<Tensor>& inputs,
+                              const InputsDict& inputs_dict = {});
 
 } // namespace ops
 } // namespace pxl

@@ -1,0 +1,128 @@
+// Replication: independent replicas with their own variables and their own slice of every
+// stream array, run one after the other; bitwise equal to single-replica runs.
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+using namespace pxl;
+using test_emu::iota;
+
+namespace {
+/// Per host transfer: y = x + w, then w += x (so each replica's variable follows its own data).
+/// x and y are (2, 3) float32; w starts at 0.5 * [0..6). The body runs in a repeat over the
+/// transfers so each transfer is one element.
+struct Accumulate {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+  Tensor w;
+
+  Accumulate(std::int64_t replicas, std::int64_t transfers) : ir(replicas) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({2, 3}, float32, "x");
+    y = d2h_stream({2, 3}, float32, "y");
+    w = variable(HostTensor({0.f, .5f, 1.f, 1.5f, 2.f, 2.5f}, {2, 3}), "w");
+    Graph body = ir.create_empty_graph("body");
+    {
+      auto in_body = body.scope();
+      auto wi = graph_input({2, 3}, float32, "w", /*by_ref=*/true);
+      auto xi = ops::host_load(x);
+      ops::host_store(y, xi + wi);
+      ops::add_(wi, xi);
+    }
+    ops::repeat(body, transfers, {w});
+    ir.set_num_host_transfers(transfers);
+  }
+};
+
+/// Replica r's part of an array shaped [transfers, replicas, *element] (leading 1s dropped,
+/// `transfers` and `replicas` as the session sees them), shaped for a single-replica run.
+HostTensor replica_slice(const HostTensor& a, std::int64_t transfers, std::int64_t replicas,
+                         std::int64_t r, const Shape& element) {
+  Shape shape;
+  if (transfers != 1)
+    shape.push_back(transfers);
+  shape.insert(shape.end(), element.begin(), element.end());
+  HostTensor s(shape, a.dtype());
+  const std::size_t bytes = s.nbytes() / static_cast<std::size_t>(transfers);
+  for (std::int64_t k = 0; k < transfers; ++k)
+    std::memcpy(s.bytes().data() + static_cast<std::size_t>(k) * bytes,
+                a.bytes().data() + static_cast<std::size_t>(k * replicas + r) * bytes, bytes);
+  return s;
+}
+} // namespace
+
+TEST_CASE("Replicas: arrays shaped [replicas, *shape], own variables, replica 0's weights") {
+  Accumulate p(2, 1);
+  Session s(p.ir, "ipu_model", {.workers = 2});
+  CHECK(s.create_host_outputs().at(p.y).shape() == Shape{2, 2, 3});
+  auto attached = s.attach();
+  const HostTensor x = iota({2, 2, 3});
+  auto out = s.run({{p.x, x}});
+  // y[r] = x[r] + w0.
+  const auto y = out.at(p.y).data<float>();
+  for (std::size_t i = 0; i < 12; ++i)
+    CHECK(y[i] == static_cast<float>(i) + 0.5f * static_cast<float>(i % 6));
+  // get_tensor_data returns replica 0's variable: w0 + x[0].
+  CHECK(s.get_tensor_data(p.w) == HostTensor({0.f, 1.5f, 3.f, 4.5f, 6.f, 7.5f}, {2, 3}));
+  // Replica 1 kept its own: its next y is x[1] + w0 + x[1].
+  out = s.run({{p.x, x}});
+  CHECK(out.at(p.y).data<float>()[6] == 6.f + 6.f + 0.f);
+  CHECK(out.at(p.y).data<float>()[11] == 11.f + 11.f + 2.5f);
+
+  // write_variable_data writes every replica.
+  s.write_variable_data(p.w, HostTensor({2, 3}, float32));
+  out = s.run({{p.x, x}});
+  CHECK(out.at(p.y) == x);
+}
+
+TEST_CASE("Replicas with num_host_transfers > 1 equal single-replica runs on their slices, "
+          "bitwise, on 1-4 workers") {
+  const std::int64_t transfers = 3, replicas = 2;
+  Accumulate replicated(replicas, transfers), single(1, transfers);
+  HostTensor x({transfers, replicas, 2, 3}, float32);
+  auto xd = x.data<float>();
+  for (std::size_t i = 0; i < xd.size(); ++i)
+    xd[i] = static_cast<float>((i * 37) % 23) / 7.f - 1.3f;
+  for (unsigned workers : {1u, 2u, 3u, 4u}) {
+    CAPTURE(workers);
+    Session s(replicated.ir, "ipu_model", {.workers = workers});
+    CHECK(s.create_host_outputs().at(replicated.y).shape() == Shape{3, 2, 2, 3});
+    auto attached = s.attach();
+    const auto out = s.run({{replicated.x, x}}).at(replicated.y);
+    for (std::int64_t r = 0; r < replicas; ++r) {
+      CAPTURE(r);
+      Session one(single.ir, "ipu_model", {.workers = workers});
+      auto att = one.attach();
+      const auto expected =
+          one.run({{single.x, replica_slice(x, transfers, replicas, r, {2, 3})}}).at(single.y);
+      CHECK(replica_slice(out, transfers, replicas, r, {2, 3}) == expected);
+      if (r == 0)
+        CHECK(s.get_tensor_data(replicated.w) == one.get_tensor_data(single.w));
+    }
+  }
+}
+
+TEST_CASE("Replicas: the replica dim is checked and memory is reported per replica") {
+  Accumulate p(3, 1), one(1, 1);
+  Session s(p.ir);
+  auto attached = s.attach();
+  CHECK_THROWS_WITH_AS(s.run({{p.x, HostTensor({2, 3}, float32)}}),
+                       doctest::Contains("input stream 'x' [(2, 3) float32] needs an array of "
+                                         "shape (3, 2, 3) ([num_host_transfers=1, "
+                                         "replication_factor=3"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(s.run({{p.x, HostTensor({2, 2, 3}, float32)}}),
+                       doctest::Contains("got (2, 2, 3)"), ShapeError);
+  StreamOutputs small{{p.y, HostTensor({2, 3}, float32)}};
+  CHECK_THROWS_WITH_AS(s.run_with_outputs({{p.x, HostTensor({3, 2, 3}, float32)}}, small),
+                       doctest::Contains("output stream 'y' [(2, 3) float32] needs an array of "
+                                         "shape (3, 2, 3)"),
+                       ShapeError);
+  const auto a = s.memory_report(), b = Session(one.ir).memory_report();
+  REQUIRE(a.ipus.size() == 1);
+  CHECK(a.ipus[0].total() == b.ipus[0].total());
+  CHECK(a.ipus[0].variables == 2 * 3 * 4);
+}
