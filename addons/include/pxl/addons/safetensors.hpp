@@ -1,0 +1,39 @@
+// pxl::addons::save_safetensors / load_safetensors: named tensors in the safetensors format.
+#pragma once
+
+#include "pxl/core/host_tensor.hpp"
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace pxl::addons {
+
+/// Writes `tensors` to `path` in the safetensors format, which other tools (the Python
+/// `safetensors` package, Hugging Face libraries) read: an 8-byte little-endian header
+/// length, a JSON header mapping each name to {"dtype", "shape", "data_offsets"} plus an
+/// optional "__metadata__" object of strings, then the tensors' raw little-endian bytes in
+/// name order. Dtypes are written as F32, F16, I32, U32, U8 and BOOL.
+///
+/// The file appears atomically: the data go to `<path>.tmp.<pid>`, are flushed to disk and
+/// the file is renamed over `path`, so a reader never sees a half-written checkpoint.
+/// Throws IoError naming the path when it cannot be written, and ValueError for a tensor
+/// named "__metadata__" or with an empty name.
+///
+///     save_safetensors("ckpt.safetensors", {{"fc1.weight", w}}, {{"epoch", "3"}});
+void save_safetensors(const std::filesystem::path& path,
+                      const std::map<std::string, HostTensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+/// Reads every tensor of the safetensors file at `path`. Throws IoError naming the file and
+/// the problem when it is missing, shorter than its header says, has a header that is not
+/// valid JSON or not of the format's shape, a dtype pxl does not hold (F64, BF16, I64, ...),
+/// data offsets outside the data, overlapping, leaving gaps or not matching shape × item
+/// size, or BOOL bytes other than 0 and 1.
+std::map<std::string, HostTensor> load_safetensors(const std::filesystem::path& path);
+
+/// The "__metadata__" strings of the safetensors file at `path` (empty when it has none),
+/// validated as `load_safetensors` does.
+std::map<std::string, std::string> load_safetensors_metadata(const std::filesystem::path& path);
+
+} // namespace pxl::addons

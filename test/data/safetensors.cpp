@@ -1,0 +1,244 @@
+// safetensors: bitwise round trips, a hand-made known-good file, atomic writes, corrupt files.
+#include "pxl/addons/safetensors.hpp"
+
+#include "temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using pxl::HostTensor;
+using pxl::IoError;
+using pxl::Shape;
+using pxl::addons::load_safetensors;
+using pxl::addons::load_safetensors_metadata;
+using pxl::addons::save_safetensors;
+using pxl::test::read_bytes;
+using pxl::test::TempDir;
+
+namespace {
+
+/// The 8-byte little-endian length prefix, then the header text, then the data bytes.
+std::string st_file(const std::string& header, const std::string& data) {
+  std::string s;
+  for (int i = 0; i < 8; ++i)
+    s += static_cast<char>((std::uint64_t{header.size()} >> (8 * i)) & 0xff);
+  return s + header + data;
+}
+
+} // namespace
+
+TEST_CASE("a hand-made safetensors file, built from the format's description, loads") {
+  // What the Python safetensors package writes for
+  //   {"a": float32 [1, -2], "b": int32 [[-3]], "c": uint8 [7, 8, 255], "d": float16 1.0}
+  // with metadata {"format": "pt"} (unpadded; readers accept any header length).
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"I32","shape":[1,1],"data_offsets":[8,12]},)"
+      R"("c":{"dtype":"U8","shape":[3],"data_offsets":[12,15]},)"
+      R"("d":{"dtype":"F16","shape":[],"data_offsets":[15,17]}})";
+  REQUIRE(header.size() == 249);
+  const std::string bytes = std::string("\xf9\x00\x00\x00\x00\x00\x00\x00", 8) + header +
+                            std::string("\x00\x00\x80\x3f"
+                                        "\x00\x00\x00\xc0" // 1.0f, -2.0f
+                                        "\xfd\xff\xff\xff" // -3
+                                        "\x07\x08\xff"     // 7, 8, 255
+                                        "\x00\x3c",        // half 1.0
+                                        17);
+  TempDir dir;
+  const auto path = dir.write("fixture.safetensors", bytes);
+  const auto t = load_safetensors(path);
+  REQUIRE(t.size() == 4);
+  CHECK(t.at("a") == HostTensor({1.0f, -2.0f}));
+  CHECK(t.at("b") == HostTensor(std::vector<std::int32_t>{-3}, {1, 1}));
+  CHECK(t.at("c") == HostTensor(std::vector<std::uint8_t>{7, 8, 255}, {3}));
+  CHECK(t.at("d").shape() == Shape{});
+  CHECK(t.at("d").dtype() == pxl::float16);
+  CHECK(t.at("d").item() == 1.0);
+  CHECK(load_safetensors_metadata(path) == std::map<std::string, std::string>{{"format", "pt"}});
+}
+
+TEST_CASE("save then load is bitwise identical for every dtype") {
+  TempDir dir;
+  const float nan_payload = std::bit_cast<float>(0x7fc12345u);
+  std::map<std::string, HostTensor> tensors{
+      {"f32", HostTensor({0.0f, -0.0f, 1.5f, std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::denorm_min(), nan_payload},
+                         {2, 3})},
+      {"f16", HostTensor(std::vector<pxl::half>{pxl::half(1.0f), pxl::half(-65504.0f),
+                                                pxl::half(0.000061035f)},
+                         {3})},
+      {"i32", HostTensor(std::vector<std::int32_t>{std::numeric_limits<std::int32_t>::min(), -1, 0,
+                                                   std::numeric_limits<std::int32_t>::max()},
+                         {2, 1, 2})},
+      {"u32", HostTensor(std::vector<std::uint32_t>{0u, 1u, 0xffffffffu}, {3})},
+      {"u8", HostTensor(std::vector<std::uint8_t>{0, 128, 255}, {1, 3})},
+      {"bool", HostTensor({true, false, true, true}, {2, 2})},
+      {"scalar", HostTensor::scalar(3.25f)},
+      {"empty", HostTensor(Shape{0, 4}, pxl::int32)},
+      {"fc1.weight", HostTensor(Shape{784, 512}, pxl::float32)},
+  };
+  auto w = tensors.at("fc1.weight").data<float>();
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>(i) * 1e-3f - 7.0f;
+  const std::map<std::string, std::string> meta{{"epoch", "3"}, {"note", "π ≈ 3.14 \"quoted\""}};
+  const auto path = dir / "ckpt.safetensors";
+  save_safetensors(path, tensors, meta);
+
+  const auto loaded = load_safetensors(path);
+  REQUIRE(loaded.size() == tensors.size());
+  for (const auto& [name, t] : tensors) {
+    CAPTURE(name);
+    CHECK(loaded.at(name) == t); // shape, dtype and every byte
+  }
+  CHECK(load_safetensors_metadata(path) == meta);
+
+  // The layout other tools rely on: header length prefix, JSON, data 8-byte aligned.
+  const std::string bytes = read_bytes(path);
+  std::uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  CHECK(header_len % 8 == 0);
+  CHECK(bytes[8] == '{');
+  std::size_t total = 0;
+  for (const auto& [name, t] : tensors)
+    total += t.nbytes();
+  CHECK(bytes.size() == 8 + header_len + total);
+
+  // No metadata: no "__metadata__" key at all.
+  save_safetensors(path, {{"x", HostTensor({1.0f})}});
+  CHECK(read_bytes(path).find("__metadata__") == std::string::npos);
+  CHECK(load_safetensors_metadata(path).empty());
+  CHECK(load_safetensors(path).at("x") == HostTensor({1.0f}));
+}
+
+TEST_CASE("save_safetensors replaces the file atomically and leaves no temporary behind") {
+  TempDir dir;
+  const auto path = dir / "model.safetensors";
+  save_safetensors(path, {{"v", HostTensor({1, 2, 3})}});
+  save_safetensors(path, {{"v", HostTensor({4, 5})}});
+  CHECK(load_safetensors(path).at("v") == HostTensor({4, 5}));
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path()))
+    ++files;
+  CHECK(files == 1);
+
+  const auto bad = dir / "no-such-dir" / "model.safetensors";
+  CHECK_THROWS_WITH_AS(
+      save_safetensors(bad, {{"v", HostTensor({1})}}),
+      doctest::Contains(("save_safetensors: cannot create '" + bad.string() + "'").c_str()),
+      IoError);
+  CHECK_THROWS_WITH_AS(save_safetensors(path, {{"__metadata__", HostTensor({1})}}),
+                       doctest::Contains("tensor name '__metadata__'"), pxl::ValueError);
+  CHECK_THROWS_WITH_AS(save_safetensors(path, {{"", HostTensor({1})}}),
+                       doctest::Contains("is reserved or empty"), pxl::ValueError);
+  // The failed saves left the previous file intact.
+  CHECK(load_safetensors(path).at("v") == HostTensor({4, 5}));
+}
+
+TEST_CASE("load_safetensors names the file and the problem for every corrupt file") {
+  TempDir dir;
+  const std::string f32_2 = R"("dtype":"F32","shape":[2],"data_offsets":[0,8])";
+  const std::string eight(8, '\0');
+  const auto check_error = [&](const std::string& bytes, const std::string& expected) {
+    CAPTURE(expected);
+    const auto path = dir.write("bad.safetensors", bytes);
+    try {
+      (void)load_safetensors(path);
+      FAIL("no IoError");
+    } catch (const IoError& e) {
+      const std::string msg = e.what();
+      CAPTURE(msg);
+      CHECK(msg.find("safetensors file '" + path.string() + "'") != std::string::npos);
+      CHECK(msg.find(expected) != std::string::npos);
+    }
+  };
+  SUBCASE("missing") {
+    const auto path = dir / "none.safetensors";
+    CHECK_THROWS_WITH_AS(load_safetensors(path),
+                         ("safetensors file '" + path.string() + "' does not exist").c_str(),
+                         IoError);
+  }
+  SUBCASE("shorter than the length prefix") {
+    check_error(std::string("\x10\x00\x00", 3),
+                "is truncated: 3 bytes, shorter than the 8-byte header length");
+  }
+  SUBCASE("header length beyond the file") {
+    check_error(st_file("{}", "").substr(0, 9),
+                "is truncated: its header length is 2 bytes but only 1 bytes follow");
+  }
+  SUBCASE("header not JSON") {
+    check_error(st_file("{\"a\":", ""), "has a header that is not valid JSON");
+  }
+  SUBCASE("header not an object") {
+    check_error(st_file("[1,2]", ""), "has a header that is a JSON array; expected an object");
+  }
+  SUBCASE("entry not an object with the three fields") {
+    check_error(st_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight),
+                "header entry for tensor 'a' that is not an object with dtype, shape and "
+                "data_offsets");
+  }
+  SUBCASE("unknown dtype") {
+    check_error(st_file(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", eight),
+                "tensor 'a' with dtype 'F64', which pxl does not hold; expected F32, F16, I32, "
+                "U32, U8 or BOOL");
+  }
+  SUBCASE("dtype not a string") {
+    check_error(st_file(R"({"a":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", eight),
+                "tensor 'a' with dtype 4; expected a string");
+  }
+  SUBCASE("negative dimension") {
+    check_error(st_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight),
+                "tensor 'a' with shape [-2]; expected an array of non-negative integers");
+  }
+  SUBCASE("shape not an array") {
+    check_error(st_file(R"({"a":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", eight),
+                "tensor 'a' with shape 2; expected an array of non-negative integers");
+  }
+  SUBCASE("data_offsets malformed") {
+    check_error(st_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", eight),
+                "tensor 'a' with data_offsets [0]; expected [begin, end]");
+    check_error(st_file(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight),
+                "tensor 'a' with data_offsets [8,0]; expected [begin, end] with 0 <= begin <= end");
+  }
+  SUBCASE("offsets not matching shape × item size") {
+    check_error(st_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight),
+                "tensor 'a' of F32 shape [3] with data_offsets [0,8] spanning 8 bytes; the shape "
+                "needs 12");
+  }
+  SUBCASE("offsets out of range") {
+    check_error(st_file("{\"a\":{" + f32_2 + "}}", "1234"),
+                "tensor 'a' with data_offsets [0, 8) out of range: the data section has 4 bytes");
+  }
+  SUBCASE("overlapping tensors") {
+    check_error(
+        st_file("{\"a\":{" + f32_2 + R"(},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
+                eight),
+        "overlapping tensors 'a' and 'b': one ends at byte 8 and the other begins at 4");
+  }
+  SUBCASE("a gap between tensors") {
+    check_error(st_file(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                        R"("b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
+                        "123456"),
+                "gap in its data section: bytes [2, 4) before tensor 'b' belong to no tensor");
+  }
+  SUBCASE("trailing bytes after the last tensor") {
+    check_error(st_file("{\"a\":{" + f32_2 + "}}", eight + "xyz"),
+                "3 trailing bytes: its tensors cover 8 of 11 data bytes");
+  }
+  SUBCASE("BOOL bytes other than 0 and 1") {
+    check_error(st_file(R"({"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})",
+                        std::string("\x01\x00\x02", 3)),
+                "BOOL tensor 'm' with byte 2 at element 2; expected 0 or 1");
+  }
+  SUBCASE("metadata that is not strings") {
+    check_error(st_file(R"({"__metadata__":{"epoch":3}})", ""),
+                "__metadata__ entry 'epoch' = 3; expected a string");
+    check_error(st_file(R"({"__metadata__":[1]})", ""),
+                "__metadata__ [1]; expected an object of strings");
+  }
+}
