@@ -170,6 +170,7 @@ struct GradRun {
   Ir ir;
   HostToDeviceStream x;
   DeviceToHostStream dx, dw;
+  int grad_calls = 0;
   bool grad_calls_inlined = true;
   bool grad_calls_outlined = true;
 
@@ -192,6 +193,7 @@ struct GradRun {
     const auto info = transforms::autodiff(fwd);
     for (const auto& op : info.graph().ops())
       if (op.kind() == OpKind::Call) {
+        ++grad_calls;
         const bool inlined = op.template attrs_as<CallAttrs>().inline_graph;
         grad_calls_inlined = grad_calls_inlined && inlined;
         grad_calls_outlined = grad_calls_outlined && !inlined;
@@ -211,6 +213,8 @@ struct GradRun {
 
 TEST_CASE("Autodiff through inlined calls: the gradient calls are inlined, results equal") {
   GradRun outlined(false), inlined(true);
+  CHECK(inlined.grad_calls == 2);
+  CHECK(outlined.grad_calls == 2);
   CHECK(inlined.grad_calls_inlined);
   CHECK(outlined.grad_calls_outlined);
   const HostTensor x = iota({2, 3}, -3.f);

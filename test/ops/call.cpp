@@ -60,6 +60,40 @@ TEST_CASE("call: outputs take the graph outputs' specs; values through the refer
         HostTensor({10.f, -3.f}));
 }
 
+TEST_CASE("call: CallOptions::inline_graph is recorded on the op and changes nothing else") {
+  Ir ir;
+  Graph g = ir.create_graph(
+      "g", [](Tensor x, Tensor y) { return x * y; }, f2, f2);
+  Tensor v;
+  CallSiteInfo plain, inlined, positional;
+  {
+    auto in_main = ir.main_graph().scope();
+    v = constant(HostTensor({2.f, 3.f}), "v");
+    plain = ops::call_with_info(g, {v, v});
+    inlined = ops::call_with_info(g, {v}, {{g.inputs()[1], v}}, {.inline_graph = true});
+    positional = ops::call_with_info(g, {v, v}, {}, ops::CallOptions{});
+    CHECK(ops::call(g, {v, v}, {}, {.inline_graph = true})[0].spec() == f2);
+  }
+  CHECK(plain.op().attrs_as<CallAttrs>() == CallAttrs{g.index(), 1, false});
+  CHECK(positional.op().attrs_as<CallAttrs>() == CallAttrs{g.index(), 1, false});
+  CHECK(inlined.op().attrs_as<CallAttrs>() == CallAttrs{g.index(), 1, true});
+  CHECK(inlined.op().kind() == OpKind::Call);
+  CHECK(inlined.called_graph() == g);
+  CHECK(inlined.inputs() == plain.inputs());
+  // Same values through the reference evaluator.
+  Graph outer = ir.create_graph(
+      [&](Tensor x) {
+        return ops::call(g, {x, x}, {}, {.inline_graph = true})[0];
+      },
+      f2);
+  ReferenceEvaluator ev(ir);
+  CHECK(ev.evaluate(outer, {HostTensor({3.f, -2.f})})[0] == HostTensor({9.f, 4.f}));
+  // Binding errors are those of an outlined call.
+  auto in_main = ir.main_graph().scope();
+  CHECK_THROWS_WITH_AS(ops::call(g, {v}, {}, {.inline_graph = true}),
+                       Contains("Call: missing inputs of graph"), GraphError);
+}
+
 TEST_CASE("call: inputs_dict binds the remaining inputs in graph order") {
   Ir ir;
   Graph g = make_abc(ir);
