@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +29,18 @@ std::string idx_header(unsigned char type, std::vector<std::uint32_t> dims) {
     for (int shift = 24; shift >= 0; shift -= 8)
       s += static_cast<char>((d >> shift) & 0xff);
   return s;
+}
+
+/// Writes `bytes` gzip-compressed to `name` in `dir` (zlib comes with the addons library).
+std::filesystem::path write_gz(const TempDir& dir, const std::string& name,
+                               const std::string& bytes) {
+  const auto p = dir / name;
+  gzFile f = gzopen(p.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
+          static_cast<int>(bytes.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+  return p;
 }
 
 } // namespace
@@ -63,6 +77,13 @@ TEST_CASE("read_idx reads raw uint8, int32 and float32 files, converting from bi
                            8);
     const auto t = read_idx(dir.write("f32", idx_header(0x0D, {1, 2}) + data));
     CHECK(t == HostTensor(std::vector<float>{1.5f, -2.0f}, {1, 2}));
+  }
+  SUBCASE("gzip-compressed int32 [2, 1]") {
+    const std::string data("\x00\x00\x00\x05"
+                           "\x80\x00\x00\x00",
+                           8);
+    const auto t = read_idx(write_gz(dir, "i32.gz", idx_header(0x0C, {2, 1}) + data));
+    CHECK(t == HostTensor(std::vector<std::int32_t>{5, -2147483647 - 1}, {2, 1}));
   }
   SUBCASE("an empty dimension gives an empty tensor") {
     const auto t = read_idx(dir.write("empty", idx_header(0x08, {0, 28, 28})));
@@ -130,6 +151,25 @@ TEST_CASE("read_idx names the file and the problem for missing and malformed fil
     for (std::size_t i = 100; i < 200; ++i)
       bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
     check_error(dir.write("corrupt.gz", bytes), "corrupt: zlib reports");
+  }
+  SUBCASE("bad magic inside a gzip file") {
+    check_error(write_gz(dir, "m.gz", std::string("\x08\x03\x00\x00\x00\x00\x00\x01\x07", 9)),
+                "found 0x08 0x03 0x00 0x00 (after gzip decompression)");
+  }
+  SUBCASE("truncated data inside a well-formed gzip file") {
+    check_error(write_gz(dir, "t.gz", idx_header(0x08, {2, 3}) + "1234"),
+                "is truncated: expected 6 data bytes for dimensions (2, 3), found only 4 of 6");
+  }
+  SUBCASE("trailing bytes inside a well-formed gzip file") {
+    check_error(write_gz(dir, "x.gz", idx_header(0x08, {2, 3}) + "1234567"),
+                "has trailing bytes after the 18 bytes its dimensions (2, 3) describe");
+  }
+  SUBCASE("gzip file whose dimensions need more than it can hold") {
+    // 10^6 × 10^6 bytes cannot come out of a gzip file of a few dozen bytes: refused before
+    // anything is allocated.
+    check_error(write_gz(dir, "huge.gz", idx_header(0x08, {1000000, 1000000})),
+                "is truncated: dimensions (1000000, 1000000) need 1000000000012 bytes, more than "
+                "its");
   }
   SUBCASE("gzip magic without a valid gzip stream") {
     check_error(dir.write("fake.gz", std::string("\x1f\x8b\x08\x00garbage", 11)),
