@@ -60,6 +60,8 @@ Engine::Engine(Ir& ir, Target target, SessionOptions options)
     }
   }
 
+  refresh_expected();
+
   for (Index t = 0; t < ir_->tensors.size(); ++t) {
     const auto& node = ir_->tensors[t];
     if (node.kind == TensorKind::variable)

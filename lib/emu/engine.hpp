@@ -48,8 +48,11 @@ private:
   void check_tensor(std::string_view what, const Tensor& t) const;
   template <typename Handle>
   std::uint32_t stream_index(std::string_view what, const Handle& s) const;
-  std::vector<HostToDeviceStream> expected_inputs_locked() const;
-  std::vector<DeviceToHostStream> expected_outputs_locked() const;
+  /// The streams run() needs arrays for, kept current (construction, callbacks) so that run()
+  /// does not allocate.
+  void refresh_expected();
+  const std::vector<HostToDeviceStream>& expected_inputs_locked() const;
+  const std::vector<DeviceToHostStream>& expected_outputs_locked() const;
   void weights_to_host_locked();
   void weights_from_host_locked();
   void execute(const Planner& replica);
@@ -62,6 +65,8 @@ private:
   std::vector<StreamState> streams_;
   /// One independent copy of the program per replica, each with its own device memory.
   std::vector<std::unique_ptr<Planner>> replicas_;
+  std::vector<HostToDeviceStream> expected_in_;
+  std::vector<DeviceToHostStream> expected_out_;
   std::unordered_map<Index, HostTensor> host_weights_; ///< by variable tensor index
   int attach_depth_ = 0;
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host

@@ -20,13 +20,21 @@ Shape host_array_shape(const TensorSpec& spec, std::int64_t transfers, std::int6
   return s;
 }
 
-/// Whether `shape` is acceptable for an array whose exact shape is `expected`: PopXL also
-/// accepts a leading dim larger than num_host_transfers (the extra elements are not used).
-bool acceptable_shape(const Shape& shape, const Shape& expected, std::int64_t transfers) {
-  if (shape == expected)
-    return true;
-  return transfers > 1 && shape.size() == expected.size() && shape[0] >= transfers &&
-         std::equal(shape.begin() + 1, shape.end(), expected.begin() + 1);
+/// Whether `shape` fits host_array_shape(spec, transfers, replicas), where PopXL also accepts
+/// a leading dim larger than num_host_transfers (the extra elements are not used). Compares
+/// in place: run() must not allocate.
+bool acceptable_shape(const Shape& shape, const TensorSpec& spec, std::int64_t transfers,
+                      std::int64_t replicas) {
+  const std::size_t lead = (transfers != 1 ? 1 : 0) + (replicas != 1 ? 1 : 0);
+  if (shape.size() != lead + spec.shape.size())
+    return false;
+  std::size_t d = 0;
+  if (transfers != 1 && shape[d++] < transfers)
+    return false;
+  if (replicas != 1 && shape[d++] != replicas)
+    return false;
+  return std::equal(spec.shape.begin(), spec.shape.end(),
+                    shape.begin() + static_cast<std::ptrdiff_t>(d));
 }
 
 std::string quoted_list(const std::set<std::string>& names) {
@@ -58,8 +66,8 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& ar
                       quoted_list(missing) + "; unexpected: " + quoted_list(unexpected) +
                       " (see Session::expected_inputs / create_host_outputs)");
   for (const auto& [s, array] : arrays) {
-    const Shape shape = host_array_shape(s.spec(), ir.num_host_transfers, ir.replication_factor);
-    if (!acceptable_shape(array.shape(), shape, ir.num_host_transfers))
+    if (!acceptable_shape(array.shape(), s.spec(), ir.num_host_transfers, ir.replication_factor)) {
+      const Shape shape = host_array_shape(s.spec(), ir.num_host_transfers, ir.replication_factor);
       throw ShapeError(
           std::string(what) + ": " + std::string(role) + " stream '" + s.name() + "' " +
           to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
@@ -68,6 +76,7 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& ar
           ", *stream shape] with dims of 1 dropped" +
           (ir.num_host_transfers > 1 ? "; dim 0 may also be larger than num_host_transfers" : "") +
           "), got " + to_string(array.shape()));
+    }
     if (array.dtype() != s.dtype())
       throw DTypeError(std::string(what) + ": " + std::string(role) + " stream '" + s.name() +
                        "' needs " + std::string(name(s.dtype())) + " data, got " +
@@ -76,20 +85,25 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& ar
 }
 } // namespace
 
-std::vector<HostToDeviceStream> Engine::expected_inputs_locked() const {
-  std::vector<HostToDeviceStream> r;
-  for (std::uint32_t i = 0; i < streams_.size(); ++i)
-    if (streams_[i].host_to_device && streams_[i].used && !streams_[i].channel)
-      r.emplace_back(ir_, i);
-  return r;
+void Engine::refresh_expected() {
+  expected_in_.clear();
+  expected_out_.clear();
+  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+    if (!streams_[i].used || streams_[i].channel)
+      continue;
+    if (streams_[i].host_to_device)
+      expected_in_.emplace_back(ir_, i);
+    else
+      expected_out_.emplace_back(ir_, i);
+  }
 }
 
-std::vector<DeviceToHostStream> Engine::expected_outputs_locked() const {
-  std::vector<DeviceToHostStream> r;
-  for (std::uint32_t i = 0; i < streams_.size(); ++i)
-    if (!streams_[i].host_to_device && streams_[i].used && !streams_[i].channel)
-      r.emplace_back(ir_, i);
-  return r;
+const std::vector<HostToDeviceStream>& Engine::expected_inputs_locked() const {
+  return expected_in_;
+}
+
+const std::vector<DeviceToHostStream>& Engine::expected_outputs_locked() const {
+  return expected_out_;
 }
 
 std::vector<HostToDeviceStream> Engine::expected_inputs() {
@@ -122,6 +136,7 @@ void Engine::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn) 
   s.channel = std::make_unique<CallbackChannel>(
       s.spec, static_cast<std::size_t>(std::max<std::int64_t>(1, options_.stream_queue_depth)),
       std::move(fn));
+  refresh_expected();
 }
 
 void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn) {
@@ -131,6 +146,7 @@ void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn) 
   s.channel = std::make_unique<CallbackChannel>(
       s.spec, static_cast<std::size_t>(std::max<std::int64_t>(1, options_.stream_queue_depth)),
       std::move(fn));
+  refresh_expected();
 }
 
 void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller) {
@@ -175,8 +191,8 @@ void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool output
 void Engine::execute(const Planner& replica) {
   const GraphPlan& main = replica.main_plan();
   WorkerPool& pool = *pool_;
-  const unsigned n = pool.size();
-  pool.run([&](unsigned w) { run_plan(main, pool, w, n); });
+  // Two references: small enough for std::function to hold without allocating.
+  pool.run([&main, &pool](unsigned w) { run_plan(main, pool, w, pool.size()); });
   host_stale_ = true;
   // run returns once every stored element has reached its callback.
   for (auto& s : streams_)

@@ -1,14 +1,41 @@
 // Benchmark: the fixed cost of Session::run on a trivial graph, and the forward time of a
-// 784-512-512-512-10 gelu MLP at batch 8 and 128. Prints medians; asserts nothing.
+// 784-512-512-512-10 gelu MLP at batch 8 and 128. Prints medians and the heap allocations of
+// one run_with_outputs (the plan preallocates everything, so this should be 0); asserts
+// nothing.
 #include <pxl/pxl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <new>
 #include <vector>
 
 namespace {
+// Every operator new in the process is counted (replacing the global one is the only way to
+// see allocations made inside the library).
+std::atomic<long> allocations{0};
+} // namespace
+
+void* operator new(std::size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n))
+    return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+/// Heap allocations made by one call of `fn`.
+long allocations_of(const std::function<void()>& fn) {
+  const long before = allocations.load();
+  fn();
+  return allocations.load() - before;
+}
 
 double median_us(int reps, const std::function<void()>& fn) {
   std::vector<double> t;
@@ -37,8 +64,10 @@ void trivial(unsigned workers) {
   auto out = s.create_host_outputs();
   for (int i = 0; i < 200; ++i)
     s.run_with_outputs(in, out);
-  std::printf("run() overhead, trivial graph, %u worker(s): %.2f us (median of 5000)\n",
-              s.num_workers(), median_us(5000, [&] { s.run_with_outputs(in, out); }));
+  std::printf("run() overhead, trivial graph, %u worker(s): %.2f us (median of 5000), %ld "
+              "allocations per run_with_outputs\n",
+              s.num_workers(), median_us(5000, [&] { s.run_with_outputs(in, out); }),
+              allocations_of([&] { s.run_with_outputs(in, out); }));
 }
 
 void mlp(std::int64_t batch, unsigned workers) {
