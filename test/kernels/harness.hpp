@@ -2,12 +2,14 @@
 // compiled step for a given number of workers and compares against the reference evaluator.
 #pragma once
 
+#include "../../lib/emu/compile_context.hpp"
 #include "../../lib/emu/kernel.hpp"
 #include "op_test.hpp"
 #include "pxl/detail/ir_storage.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -88,9 +90,11 @@ inline std::vector<HostTensor> run_kernel(const KernelCase& c, unsigned workers,
     buffers.outputs.push_back(t.bytes().data());
   if (inplace)
     buffers.outputs[0] = buffers.inputs[0];
-  // Compute kernels never touch the planner's context.
-  alignas(64) std::byte dummy[64] = {};
-  auto& ctx = *reinterpret_cast<CompileContext*>(dummy);
+  // Compute kernels only read the pool's size from the context (to size per-worker scratch at
+  // plan time); the pool is as large as the largest worker count the tests use.
+  WorkerPool pool(std::max(workers, 4u));
+  std::vector<StreamState> streams;
+  CompileContext ctx{pool, streams, {}};
   const StepFn step = kernel_table[static_cast<std::size_t>(c.op.kind())](ctx, c.op, buffers);
   if (threaded) {
     std::vector<std::thread> pool;

@@ -85,6 +85,40 @@ TEST_CASE("gelu keeps full relative precision far in the negative tail") {
   }
 }
 
+TEST_CASE(
+    "gelu on long tensors: reference in the body, closed form in the tail, any worker count") {
+  // Long and of odd length, so every worker count splits inside the vectorised loop and leaves
+  // remainders of every size.
+  check_kernel([](Tensor t) { return ops::gelu(t); }, {random_tensor({1001}, float32, -4, 6, 7)});
+  check_kernel([](Tensor t) { return ops::gelu(t); }, {random_tensor({333}, float16, -4, 6, 8)});
+  const auto x = random_tensor({1001}, float32, -12, -4, 9);
+  const auto g = check_kernel(make_case([](Tensor t) { return ops::gelu(t); }, {x}), 0, false)[0];
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    const long double v = x.item(i);
+    const long double u = std::sqrt(2.0L / M_PI) * (v + 0.044715L * v * v * v);
+    const long double want = v / (1.0L + std::exp(-2.0L * u));
+    CAPTURE(i);
+    // Below about -9.4 the result is a float subnormal (or zero): absolute error of half the
+    // smallest subnormal from rounding alone.
+    CHECK(std::fabs(g.item(i) - want) <= 1e-6 * std::fabs(want) + std::ldexp(1.0, -150));
+  }
+}
+
+TEST_CASE("gelu at the extremes: signed zeros, infinities and NaN") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto x = tensor({7}, float32, {0.0, -0.0, inf, -inf, nan, 3e38, -3e38});
+  const auto g = check_kernel(make_case([](Tensor t) { return ops::gelu(t); }, {x}), 0, false)[0];
+  CHECK(g.item(0) == 0.0);
+  CHECK(std::signbit(g.item(1)));
+  CHECK(g.item(2) == inf);
+  CHECK(std::isnan(g.item(3))); // -inf / (1 + inf), as the formula gives
+  CHECK(std::isnan(g.item(4)));
+  CHECK(g.item(5) == doctest::Approx(3e38));
+  CHECK(g.item(6) == 0.0);
+  CHECK(std::signbit(g.item(6)));
+}
+
 TEST_CASE("relu and isnan see NaN") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto x = tensor({4}, float32, {nan, -1.0, 1.0, -0.0});

@@ -1,4 +1,5 @@
 // MatMul through oneDNN's sgemm on fixed output tiles.
+#include "../compile_context.hpp"
 #include "common.hpp"
 
 #include <dnnl.h>
@@ -50,13 +51,6 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::
   }
   const auto status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   PXL_ASSERT(status == dnnl_success);
-}
-
-/// Per-thread float copies of float16 tiles. Workers are long-lived pool threads, so these
-/// grow on the first runs and are reused afterwards.
-std::vector<float>& scratch(int which) {
-  thread_local std::vector<float> buffers[3];
-  return buffers[which];
 }
 
 /// The tiling of one matmul, fixed by the shapes alone: each tile is one sgemm call of the
@@ -112,9 +106,38 @@ void for_tiles(const MatMulPlan& p, unsigned w, unsigned nw, F&& f) {
   }
 }
 
+/// One worker's float copies of a float16 tile's operands and result, sized for the largest
+/// tile when the plan is compiled so that running it allocates nothing.
+struct HalfTileScratch {
+  std::vector<float> a, b, c;
+  explicit HalfTileScratch(const MatMulPlan& p)
+      : a(static_cast<std::size_t>(p.row_block * p.k)),
+        b(static_cast<std::size_t>(p.k * p.col_block)),
+        c(static_cast<std::size_t>(p.row_block * p.col_block)) {}
+};
+
+/// float16 tile: widen A's rows and B's columns to float, sgemm, round the result to half.
+void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
+               std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
+               std::int64_t cols) {
+  const auto bi = static_cast<std::size_t>(bt);
+  const half* ta = a + p.a_offset[bi] + r0 * p.k;
+  for (std::int64_t i = 0; i < rows * p.k; ++i)
+    s.a[static_cast<std::size_t>(i)] = ta[i];
+  const half* tb = b + p.b_offset[bi] + c0;
+  for (std::int64_t i = 0; i < p.k; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      s.b[static_cast<std::size_t>(i * cols + j)] = tb[i * p.n + j];
+  sgemm(rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
+  half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      tc[i * p.n + j] = static_cast<half>(s.c[static_cast<std::size_t>(i * cols + j)]);
+}
+
 } // namespace
 
-StepFn compile_MatMul(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
   auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op));
   if (d == float32) {
@@ -137,33 +160,24 @@ StepFn compile_MatMul(CompileContext&, const Op& op, const OpBuffers& buffers) {
     const half* a = typed<const half>(buffers.inputs[0]);
     const half* b = typed<const half>(buffers.inputs[1]);
     half* c = typed<half>(buffers.outputs[0]);
+    // One scratch per worker that can get a tile (never more than there are tiles).
+    const auto workers = static_cast<std::size_t>(
+        std::min<std::int64_t>(ctx.pool.size(), std::max<std::int64_t>(plan->tiles, 1)));
+    auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
+      if (w >= scratch->size()) {
+        // Only workers past the tile count get here, with nothing to do; anything else would
+        // be a pool larger than the one the plan was compiled for.
+        const auto [begin, end] = worker_range(p.tiles, w, nw);
+        PXL_ASSERT(begin == end);
+        return;
+      }
+      HalfTileScratch& s = (*scratch)[w];
       SingleThreadedGemm single;
       for_tiles(p, w, nw,
                 [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-                    std::int64_t cols) {
-                  const auto bi = static_cast<std::size_t>(bt);
-                  auto& fa = scratch(0);
-                  auto& fb = scratch(1);
-                  auto& fc = scratch(2);
-                  fa.resize(static_cast<std::size_t>(rows * p.k));
-                  fb.resize(static_cast<std::size_t>(p.k * cols));
-                  fc.resize(static_cast<std::size_t>(rows * cols));
-                  const half* ta = a + p.a_offset[bi] + r0 * p.k;
-                  for (std::int64_t i = 0; i < rows * p.k; ++i)
-                    fa[static_cast<std::size_t>(i)] = ta[i];
-                  const half* tb = b + p.b_offset[bi] + c0;
-                  for (std::int64_t i = 0; i < p.k; ++i)
-                    for (std::int64_t j = 0; j < cols; ++j)
-                      fb[static_cast<std::size_t>(i * cols + j)] = tb[i * p.n + j];
-                  sgemm(rows, cols, p.k, fa.data(), p.k, fb.data(), cols, fc.data(), cols);
-                  half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
-                  for (std::int64_t i = 0; i < rows; ++i)
-                    for (std::int64_t j = 0; j < cols; ++j)
-                      tc[i * p.n + j] =
-                          static_cast<half>(fc[static_cast<std::size_t>(i * cols + j)]);
-                });
+                    std::int64_t cols) { half_tile(p, s, a, b, c, bt, r0, rows, c0, cols); });
     };
   }
   unsupported_dtype(op, d);

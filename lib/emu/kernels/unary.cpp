@@ -92,20 +92,10 @@ StepFn compile_Relu(CompileContext&, const Op& op, const OpBuffers& buffers) {
   return float_unary(op, buffers, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
 }
 
-StepFn compile_Gelu(CompileContext&, const Op& op, const OpBuffers& buffers) {
-  // 0.5x(1 + tanh(u)) == x / (1 + exp(-2u)): the same function without the cancellation in
-  // 1 + tanh(u) for negative x. u is formed in double because exp(-2u) amplifies its rounding
-  // error by |2u|, which float would turn into a visible relative error in the tail.
-  return float_unary(op, buffers, [](float x) {
-    const double xd = x;
-    const double u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd);
-    return static_cast<float>(xd / (1.0 + std::exp(-2.0 * u)));
-  });
-}
-
 StepFn compile_GeluErf(CompileContext&, const Op& op, const OpBuffers& buffers) {
-  // 1 + erf(z) == erfc(-z), again avoiding cancellation for negative x; double for the same
-  // reason as gelu (erfc(z) amplifies the rounding of z by ~2z²).
+  // 1 + erf(z) == erfc(-z), avoiding cancellation for negative x; double because erfc(z)
+  // amplifies the rounding of z by ~2z², which float would make visible in the tail. (Gelu, the
+  // tanh form, lives in gelu.cpp.)
   return float_unary(op, buffers, [](float x) {
     const double xd = x;
     return static_cast<float>(0.5 * xd * std::erfc(-0.7071067811865476 * xd));
