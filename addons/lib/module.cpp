@@ -1,0 +1,108 @@
+// The trace state behind Module: variables collected per create_graph, sub-module prefixes.
+#include "pxl/addons/module.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace pxl::addons {
+
+namespace detail {
+
+namespace {
+thread_local std::vector<BuildFrame> frames;
+
+BuildFrame& current_frame(std::string_view what) {
+  if (frames.empty())
+    throw GraphError(std::string(what) +
+                     ": no module is being traced (call it inside a Module's build, through "
+                     "create_graph)");
+  return frames.back();
+}
+
+std::string full_name(const BuildFrame& f, std::string_view name) {
+  return f.prefix.empty() ? std::string(name) : f.prefix + "." + std::string(name);
+}
+} // namespace
+
+BuildScope::BuildScope() { frames.emplace_back(); }
+BuildScope::~BuildScope() { frames.pop_back(); }
+BuildFrame BuildScope::take() { return std::move(frames.back()); }
+
+SubmoduleScope::SubmoduleScope(const std::string& name) {
+  if (name.empty())
+    return;
+  const auto parts = split_key(name, "sub-module name");
+  for (const auto& part : parts)
+    name_scopes_.emplace_back(part);
+  if (!frames.empty()) {
+    active_ = true;
+    saved_prefix_ = frames.back().prefix;
+    frames.back().prefix = full_name(frames.back(), name);
+  }
+}
+
+SubmoduleScope::~SubmoduleScope() {
+  if (active_ && !frames.empty())
+    frames.back().prefix = saved_prefix_;
+  // Name scopes are a stack: close the innermost first.
+  while (!name_scopes_.empty())
+    name_scopes_.pop_back();
+}
+
+std::string short_type_name(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
+  std::string full = status == 0 && demangled ? demangled.get() : type.name();
+  // Cut at the last "::" outside template arguments and parentheses.
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    const char c = full[i];
+    if (c == '<' || c == '(')
+      ++depth;
+    else if (c == '>' || c == ')')
+      --depth;
+    else if (depth == 0 && c == ':' && i + 1 < full.size() && full[i + 1] == ':')
+      start = i + 2;
+  }
+  return full.substr(start);
+}
+
+} // namespace detail
+
+Tensor add_variable_input(std::string_view name, init::Initializer initializer, DType dtype,
+                          bool by_ref) {
+  auto& frame = detail::current_frame("add_variable_input('" + std::string(name) + "')");
+  detail::split_key(name, "add_variable_input");
+  const std::string key = detail::full_name(frame, name);
+  if (frame.factories.contains(key))
+    throw ValueError("add_variable_input: a variable named '" + key +
+                     "' was already added in this module");
+  const TensorSpec spec{initializer.shape, dtype};
+  Tensor t = graph_input(spec, std::string(name), by_ref);
+  frame.factories.insert(key, VariableFactory{std::move(initializer), dtype, by_ref});
+  frame.args.insert(key, t);
+  return t;
+}
+
+NamedTensors add_variable_inputs(std::string_view name, const NamedVariableFactories& factories,
+                                 bool reuse_existing) {
+  auto& frame = detail::current_frame("add_variable_inputs('" + std::string(name) + "')");
+  detail::split_key(name, "add_variable_inputs");
+  NamedTensors r;
+  const std::string prefix(name);
+  for (const auto& [key, f] : factories.items()) {
+    const std::string full = detail::full_name(frame, prefix + "." + key);
+    if (reuse_existing && frame.args.is_leaf(full) && frame.factories.at(full).spec() == f.spec()) {
+      r.insert(key, frame.args.at(full));
+      continue;
+    }
+    r.insert(key, add_variable_input(prefix + "." + key, f.initializer, f.dtype, f.by_ref));
+  }
+  return r;
+}
+
+} // namespace pxl::addons
