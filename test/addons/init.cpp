@@ -1,0 +1,150 @@
+// Initialisers and variable factories: values, statistics, seeding and creation order.
+#include "pxl/addons/variable_factory.hpp"
+#include "pxl/pxl.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <optional>
+
+using namespace pxl;
+namespace init = pxl::addons::init;
+
+namespace {
+struct Stats {
+  double mean = 0, std = 0, min = 1e300, max = -1e300;
+};
+Stats stats(const HostTensor& t) {
+  Stats s;
+  const auto n = static_cast<double>(t.nelms());
+  for (std::int64_t i = 0; i < t.nelms(); ++i) {
+    const double v = t.item(i);
+    s.mean += v / n;
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+  }
+  for (std::int64_t i = 0; i < t.nelms(); ++i)
+    s.std += std::pow(t.item(i) - s.mean, 2) / n;
+  s.std = std::sqrt(s.std);
+  return s;
+}
+} // namespace
+
+TEST_CASE("constant initialisers give exact values in the requested dtype") {
+  CHECK(init::zeros({2, 3})(float32, 1) == HostTensor::full({2, 3}, float32, 0.0));
+  CHECK(init::ones({4})(float16, 1) == HostTensor::full({4}, float16, 1.0));
+  CHECK(init::constant(2.5, {2})(float32, 7) == HostTensor({2.5f, 2.5f}));
+  CHECK(init::constant(3.0, {})(int32, 0) == HostTensor::scalar<std::int32_t>(3));
+  const HostTensor data({1.f, 2.f, 3.f, 4.f}, {2, 2});
+  const auto f = init::from(data);
+  CHECK(f.shape == Shape{2, 2});
+  CHECK(f(float32, 99) == data);
+  CHECK(f(float16, 0) == data.astype(float16));
+}
+
+TEST_CASE("random initialisers follow their distributions (100k samples)") {
+  const Shape shape{100, 1000};
+  const auto n = stats(init::normal(1.0, 0.5, shape)(float32, 3));
+  CHECK(n.mean == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(n.std == doctest::Approx(0.5).epsilon(0.01));
+
+  const auto u = stats(init::uniform(-2.0, 4.0, shape)(float32, 3));
+  CHECK(u.min >= -2.0);
+  CHECK(u.max < 4.0);
+  CHECK(u.mean == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(u.std == doctest::Approx(6.0 / std::sqrt(12.0)).epsilon(0.01));
+
+  // Truncated at ±2σ: the std of a standard normal truncated to [-2, 2] is 0.8796.
+  const auto t = stats(init::truncated_normal(0.0, 0.02, shape)(float32, 3));
+  CHECK(t.min >= -0.04f);
+  CHECK(t.max <= 0.04f);
+  CHECK(t.mean == doctest::Approx(0.0).epsilon(0.001).scale(1));
+  CHECK(t.std == doctest::Approx(0.02 * 0.8796).epsilon(0.01));
+
+  // Glorot uniform for (300, 700): limit sqrt(6 / 1000).
+  const double a = std::sqrt(6.0 / 1000.0);
+  const auto g = stats(init::glorot({300, 700})(float32, 3));
+  CHECK(g.min >= -a);
+  CHECK(g.max < a);
+  CHECK(g.std == doctest::Approx(2 * a / std::sqrt(12.0)).epsilon(0.01));
+  CHECK(init::glorot({300, 700}).description == "glorot(gain=1)");
+  // Receptive field: (3, 3, 4, 8) has fan_in 36 and fan_out 72.
+  const auto conv = stats(init::glorot({3, 3, 4, 8})(float32, 1));
+  CHECK(conv.max < std::sqrt(6.0 / 108.0));
+  CHECK(conv.max > 0.9 * std::sqrt(6.0 / 108.0));
+}
+
+TEST_CASE("random initialisers are reproducible per seed and differ across seeds") {
+  const auto f = init::normal(0.0, 1.0, {64});
+  CHECK(f(float32, 5) == f(float32, 5));
+  CHECK_FALSE(f(float32, 5) == f(float32, 6));
+  CHECK(init::seed_for(1, "fc1.weight") == init::seed_for(1, "fc1.weight"));
+  CHECK(init::seed_for(1, "fc1.weight") != init::seed_for(1, "fc2.weight"));
+  CHECK(init::seed_for(1, "fc1.weight") != init::seed_for(2, "fc1.weight"));
+}
+
+TEST_CASE("initialiser errors") {
+  CHECK_THROWS_WITH_AS(init::normal(0, -1, {2}),
+                       doctest::Contains("init::normal: std must be >= 0"), ValueError);
+  CHECK_THROWS_WITH_AS(init::truncated_normal(0, -1, {2}),
+                       doctest::Contains("init::truncated_normal: std must be >= 0"), ValueError);
+  CHECK_THROWS_WITH_AS(init::uniform(1, 0, {2}),
+                       doctest::Contains("expected low <= high, got low=1, high=0"), ValueError);
+  CHECK_THROWS_WITH_AS(init::glorot({5}), doctest::Contains("rank >= 2"), ValueError);
+}
+
+TEST_CASE("NamedVariableFactories::init creates named main-graph variables, data by name") {
+  addons::NamedVariableFactories f;
+  f.insert("b.weight", {init::normal(0, 1, {3}), float32});
+  f.insert("a.bias", {init::zeros({2}), float16});
+  Ir ir;
+  auto main = std::optional(ir.main_graph().scope());
+  const auto vars = f.init();
+  CHECK(vars.keys_flat() == std::vector<std::string>{"b.weight", "a.bias"});
+  const Tensor w = vars.at("b.weight"), b = vars.at("a.bias");
+  CHECK(w.is_variable());
+  CHECK(w.id() == "b.weight");
+  CHECK(b.dtype() == float16);
+  // Created in sorted key order, so "a.bias" comes first whatever the tree's order.
+  CHECK(b.index() < w.index());
+
+  main.reset();
+  Session session{ir, "ipu_model"};
+  const auto w_data = session.get_tensor_data(w);
+  CHECK(w_data == f.at("b.weight").data("b.weight", addons::default_seed));
+
+  // Another prefix names the variables and seeds them differently; the same prefix and seed
+  // reproduce the data in another Ir.
+  Ir ir2;
+  auto main2 = ir2.main_graph().scope();
+  const auto v1 = f.init("copy");
+  const auto v2 = f.init("other", 7);
+  CHECK(v1.at("b.weight").id() == "copy.b.weight");
+  Session s2{ir2, "ipu_model"};
+  CHECK_FALSE(s2.get_tensor_data(v1.at("b.weight")) == w_data);
+  CHECK(s2.get_tensor_data(v2.at("b.weight")) == f.at("b.weight").data("other.b.weight", 7));
+  CHECK_THROWS_WITH_AS(f.init("bad prefix"), doctest::Contains("malformed key 'bad prefix'"),
+                       ValueError);
+}
+
+TEST_CASE("init_zero and init_undef create buffers in the current graph") {
+  addons::NamedVariableFactories f;
+  f.insert("m.w", {init::normal(0, 1, {2, 2}), float32});
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph g = ir.create_empty_graph("acc");
+  auto in_g = g.scope();
+  const auto zeros = f.init_zero();
+  const auto undef = f.init_undef();
+  CHECK(zeros.at("m.w").graph() == g);
+  CHECK(zeros.at("m.w").shape() == Shape{2, 2});
+  CHECK(undef.at("m.w").producer()->attrs_as<CreateAttrs>().init == InitType::undef);
+  CHECK(zeros.at("m.w").producer()->attrs_as<CreateAttrs>().init == InitType::zero);
+}
+
+TEST_CASE("VariableFactory prints its spec and initialiser") {
+  addons::VariableFactory f{init::normal(0, 0.02, {784, 512}), float32, true};
+  std::ostringstream os;
+  os << f;
+  CHECK(os.str() == "(784, 512) float32 normal(mean=0, std=0.02) by_ref");
+}
