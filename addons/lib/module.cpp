@@ -76,13 +76,19 @@ std::string short_type_name(const std::type_info& type) {
 Tensor add_variable_input(std::string_view name, init::Initializer initializer, DType dtype,
                           bool by_ref) {
   auto& frame = detail::current_frame("add_variable_input('" + std::string(name) + "')");
-  detail::split_key(name, "add_variable_input");
+  auto parts = detail::split_key(name, "add_variable_input");
   const std::string key = detail::full_name(frame, name);
   if (frame.factories.contains(key))
     throw ValueError("add_variable_input: a variable named '" + key +
                      "' was already added in this module");
   const TensorSpec spec{initializer.shape, dtype};
-  Tensor t = graph_input(spec, std::string(name), by_ref);
+  // A dotted name ("fc2.weight") names the tensor like an inlined sub-module would: fc2/weight.
+  std::vector<NameScope> scopes;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i)
+    scopes.emplace_back(parts[i]);
+  Tensor t = graph_input(spec, parts.back(), by_ref);
+  while (!scopes.empty())
+    scopes.pop_back();
   frame.factories.insert(key, VariableFactory{std::move(initializer), dtype, by_ref});
   frame.args.insert(key, t);
   return t;

@@ -237,3 +237,33 @@ TEST_CASE("Module errors") {
   // A failed trace leaves no trace state behind.
   CHECK_THROWS_AS(addons::add_variable_input("w", addons::init::zeros({2})), GraphError);
 }
+
+TEST_CASE("nested sub-modules compose their names, inlined or outlined") {
+  struct Block : addons::Module<Block> {
+    PXL_SUBMODULE(Linear, inner, 3);
+    PXL_SUBMODULE(Linear, outlined, 3);
+    Tensor build(Tensor x) { return addons::call_module(outlined, inner(x))[0]; }
+  };
+  struct Model : addons::Module<Model> {
+    PXL_SUBMODULE(Block, body);
+    PXL_SUBMODULE(addons::ModuleList<Block>, blocks, 2, Block());
+    Tensor build(Tensor x) {
+      x = body(x);
+      for (auto& b : blocks)
+        x = b(x);
+      return x;
+    }
+  };
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  auto [facts, fwd] = Model{}.create_graph(TensorSpec{{1, 3}, float32});
+  CHECK(facts.keys() == Keys{"body", "blocks"});
+  CHECK(facts.sub("body").keys_flat() ==
+        Keys{"inner.weight", "inner.bias", "outlined.weight", "outlined.bias"});
+  CHECK(facts.sub("blocks").keys() == Keys{"0", "1"});
+  CHECK(facts.is_leaf("blocks.1.outlined.bias"));
+  CHECK(facts.size_flat() == 12);
+  CHECK(fwd.args().at("body.inner.weight").id() == "body/inner/weight");
+  CHECK(fwd.args().at("blocks.1.outlined.weight").id() == "blocks/1/outlined/weight");
+  CHECK(fwd.graph().called_graphs().size() == 3);
+}
