@@ -24,6 +24,11 @@ TEST_CASE("DotTree keeps insertion order, nested: a sub-tree's leaves stay toget
   CHECK(t.keys_flat() == Keys{"fc1.weight", "fc1.bias", "fc2.weight", "scale"});
   CHECK(t.values_flat() == std::vector<int>{1, 3, 2, 4});
   CHECK(t.keys() == Keys{"fc1", "fc2", "scale"});
+  const auto values = t.values();
+  REQUIRE(values.size() == 3);
+  CHECK(std::get<1>(values[0]).keys_flat() == Keys{"weight", "bias"});
+  CHECK(std::get<1>(values[1]).at("weight") == 2);
+  CHECK(std::get<0>(values[2]) == 4);
   CHECK(t.size() == 3);
   CHECK(t.size_flat() == 4);
   CHECK_FALSE(t.empty());

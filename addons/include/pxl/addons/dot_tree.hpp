@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace pxl::addons {
@@ -162,6 +163,17 @@ public:
       std::string head = k.substr(0, k.find('.'));
       if (std::find(r.begin(), r.end(), head) == r.end())
         r.push_back(std::move(head));
+    }
+    return r;
+  }
+  /// Top-level values, in order: a leaf's value or a sub-tree (nested view of `keys()`).
+  std::vector<std::variant<T, DotTree>> values() const {
+    std::vector<std::variant<T, DotTree>> r;
+    for (const auto& key : keys()) {
+      if (const T* v = find(key))
+        r.emplace_back(std::in_place_index<0>, *v);
+      else
+        r.emplace_back(std::in_place_index<1>, sub(key));
     }
     return r;
   }
