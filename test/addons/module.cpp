@@ -197,6 +197,7 @@ TEST_CASE("build may take plain values and return tuples; by_ref variables") {
 }
 
 TEST_CASE("Module errors") {
+  CHECK_THROWS_AS(Linear(2).create_graph(TensorSpec{{1, 2}, float32}), GraphError); // no graph
   Ir ir;
   auto main = ir.main_graph().scope();
   CHECK_THROWS_WITH_AS(addons::add_variable_input("w", addons::init::zeros({2})),
