@@ -109,6 +109,11 @@ TEST_CASE("save then load is bitwise identical for every dtype") {
     total += t.nbytes();
   CHECK(bytes.size() == 8 + header_len + total);
 
+  // No tensors at all is a valid (empty) file.
+  save_safetensors(path, {});
+  CHECK(load_safetensors(path).empty());
+  CHECK(read_bytes(path).size() == 16); // length prefix and "{}" padded to 8 bytes
+
   // No metadata: no "__metadata__" key at all.
   save_safetensors(path, {{"x", HostTensor({1.0f})}});
   CHECK(read_bytes(path).find("__metadata__") == std::string::npos);
@@ -136,6 +141,8 @@ TEST_CASE("save_safetensors replaces the file atomically and leaves no temporary
                        doctest::Contains("tensor name '__metadata__'"), pxl::ValueError);
   CHECK_THROWS_WITH_AS(save_safetensors(path, {{"", HostTensor({1})}}),
                        doctest::Contains("is reserved or empty"), pxl::ValueError);
+  CHECK_THROWS_WITH_AS(save_safetensors(path, {{"v", HostTensor({1})}}, {{"k", "\xff\xfe"}}),
+                       doctest::Contains("must be valid UTF-8"), pxl::ValueError);
   // The failed saves left the previous file intact.
   CHECK(load_safetensors(path).at("v") == HostTensor({4, 5}));
 }

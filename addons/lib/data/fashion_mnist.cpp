@@ -33,7 +33,8 @@ HostTensor first_rows(HostTensor t, std::int64_t n) {
   Shape shape = t.shape();
   shape[0] = n;
   HostTensor out(shape, t.dtype());
-  std::memcpy(out.bytes().data(), t.bytes().data(), out.nbytes());
+  if (out.nbytes() > 0) // an empty tensor's data pointer may be null
+    std::memcpy(out.bytes().data(), t.bytes().data(), out.nbytes());
   return out;
 }
 

@@ -194,8 +194,12 @@ Parsed parse(const std::filesystem::path& path) {
   if (!in)
     fail(path, std::filesystem::exists(path) ? "cannot be opened" : "does not exist");
   Parsed p;
-  p.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad())
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(path, ec);
+  if (ec)
+    fail(path, "cannot be read: " + ec.message());
+  p.bytes.resize(static_cast<std::size_t>(file_size));
+  if (!in.read(p.bytes.data(), static_cast<std::streamsize>(p.bytes.size())))
     fail(path, "could not be read");
   const std::uint64_t size = p.bytes.size();
   if (size < 8)
@@ -253,7 +257,14 @@ void save_safetensors(const std::filesystem::path& path,
                     {"data_offsets", json::array({offset, offset + t.nbytes()})}};
     offset += t.nbytes();
   }
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const json::type_error&) {
+    // JSON text is UTF-8; other tools could not read the header either.
+    throw ValueError("save_safetensors: tensor names and metadata for '" + path.string() +
+                     "' must be valid UTF-8");
+  }
   // Spaces pad the header so the data start 8-byte aligned, as the reference writer does.
   text.append((8 - text.size() % 8) % 8, ' ');
   std::array<unsigned char, 8> len{};
@@ -295,7 +306,8 @@ std::map<std::string, HostTensor> load_safetensors(const std::filesystem::path& 
                        std::to_string(static_cast<unsigned char>(*bad)) + " at element " +
                        std::to_string(bad - src) + "; expected 0 or 1");
     }
-    std::memcpy(t.bytes().data(), src, t.nbytes());
+    if (t.nbytes() > 0) // an empty tensor's data pointer may be null
+      std::memcpy(t.bytes().data(), src, t.nbytes());
     out.emplace(e.name, std::move(t));
   }
   return out;

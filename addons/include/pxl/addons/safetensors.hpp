@@ -18,7 +18,7 @@ namespace pxl::addons {
 /// The file appears atomically: the data go to `<path>.tmp.<pid>`, are flushed to disk and
 /// the file is renamed over `path`, so a reader never sees a half-written checkpoint.
 /// Throws IoError naming the path when it cannot be written, and ValueError for a tensor
-/// named "__metadata__" or with an empty name.
+/// named "__metadata__" or with an empty name, or for names or metadata that are not UTF-8.
 ///
 ///     save_safetensors("ckpt.safetensors", {{"fc1.weight", w}}, {{"epoch", "3"}});
 void save_safetensors(const std::filesystem::path& path,
