@@ -1,0 +1,180 @@
+// pxl's main job: PopXL's MNIST tutorial in C++, training and testing a classifier on
+// Fashion-MNIST on the built-in IPU emulator.
+//
+//     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
+#include "programs.hpp"
+#include "progress.hpp"
+
+#include "pxl/addons/data/batches.hpp"
+#include "pxl/addons/data/fashion_mnist.hpp"
+#include "pxl/addons/safetensors.hpp"
+#include "pxl/core/error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+
+namespace {
+
+namespace data = pxl::addons::data;
+
+struct Options {
+  int epochs = 1;
+  std::int64_t batch_size = 8;
+  double learning_rate = 0.05;
+  std::int64_t steps_per_execution = 1;
+  std::string data_dir = data::fashion_mnist_default_dir;
+  std::optional<std::int64_t> limit;
+  std::optional<std::int64_t> test_limit;
+  std::uint64_t seed = 42;
+  std::string save;
+  std::string load;
+  unsigned workers = 0;
+};
+
+/// The [steps, batch, ...] arrays one device loop consumes, filled batch by batch (the batch
+/// pipeline reuses its buffer, so each batch is copied in as it comes).
+class DeviceLoopFeed {
+public:
+  DeviceLoopFeed(std::int64_t steps, std::int64_t batch_size)
+      : steps_(steps), images_({steps, batch_size, mnist::image_size}, pxl::float32),
+        labels_({steps, batch_size}, pxl::int32) {}
+
+  /// Copies `batch` into the next slot; true when all `steps` slots are full.
+  bool add(const data::Batch& batch) {
+    copy_into(images_, batch.images);
+    copy_into(labels_, batch.labels);
+    return ++filled_ == steps_;
+  }
+  const pxl::HostTensor& images() const { return images_; }
+  const pxl::HostTensor& labels() const { return labels_; }
+  void clear() { filled_ = 0; }
+
+private:
+  void copy_into(pxl::HostTensor& dst, const pxl::HostTensor& src) {
+    const auto bytes = src.bytes();
+    std::ranges::copy(bytes,
+                      dst.bytes().begin() + filled_ * static_cast<std::ptrdiff_t>(bytes.size()));
+  }
+  std::int64_t steps_;
+  pxl::HostTensor images_, labels_;
+  std::int64_t filled_ = 0;
+};
+
+int train_and_test(const Options& o) {
+  const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
+  const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
+  std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
+              static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
+              o.data_dir.c_str());
+
+  mnist::TrainingProgram train({.batch_size = o.batch_size,
+                                .learning_rate = o.learning_rate,
+                                .steps_per_execution = o.steps_per_execution,
+                                .seed = o.seed,
+                                .workers = o.workers});
+  std::printf("Emulator: %u worker threads; batch %lld, learning rate %g, %lld step(s) per run\n",
+              train.session().num_workers(), static_cast<long long>(o.batch_size), o.learning_rate,
+              static_cast<long long>(o.steps_per_execution));
+  if (!o.load.empty()) {
+    train.load_weights(
+        pxl::addons::NamedTensorData::from_dict(pxl::addons::load_safetensors(o.load)));
+    std::printf("Loaded weights from %s\n", o.load.c_str());
+  }
+
+  double train_seconds = 0;
+  std::int64_t trained = 0;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    const data::BatchOptions batching{.batch_size = o.batch_size,
+                                      .seed = o.seed,
+                                      .epoch = static_cast<std::uint64_t>(epoch),
+                                      .flatten = true};
+    const std::int64_t runs = data::num_batches(train_data, batching) / o.steps_per_execution;
+    mnist::Progress progress("epoch " + std::to_string(epoch + 1), runs * o.steps_per_execution);
+    DeviceLoopFeed feed(o.steps_per_execution, o.batch_size);
+    std::int64_t steps = 0;
+    double loss_sum = 0;
+    for (const auto& batch : data::batches(train_data, batching)) {
+      std::vector<float> losses;
+      if (o.steps_per_execution == 1) {
+        losses = train.run(batch.images, batch.labels);
+      } else {
+        if (!feed.add(batch))
+          continue;
+        losses = train.run(feed.images(), feed.labels());
+        feed.clear();
+      }
+      for (float l : losses)
+        loss_sum += l;
+      steps += static_cast<std::int64_t>(losses.size());
+      progress.update(steps, losses.back());
+      if (steps / o.steps_per_execution == runs)
+        break;
+    }
+    train_seconds += progress.elapsed();
+    trained += steps * o.batch_size;
+    std::printf("epoch %d: mean loss %.4f over %lld steps in %.1f s\n", epoch + 1,
+                steps > 0 ? loss_sum / static_cast<double>(steps) : 0.0,
+                static_cast<long long>(steps), progress.elapsed());
+  }
+  if (!o.save.empty()) {
+    pxl::addons::save_safetensors(o.save, train.weights().to_dict(), {{"model", "mnist.Net"}});
+    std::printf("Saved weights to %s\n", o.save.c_str());
+  }
+
+  mnist::TestProgram test(100, o.workers);
+  test.copy_weights_from(train);
+  const double accuracy = test.accuracy(test_data);
+  std::printf("test accuracy: %.2f%% (%lld images)\n", 100.0 * accuracy,
+              static_cast<long long>(test_data.size()));
+  if (trained > 0)
+    std::printf("training throughput: %.0f images/s\n",
+                static_cast<double>(trained) / train_seconds);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Train and test PopXL's MNIST tutorial network on Fashion-MNIST, on pxl's "
+               "built-in IPU emulator."};
+  app.add_option("--epochs", o.epochs, "Passes over the training set (0: test only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--batch-size", o.batch_size, "Images per training step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--learning-rate", o.learning_rate, "SGD learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--steps-per-execution", o.steps_per_execution,
+                 "Training steps run on the device per session.run (a device loop)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")
+      ->capture_default_str();
+  app.add_option("--limit", o.limit, "Use only the first N training images")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--test-limit", o.test_limit, "Use only the first N test images")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "Seed for the weights and the shuffle")->capture_default_str();
+  app.add_option("--save", o.save, "Save the trained weights to this safetensors file");
+  app.add_option("--load", o.load, "Start from the weights in this safetensors file");
+  app.add_option("--workers", o.workers, "Emulator worker threads (0: one per core)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    return train_and_test(o);
+  } catch (const pxl::Error& e) {
+    std::fprintf(stderr, "mnist: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist: unexpected error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# The mnist program's bad-input paths: a clear message and a non-zero exit, never a crash.
+# usage: cli_errors.sh path/to/mnist
+set -u
+mnist=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+expect_error() { # expect_error <what> <text in message> <args...>
+  what=$1 text=$2
+  shift 2
+  "$mnist" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 1 ] || fail "$what: exit code $rc, expected 1; stderr: $(cat "$tmp/err")"
+  grep -q -- "$text" "$tmp/err" || fail "$what: stderr lacks '$text': $(cat "$tmp/err")"
+  echo "ok: $what: $(head -c 200 "$tmp/err")"
+}
+
+expect_error "missing data directory" "dataset-fashion-mnist" --data-dir "$tmp/nowhere"
+
+mkdir "$tmp/corrupt"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  cp "/usr/share/datasets/fashion-mnist/$f.gz" "$tmp/corrupt/"
+done
+# Cut the training images short: the IDX reader must notice.
+gzip -dc "$tmp/corrupt/train-images-idx3-ubyte.gz" | head -c 100000 | gzip >"$tmp/corrupt/t.gz"
+mv "$tmp/corrupt/t.gz" "$tmp/corrupt/train-images-idx3-ubyte.gz"
+expect_error "truncated image file" "train-images-idx3-ubyte" --data-dir "$tmp/corrupt"
+
+printf 'not a checkpoint' >"$tmp/bad.safetensors"
+expect_error "corrupt checkpoint" "bad.safetensors" --limit 16 --test-limit 16 --epochs 0 --load "$tmp/bad.safetensors"
