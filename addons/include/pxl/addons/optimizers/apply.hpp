@@ -1,0 +1,69 @@
+// pxl::addons::optimizers::apply: one optimizer step for every variable of a model.
+#pragma once
+
+#include "pxl/addons/graph_cache.hpp"
+#include "pxl/addons/optimizers/optimizer_step.hpp"
+
+#include <map>
+#include <string>
+
+namespace pxl::addons::optimizers {
+
+namespace detail {
+/// GraphError unless the current graph is the main graph (state variables live there).
+void check_apply_in_main_graph();
+/// ValueError naming the variable without a gradient.
+[[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
+} // namespace detail
+
+/// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
+/// `vars` with its gradient in `grads` (keyed by variable, as
+/// `GradGraphInfo::fwd_parent_ins_to_grad_parent_outs` returns), in the main graph, in sorted key
+/// order. For each variable it traces the step graph once per distinct variable spec (through a
+/// GraphCache, so variables of one shape and dtype share one compiled graph), creates the step's
+/// state as main-graph variables named "<key>.<state>" ("fc1.weight.momentum"; variable names take
+/// the same form) and calls the step with the variable, its gradient and the state, all by
+/// reference. Returns the state under those dotted keys (empty for stateless steps): save it
+/// with the weights to resume training.
+///
+///     auto grads = bwd.grads(bwd_call);                 // "fc1.weight" → its gradient
+///     auto opt_state = addons::optimizers::apply(
+///         addons::optimizers::SGD{{.lr = 0.1, .momentum = 0.9}}, vars, grads);
+///
+/// GraphError outside the main graph; ValueError for a variable without a gradient (extra
+/// gradients are ignored); DTypeError / ShapeError for a gradient that does not match its
+/// variable.
+template <typename Optimizer>
+NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
+                   const std::map<Tensor, Tensor>& grads) {
+  detail::check_apply_in_main_graph();
+  // One module object for the whole loop: the cache keys graphs by module object and specs.
+  std::remove_cvref_t<Optimizer> step_module = optimizer;
+  GraphCache cache;
+  NamedTensors state;
+  for (const auto& [key, var] : vars.to_dict()) {
+    const auto grad = grads.find(var);
+    if (grad == grads.end())
+      detail::missing_grad(key, var);
+    auto [facts, step] = cache.create_graph(step_module, var, grad->second);
+    auto vars_state = facts.init(key);
+    step.bind(vars_state).call({var, grad->second});
+    state.insert(key, vars_state);
+  }
+  return state;
+}
+
+/// As above with gradients under the variables' keys (what `GraphWithNamedArgs::grads`
+/// returns).
+template <typename Optimizer>
+NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedTensors& grads) {
+  std::map<Tensor, Tensor> by_var;
+  for (const auto& [key, var] : vars.items()) {
+    if (!grads.is_leaf(key))
+      detail::missing_grad(key, var);
+    by_var.emplace(var, grads.at(key));
+  }
+  return apply(optimizer, vars, by_var);
+}
+
+} // namespace pxl::addons::optimizers

@@ -1,0 +1,33 @@
+// Dropout layer.
+#include "pxl/addons/layers/dropout.hpp"
+
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/nn.hpp"
+
+#include <sstream>
+
+namespace pxl::addons {
+
+Dropout::Dropout(double p, bool training) : p(p), training(training) {
+  if (!(p >= 0.0 && p < 1.0)) {
+    std::ostringstream os;
+    os << "Dropout: the drop probability p must satisfy 0 <= p < 1, got " << p;
+    throw ValueError(os.str());
+  }
+}
+
+Tensor Dropout::build(const Tensor& x, const Tensor& seed) {
+  if (!is_floating_point(x.dtype()))
+    throw DTypeError("Dropout: expected a float32 or float16 input, got " +
+                     std::string(pxl::name(x.dtype())));
+  if (seed.dtype() != uint32)
+    throw DTypeError("Dropout: the seed must be uint32 of shape (2,), got " +
+                     std::string(pxl::name(seed.dtype())) + " " + pxl::to_string(seed.shape()));
+  if (seed.shape() != Shape{2})
+    throw ShapeError("Dropout: the seed must have shape (2,), got " + pxl::to_string(seed.shape()));
+  if (!training || p == 0.0)
+    return ops::identity(x);
+  return ops::dropout(x, seed, p);
+}
+
+} // namespace pxl::addons

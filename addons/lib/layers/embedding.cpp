@@ -1,0 +1,29 @@
+// Embedding layer.
+#include "pxl/addons/layers/embedding.hpp"
+
+#include "pxl/ops/shape.hpp"
+
+namespace pxl::addons {
+
+Embedding::Embedding(std::int64_t vocab_size, std::int64_t hidden_size, DType dtype)
+    : vocab_size(vocab_size), hidden_size(hidden_size), dtype(dtype) {
+  if (vocab_size <= 0 || hidden_size <= 0)
+    throw ValueError("Embedding: vocab_size and hidden_size must be positive, got " +
+                     std::to_string(vocab_size) + " and " + std::to_string(hidden_size));
+  if (!is_floating_point(dtype))
+    throw DTypeError("Embedding: the table must be float32 or float16, got " +
+                     std::string(pxl::name(dtype)));
+}
+
+Tensor Embedding::build(const Tensor& indices) {
+  if (indices.dtype() != int32)
+    throw DTypeError("Embedding: expected int32 indices, got " +
+                     std::string(pxl::name(indices.dtype())) +
+                     " (cast them with ops::cast(indices, pxl::int32))");
+  Tensor weight =
+      add_variable_input("weight", init::normal(0.0, 0.02, {vocab_size, hidden_size}), dtype);
+  // The core gather already yields zeros for out-of-range indices: the documented behaviour.
+  return ops::gather(weight, indices, 0);
+}
+
+} // namespace pxl::addons

@@ -1,0 +1,42 @@
+// SGD step.
+#include "pxl/addons/optimizers/sgd.hpp"
+
+#include "pxl/ops/var_updates.hpp"
+
+#include <sstream>
+
+namespace pxl::addons::optimizers {
+
+SGD::SGD(SGDOptions o) : options(o) {
+  auto fail = [](const char* what, double v) {
+    std::ostringstream os;
+    os << "SGD: " << what << " must be >= 0, got " << v;
+    throw ValueError(os.str());
+  };
+  if (!(o.lr >= 0.0))
+    fail("lr", o.lr);
+  if (!(o.momentum >= 0.0))
+    fail("momentum", o.momentum);
+  if (!(o.weight_decay >= 0.0))
+    fail("weight_decay", o.weight_decay);
+  if (o.nesterov && o.momentum == 0.0)
+    throw ValueError("SGD: nesterov needs a momentum > 0, got momentum 0");
+}
+
+void SGD::build(const Tensor& var, const Tensor& grad) {
+  detail::check_step_operands(graph_name(), var.spec(), grad.spec());
+  const auto& o = options;
+  Tensor g = o.weight_decay != 0.0 ? ops::scaled_add(grad, var, 1.0, o.weight_decay) : grad;
+  Tensor step = g;
+  if (o.momentum != 0.0) {
+    Tensor v = add_variable_input("momentum", init::zeros(var.shape()), var.dtype(),
+                                  /*by_ref=*/true);
+    v = ops::scaled_add_(v, g, o.momentum, 1.0);
+    step = o.nesterov ? ops::scaled_add(g, v, 1.0, o.momentum) : v;
+  }
+  // Created after every read of `var` above, so the schedule (creation order) reads the old
+  // weights for the weight decay.
+  ops::scaled_add_(var, step, 1.0, -o.lr);
+}
+
+} // namespace pxl::addons::optimizers

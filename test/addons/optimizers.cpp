@@ -1,0 +1,371 @@
+// Optimizers: SGD, Adam and AdamW steps against the reference formulas computed in double on the
+// host, optimizers::apply (state names, graph sharing), Adam training a regression, errors.
+#include "pxl/addons.hpp"
+#include "pxl/pxl.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <optional>
+
+using namespace pxl;
+using addons::NamedTensors;
+using addons::optimizers::Adam;
+using addons::optimizers::AdamW;
+using addons::optimizers::SGD;
+using Keys = std::vector<std::string>;
+
+namespace {
+
+using Vec = std::vector<double>;
+
+Vec values(const HostTensor& t) {
+  Vec r(static_cast<std::size_t>(t.nelms()));
+  for (std::size_t i = 0; i < r.size(); ++i)
+    r[i] = t.item(static_cast<std::int64_t>(i));
+  return r;
+}
+
+HostTensor tensor(const Vec& v, Shape shape) {
+  HostTensor t(std::move(shape), float32);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    t.data<float>()[i] = static_cast<float>(v[i]);
+  return t;
+}
+
+/// Largest |a − b| / (1 + |b|): an absolute error for small values, relative for large ones.
+double max_error(const Vec& a, const Vec& b) {
+  REQUIRE(a.size() == b.size());
+  double e = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    e = std::max(e, std::abs(a[i] - b[i]) / (1.0 + std::abs(b[i])));
+  return e;
+}
+
+const Shape shape{2, 3};
+const Vec w0{0.5, -1.25, 2.0, 0.75, -0.3, 1.1};
+
+/// The gradient fed at step k: irregular, of both signs, changing from step to step.
+Vec grad_at(int k) {
+  Vec g(w0.size());
+  for (std::size_t i = 0; i < g.size(); ++i)
+    g[i] = std::sin(0.9 * static_cast<double>(i) + 1.7 * k) * (1.0 + 0.3 * k);
+  return g;
+}
+
+/// After each step: the variable and the state (by key relative to the variable).
+struct Trace {
+  std::vector<Vec> w;
+  std::vector<std::map<std::string, Vec>> state;
+};
+
+/// Applies `opt` to one variable "w" on the emulator for `steps` runs, the gradient of run k
+/// being grad_at(k), fed through a host stream.
+template <typename Opt>
+Trace run_steps(const Opt& opt, int steps) {
+  Ir ir;
+  HostToDeviceStream gs;
+  Tensor w;
+  NamedTensors state;
+  {
+    auto main = ir.main_graph().scope();
+    w = variable(tensor(w0, shape), "w");
+    gs = h2d_stream(shape, float32, "g");
+    auto g = ops::host_load(gs);
+    state = addons::optimizers::apply(opt, NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
+  }
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  Trace t;
+  for (int k = 0; k < steps; ++k) {
+    session.run({{gs, tensor(grad_at(k), shape)}});
+    t.w.push_back(values(session.get_tensor_data(w)));
+    std::map<std::string, Vec> s;
+    const auto w_state = state.contains("w") ? state.sub("w") : NamedTensors{};
+    for (const auto& [key, v] : w_state.items())
+      s[key] = values(session.get_tensor_data(v));
+    t.state.push_back(std::move(s));
+  }
+  return t;
+}
+
+/// PyTorch's SGD in double.
+Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
+  Vec w = w0, v(w0.size(), 0.0);
+  Trace t;
+  for (int k = 0; k < steps; ++k) {
+    const Vec g = grad_at(k);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double gp = g[i] + o.weight_decay * w[i];
+      double step = gp;
+      if (o.momentum != 0.0) {
+        v[i] = o.momentum * v[i] + gp;
+        step = o.nesterov ? gp + o.momentum * v[i] : v[i];
+      }
+      w[i] -= o.lr * step;
+    }
+    t.w.push_back(w);
+    t.state.push_back(o.momentum != 0.0 ? std::map<std::string, Vec>{{"momentum", v}}
+                                        : std::map<std::string, Vec>{});
+  }
+  return t;
+}
+
+/// PyTorch's Adam (decoupled = false) or AdamW (true) in double.
+Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, int steps) {
+  Vec w = w0, m(w0.size(), 0.0), v(w0.size(), 0.0);
+  Trace t;
+  for (int k = 0; k < steps; ++k) {
+    const Vec g = grad_at(k);
+    const double step = k + 1;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double gp = decoupled ? g[i] : g[i] + o.weight_decay * w[i];
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * gp;
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * gp * gp;
+      double m_hat = m[i], v_hat = v[i];
+      if (o.bias_correction) {
+        m_hat /= 1 - std::pow(o.beta1, step);
+        v_hat /= 1 - std::pow(o.beta2, step);
+      }
+      if (decoupled)
+        w[i] *= 1 - o.lr * o.weight_decay;
+      w[i] -= o.lr * m_hat / (std::sqrt(v_hat) + o.eps);
+    }
+    t.w.push_back(w);
+    t.state.push_back({{"first_order", m}, {"second_order", v}, {"step", {step}}});
+  }
+  return t;
+}
+
+void check_trace(const Trace& got, const Trace& want) {
+  REQUIRE(got.w.size() == want.w.size());
+  for (std::size_t k = 0; k < got.w.size(); ++k) {
+    CAPTURE(k);
+    CHECK(max_error(got.w[k], want.w[k]) < 1e-6);
+    REQUIRE(got.state[k].size() == want.state[k].size());
+    for (const auto& [key, v] : want.state[k]) {
+      CAPTURE(key);
+      REQUIRE(got.state[k].count(key));
+      CHECK(max_error(got.state[k].at(key), v) < 1e-6);
+    }
+  }
+}
+
+addons::optimizers::AdamOptions as_adam(const addons::optimizers::AdamWOptions& o) {
+  return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.bias_correction, o.first_order_dtype};
+}
+
+} // namespace
+
+TEST_CASE("SGD steps match PyTorch's formulas: plain, momentum, Nesterov, weight decay") {
+  const int steps = 5;
+  const std::vector<addons::optimizers::SGDOptions> cases{
+      {.lr = 0.1},
+      {.lr = 0.05, .momentum = 0.9},
+      {.lr = 0.05, .momentum = 0.8, .nesterov = true},
+      {.lr = 0.1, .weight_decay = 0.01},
+      {.lr = 0.02, .momentum = 0.9, .weight_decay = 0.05, .nesterov = true},
+  };
+  for (const auto& o : cases) {
+    CAPTURE(o.momentum);
+    CAPTURE(o.weight_decay);
+    CAPTURE(o.nesterov);
+    check_trace(run_steps(SGD(o), steps), sgd_reference(o, steps));
+  }
+}
+
+TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias correction") {
+  const int steps = 6;
+  for (const bool bias_correction : {true, false}) {
+    CAPTURE(bias_correction);
+    const addons::optimizers::AdamOptions adam{
+        .lr = 0.01, .weight_decay = 0.1, .bias_correction = bias_correction};
+    check_trace(run_steps(Adam(adam), steps), adam_reference(adam, false, steps));
+    const addons::optimizers::AdamOptions plain{
+        .lr = 0.02, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .bias_correction = bias_correction};
+    check_trace(run_steps(Adam(plain), steps), adam_reference(plain, false, steps));
+    const addons::optimizers::AdamWOptions adamw{.lr = 0.01, .bias_correction = bias_correction};
+    check_trace(run_steps(AdamW(adamw), steps), adam_reference(as_adam(adamw), true, steps));
+  }
+}
+
+TEST_CASE("A step module: var by ref, grad, by-ref named state; inlined in a build") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const TensorSpec spec{{4}, float32};
+  auto [facts, step] = SGD({.lr = 0.1, .momentum = 0.9}).create_graph(spec, spec);
+  CHECK(step.graph().name() == "SGD_subgraph(0)");
+  CHECK(facts.keys_flat() == Keys{"momentum"});
+  CHECK(facts.at("momentum").by_ref);
+  CHECK(facts.at("momentum").spec() == spec);
+  REQUIRE(step.graph().inputs().size() == 3);
+  CHECK(step.graph().input_is_by_ref(0));       // var
+  CHECK_FALSE(step.graph().input_is_by_ref(1)); // grad
+  CHECK(step.graph().input_is_by_ref(2));       // momentum
+  CHECK(step.positional_inputs().size() == 2);
+  CHECK(step.graph().outputs().empty());
+  // Plain SGD has no state.
+  auto [plain_facts, plain] = SGD({.lr = 0.1}).create_graph(spec, spec);
+  CHECK(plain_facts.empty());
+
+  auto [adam_facts, adam] =
+      Adam({.first_order_dtype = float16})
+          .create_graph(TensorSpec{{2, 2}, float32}, TensorSpec{{2, 2}, float32});
+  CHECK(adam_facts.keys_flat() == Keys{"first_order", "second_order", "step"});
+  CHECK(adam_facts.at("first_order").spec() == TensorSpec{{2, 2}, float16});
+  CHECK(adam_facts.at("second_order").spec() == TensorSpec{{2, 2}, float32});
+  CHECK(adam_facts.at("step").spec() == TensorSpec{{}, float32});
+  CHECK(AdamW().create_graph(spec, spec).second.graph().name() == "AdamW_subgraph(0)");
+
+  // Called inside another module's build, a step is inlined under its member name.
+  struct Train : addons::Module<Train> {
+    PXL_SUBMODULE(SGD, opt, addons::optimizers::SGDOptions{.lr = 0.1, .momentum = 0.5});
+    void build(Tensor w, Tensor g) { opt(w, g); }
+  };
+  auto [train_facts, train] = Train{}.create_graph(spec, spec);
+  CHECK(train_facts.keys_flat() == Keys{"opt.momentum"});
+  CHECK(train.graph().called_graphs().empty());
+}
+
+TEST_CASE("optimizers::apply: state per variable, named after it; one step graph per spec") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  NamedTensors vars{{"fc1.weight", variable(HostTensor::full({3, 2}, float32, 1.0), "fc1.weight")},
+                    {"fc1.bias", variable(HostTensor::full({2}, float32, 1.0), "fc1.bias")},
+                    {"fc2.weight", variable(HostTensor::full({3, 2}, float32, 1.0), "fc2.weight")}};
+  NamedTensors grads = vars.map([](const Tensor& v) { return ops::init(v.shape(), v.dtype()); });
+  const auto graphs_before = ir.graphs().size();
+  auto state = addons::optimizers::apply(SGD({.lr = 0.1, .momentum = 0.9}), vars, grads);
+  CHECK(state.keys_flat() ==
+        Keys{"fc1.bias.momentum", "fc1.weight.momentum", "fc2.weight.momentum"});
+  CHECK(state.at("fc1.weight.momentum").is_variable());
+  CHECK(state.at("fc2.weight.momentum").name() == "fc2.weight.momentum");
+  CHECK(state.at("fc1.bias.momentum").shape() == Shape{2});
+  // (3, 2) and (2,): two step graphs for three variables, three calls.
+  CHECK(ir.graphs().size() - graphs_before == 2);
+  std::size_t calls = 0;
+  for (const auto& op : ir.main_graph().ops())
+    calls += op.debug_name().rfind("Call", 0) == 0;
+  CHECK(calls == 3);
+  // Gradients keyed by variable work the same way.
+  std::map<Tensor, Tensor> by_var;
+  for (const auto& [key, v] : vars.items())
+    by_var.emplace(v, grads.at(key));
+  auto adam_state = addons::optimizers::apply(Adam(), vars.filter_keys({"fc1.bias"}), by_var);
+  CHECK(adam_state.keys_flat() ==
+        Keys{"fc1.bias.first_order", "fc1.bias.second_order", "fc1.bias.step"});
+}
+
+TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
+  // y = X·w*, X (64, 8); the model is a bias-free Linear trained on the squared error.
+  struct Regression : addons::Module<Regression> {
+    PXL_SUBMODULE(addons::Linear, fc, 1, /*bias=*/false);
+    Tensor build(Tensor x, Tensor y) {
+      auto d = fc(x) - y;
+      return ops::mean(d * d);
+    }
+  };
+  const std::int64_t n = 64, features = 8;
+  HostTensor x({n, features}, float32), y({n, 1}, float32);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double acc = 0;
+    for (std::int64_t j = 0; j < features; ++j) {
+      const double xij = std::sin(0.37 * static_cast<double>(i * features + j) + 0.1 * j);
+      x.data<float>()[static_cast<std::size_t>(i * features + j)] = static_cast<float>(xij);
+      acc += xij * (0.5 * static_cast<double>(j) - 1.5); // w* = (-1.5, -1, ..., 2)
+    }
+    y.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>(acc);
+  }
+  Ir ir;
+  DeviceToHostStream loss_stream;
+  NamedTensors vars, state;
+  {
+    auto main = ir.main_graph().scope();
+    auto xt = constant(x, "x");
+    auto yt = constant(y, "y");
+    auto [facts, fwd] = Regression{}.create_graph(xt, yt);
+    auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
+    vars = facts.init();
+    auto fwd_info = fwd.bind(vars).call_with_info({xt, yt});
+    loss_stream = d2h_stream({}, float32, "loss");
+    ops::host_store(loss_stream, fwd_info.parent_output(0));
+    auto one = constant(1.0, float32, "dloss");
+    auto bwd_info =
+        bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+    state = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info));
+  }
+  CHECK(state.keys_flat() ==
+        Keys{"fc.weight.first_order", "fc.weight.second_order", "fc.weight.step"});
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  const double first = session.run().at(loss_stream).item();
+  double last = first;
+  const int runs = 300;
+  for (int i = 1; i < runs; ++i)
+    last = session.run().at(loss_stream).item();
+  CAPTURE(first);
+  CAPTURE(last);
+  CHECK(first > 1.0);
+  CHECK(last < first / 100);
+  CHECK(session.get_tensor_data(state.at("fc.weight.step")).item() == runs);
+}
+
+TEST_CASE("Optimizer errors") {
+  CHECK_THROWS_WITH_AS(SGD({.lr = -0.1}), doctest::Contains("SGD: lr must be >= 0, got -0.1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(SGD({.momentum = -1}),
+                       doctest::Contains("SGD: momentum must be >= 0, got -1"), ValueError);
+  CHECK_THROWS_WITH_AS(SGD({.weight_decay = -1}),
+                       doctest::Contains("SGD: weight_decay must be >= 0, got -1"), ValueError);
+  CHECK_THROWS_WITH_AS(SGD({.nesterov = true}),
+                       doctest::Contains("SGD: nesterov needs a momentum > 0"), ValueError);
+  CHECK_THROWS_WITH_AS(Adam({.beta1 = 1.0}),
+                       doctest::Contains("Adam: beta1 must be in [0, 1), got 1"), ValueError);
+  CHECK_THROWS_WITH_AS(Adam({.beta2 = -0.5}),
+                       doctest::Contains("Adam: beta2 must be in [0, 1), got -0.5"), ValueError);
+  CHECK_THROWS_WITH_AS(Adam({.eps = 0.0}), doctest::Contains("Adam: eps must be > 0, got 0"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(AdamW({.lr = -1}), doctest::Contains("AdamW: lr must be >= 0, got -1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(AdamW({.weight_decay = -1}),
+                       doctest::Contains("AdamW: weight_decay must be >= 0, got -1"), ValueError);
+  CHECK_THROWS_WITH_AS(
+      Adam({.first_order_dtype = int32}),
+      doctest::Contains("Adam: first_order_dtype must be float32 or float16, got int32"),
+      DTypeError);
+
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const TensorSpec w{{2, 3}, float32};
+  CHECK_THROWS_WITH_AS(
+      SGD().create_graph(w, TensorSpec{{3, 2}, float32}),
+      doctest::Contains("SGD: the gradient must have the variable's shape (2, 3), "
+                        "got gradient [(3, 2) float32] for variable [(2, 3) float32]"),
+      ShapeError);
+  CHECK_THROWS_WITH_AS(Adam().create_graph(w, TensorSpec{{2, 3}, float16}),
+                       doctest::Contains("Adam: the gradient must have the variable's dtype "
+                                         "float32, got gradient [(2, 3) float16]"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(AdamW().create_graph(TensorSpec{{2}, int32}, TensorSpec{{2}, int32}),
+                       doctest::Contains("AdamW: can only update float32 or float16 variables, "
+                                         "got a variable [(2,) int32]"),
+                       DTypeError);
+
+  auto v = variable(HostTensor::full({2, 3}, float32, 1.0), "v");
+  auto bad = ops::init({3, 2}, float32);
+  CHECK_THROWS_WITH_AS(
+      addons::optimizers::apply(SGD(), NamedTensors{{"v", v}}, NamedTensors{{"v", bad}}),
+      doctest::Contains("SGD: the gradient must have the variable's shape"), ShapeError);
+  CHECK_THROWS_WITH_AS(
+      addons::optimizers::apply(SGD(), NamedTensors{{"v", v}}, NamedTensors{{"other", bad}}),
+      doctest::Contains("optimizers::apply: no gradient for variable 'v'"), ValueError);
+  CHECK_THROWS_WITH_AS(
+      addons::optimizers::apply(SGD(), NamedTensors{{"v", v}}, std::map<Tensor, Tensor>{}),
+      doctest::Contains("optimizers::apply: no gradient for variable 'v'"), ValueError);
+  auto sub = ir.create_empty_graph("sub");
+  auto in_sub = sub.scope();
+  auto sw = graph_input(TensorSpec{{2}, float32}, "w", true);
+  CHECK_THROWS_WITH_AS(
+      addons::optimizers::apply(SGD(), NamedTensors{{"w", sw}}, NamedTensors{{"w", sw}}),
+      doctest::Contains("optimizers::apply: must be called in the main graph"), GraphError);
+}
