@@ -1,6 +1,7 @@
 // pxl::addons: modules, named tensors, variable factories and graph helpers. The umbrella header.
 #pragma once
 
+#include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/autodiff.hpp"
 #include "pxl/addons/dot_tree.hpp"
 #include "pxl/addons/graph_cache.hpp"

@@ -1,0 +1,200 @@
+// Gradient accumulation: accumulator factories, the per-micro-batch accumulation and the
+// update-and-reset at the end of a window.
+#include "pxl/addons/accumulation.hpp"
+
+#include "pxl/core/error.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/var_updates.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace pxl::addons {
+
+namespace {
+
+const std::string prefix(accumulator_prefix);
+const std::string counter_key(accumulator_counter_key);
+
+std::string describe(const Tensor& t) { return "'" + t.name() + "' " + to_string(t.spec()); }
+
+/// The per-variable accumulators of `tree` (its "accum" sub-tree), keyed like the variables.
+NamedTensors accumulators_of(const NamedTensors& tree, std::string_view fn) {
+  if (!tree.contains(prefix) || tree.is_leaf(prefix))
+    throw ValueError(std::string(fn) + ": expected the accumulators under '" + prefix +
+                     ".<variable>' (as accumulator_factories names them); found keys: " +
+                     detail::join_keys(tree.keys_flat()));
+  return tree.sub(prefix);
+}
+
+/// ValueError unless `a` and `b` have the same leaf keys; names what each side lacks.
+void check_same_keys(std::string_view fn, std::string_view a_what, const NamedTensors& a,
+                     std::string_view b_what, const NamedTensors& b) {
+  std::vector<std::string> only_a, only_b;
+  for (const auto& k : a.keys_flat())
+    if (!b.is_leaf(k))
+      only_a.push_back(k);
+  for (const auto& k : b.keys_flat())
+    if (!a.is_leaf(k))
+      only_b.push_back(k);
+  if (only_a.empty() && only_b.empty())
+    return;
+  auto list = [](const std::vector<std::string>& ks) {
+    return ks.empty() ? std::string("none") : detail::join_keys(ks);
+  };
+  throw ValueError(std::string(fn) + ": the " + std::string(a_what) + " and the " +
+                   std::string(b_what) + " must have the same names; " + std::string(a_what) +
+                   " without " + std::string(b_what) + ": " + list(only_a) + "; " +
+                   std::string(b_what) + " without " + std::string(a_what) + ": " + list(only_b));
+}
+
+Tensor cast_to(const Tensor& t, DType dtype) {
+  return t.dtype() == dtype ? t : ops::cast(t, dtype);
+}
+
+NamedVariableFactories factories_for(const std::vector<std::pair<std::string, Shape>>& vars,
+                                     const GradientAccumulation& config) {
+  config.validate();
+  NamedVariableFactories r;
+  for (const auto& [key, shape] : vars)
+    r.insert(prefix + "." + key, VariableFactory{init::zeros(shape), config.dtype, true});
+  if (config.reduction == AccumulationReduction::running_mean)
+    r.insert(counter_key, VariableFactory{init::zeros({}), float32, true});
+  return r;
+}
+
+void check_float_variable(const std::string& key, DType dtype) {
+  if (!is_floating_point(dtype))
+    throw ValueError("accumulator_factories: variable '" + key + "' is " +
+                     std::string(name(dtype)) +
+                     "; only float32/float16 variables have gradients to accumulate");
+}
+
+} // namespace
+
+std::string_view reduction_name(AccumulationReduction reduction) {
+  switch (reduction) {
+  case AccumulationReduction::sum:
+    return "sum";
+  case AccumulationReduction::mean:
+    return "mean";
+  case AccumulationReduction::running_mean:
+    return "running_mean";
+  }
+  return "?";
+}
+
+void GradientAccumulation::validate() const {
+  if (steps < 1)
+    throw ValueError("GradientAccumulation: steps (micro-batches per update) must be >= 1, got " +
+                     std::to_string(steps));
+  if (!is_floating_point(dtype))
+    throw DTypeError("GradientAccumulation: the accumulator dtype must be float32 or float16, "
+                     "got " +
+                     std::string(name(dtype)));
+}
+
+NamedVariableFactories accumulator_factories(const NamedVariableFactories& variables,
+                                             const GradientAccumulation& config) {
+  std::vector<std::pair<std::string, Shape>> vars;
+  for (const auto& [key, f] : variables.items()) {
+    check_float_variable(key, f.dtype);
+    vars.emplace_back(key, f.initializer.shape);
+  }
+  return factories_for(vars, config);
+}
+
+NamedVariableFactories accumulator_factories(const NamedTensors& variables,
+                                             const GradientAccumulation& config) {
+  std::vector<std::pair<std::string, Shape>> vars;
+  for (const auto& [key, t] : variables.items()) {
+    check_float_variable(key, t.dtype());
+    vars.emplace_back(key, t.shape());
+  }
+  return factories_for(vars, config);
+}
+
+NamedTensors named_graph_inputs(const NamedTensors& parent, bool by_ref) {
+  NamedTensors r;
+  for (const auto& [key, t] : parent.items())
+    r.insert(key, graph_input(t.spec(), key, by_ref));
+  return r;
+}
+
+void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& grads,
+                          const GradientAccumulation& config) {
+  constexpr std::string_view fn = "accumulate_gradients";
+  config.validate();
+  const NamedTensors accums = accumulators_of(accumulators, fn);
+  check_same_keys(fn, "gradients", grads, "accumulators", accums);
+  const bool running = config.reduction == AccumulationReduction::running_mean;
+  if (running && !accumulators.is_leaf(counter_key))
+    throw ValueError(std::string(fn) + ": running_mean needs the counter '" + counter_key +
+                     "' beside the accumulators (accumulator_factories creates it for "
+                     "running_mean)");
+  // Check everything before adding any op, so a mistake leaves the graph untouched.
+  for (const auto& [key, g] : grads.items()) {
+    const Tensor& acc = accums.at(key);
+    if (!is_floating_point(g.dtype()))
+      throw DTypeError(std::string(fn) + ": gradient '" + key + "' " + describe(g) +
+                       " must be float32 or float16");
+    if (g.shape() != acc.shape())
+      throw ShapeError(std::string(fn) + ": gradient '" + key + "' " + describe(g) +
+                       " does not have the shape of its accumulator " + describe(acc));
+  }
+
+  // running_mean: 1/(k+1) once, in each accumulator dtype used.
+  std::map<DType, Tensor> weight;
+  Tensor counter;
+  if (running) {
+    counter = accumulators.at(counter_key);
+    const Tensor w = 1.0 / (cast_to(counter, float32) + 1.0);
+    for (const auto& [key, acc] : accums.items())
+      if (!weight.contains(acc.dtype()))
+        weight.emplace(acc.dtype(), cast_to(w, acc.dtype()));
+  }
+  for (const auto& [key, grad] : grads.items()) {
+    const Tensor& acc = accums.at(key);
+    const Tensor g = cast_to(grad, acc.dtype());
+    switch (config.reduction) {
+    case AccumulationReduction::sum:
+      ops::var_updates::accumulate_(acc, g, 1.0);
+      break;
+    case AccumulationReduction::mean:
+      ops::var_updates::accumulate_(acc, g, 1.0 / static_cast<double>(config.steps));
+      break;
+    case AccumulationReduction::running_mean:
+      // Reads `acc` before the in-place update: ops run in creation order.
+      ops::var_updates::accumulate_(acc, (g - acc) * weight.at(acc.dtype()));
+      break;
+    }
+  }
+  if (running)
+    ops::var_updates::accumulate_(counter, constant(1.0, counter.dtype()));
+}
+
+NamedTensors accumulated_gradients(const NamedTensors& accumulators) {
+  return accumulators_of(accumulators, "accumulated_gradients");
+}
+
+void reset_accumulators(const NamedTensors& accumulators) {
+  const NamedTensors accums = accumulators_of(accumulators, "reset_accumulators");
+  for (const auto& [key, acc] : accums.items())
+    ops::var_updates::accumulator_zero_(acc);
+  if (accumulators.is_leaf(counter_key))
+    ops::var_updates::accumulator_zero_(accumulators.at(counter_key));
+}
+
+void apply_accumulated(const NamedTensors& variables, const NamedTensors& accumulators,
+                       const AccumulatedUpdate& update) {
+  constexpr std::string_view fn = "apply_accumulated";
+  const NamedTensors accums = accumulators_of(accumulators, fn);
+  check_same_keys(fn, "variables", variables, "accumulators", accums);
+  // Every update reads its accumulator before the resets below zero it (creation order).
+  for (const auto& [key, var] : variables.items())
+    update(key, var, cast_to(accums.at(key), var.dtype()));
+  reset_accumulators(accumulators);
+}
+
+} // namespace pxl::addons
