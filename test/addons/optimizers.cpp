@@ -189,6 +189,33 @@ TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias 
   }
 }
 
+TEST_CASE("Adam on a float16 variable with float16 first-order state") {
+  const int steps = 3;
+  const addons::optimizers::AdamOptions o{.lr = 0.05, .first_order_dtype = float16};
+  Ir ir;
+  HostToDeviceStream gs;
+  Tensor w;
+  NamedTensors state;
+  {
+    auto main = ir.main_graph().scope();
+    w = variable(tensor(w0, shape), float16, "w");
+    gs = h2d_stream(shape, float16, "g");
+    state = addons::optimizers::apply(Adam(o), NamedTensors{{"w", w}},
+                                      NamedTensors{{"w", ops::host_load(gs)}});
+  }
+  CHECK(state.at("w.first_order").dtype() == float16);
+  CHECK(state.at("w.second_order").dtype() == float32);
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  const Trace want = adam_reference(o, false, steps);
+  for (int k = 0; k < steps; ++k) {
+    session.run({{gs, tensor(grad_at(k), shape).astype(float16)}});
+    // float16 keeps ~3 significant digits: a few units in the last place of |w| ≤ 2.
+    CHECK(max_error(values(session.get_tensor_data(w)), want.w[static_cast<std::size_t>(k)]) <
+          3e-3);
+  }
+}
+
 TEST_CASE("A step module: var by ref, grad, by-ref named state; inlined in a build") {
   Ir ir;
   auto main = ir.main_graph().scope();
