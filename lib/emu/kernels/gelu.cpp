@@ -54,13 +54,21 @@ inline float gelu_tanh(float x) {
   return static_cast<float>(xd / (1.0 + e));
 }
 
+// ThreadSanitizer instruments the clones' resolver, which runs before TSan has started and
+// crashes every program at load time; sanitized builds use the portable version only.
+#if defined(__SANITIZE_THREAD__)
+#define PXL_GELU_CLONES
+#else
+#define PXL_GELU_CLONES                                                                            \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+
 // One clone per instruction set, picked once when the library loads. A clone may contract
 // multiply-adds into FMAs, so the last bit can differ between machines, but within a process
 // every element goes through one clone whose vector body and remainder loop contract alike:
 // results do not depend on the number of workers or where a worker's range starts (tested on
 // odd lengths for 1-4 workers), and stay within 1e-6 of the double reference.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
-gelu_f32(const float* x, float* y, std::int64_t n) {
+PXL_GELU_CLONES void gelu_f32(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i)
     y[i] = gelu_tanh(x[i]);
 }
