@@ -1,6 +1,7 @@
 // pxl::Session: compiles an Ir for the built-in IPU emulator and runs it with host streams.
 #pragma once
 
+#include "pxl/core/error.hpp"
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/emu/memory_report.hpp"
 #include "pxl/emu/target.hpp"
@@ -8,11 +9,19 @@
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace pxl {
@@ -47,6 +56,42 @@ using H2DCallback = std::function<void(HostTensor& element)>;
 /// Receives the next element of a d2h stream.
 using D2HCallback = std::function<void(const HostTensor& element)>;
 
+/// How an h2d stream bound to a producer is fed (Poplar's buffering depth).
+struct FeedOptions {
+  /// Elements the producer may prepare ahead of the device; 0 means
+  /// SessionOptions::stream_queue_depth.
+  std::int64_t depth = 0;
+};
+
+/// Which elements of a d2h stream reach the host (TensorFlow's outfeed modes).
+enum class OutfeedMode {
+  all,  ///< every element, in order
+  last, ///< only the last element each replica stores in a run
+};
+
+/// How a d2h stream bound to a consumer is drained.
+struct OutfeedOptions {
+  /// Elements the device may store ahead of the consumer; 0 means
+  /// SessionOptions::stream_queue_depth.
+  std::int64_t depth = 0;
+  OutfeedMode mode = OutfeedMode::all;
+};
+
+/// What a producer- or consumer-bound stream has done since it was bound (Session::feed_stats).
+struct FeedStats {
+  std::string stream; ///< the stream's name
+  bool host_to_device = true;
+  /// Elements the device took from (h2d) or handed to (d2h) the queue.
+  std::int64_t elements = 0;
+  /// Total time the device waited: for an empty queue (h2d: the producer is behind) or a full
+  /// one (d2h: the consumer is behind). Zero means the host kept up.
+  std::chrono::nanoseconds device_wait{0};
+  /// Most elements queued at once (at most `depth`): a full queue on an h2d stream means the
+  /// producer is ahead of the device.
+  std::size_t max_occupancy = 0;
+  std::size_t depth = 0;
+};
+
 /// A compiled Ir on the emulator (PopXL's `popxl.Session`).
 ///
 ///     pxl::Session session{ir, "ipu_model"};
@@ -65,7 +110,15 @@ using D2HCallback = std::function<void(const HostTensor& element)>;
 /// overwrites it), as Poplar's circular stream buffers do.
 ///
 /// Thread safety: distinct sessions may be used from different threads at once. Calls on one
-/// session are serialised by a mutex: a concurrent `run` waits for the one in progress.
+/// session are serialised by a mutex: a concurrent `run` waits for the one in progress, and
+/// runs started with `run_async` execute one at a time in the order they were started.
+///
+/// Infeeds and outfeeds: an h2d stream may be bound to a producer (`set_h2d_callback`, or
+/// `set_h2d_source` for a range) that a background thread runs ahead of the device into a
+/// bounded queue; a d2h stream may be bound to a consumer (`set_d2h_callback`) called on a
+/// background thread as each element arrives: these are the per-step callbacks, firing while
+/// the device loop still runs. Queues apply back-pressure: nothing is dropped or overwritten.
+/// `feed_stats` tells how long the device waited for them.
 ///
 /// Replication: with `ir.replication_factor() == R > 1` the session holds R independent copies
 /// of the program, each with its own device memory and variables (all initialised from the
@@ -119,20 +172,48 @@ public:
   StreamOutputs run(const StreamInputs& inputs = {});
   /// As run, writing into caller-owned arrays (checked like the inputs).
   void run_with_outputs(const StreamInputs& inputs, StreamOutputs& outputs);
+  /// As run, in the background, so that the host can feed and drain bound streams while the
+  /// device works. The inputs are moved into the run and kept until it ends. The arguments are
+  /// checked before this returns (the same errors as run, thrown here); errors of the run
+  /// itself (a failing producer, say) come out of the future's get(). Runs on one session stay
+  /// serialised: one started while another is in flight executes after it. The session and its
+  /// attachment must outlive the run (destroying the session waits for it).
+  std::future<StreamOutputs> run_async(StreamInputs inputs = {});
   /// The h2d streams `run` needs: those some host_load reads, minus callback-fed ones.
   std::vector<HostToDeviceStream> expected_inputs() const;
   /// Zeroed arrays for every d2h stream `run` fills (callback-fed ones excepted).
   StreamOutputs create_host_outputs() const;
 
   /// Feeds `stream` from `fn` instead of an array: a producer thread calls `fn` to fill the
-  /// next element ahead of the device into a queue of `stream_queue_depth` elements, blocking
+  /// next element ahead of the device into a queue of `options.depth` elements, blocking
   /// while it is full; a host_load blocks while it is empty. Elements fetched ahead stay queued
-  /// for the next run. The stream then is no longer an expected input.
-  void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn);
-  /// Delivers every element stored to `stream` to `fn`, called in order on a consumer thread
-  /// through a bounded queue (a host_store blocks while it is full; nothing is dropped). `run`
+  /// for the next run. The stream then is no longer an expected input. When `fn` throws, the
+  /// device gets zeroed elements instead (it never hangs) and every run that consumes one
+  /// rethrows the error.
+  void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn, FeedOptions options = {});
+  /// Feeds `stream` from the elements of `range`, in order, as set_h2d_callback does. Any
+  /// input range (a container, a range-v3 pipeline) whose elements convert to HostTensor and
+  /// have the stream's shape and dtype; it is moved (or copied) into the session, and iterated
+  /// on the producer thread only. When it ends while the device still needs elements, the run
+  /// fails with StreamError ("... ended after N elements"); elements fetched ahead but never
+  /// needed raise nothing.
+  template <typename Range>
+  void set_h2d_source(const HostToDeviceStream& stream, Range&& range, FeedOptions options = {});
+  /// Delivers the elements stored to `stream` to `fn`, called in order on a consumer thread
+  /// through a bounded queue of `options.depth` elements (a host_store blocks while it is full;
+  /// nothing is dropped) as they are stored, while the run goes on. With OutfeedMode::last only
+  /// the last element each replica stores in a run is delivered, when the replica ends. `run`
   /// returns after every element has been delivered.
-  void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn);
+  void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
+                        OutfeedOptions options = {});
+  /// For a d2h stream filling an array: with OutfeedMode::last, `run` returns (and
+  /// run_with_outputs expects) just the last element stored, shaped
+  /// `[replication_factor, *shape]` with a replication factor of 1 dropped, instead of one
+  /// element per host transfer. For a callback-bound stream this sets its mode.
+  void set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode);
+  /// Counters of every stream bound to a producer or consumer, in stream creation order,
+  /// accumulated since it was bound.
+  std::vector<FeedStats> feed_stats() const;
 
   /// Host copy of a variable or constant (ValueError for other tensors). When attached and a
   /// run has made the host copy stale, the weights are copied back first (from replica 0).
@@ -156,5 +237,38 @@ public:
 private:
   std::unique_ptr<emu::detail::Engine> engine_;
 };
+
+template <typename Range>
+void Session::set_h2d_source(const HostToDeviceStream& stream, Range&& range, FeedOptions options) {
+  using Stored = std::remove_cvref_t<Range>;
+  // Lives in the callback (which is copyable, hence shared): the range and where it stands.
+  struct Source {
+    Stored range;
+    std::optional<decltype(std::begin(std::declval<Stored&>()))> it;
+    std::int64_t taken = 0;
+  };
+  auto source = std::make_shared<Source>(Source{std::forward<Range>(range), std::nullopt, 0});
+  const std::string name = stream.name();
+  set_h2d_callback(
+      stream,
+      [source, name](HostTensor& element) {
+        if (!source->it)
+          source->it.emplace(std::begin(source->range));
+        if (*source->it == std::end(source->range))
+          throw StreamError("Session::set_h2d_source: the range feeding stream '" + name +
+                            "' ended after " + std::to_string(source->taken) +
+                            " elements, but the device needs more");
+        const HostTensor next = **source->it;
+        if (next.spec() != element.spec())
+          throw StreamError("Session::set_h2d_source: element " + std::to_string(source->taken) +
+                            " of the range feeding stream '" + name + "' is " +
+                            to_string(next.spec()) + ", the stream needs " +
+                            to_string(element.spec()));
+        std::copy(next.bytes().begin(), next.bytes().end(), element.bytes().begin());
+        ++*source->it;
+        ++source->taken;
+      },
+      options);
+}
 
 } // namespace pxl

@@ -9,8 +9,9 @@ CallbackChannel::CallbackChannel(const TensorSpec& spec, std::size_t depth, H2DC
   thread_ = std::thread([this, spec, fn = std::move(fn)] {
     bool failed = false;
     while (HostTensor* slot = queue_.begin_push()) {
-      // After a failure the device still gets (zeroed) elements so that it never waits
-      // forever; the run that consumed them rethrows the error.
+      // After a failure the device still gets (zeroed, poisoned) elements so that it never
+      // waits forever; a run that consumes one rethrows the error, and only such a run: an
+      // element fetched ahead that no run needs raises nothing.
       if (!failed) {
         try {
           fn(*slot);
@@ -18,7 +19,7 @@ CallbackChannel::CallbackChannel(const TensorSpec& spec, std::size_t depth, H2DC
             throw StreamError("h2d stream callback: the element must stay " + to_string(spec) +
                               ", the callback made it " + to_string(slot->spec()));
         } catch (...) {
-          queue_.set_error(std::current_exception());
+          queue_.set_error(std::current_exception(), false);
           failed = true;
         }
       }
@@ -26,7 +27,7 @@ CallbackChannel::CallbackChannel(const TensorSpec& spec, std::size_t depth, H2DC
         *slot = HostTensor(spec);
       if (failed)
         std::memset(slot->bytes().data(), 0, slot->nbytes());
-      queue_.end_push();
+      queue_.end_push(failed);
     }
   });
 }

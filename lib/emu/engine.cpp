@@ -73,7 +73,16 @@ Engine::Engine(Ir& ir, Target target, SessionOptions options)
     throw OutOfMemoryError(out_of_memory_message(target_, report));
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A run_async in flight uses this engine: let it finish first.
+  std::shared_future<void> last;
+  {
+    std::lock_guard lock(mutex_);
+    last = last_async_;
+  }
+  if (last.valid())
+    last.wait();
+}
 
 void Engine::verify() const {
   if (target_.ipus < 1 || target_.tiles_per_ipu < 1 || target_.bytes_per_tile < 1)

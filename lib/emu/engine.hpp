@@ -7,6 +7,7 @@
 
 #include "pxl/session.hpp"
 
+#include <future>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -26,10 +27,13 @@ public:
   bool attached();
 
   void run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller);
+  std::future<StreamOutputs> run_async(StreamInputs inputs);
   std::vector<HostToDeviceStream> expected_inputs();
   StreamOutputs create_host_outputs();
-  void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn);
-  void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn);
+  void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn, FeedOptions options);
+  void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn, OutfeedOptions options);
+  void set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode);
+  std::vector<FeedStats> feed_stats();
 
   std::map<Tensor, HostTensor> get_tensors_data(const std::vector<Tensor>& ts);
   void write_variables_data(const std::map<Tensor, HostTensor>& data);
@@ -55,6 +59,14 @@ private:
   const std::vector<DeviceToHostStream>& expected_outputs_locked() const;
   void weights_to_host_locked();
   void weights_from_host_locked();
+  /// Checks a run's arguments (the caller holds the lock): attachment, then the input arrays,
+  /// then the output arrays unless `outputs` is null (they are then made by the run).
+  void validate_run(std::string_view what, const StreamInputs& inputs,
+                    const StreamOutputs* outputs) const;
+  /// An output array for `s`: one element per transfer, or one for OutfeedMode::last.
+  Shape output_shape(const DeviceToHostStream& s) const;
+  std::size_t queue_depth(std::int64_t requested) const;
+  void run_locked(const StreamInputs& inputs, StreamOutputs& outputs);
   void execute(const Planner& replica);
 
   IrStorage* ir_;
@@ -70,6 +82,9 @@ private:
   std::unordered_map<Index, HostTensor> host_weights_; ///< by variable tensor index
   int attach_depth_ = 0;
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host
+  /// Completes when the latest run_async has finished: the next one waits for it (FIFO), and
+  /// destruction waits for it.
+  std::shared_future<void> last_async_;
 };
 
 } // namespace pxl::emu::detail

@@ -4,7 +4,9 @@
 #include "pxl/core/error.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
+#include <utility>
 
 namespace pxl::emu::detail {
 
@@ -45,11 +47,12 @@ std::string quoted_list(const std::set<std::string>& names) {
 }
 
 /// StreamError listing both the missing and the unexpected streams, then per-array shape
-/// (ShapeError) and dtype (DTypeError) checks. `role` is "input" or "output".
-template <typename Handle>
+/// (ShapeError) and dtype (DTypeError) checks. `role` is "input" or "output"; `last(s)` says
+/// whether an output stream keeps only its last element (OutfeedMode::last).
+template <typename Handle, typename Last>
 void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& arrays,
                      const std::vector<Handle>& expected, std::string_view what,
-                     std::string_view role) {
+                     std::string_view role, Last last) {
   std::set<std::string> missing, unexpected;
   for (const auto& s : expected)
     if (!arrays.contains(s))
@@ -66,15 +69,20 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& ar
                       quoted_list(missing) + "; unexpected: " + quoted_list(unexpected) +
                       " (see Session::expected_inputs / create_host_outputs)");
   for (const auto& [s, array] : arrays) {
-    if (!acceptable_shape(array.shape(), s.spec(), ir.num_host_transfers, ir.replication_factor)) {
-      const Shape shape = host_array_shape(s.spec(), ir.num_host_transfers, ir.replication_factor);
+    const bool only_last = last(s);
+    const std::int64_t transfers = only_last ? 1 : ir.num_host_transfers;
+    if (!acceptable_shape(array.shape(), s.spec(), transfers, ir.replication_factor)) {
+      const Shape shape = host_array_shape(s.spec(), transfers, ir.replication_factor);
       throw ShapeError(
           std::string(what) + ": " + std::string(role) + " stream '" + s.name() + "' " +
           to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
-          " ([num_host_transfers=" + std::to_string(ir.num_host_transfers) +
-          ", replication_factor=" + std::to_string(ir.replication_factor) +
+          (only_last ? " (OutfeedMode::last: [replication_factor"
+                     : " ([num_host_transfers=" + std::to_string(ir.num_host_transfers) + ",") +
+          (only_last ? "=" : " replication_factor=") + std::to_string(ir.replication_factor) +
           ", *stream shape] with dims of 1 dropped" +
-          (ir.num_host_transfers > 1 ? "; dim 0 may also be larger than num_host_transfers" : "") +
+          (ir.num_host_transfers > 1 && !only_last
+               ? "; dim 0 may also be larger than num_host_transfers"
+               : "") +
           "), got " + to_string(array.shape()));
     }
     if (array.dtype() != s.dtype())
@@ -111,13 +119,16 @@ std::vector<HostToDeviceStream> Engine::expected_inputs() {
   return expected_inputs_locked();
 }
 
+Shape Engine::output_shape(const DeviceToHostStream& s) const {
+  return host_array_shape(s.spec(), streams_[s.index()].last ? 1 : ir_->num_host_transfers,
+                          ir_->replication_factor);
+}
+
 StreamOutputs Engine::create_host_outputs() {
   std::lock_guard lock(mutex_);
   StreamOutputs r;
   for (const auto& s : expected_outputs_locked())
-    r.emplace(
-        s, HostTensor(host_array_shape(s.spec(), ir_->num_host_transfers, ir_->replication_factor),
-                      s.dtype()));
+    r.emplace(s, HostTensor(output_shape(s), s.dtype()));
   return r;
 }
 
@@ -129,44 +140,108 @@ std::uint32_t Engine::stream_index(std::string_view what, const Handle& s) const
   return s.index();
 }
 
-void Engine::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn) {
+std::size_t Engine::queue_depth(std::int64_t requested) const {
+  return static_cast<std::size_t>(
+      std::max<std::int64_t>(1, requested > 0 ? requested : options_.stream_queue_depth));
+}
+
+void Engine::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn,
+                              FeedOptions options) {
   std::lock_guard lock(mutex_);
   auto& s = streams_[stream_index("Session::set_h2d_callback", stream)];
   s.channel.reset(); // an earlier producer stops first
-  s.channel = std::make_unique<CallbackChannel>(
-      s.spec, static_cast<std::size_t>(std::max<std::int64_t>(1, options_.stream_queue_depth)),
-      std::move(fn));
+  s.channel = std::make_unique<CallbackChannel>(s.spec, queue_depth(options.depth), std::move(fn));
   refresh_expected();
 }
 
-void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn) {
+void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
+                              OutfeedOptions options) {
   std::lock_guard lock(mutex_);
   auto& s = streams_[stream_index("Session::set_d2h_callback", stream)];
   s.channel.reset(); // delivers what an earlier callback still had queued
-  s.channel = std::make_unique<CallbackChannel>(
-      s.spec, static_cast<std::size_t>(std::max<std::int64_t>(1, options_.stream_queue_depth)),
-      std::move(fn));
+  s.channel = std::make_unique<CallbackChannel>(s.spec, queue_depth(options.depth), std::move(fn));
+  s.last = options.mode == OutfeedMode::last;
+  if (s.last)
+    s.last_element = HostTensor(s.spec);
   refresh_expected();
+}
+
+void Engine::set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode) {
+  std::lock_guard lock(mutex_);
+  auto& s = streams_[stream_index("Session::set_outfeed_mode", stream)];
+  s.last = mode == OutfeedMode::last;
+  if (s.last && s.last_element.spec() != s.spec)
+    s.last_element = HostTensor(s.spec);
+}
+
+std::vector<FeedStats> Engine::feed_stats() {
+  std::lock_guard lock(mutex_);
+  std::vector<FeedStats> r;
+  for (auto& s : streams_) {
+    if (!s.channel)
+      continue;
+    const SlotQueueStats q = s.channel->queue().stats();
+    // The device is the consumer of an h2d queue and the producer of a d2h one.
+    r.push_back({.stream = s.name,
+                 .host_to_device = s.host_to_device,
+                 .elements = s.host_to_device ? q.popped : q.pushed,
+                 .device_wait = s.host_to_device ? q.pop_wait : q.push_wait,
+                 .max_occupancy = q.max_occupancy,
+                 .depth = q.depth});
+  }
+  return r;
+}
+
+void Engine::validate_run(std::string_view what, const StreamInputs& inputs,
+                          const StreamOutputs* outputs) const {
+  require_attached(what);
+  validate_arrays(*ir_, inputs, expected_inputs_locked(), what, "input",
+                  [](const HostToDeviceStream&) { return false; });
+  if (outputs)
+    validate_arrays(*ir_, *outputs, expected_outputs_locked(), what, "output",
+                    [this](const DeviceToHostStream& s) { return streams_[s.index()].last; });
 }
 
 void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller) {
   std::lock_guard lock(mutex_);
-  const char* what = outputs_from_caller ? "Session::run_with_outputs" : "Session::run";
-  require_attached(what);
-  validate_arrays(*ir_, inputs, expected_inputs_locked(), what, "input");
-  if (outputs_from_caller)
-    validate_arrays(*ir_, outputs, expected_outputs_locked(), what, "output");
-  else
+  validate_run(outputs_from_caller ? "Session::run_with_outputs" : "Session::run", inputs,
+               outputs_from_caller ? &outputs : nullptr);
+  if (!outputs_from_caller)
     for (const auto& s : expected_outputs_locked())
-      outputs.emplace(s, HostTensor(host_array_shape(s.spec(), ir_->num_host_transfers,
-                                                     ir_->replication_factor),
-                                    s.dtype()));
+      outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
+  run_locked(inputs, outputs);
+}
 
+std::future<StreamOutputs> Engine::run_async(StreamInputs inputs) {
+  std::lock_guard lock(mutex_);
+  validate_run("Session::run_async", inputs, nullptr);
+  auto done = std::make_shared<std::promise<void>>();
+  std::shared_future<void> previous = std::exchange(last_async_, done->get_future().share());
+  return std::async(std::launch::async, [this, done, previous, inputs = std::move(inputs)] {
+    // Signals the next run_async (and the destructor) however this run ends.
+    struct Finish {
+      std::promise<void>& p;
+      ~Finish() { p.set_value(); }
+    } finish{*done};
+    if (previous.valid())
+      previous.wait();
+    StreamOutputs outputs;
+    std::lock_guard run_lock(mutex_);
+    // Checked again: a call between run_async and now may have changed what the run expects.
+    validate_run("Session::run_async", inputs, nullptr);
+    for (const auto& s : expected_outputs_locked())
+      outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
+    run_locked(inputs, outputs);
+    return outputs;
+  });
+}
+
+void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs) {
   // Replicas run one after the other, each on its own slice of every array:
   // element k of replica r is row k * replicas + r of the [transfers, replicas, *shape] array.
   const auto replicas = static_cast<std::size_t>(ir_->replication_factor);
   for (auto& s : streams_) {
-    s.transfers = ir_->num_host_transfers;
+    s.transfers = !s.host_to_device && s.last ? 1 : ir_->num_host_transfers;
     s.stride = s.bytes * replicas;
   }
   for (std::size_t r = 0; r < replicas; ++r) {
@@ -194,6 +269,16 @@ void Engine::execute(const Planner& replica) {
   // Two references: small enough for std::function to hold without allocating.
   pool.run([&main, &pool](unsigned w) { run_plan(main, pool, w, pool.size()); });
   host_stale_ = true;
+  // OutfeedMode::last: the replica's last stored element goes out now that its run has ended.
+  for (auto& s : streams_)
+    if (s.channel && s.has_last) {
+      s.has_last = false;
+      SlotQueue& q = s.channel->queue();
+      if (HostTensor* slot = q.begin_push()) {
+        std::memcpy(slot->bytes().data(), s.last_element.bytes().data(), s.bytes);
+        q.end_push();
+      }
+    }
   // run returns once every stored element has reached its callback.
   for (auto& s : streams_)
     if (s.channel && !s.host_to_device)

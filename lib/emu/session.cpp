@@ -54,17 +54,26 @@ StreamOutputs Session::run(const StreamInputs& inputs) {
 void Session::run_with_outputs(const StreamInputs& inputs, StreamOutputs& outputs) {
   engine_->run(inputs, outputs, true);
 }
+std::future<StreamOutputs> Session::run_async(StreamInputs inputs) {
+  return engine_->run_async(std::move(inputs));
+}
 std::vector<HostToDeviceStream> Session::expected_inputs() const {
   return engine_->expected_inputs();
 }
 StreamOutputs Session::create_host_outputs() const { return engine_->create_host_outputs(); }
 
-void Session::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn) {
-  engine_->set_h2d_callback(stream, std::move(fn));
+void Session::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn,
+                               FeedOptions options) {
+  engine_->set_h2d_callback(stream, std::move(fn), options);
 }
-void Session::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn) {
-  engine_->set_d2h_callback(stream, std::move(fn));
+void Session::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
+                               OutfeedOptions options) {
+  engine_->set_d2h_callback(stream, std::move(fn), options);
 }
+void Session::set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode) {
+  engine_->set_outfeed_mode(stream, mode);
+}
+std::vector<FeedStats> Session::feed_stats() const { return engine_->feed_stats(); }
 
 HostTensor Session::get_tensor_data(const Tensor& t) {
   return std::move(engine_->get_tensors_data({t}).begin()->second);

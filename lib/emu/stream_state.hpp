@@ -53,6 +53,11 @@ struct StreamState {
   std::size_t stride = 0;
   std::vector<WorkerPosition> position;     ///< one per worker
   std::unique_ptr<CallbackChannel> channel; ///< set when callback-fed
+  /// OutfeedMode::last (d2h): an array keeps one element per replica (transfers = 1, so every
+  /// store overwrites it); a channel gets `last_element` when the replica's run ends.
+  bool last = false;
+  HostTensor last_element;
+  bool has_last = false; ///< a store filled last_element during this replica's run
 
   void reset_positions() {
     for (auto& p : position)
