@@ -26,6 +26,7 @@ struct Options {
   std::int64_t batch_size = 8;
   double learning_rate = 0.05;
   std::int64_t steps_per_execution = 1;
+  std::int64_t gradient_accumulation = 1;
   std::string data_dir = data::fashion_mnist_default_dir;
   std::optional<std::int64_t> limit;
   std::optional<std::int64_t> test_limit;
@@ -74,11 +75,15 @@ int train_and_test(const Options& o) {
   mnist::TrainingProgram train({.batch_size = o.batch_size,
                                 .learning_rate = o.learning_rate,
                                 .steps_per_execution = o.steps_per_execution,
+                                .gradient_accumulation = o.gradient_accumulation,
                                 .seed = o.seed,
                                 .workers = o.workers});
-  std::printf("Emulator: %u worker threads; batch %lld, learning rate %g, %lld step(s) per run\n",
+  std::printf("Emulator: %u worker threads; batch %lld, learning rate %g, %lld step(s) per run",
               train.session().num_workers(), static_cast<long long>(o.batch_size), o.learning_rate,
               static_cast<long long>(o.steps_per_execution));
+  if (o.gradient_accumulation > 1)
+    std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
+  std::printf("\n");
   if (!o.load.empty()) {
     train.load_weights(
         pxl::addons::NamedTensorData::from_dict(pxl::addons::load_safetensors(o.load)));
@@ -92,14 +97,16 @@ int train_and_test(const Options& o) {
                                       .seed = o.seed,
                                       .epoch = static_cast<std::uint64_t>(epoch),
                                       .flatten = true};
-    const std::int64_t runs = data::num_batches(train_data, batching) / o.steps_per_execution;
-    mnist::Progress progress("epoch " + std::to_string(epoch + 1), runs * o.steps_per_execution);
-    DeviceLoopFeed feed(o.steps_per_execution, o.batch_size);
+    // Progress counts micro-batches: one per host transfer.
+    const std::int64_t per_run = train.micro_batches_per_run();
+    const std::int64_t runs = data::num_batches(train_data, batching) / per_run;
+    mnist::Progress progress("epoch " + std::to_string(epoch + 1), runs * per_run);
+    DeviceLoopFeed feed(per_run, o.batch_size);
     std::int64_t steps = 0;
     double loss_sum = 0;
     for (const auto& batch : data::batches(train_data, batching)) {
       std::vector<float> losses;
-      if (o.steps_per_execution == 1) {
+      if (per_run == 1) {
         losses = train.run(batch.images, batch.labels);
       } else {
         if (!feed.add(batch))
@@ -111,12 +118,12 @@ int train_and_test(const Options& o) {
         loss_sum += l;
       steps += static_cast<std::int64_t>(losses.size());
       progress.update(steps, losses.back());
-      if (steps / o.steps_per_execution == runs)
+      if (steps / per_run == runs)
         break;
     }
     train_seconds += progress.elapsed();
     trained += steps * o.batch_size;
-    std::printf("epoch %d: mean loss %.4f over %lld steps in %.1f s\n", epoch + 1,
+    std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s\n", epoch + 1,
                 steps > 0 ? loss_sum / static_cast<double>(steps) : 0.0,
                 static_cast<long long>(steps), progress.elapsed());
   }
@@ -153,6 +160,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps run on the device per session.run (a device loop)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--gradient-accumulation", o.gradient_accumulation,
+                 "Micro-batches of --batch-size whose mean gradient makes one update")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")

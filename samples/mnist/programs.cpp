@@ -2,6 +2,7 @@
 
 #include "model.hpp"
 
+#include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/core/error.hpp"
@@ -21,13 +22,39 @@ namespace mnist {
 using pxl::Tensor;
 using pxl::addons::NamedTensors;
 
+pxl::SessionOptions session_options(unsigned workers) { return {.workers = workers}; }
+
 namespace {
 
-pxl::SessionOptions session_options(unsigned workers) { return {.workers = workers}; }
+/// Traces one micro-batch into the current graph: loads images and labels, runs the forward
+/// and gradient graphs with `weights`, stores the loss, and returns the weights' gradients
+/// by name.
+NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
+                             const pxl::addons::GraphWithNamedArgs& bwd,
+                             const NamedTensors& weights, const pxl::HostToDeviceStream& images,
+                             const pxl::HostToDeviceStream& labels,
+                             const pxl::DeviceToHostStream& loss_stream) {
+  auto x = pxl::ops::host_load(images, "x");
+  auto y = pxl::ops::host_load(labels, "y");
+  auto fwd_info = fwd.bind(weights).call_with_info({x});
+  auto [loss, dlogits] = pxl::addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], y);
+  auto bwd_info = bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+  pxl::ops::host_store(loss_stream, loss);
+  return bwd.grads(bwd_info);
+}
+
+void sgd_update(const NamedTensors& weights, const NamedTensors& grads, double learning_rate) {
+  for (const auto& [name, w] : weights.to_dict())
+    pxl::ops::scaled_add_(w, grads.at(name), 1.0, -learning_rate);
+}
 
 } // namespace
 
 TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(options) {
+  if (options.batch_size < 1 || options.steps_per_execution < 1 ||
+      options.gradient_accumulation < 1)
+    throw pxl::ValueError("mnist TrainingOptions: batch_size, steps_per_execution and "
+                          "gradient_accumulation must be at least 1");
   const std::int64_t b = options.batch_size;
   {
     auto in_main = ir_.main_graph().scope();
@@ -40,32 +67,42 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     variables_ = factories.init("", options.seed);
 
-    // One SGD step as a graph that takes the variables by reference, so that the updates
-    // land in the main graph's variables; `repeat` runs it steps_per_execution times.
-    const auto names = variables_.to_dict();
+    // The device state: the weights, plus one accumulator per weight when accumulating.
+    // Step graphs take all of it by reference, so that their updates land in the main
+    // graph's variables; `repeat` runs them steps_per_execution times.
+    NamedTensors state = variables_;
+    const pxl::addons::GradientAccumulation accumulation{.steps = options.gradient_accumulation};
+    if (accumulation.steps > 1)
+      state.update(pxl::addons::accumulator_factories(factories, accumulation).init());
+
     pxl::Graph step = ir_.create_empty_graph("train_step");
-    {
+    if (accumulation.steps == 1) {
       auto in_step = step.scope();
-      NamedTensors weights;
-      for (const auto& [name, var] : names)
-        weights.insert(name, pxl::graph_input(var.spec(), name, /*by_ref=*/true));
-      auto x = pxl::ops::host_load(*images_, "x");
-      auto y = pxl::ops::host_load(*labels_, "y");
-      auto fwd_info = fwd.bind(weights).call_with_info({x});
-      auto [loss, dlogits] = pxl::addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], y);
-      auto bwd_info =
-          bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
-      const NamedTensors grads = bwd.grads(bwd_info);
-      for (const auto& [name, w] : weights.to_dict())
-        pxl::ops::scaled_add_(w, grads.at(name), 1.0, -options.learning_rate);
-      pxl::ops::host_store(*loss_, loss);
+      auto weights = pxl::addons::named_graph_inputs(state);
+      sgd_update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_),
+                 options.learning_rate);
+    } else {
+      // N micro-batches accumulate the mean gradient, then one update with it: the same
+      // step as one batch of N·b.
+      pxl::Graph micro = ir_.create_empty_graph("micro_step");
+      {
+        auto in_micro = micro.scope();
+        auto s = pxl::addons::named_graph_inputs(state);
+        auto weights = s.filter_keys(variables_.keys_flat());
+        pxl::addons::accumulate_gradients(
+            s, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_), accumulation);
+      }
+      auto in_step = step.scope();
+      auto s = pxl::addons::named_graph_inputs(state);
+      pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+      pxl::addons::apply_accumulated(s.filter_keys(variables_.keys_flat()), s,
+                                     [&](const std::string&, const Tensor& w, const Tensor& g) {
+                                       pxl::ops::scaled_add_(w, g, 1.0, -options.learning_rate);
+                                     });
     }
-    std::vector<Tensor> args;
-    for (const auto& [name, var] : names)
-      args.push_back(var);
-    pxl::ops::repeat(step, options.steps_per_execution, args);
+    pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());
   }
-  ir_.set_num_host_transfers(options.steps_per_execution);
+  ir_.set_num_host_transfers(options.steps_per_execution * options.gradient_accumulation);
   session_.emplace(ir_, "ipu_model", session_options(options.workers));
   attachment_.emplace(session_->attach());
 }

@@ -23,6 +23,9 @@ struct TrainingOptions {
   /// Training steps per `session.run`: the step is a device loop (`ops::repeat`) fed by
   /// `steps_per_execution` host transfers per run.
   std::int64_t steps_per_execution = 1;
+  /// Micro-batches whose mean gradient makes one SGD update (effective batch
+  /// batch_size × gradient_accumulation); each takes its own host transfer.
+  std::int64_t gradient_accumulation = 1;
   /// Seeds the weights' initialisers.
   std::uint64_t seed = 42;
   /// Emulator worker threads (0: one per core).
@@ -37,11 +40,14 @@ class TrainingProgram {
 public:
   explicit TrainingProgram(const TrainingOptions& options);
 
-  /// Runs `steps_per_execution` steps. `images` is [steps_per_execution, batch, 784] float32
-  /// and `labels` [steps_per_execution, batch] int32 (leading dim dropped when 1). Returns
-  /// each step's loss.
+  /// Runs `steps_per_execution` steps of `gradient_accumulation` micro-batches each. `images`
+  /// is [micro_batches_per_run(), batch, 784] float32 and `labels` [micro_batches_per_run(),
+  /// batch] int32 (leading dim dropped when 1). Returns each micro-batch's loss.
   std::vector<float> run(const pxl::HostTensor& images, const pxl::HostTensor& labels);
 
+  std::int64_t micro_batches_per_run() const {
+    return options_.steps_per_execution * options_.gradient_accumulation;
+  }
   /// The variables (fc1.weight … fc4.bias) of the training Ir.
   const pxl::addons::NamedTensors& variables() const { return variables_; }
   /// Current weights by name (copied from the device).

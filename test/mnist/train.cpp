@@ -122,3 +122,23 @@ TEST_CASE("weights that do not match the Net are refused with their names") {
   CHECK_THROWS_WITH_AS(train.load_weights(partial), doctest::Contains("missing: fc1.bias"),
                        pxl::ValueError);
 }
+
+TEST_CASE("accumulating 4 micro-batches of 2 is one SGD step on the batch of 8") {
+  mnist::TrainingProgram big({.batch_size = 8, .seed = 5});
+  mnist::TrainingProgram accumulated({.batch_size = 2, .gradient_accumulation = 4, .seed = 5});
+  REQUIRE(accumulated.micro_batches_per_run() == 4);
+  for (auto& batch : data::batches(train_data(), batching(8))) {
+    big.run(batch.images, batch.labels);
+    // The same 8 images as 4 host transfers of 2.
+    const auto losses = accumulated.run(batch.images.reshaped({4, 2, mnist::image_size}),
+                                        batch.labels.reshaped({4, 2}));
+    CHECK(losses.size() == 4);
+    break;
+  }
+  const auto w8 = big.weights().to_dict();
+  const auto w2x4 = accumulated.weights().to_dict();
+  for (const auto& [name, t] : w8) {
+    CAPTURE(name);
+    CHECK(pxl::allclose(t, w2x4.at(name), 1e-5, 1e-7));
+  }
+}
