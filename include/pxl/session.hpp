@@ -11,12 +11,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <future>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +93,34 @@ struct FeedStats {
   /// producer is ahead of the device.
   std::size_t max_occupancy = 0;
   std::size_t depth = 0;
+};
+
+/// A d2h stream's elements waiting to be polled (Session::outfeed_queue): bounded, in order,
+/// nothing dropped. The session's consumer thread pushes each element as the device stores it
+/// and blocks while the queue is full, which in turn holds the device back once the stream's
+/// own queue is full too: pop from another thread while the run goes on (run_async), or make
+/// the capacity at least the elements one run stores. Safe to use from any thread.
+class OutfeedQueue {
+public:
+  explicit OutfeedQueue(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {}
+  OutfeedQueue(const OutfeedQueue&) = delete;
+  OutfeedQueue& operator=(const OutfeedQueue&) = delete;
+
+  /// The oldest element, or nothing when none is queued.
+  std::optional<HostTensor> try_pop();
+  /// The oldest element, waiting for one.
+  HostTensor pop();
+  std::size_t size() const;
+  std::size_t capacity() const { return capacity_; }
+
+private:
+  friend class Session;
+  void push(const HostTensor& element);
+
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<HostTensor> elements_;
 };
 
 /// A compiled Ir on the emulator (PopXL's `popxl.Session`).
@@ -206,6 +237,11 @@ public:
   /// returns after every element has been delivered.
   void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
                         OutfeedOptions options = {});
+  /// Binds `stream` to a new OutfeedQueue of `options.depth` elements (0: stream_queue_depth)
+  /// that another thread polls, as set_d2h_callback does with a callback (which it replaces;
+  /// `options.mode` applies the same way). The queue stays valid after the session is gone.
+  std::shared_ptr<OutfeedQueue> outfeed_queue(const DeviceToHostStream& stream,
+                                              OutfeedOptions options = {});
   /// For a d2h stream filling an array: with OutfeedMode::last, `run` returns (and
   /// run_with_outputs expects) just the last element stored, shaped
   /// `[replication_factor, *shape]` with a replication factor of 1 dropped, instead of one

@@ -43,6 +43,7 @@ public:
   /// Replica 0's memory: every replica has the same plan on its own IPUs.
   MemoryReport memory_report() const { return replicas_[0]->memory_report(); }
   const Target& target() const { return target_; }
+  const SessionOptions& options() const { return options_; }
   unsigned num_workers() const { return pool_->size(); }
   Ir& ir() const { return Ir::of(ir_); }
 

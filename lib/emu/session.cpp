@@ -70,6 +70,15 @@ void Session::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
                                OutfeedOptions options) {
   engine_->set_d2h_callback(stream, std::move(fn), options);
 }
+std::shared_ptr<OutfeedQueue> Session::outfeed_queue(const DeviceToHostStream& stream,
+                                                     OutfeedOptions options) {
+  const std::size_t capacity = static_cast<std::size_t>(
+      options.depth > 0 ? options.depth : engine_->options().stream_queue_depth);
+  auto queue = std::make_shared<OutfeedQueue>(capacity);
+  set_d2h_callback(
+      stream, [queue](const HostTensor& element) { queue->push(element); }, options);
+  return queue;
+}
 void Session::set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode) {
   engine_->set_outfeed_mode(stream, mode);
 }

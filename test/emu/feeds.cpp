@@ -261,3 +261,34 @@ TEST_CASE("OutfeedMode::last with replication keeps each replica's last element"
   const auto out = s.run({{x, iota({3, 2, 1})}});
   CHECK(out.at(y) == HostTensor({5.f, 6.f}, {2, 1}));
 }
+
+TEST_CASE("An OutfeedQueue is polled from another thread while the run goes on") {
+  constexpr int steps = 30;
+  Loop p(steps);
+  Session s(p.ir, "ipu_model", {.workers = 2});
+  auto queue = s.outfeed_queue(p.count, {.depth = 3});
+  CHECK(queue->capacity() == 3);
+  CHECK_FALSE(queue->try_pop().has_value());
+  auto attached = s.attach();
+  // 30 elements through a queue of 3 (plus the stream's 3): the run can only finish if the
+  // elements are taken while it goes on.
+  auto run = s.run_async({{p.x, iota({steps, 1})}});
+  std::vector<float> got;
+  while (got.size() < 5)
+    if (auto e = queue->try_pop())
+      got.push_back(e->data<float>()[0]);
+  while (got.size() < steps) {
+    const HostTensor e = queue->pop();
+    CHECK(e.shape() == Shape{1});
+    got.push_back(e.data<float>()[0]);
+  }
+  run.get();
+  CHECK(queue->size() == 0);
+  for (int k = 0; k < steps; ++k)
+    CHECK(got[static_cast<std::size_t>(k)] == static_cast<float>(k + 1));
+  // OutfeedMode::last: one element per run.
+  auto last = s.outfeed_queue(p.count, {.mode = OutfeedMode::last});
+  s.run({{p.x, iota({steps, 1})}});
+  CHECK(last->size() == 1);
+  CHECK(last->pop() == HostTensor({30.f}, {1}));
+}
