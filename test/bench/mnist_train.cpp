@@ -1,6 +1,7 @@
 // Fashion-MNIST training throughput on the emulator: steps/s at batch 8, 32 and 128 on random
 // and on real data, a device loop of 100 steps against 1 step per run, and — when LibTorch is
-// installed — the same model and recipe in LibTorch, with the ratio. Prints medians of
+// installed — the same model and recipe in LibTorch (its faster of 1 and N threads), with the
+// ratio. Prints medians of
 // `--reps` timings; asserts nothing.
 //
 //     build/test/bench/mnist_train [--workers N] [--reps 3]
@@ -114,11 +115,14 @@ int main(int argc, char** argv) {
         ys.insert(ys.end(), b.labels.data<std::int32_t>().begin(),
                   b.labels.data<std::int32_t>().end());
       }
-      std::vector<double> rates;
-      for (int r = 0; r < reps; ++r)
-        rates.push_back(bench::libtorch_steps_per_second(batch, steps, xs, ys, 0.05,
-                                                         static_cast<int>(threads)));
-      torch_rate = median(rates);
+      // LibTorch's best of one thread and as many threads as the emulator has: its
+      // OpenMP threads slow it down badly on a shared two-core machine.
+      for (int t : {1, static_cast<int>(threads)}) {
+        std::vector<double> rates;
+        for (int r = 0; r < reps; ++r)
+          rates.push_back(bench::libtorch_steps_per_second(batch, steps, xs, ys, 0.05, t));
+        torch_rate = std::max(torch_rate, median(rates));
+      }
     }
     for (auto [name, rate] : {std::pair{"random", random_rate}, std::pair{"real", real_rate}}) {
       std::printf("%-6lld %-7s %12.1f %12.0f", static_cast<long long>(batch), name, rate,
