@@ -248,7 +248,8 @@ public:
   /// element per host transfer. For a callback-bound stream this sets its mode.
   void set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode);
   /// Counters of every stream bound to a producer or consumer, in stream creation order,
-  /// accumulated since it was bound.
+  /// accumulated since it was bound. Like every call on the session, it waits for a run in
+  /// progress.
   std::vector<FeedStats> feed_stats() const;
 
   /// Host copy of a variable or constant (ValueError for other tensors). When attached and a
