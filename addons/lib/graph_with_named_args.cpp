@@ -31,7 +31,7 @@ void bind_dict(const Graph& graph, const InputsDict& inputs_dict, std::map<Tenso
 
 // Completes `bound` with the positional `inputs` and calls the graph.
 CallSiteInfo call_bound(const GraphWithNamedArgs& g, std::map<Tensor, Tensor> bound,
-                        const std::vector<Tensor>& inputs) {
+                        const std::vector<Tensor>& inputs, ops::CallOptions options) {
   const Graph graph = g.graph();
   std::map<Tensor, std::string> names;
   for (const auto& [key, input] : g.args().items())
@@ -60,7 +60,7 @@ CallSiteInfo call_bound(const GraphWithNamedArgs& g, std::map<Tensor, Tensor> bo
   InputsDict dict;
   for (const auto& in : graph.inputs())
     dict.emplace_back(in, bound.at(in));
-  return ops::call_with_info(graph, {}, dict);
+  return ops::call_with_info(graph, {}, dict, options);
 }
 
 } // namespace
@@ -111,17 +111,19 @@ CallSiteInfo GraphWithNamedArgs::call_with_info(const std::vector<Tensor>& input
 
 std::vector<Tensor> GraphWithNamedArgs::call(const std::vector<Tensor>& inputs,
                                              const NamedTensors& args,
-                                             const InputsDict& inputs_dict) const {
-  return call_with_info(inputs, args, inputs_dict).outputs();
+                                             const InputsDict& inputs_dict,
+                                             ops::CallOptions options) const {
+  return call_with_info(inputs, args, inputs_dict, options).outputs();
 }
 
 CallSiteInfo GraphWithNamedArgs::call_with_info(const std::vector<Tensor>& inputs,
                                                 const NamedTensors& args,
-                                                const InputsDict& inputs_dict) const {
+                                                const InputsDict& inputs_dict,
+                                                ops::CallOptions options) const {
   std::map<Tensor, Tensor> bound;
   bind_dict(graph_, inputs_dict, bound);
   bind_named(*this, args, bound);
-  return call_bound(*this, std::move(bound), inputs);
+  return call_bound(*this, std::move(bound), inputs, options);
 }
 
 std::string GraphWithNamedArgs::print_schedule() const {
@@ -176,16 +178,18 @@ CallSiteInfo BoundGraph::call_with_info(const std::vector<Tensor>& inputs,
 }
 
 std::vector<Tensor> BoundGraph::call(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                                     const InputsDict& inputs_dict) const {
-  return call_with_info(inputs, args, inputs_dict).outputs();
+                                     const InputsDict& inputs_dict,
+                                     ops::CallOptions options) const {
+  return call_with_info(inputs, args, inputs_dict, options).outputs();
 }
 
 CallSiteInfo BoundGraph::call_with_info(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                                        const InputsDict& inputs_dict) const {
+                                        const InputsDict& inputs_dict,
+                                        ops::CallOptions options) const {
   auto bound = bound_;
   bind_dict(graph_.graph(), inputs_dict, bound);
   bind_named(graph_, args, bound);
-  return call_bound(graph_, std::move(bound), inputs);
+  return call_bound(graph_, std::move(bound), inputs, options);
 }
 
 BoundGraph BoundGraph::bind(const NamedTensors& args) const {

@@ -26,6 +26,10 @@ pxl::SessionOptions session_options(unsigned workers) { return {.workers = worke
 
 namespace {
 
+/// The Net's forward and gradient graphs are expanded at their call sites: an outlined call
+/// would copy every weight into the graph and back on every step.
+constexpr pxl::ops::CallOptions inlined{.inline_graph = true};
+
 /// Traces one micro-batch into the current graph: loads images and labels, runs the forward
 /// and gradient graphs with `weights`, stores the loss, and returns the weights' gradients
 /// by name.
@@ -36,9 +40,10 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
                              const pxl::DeviceToHostStream& loss_stream) {
   auto x = pxl::ops::host_load(images, "x");
   auto y = pxl::ops::host_load(labels, "y");
-  auto fwd_info = fwd.bind(weights).call_with_info({x});
+  auto fwd_info = fwd.bind(weights).call_with_info({x}, {}, {}, inlined);
   auto [loss, dlogits] = pxl::addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], y);
-  auto bwd_info = bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+  auto bwd_info =
+      bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info), inlined);
   pxl::ops::host_store(loss_stream, loss);
   return bwd.grads(bwd_info);
 }
@@ -149,7 +154,7 @@ TestProgram::TestProgram(std::int64_t batch_size, unsigned workers) : batch_size
     auto x = pxl::ops::host_load(*images_, "x");
     auto [factories, fwd] = Net{}.create_graph(x);
     variables_ = factories.init();
-    auto logits = fwd.bind(variables_).call({x})[0];
+    auto logits = fwd.bind(variables_).call({x}, {}, {}, inlined)[0];
     pxl::ops::host_store(*predictions_, pxl::ops::argmax(logits, 1));
   }
   session_.emplace(ir_, "ipu_model", session_options(workers));

@@ -49,11 +49,12 @@ public:
                               const NamedTensors& args = {}) const;
   /// As above, with some graph inputs bound explicitly by `inputs_dict` (e.g. a gradient
   /// graph's activations: `grad_graph_info().inputs_dict(fwd_info)`); `inputs` then fill the
-  /// inputs bound neither by `args` nor by `inputs_dict`, in graph order.
+  /// inputs bound neither by `args` nor by `inputs_dict`, in graph order. `options` as for
+  /// ops::call (`{.inline_graph = true}` expands the call site: no argument copies).
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                           const InputsDict& inputs_dict) const;
+                           const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
   CallSiteInfo call_with_info(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                              const InputsDict& inputs_dict) const;
+                              const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
 
   /// The schedule listing with named inputs shown by name (`fc1.weight=%2`); Call ops are
   /// followed by the graph they call (`Call.7 (...) -> (...) calls Linear_subgraph(1)`).
@@ -97,9 +98,9 @@ public:
   /// As above, with some graph inputs bound explicitly by `inputs_dict` (see
   /// GraphWithNamedArgs::call_with_info).
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                           const InputsDict& inputs_dict) const;
+                           const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
   CallSiteInfo call_with_info(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                              const InputsDict& inputs_dict) const;
+                              const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
   /// A new BoundGraph with `args` bound as well (overriding earlier bindings).
   BoundGraph bind(const NamedTensors& args) const;
 
