@@ -33,7 +33,9 @@ struct Options {
   std::uint64_t seed = 42;
   std::string save;
   std::string load;
-  unsigned workers = 0;
+  // One worker: at batch 8 an op's work is a few microseconds, less than a barrier between
+  // two workers costs (measured in the README); larger batches gain from --workers 0.
+  unsigned workers = 1;
 };
 
 /// The [steps, batch, ...] arrays one device loop consumes, filled batch by batch (the batch
@@ -78,7 +80,7 @@ int train_and_test(const Options& o) {
                                 .gradient_accumulation = o.gradient_accumulation,
                                 .seed = o.seed,
                                 .workers = o.workers});
-  std::printf("Emulator: %u worker threads; batch %lld, learning rate %g, %lld step(s) per run",
+  std::printf("Emulator: %u worker(s); batch %lld, learning rate %g, %lld step(s) per run",
               train.session().num_workers(), static_cast<long long>(o.batch_size), o.learning_rate,
               static_cast<long long>(o.steps_per_execution));
   if (o.gradient_accumulation > 1)
@@ -175,7 +177,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed for the weights and the shuffle")->capture_default_str();
   app.add_option("--save", o.save, "Save the trained weights to this safetensors file");
   app.add_option("--load", o.load, "Start from the weights in this safetensors file");
-  app.add_option("--workers", o.workers, "Emulator worker threads (0: one per core)")
+  app.add_option("--workers", o.workers,
+                 "Emulator worker threads (0: one per core; one is fastest at small batches)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
