@@ -32,6 +32,24 @@ TEST_CASE("reshape and transpose") {
       check_kernel([perm](Tensor t) { return ops::transpose(t, perm); },
                    {random_tensor({3, 13, 7}, d, 0, 100)});
     }
+  // Swapping the last two axes takes a tiled path: shapes that cross tile (32) and batch
+  // boundaries, split across workers at odd places.
+  for (DType d : {float32, float16})
+    for (const Shape& shape : {Shape{100, 37}, Shape{2, 70, 45}, Shape{3, 1, 33}}) {
+      CAPTURE(d);
+      CAPTURE(shape.size());
+      check_kernel(
+          [](Tensor t) {
+            const auto r = static_cast<std::int64_t>(t.shape().size());
+            std::vector<std::int64_t> perm;
+            for (std::int64_t k = 0; k + 2 < r; ++k)
+              perm.push_back(k);
+            perm.push_back(r - 1);
+            perm.push_back(r - 2);
+            return ops::transpose(t, perm);
+          },
+          {random_tensor(shape, d, -50, 50)});
+    }
 }
 
 TEST_CASE("slice") {

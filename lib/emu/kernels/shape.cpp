@@ -45,6 +45,37 @@ StepFn gather_map_step(const StridedMap<1>& map, DType d, const std::byte* in, s
   });
 }
 
+/// out[b][c][r] = in[b][r][c]: a batch of rows×cols matrices transposed in square tiles, so
+/// that both the reads and the writes of a tile stay in cache (an element-by-element gather
+/// reads a whole cache line per element). Workers split the output rows; each element is
+/// written by exactly one worker.
+StepFn transpose_last_two_step(DType d, const std::byte* in, std::byte* out, std::int64_t batches,
+                               std::int64_t rows, std::int64_t cols) {
+  return by_width(d, [&](auto t) -> StepFn {
+    using U = typename decltype(t)::type;
+    const U* x = typed<U>(in);
+    U* y = typed<U>(out);
+    return [=](unsigned w, unsigned nw) {
+      constexpr std::int64_t tile = 32;
+      const auto [begin, end] = worker_range(batches * cols, w, nw);
+      for (std::int64_t o0 = begin; o0 < end;) {
+        const std::int64_t b = o0 / cols;
+        const std::int64_t o1 = std::min({end, o0 + tile, (b + 1) * cols});
+        const U* xb = x + b * rows * cols;
+        for (std::int64_t r0 = 0; r0 < rows; r0 += tile) {
+          const std::int64_t r1 = std::min(rows, r0 + tile);
+          for (std::int64_t o = o0; o < o1; ++o) {
+            const std::int64_t c = o - b * cols;
+            for (std::int64_t r = r0; r < r1; ++r)
+              y[o * rows + r] = xb[r * cols + c];
+          }
+        }
+        o0 = o1;
+      }
+    };
+  });
+}
+
 /// Concat and split both copy, per outer row, contiguous segments of `seg` elements.
 struct Segment {
   std::int64_t seg = 0;    ///< elements per outer row in this part
@@ -64,6 +95,18 @@ StepFn compile_Transpose(CompileContext&, const Op& op, const OpBuffers& buffers
   if (perm.empty())
     for (auto d = static_cast<std::int64_t>(in.size()); d-- > 0;)
       perm.push_back(d);
+  const auto rank = static_cast<std::int64_t>(in.size());
+  bool swaps_last_two = rank >= 2 && perm[static_cast<std::size_t>(rank - 2)] == rank - 1 &&
+                        perm[static_cast<std::size_t>(rank - 1)] == rank - 2;
+  for (std::int64_t k = 0; k + 2 < rank; ++k)
+    swaps_last_two = swaps_last_two && perm[static_cast<std::size_t>(k)] == k;
+  if (swaps_last_two) {
+    const std::int64_t rows = in[static_cast<std::size_t>(rank - 2)];
+    const std::int64_t cols = in[static_cast<std::size_t>(rank - 1)];
+    const std::int64_t n = nelms(in);
+    return transpose_last_two_step(op.input(0).dtype(), buffers.inputs[0], buffers.outputs[0],
+                                   rows * cols == 0 ? 0 : n / (rows * cols), rows, cols);
+  }
   const Shape in_strides = strides_of(in);
   Shape out, strides;
   for (auto p : perm) {
