@@ -73,39 +73,47 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     variables_ = factories.init("", options.seed);
 
     // The device state: the weights, plus one accumulator per weight when accumulating.
-    // Step graphs take all of it by reference, so that their updates land in the main
-    // graph's variables; `repeat` runs them steps_per_execution times.
+    // With several steps per run, the step graph takes all of it by reference, so that its
+    // updates land in the main graph's variables, and `repeat` runs it
+    // steps_per_execution times.
     NamedTensors state = variables_;
     const pxl::addons::GradientAccumulation accumulation{.steps = options.gradient_accumulation};
     if (accumulation.steps > 1)
       state.update(pxl::addons::accumulator_factories(factories, accumulation).init());
 
-    pxl::Graph step = ir_.create_empty_graph("train_step");
-    if (accumulation.steps == 1) {
-      auto in_step = step.scope();
-      auto weights = pxl::addons::named_graph_inputs(state);
-      sgd_update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_),
+    if (options.steps_per_execution == 1 && accumulation.steps == 1) {
+      // One step per run: the tutorial's form, traced in the main graph itself (a loop of
+      // one would copy every weight into the loop body and back on each run).
+      sgd_update(variables_, trace_gradients(fwd, bwd, variables_, *images_, *labels_, *loss_),
                  options.learning_rate);
     } else {
-      // N micro-batches accumulate the mean gradient, then one update with it: the same
-      // step as one batch of N·b.
-      pxl::Graph micro = ir_.create_empty_graph("micro_step");
-      {
-        auto in_micro = micro.scope();
+      pxl::Graph step = ir_.create_empty_graph("train_step");
+      if (accumulation.steps == 1) {
+        auto in_step = step.scope();
+        auto weights = pxl::addons::named_graph_inputs(state);
+        sgd_update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_),
+                   options.learning_rate);
+      } else {
+        // N micro-batches accumulate the mean gradient, then one update with it: the same
+        // step as one batch of N·b.
+        pxl::Graph micro = ir_.create_empty_graph("micro_step");
+        {
+          auto in_micro = micro.scope();
+          auto s = pxl::addons::named_graph_inputs(state);
+          auto weights = s.filter_keys(variables_.keys_flat());
+          pxl::addons::accumulate_gradients(
+              s, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_), accumulation);
+        }
+        auto in_step = step.scope();
         auto s = pxl::addons::named_graph_inputs(state);
-        auto weights = s.filter_keys(variables_.keys_flat());
-        pxl::addons::accumulate_gradients(
-            s, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_), accumulation);
+        pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+        pxl::addons::apply_accumulated(s.filter_keys(variables_.keys_flat()), s,
+                                       [&](const std::string&, const Tensor& w, const Tensor& g) {
+                                         pxl::ops::scaled_add_(w, g, 1.0, -options.learning_rate);
+                                       });
       }
-      auto in_step = step.scope();
-      auto s = pxl::addons::named_graph_inputs(state);
-      pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
-      pxl::addons::apply_accumulated(s.filter_keys(variables_.keys_flat()), s,
-                                     [&](const std::string&, const Tensor& w, const Tensor& g) {
-                                       pxl::ops::scaled_add_(w, g, 1.0, -options.learning_rate);
-                                     });
+      pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());
     }
-    pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());
   }
   ir_.set_num_host_transfers(options.steps_per_execution * options.gradient_accumulation);
   session_.emplace(ir_, "ipu_model", session_options(options.workers));
