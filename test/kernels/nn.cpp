@@ -19,6 +19,16 @@ TEST_CASE("softmax and log_softmax along any axis match the reference") {
       check_kernel([axis](Tensor t) { return ops::softmax(t, axis); }, {x});
       check_kernel([axis](Tensor t) { return ops::log_softmax(t, axis); }, {x});
     }
+  // Closed form: every softmax row sums to one.
+  const auto rows = check_kernel([](Tensor t) { return ops::softmax(t, -1); },
+                                 {random_tensor({13, 10}, float32, -5, 5)})[0];
+  for (std::int64_t r = 0; r < 13; ++r) {
+    double sum = 0;
+    for (std::int64_t c = 0; c < 10; ++c)
+      sum += rows.item(r * 10 + c);
+    CAPTURE(r);
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("softmax: hand-computed values, stable for large logits") {

@@ -61,6 +61,9 @@ TEST_CASE("argmax picks the first maximum and matches the reference") {
 TEST_CASE("float32 sums are accurate over long reductions") {
   // 10,000 terms of 0.1: a float accumulator drifts by ~1e-4 relative; the kernel must not.
   const HostTensor x = HostTensor::full({10000}, float32, 0.1);
-  check_kernel([](Tensor t) { return ops::sum(t); }, {x});
-  check_kernel([](Tensor t) { return ops::mean(t); }, {x});
+  const double term = static_cast<double>(0.1f);
+  CHECK(check_kernel([](Tensor t) { return ops::sum(t); }, {x})[0].item() ==
+        doctest::Approx(10000 * term).epsilon(1e-7));
+  CHECK(check_kernel([](Tensor t) { return ops::mean(t); }, {x})[0].item() ==
+        doctest::Approx(term).epsilon(1e-7));
 }

@@ -49,7 +49,11 @@ TEST_CASE("accumulate_, copy_var_update_, accumulator_scale_, accumulator_zero_"
                {0, 0, 0, 0});
   for (DType d : {float32, float16}) {
     const auto a = random_tensor({13, 7}, d, -2, 2, 1), b = random_tensor({13, 7}, d, -2, 2, 2);
-    check_kernel([](Tensor p, Tensor q) { return vu::accumulate_(p, q, 0.37); }, {a, b});
+    const auto acc =
+        check_kernel([](Tensor p, Tensor q) { return vu::accumulate_(p, q, 0.37); }, {a, b})[0];
+    // Closed form, to half precision: t + f·x.
+    for (std::int64_t i = 0; i < acc.nelms(); ++i)
+      CHECK(acc.item(i) == doctest::Approx(a.item(i) + 0.37 * b.item(i)).epsilon(2e-3));
     check_kernel([](Tensor p, Tensor q) { return vu::accumulate_(p, q, 1.0); },
                  {a, random_tensor({7}, d)});
     check_kernel([](Tensor p, Tensor q) { return vu::copy_var_update_(p, q); }, {a, b});
