@@ -73,6 +73,16 @@ inline StepFn copy_step(std::byte* dst, const std::byte* src, std::int64_t n, st
   };
 }
 
+/// Zeroes `n` elements of `elem` bytes at `dst` (every dtype's zero is all-zero bytes).
+inline StepFn zero_step(std::byte* dst, std::int64_t n, std::size_t elem) {
+  return [=](unsigned w, unsigned nw) {
+    const auto [b, e] = worker_range(n, w, nw);
+    if (e > b)
+      std::memset(dst + static_cast<std::size_t>(b) * elem, 0,
+                  static_cast<std::size_t>(e - b) * elem);
+  };
+}
+
 inline constexpr int max_map_rank = 16;
 
 /// Walks a row-major output range while tracking the matching element offsets of `N` strided

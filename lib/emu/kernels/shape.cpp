@@ -259,15 +259,7 @@ StepFn compile_Init(CompileContext&, const Op& op, const OpBuffers& buffers) {
   if (op.attrs_as<CreateAttrs>().init == InitType::undef)
     return [](unsigned, unsigned) {};
   const auto& spec = op.output(0).spec();
-  const std::size_t elem = size_of(spec.dtype);
-  std::byte* y = buffers.outputs[0];
-  const std::int64_t n = spec.nelms();
-  return [=](unsigned w, unsigned nw) {
-    const auto [begin, end] = worker_range(n, w, nw);
-    if (end > begin)
-      std::memset(y + static_cast<std::size_t>(begin) * elem, 0,
-                  static_cast<std::size_t>(end - begin) * elem);
-  };
+  return zero_step(buffers.outputs[0], spec.nelms(), size_of(spec.dtype));
 }
 
 } // namespace pxl::emu::detail
