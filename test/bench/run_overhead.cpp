@@ -2,6 +2,8 @@
 // 784-512-512-512-10 gelu MLP at batch 8 and 128. Prints medians and the heap allocations of
 // one run_with_outputs (the plan preallocates everything, so this should be 0); asserts
 // nothing.
+#include "../support/allocation_counter.hpp"
+
 #include <pxl/pxl.hpp>
 
 #include <algorithm>
@@ -14,27 +16,12 @@
 #include <vector>
 
 namespace {
-// Every operator new in the process is counted (replacing the global one is the only way to
-// see allocations made inside the library).
-std::atomic<long> allocations{0};
-} // namespace
-
-void* operator new(std::size_t n) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n))
-    return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
-namespace {
 
 /// Heap allocations made by one call of `fn`.
 long allocations_of(const std::function<void()>& fn) {
-  const long before = allocations.load();
+  const long before = pxl::testing::process_allocations.load();
   fn();
-  return allocations.load() - before;
+  return pxl::testing::process_allocations.load() - before;
 }
 
 double median_us(int reps, const std::function<void()>& fn) {

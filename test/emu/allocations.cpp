@@ -2,25 +2,14 @@
 // replaces the global operator new of the test binary to count allocations.
 #include "helpers.hpp"
 
+#include "../support/allocation_counter.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
-
-namespace {
-std::atomic<long> allocations{0};
-} // namespace
-
-void* operator new(std::size_t n) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n))
-    return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 using namespace pxl;
 
@@ -53,10 +42,10 @@ TEST_CASE("run_with_outputs allocates nothing: replicas, transfers, inlined and 
     const StreamInputs in{{x, test_emu::iota({3, 2, 4, 8}, -30.f)}};
     auto out = s.create_host_outputs();
     s.run_with_outputs(in, out); // warm-up: thread-local state of the workers and libraries
-    const long before = allocations.load();
+    const long before = testing::process_allocations.load();
     s.run_with_outputs(in, out);
     s.run_with_outputs(in, out);
-    CHECK(allocations.load() - before == 0);
+    CHECK(testing::process_allocations.load() - before == 0);
     CHECK(out.at(y).shape() == Shape{3, 2, 4, 8});
     // The runs did something: the last run's outputs are not all zero.
     CHECK(std::any_of(out.at(y).data<float>().begin(), out.at(y).data<float>().end(),

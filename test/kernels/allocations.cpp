@@ -3,24 +3,13 @@
 // replaced global operator new.
 #include "harness.hpp"
 
+#include "../support/allocation_counter.hpp"
+
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/matmul.hpp"
 
 #include <cstdlib>
 #include <new>
-
-namespace {
-thread_local long allocations = 0;
-} // namespace
-
-void* operator new(std::size_t n) {
-  ++allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n))
-    return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 using namespace pxl;
 using namespace pxl::testing;
@@ -45,11 +34,11 @@ long allocations_while_running(const KernelCase& c) {
   std::vector<StreamState> streams;
   CompileContext ctx{pool, streams, {}};
   const StepFn step = kernel_table[static_cast<std::size_t>(c.op.kind())](ctx, c.op, buffers);
-  const long before = allocations;
+  const long before = thread_allocations;
   for (unsigned nw = 1; nw <= 3; ++nw)
     for (unsigned w = 0; w < nw; ++w)
       step(w, nw);
-  return allocations - before;
+  return thread_allocations - before;
 }
 
 auto matmul = [](Tensor a, Tensor b) { return ops::matmul(a, b); };
