@@ -2,6 +2,7 @@
 // Fashion-MNIST on the built-in IPU emulator.
 //
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
+#include "device_loop_feed.hpp"
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -36,35 +37,6 @@ struct Options {
   // One worker: at batch 8 an op's work is a few microseconds, less than a barrier between
   // two workers costs (measured in the README); larger batches gain from --workers 0.
   unsigned workers = 1;
-};
-
-/// The [steps, batch, ...] arrays one device loop consumes, filled batch by batch (the batch
-/// pipeline reuses its buffer, so each batch is copied in as it comes).
-class DeviceLoopFeed {
-public:
-  DeviceLoopFeed(std::int64_t steps, std::int64_t batch_size)
-      : steps_(steps), images_({steps, batch_size, mnist::image_size}, pxl::float32),
-        labels_({steps, batch_size}, pxl::int32) {}
-
-  /// Copies `batch` into the next slot; true when all `steps` slots are full.
-  bool add(const data::Batch& batch) {
-    copy_into(images_, batch.images);
-    copy_into(labels_, batch.labels);
-    return ++filled_ == steps_;
-  }
-  const pxl::HostTensor& images() const { return images_; }
-  const pxl::HostTensor& labels() const { return labels_; }
-  void clear() { filled_ = 0; }
-
-private:
-  void copy_into(pxl::HostTensor& dst, const pxl::HostTensor& src) {
-    const auto bytes = src.bytes();
-    std::ranges::copy(bytes,
-                      dst.bytes().begin() + filled_ * static_cast<std::ptrdiff_t>(bytes.size()));
-  }
-  std::int64_t steps_;
-  pxl::HostTensor images_, labels_;
-  std::int64_t filled_ = 0;
 };
 
 int train_and_test(const Options& o) {
@@ -103,7 +75,7 @@ int train_and_test(const Options& o) {
     const std::int64_t per_run = train.micro_batches_per_run();
     const std::int64_t runs = data::num_batches(train_data, batching) / per_run;
     mnist::Progress progress("epoch " + std::to_string(epoch + 1), runs * per_run);
-    DeviceLoopFeed feed(per_run, o.batch_size);
+    mnist::DeviceLoopFeed feed(per_run, o.batch_size);
     std::int64_t steps = 0;
     double loss_sum = 0;
     for (const auto& batch : data::batches(train_data, batching)) {

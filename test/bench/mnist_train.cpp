@@ -5,6 +5,7 @@
 // `--reps` timings; asserts nothing.
 //
 //     build/test/bench/mnist_train [--workers N] [--reps 3]
+#include "device_loop_feed.hpp"
 #include "mnist_reference.hpp"
 #include "programs.hpp"
 
@@ -136,15 +137,11 @@ int main(int argc, char** argv) {
 
   // A device loop: 100 steps per session.run against one step per run, same batches.
   constexpr std::int64_t loop = 100, batch = 8;
-  pxl::HostTensor images({loop, batch, mnist::image_size}, pxl::float32);
-  pxl::HostTensor labels({loop, batch}, pxl::int32);
+  mnist::DeviceLoopFeed feed(loop, batch);
   std::vector<data::Batch> singles;
   for (const auto& b : data::batches(train, {.batch_size = batch, .seed = 2, .flatten = true})) {
-    const auto k = static_cast<std::ptrdiff_t>(singles.size());
-    std::ranges::copy(b.images.bytes(), images.bytes().begin() + k * std::ssize(b.images.bytes()));
-    std::ranges::copy(b.labels.bytes(), labels.bytes().begin() + k * std::ssize(b.labels.bytes()));
     singles.push_back({b.images, b.labels});
-    if (std::ssize(singles) == loop)
+    if (feed.add(b))
       break;
   }
   mnist::TrainingProgram one({.batch_size = batch, .steps_per_execution = 1, .workers = workers});
@@ -154,8 +151,9 @@ int main(int argc, char** argv) {
     const auto& b = singles[static_cast<std::size_t>(i % loop)];
     one.run(b.images, b.labels);
   });
-  const double hundred_rate =
-      loop * steps_per_second(reps, 3, [&](std::int64_t) { hundred.run(images, labels); });
+  const double hundred_rate = loop * steps_per_second(reps, 3, [&](std::int64_t) {
+                                hundred.run(feed.images(), feed.labels());
+                              });
   std::printf("\nbatch 8, steps per execution 1: %.1f steps/s; 100: %.1f steps/s; ratio %.2f\n",
               one_rate, hundred_rate, hundred_rate / one_rate);
   return 0;

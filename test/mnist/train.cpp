@@ -1,5 +1,6 @@
 // The Fashion-MNIST main job's programs, on a few thousand images: training learns,
 // checkpoints round-trip, and a device loop equals single steps bitwise.
+#include "device_loop_feed.hpp"
 #include "programs.hpp"
 
 #include "pxl/addons/data/batches.hpp"
@@ -85,22 +86,14 @@ TEST_CASE("a device loop of N steps gives bitwise the weights of N single-step r
   mnist::TrainingProgram single({.batch_size = b, .steps_per_execution = 1, .seed = 3});
   mnist::TrainingProgram looped({.batch_size = b, .steps_per_execution = n, .seed = 3});
 
-  pxl::HostTensor images({n, b, mnist::image_size}, pxl::float32);
-  pxl::HostTensor labels({n, b}, pxl::int32);
+  mnist::DeviceLoopFeed feed(n, b);
   std::vector<float> single_losses;
-  std::int64_t i = 0;
   for (auto& batch : data::batches(train_data(), batching(b))) {
-    if (i == n)
+    single_losses.push_back(single.run(batch.images, batch.labels).at(0));
+    if (feed.add(batch))
       break;
-    auto l = single.run(batch.images, batch.labels);
-    single_losses.push_back(l.at(0));
-    std::ranges::copy(batch.images.data<float>(),
-                      images.data<float>().begin() + i * b * mnist::image_size);
-    std::ranges::copy(batch.labels.data<std::int32_t>(),
-                      labels.data<std::int32_t>().begin() + i * b);
-    ++i;
   }
-  const auto looped_losses = looped.run(images, labels);
+  const auto looped_losses = looped.run(feed.images(), feed.labels());
   CHECK(looped_losses == single_losses);
   const auto w1 = single.weights().to_dict();
   const auto wn = looped.weights().to_dict();
