@@ -8,6 +8,12 @@
 namespace pxl::detail {
 
 namespace {
+/// `t` as `shape`: a Reshape only when the shape differs (a same-shape Reshape copies the
+/// whole tensor on the device, a weight-sized copy per matmul gradient).
+Tensor as_shape(const Tensor& t, const Shape& shape) {
+  return t.shape() == shape ? t : ops::reshape(t, shape);
+}
+
 /// Swaps the last two axes.
 Tensor swap_last(const Tensor& t) {
   std::vector<std::int64_t> perm(static_cast<std::size_t>(t.rank()));
@@ -25,18 +31,18 @@ std::vector<Tensor> grad_MatMul(GradContext& c) {
     sa.insert(sa.begin(), 1);
   if (sb.size() == 1)
     sb.push_back(1);
-  Tensor a = ops::reshape(c.fwd_input(0), sa), b = ops::reshape(c.fwd_input(1), sb);
+  Tensor a = as_shape(c.fwd_input(0), sa), b = as_shape(c.fwd_input(1), sb);
   Shape sg = c.op().output(0).shape();
   if (a0.rank() == 1)
     sg.insert(sg.end() - (b0.rank() == 1 ? 0 : 1), 1);
   if (b0.rank() == 1)
     sg.push_back(1);
-  const Tensor g = ops::reshape(c.grad_output(0), sg);
+  const Tensor g = as_shape(c.grad_output(0), sg);
   std::vector<Tensor> r(2);
   if (c.needs_grad(0))
-    r[0] = ops::reshape(unbroadcast(ops::matmul(g, swap_last(b)), sa), a0.shape());
+    r[0] = as_shape(unbroadcast(ops::matmul(g, swap_last(b)), sa), a0.shape());
   if (c.needs_grad(1))
-    r[1] = ops::reshape(unbroadcast(ops::matmul(swap_last(a), g), sb), b0.shape());
+    r[1] = as_shape(unbroadcast(ops::matmul(swap_last(a), g), sb), b0.shape());
   return r;
 }
 
