@@ -32,6 +32,9 @@ struct FlatStep {
   Index op = flat_copy;
   std::vector<std::size_t> inputs, outputs;
   std::int64_t ipu = 0;
+  /// Bit k: input k is the operand of a Transpose of the last two axes fused into this step
+  /// (see fuse_transposes), so the kernel reads it transposed.
+  std::uint32_t transposed_inputs = 0;
 };
 
 /// A graph's steps in execution order, and the values of its own inputs and outputs.

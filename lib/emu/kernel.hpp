@@ -18,6 +18,9 @@ namespace pxl::emu::detail {
 struct OpBuffers {
   std::vector<std::byte*> inputs;
   std::vector<std::byte*> outputs;
+  /// Bit k: inputs[k] holds the op's input k transposed over its last two axes (the planner
+  /// fused a Transpose into the op; only MatMul accepts this).
+  std::uint32_t transposed_inputs = 0;
 };
 
 /// A compiled step: every worker calls it with its index; it does its share of the work

@@ -2,6 +2,7 @@
 #include "copy_list.hpp"
 #include "first_fit.hpp"
 #include "flatten.hpp"
+#include "fuse_transposes.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/op.hpp"
@@ -80,7 +81,8 @@ const GraphPlan& Planner::plan_of(std::uint32_t graph) {
 }
 
 void Planner::compile(std::uint32_t g, GraphPlan& plan) {
-  const FlatSchedule flat = flatten(ir_, g);
+  FlatSchedule flat = flatten(ir_, g);
+  fuse_transposes(ir_, flat);
   const auto num_steps = static_cast<std::int64_t>(flat.steps.size());
   const auto num_ipus = static_cast<std::size_t>(target_.ipus);
   const auto& values = flat.values;
@@ -174,6 +176,8 @@ void Planner::compile(std::uint32_t g, GraphPlan& plan) {
       buffers.inputs.push_back(address[v]);
     for (auto v : step.outputs)
       buffers.outputs.push_back(address[v]);
+    buffers.transposed_inputs = step.transposed_inputs;
+    PXL_ASSERT(step.transposed_inputs == 0 || op_node.kind == OpKind::MatMul);
     const CompileFn compile_fn = kernel_table[static_cast<std::size_t>(op_node.kind)];
     if (compile_fn == nullptr)
       throw SessionError("Session: the emulator has no kernel for " +

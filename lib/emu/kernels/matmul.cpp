@@ -5,6 +5,7 @@
 #include <dnnl.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 // Debian's oneDNN runs sgemm on an OpenMP team as large as the calling thread's
@@ -41,15 +42,19 @@ private:
   int previous_ = 1;
 };
 
-void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-           const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
+/// C[m, n] = op(A) op(B), row-major; op(X) is X transposed when its flag is set (A stored
+/// [k, m], B stored [n, k]).
+void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
+           std::int64_t ldc) {
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = 0.0f;
     return;
   }
-  const auto status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  const auto status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+                                 ldb, 0.0f, c, ldc);
   PXL_ASSERT(status == dnnl_success);
 }
 
@@ -57,11 +62,13 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::
 /// same size whichever worker runs it, so results are identical for any number of workers.
 struct MatMulPlan {
   std::int64_t m = 0, n = 0, k = 0;
+  /// Whether A is stored [.., k, m] and B [.., n, k] (a Transpose fused into the matmul).
+  bool trans_a = false, trans_b = false;
   std::int64_t row_block = 0, col_block = 0, row_tiles = 0, col_tiles = 0, tiles = 0;
   std::vector<std::int64_t> a_offset, b_offset; ///< per output batch, in elements
 };
 
-MatMulPlan plan_matmul(const Op& op) {
+MatMulPlan plan_matmul(const Op& op, std::uint32_t transposed_inputs) {
   Shape sa = op.input(0).shape(), sb = op.input(1).shape();
   if (sa.size() == 1)
     sa.insert(sa.begin(), 1);
@@ -71,6 +78,8 @@ MatMulPlan plan_matmul(const Op& op) {
   p.m = sa[sa.size() - 2];
   p.k = sa.back();
   p.n = sb.back();
+  p.trans_a = (transposed_inputs & 1u) != 0;
+  p.trans_b = (transposed_inputs & 2u) != 0;
   const Shape a_batch(sa.begin(), sa.end() - 2), b_batch(sb.begin(), sb.end() - 2);
   const Shape batch = broadcast_shapes(a_batch, b_batch, "MatMul");
   const auto map = make_broadcast_map<2>(batch, {a_batch, b_batch});
@@ -106,6 +115,21 @@ void for_tiles(const MatMulPlan& p, unsigned w, unsigned nw, F&& f) {
   }
 }
 
+/// Where the tile of op(A) starting at row `r0` of batch `bt` begins, and its leading dim.
+template <typename T>
+std::pair<const T*, std::int64_t> a_tile(const MatMulPlan& p, const T* a, std::int64_t bt,
+                                         std::int64_t r0) {
+  const T* base = a + p.a_offset[static_cast<std::size_t>(bt)];
+  return p.trans_a ? std::pair{base + r0, p.m} : std::pair{base + r0 * p.k, p.k};
+}
+/// Where the tile of op(B) starting at column `c0` of batch `bt` begins, and its leading dim.
+template <typename T>
+std::pair<const T*, std::int64_t> b_tile(const MatMulPlan& p, const T* b, std::int64_t bt,
+                                         std::int64_t c0) {
+  const T* base = b + p.b_offset[static_cast<std::size_t>(bt)];
+  return p.trans_b ? std::pair{base + c0 * p.k, p.k} : std::pair{base + c0, p.n};
+}
+
 /// One worker's float copies of a float16 tile's operands and result, sized for the largest
 /// tile when the plan is compiled so that running it allocates nothing.
 struct HalfTileScratch {
@@ -116,19 +140,20 @@ struct HalfTileScratch {
         c(static_cast<std::size_t>(p.row_block * p.col_block)) {}
 };
 
-/// float16 tile: widen A's rows and B's columns to float, sgemm, round the result to half.
+/// float16 tile: widen op(A)'s rows and op(B)'s columns to float, sgemm, round the result to
+/// half.
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols) {
-  const auto bi = static_cast<std::size_t>(bt);
-  const half* ta = a + p.a_offset[bi] + r0 * p.k;
-  for (std::int64_t i = 0; i < rows * p.k; ++i)
-    s.a[static_cast<std::size_t>(i)] = ta[i];
-  const half* tb = b + p.b_offset[bi] + c0;
-  for (std::int64_t i = 0; i < p.k; ++i)
+  const auto [ta, lda] = a_tile(p, a, bt, r0);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t q = 0; q < p.k; ++q)
+      s.a[static_cast<std::size_t>(i * p.k + q)] = p.trans_a ? ta[q * lda + i] : ta[i * lda + q];
+  const auto [tb, ldb] = b_tile(p, b, bt, c0);
+  for (std::int64_t q = 0; q < p.k; ++q)
     for (std::int64_t j = 0; j < cols; ++j)
-      s.b[static_cast<std::size_t>(i * cols + j)] = tb[i * p.n + j];
-  sgemm(rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
+      s.b[static_cast<std::size_t>(q * cols + j)] = p.trans_b ? tb[j * ldb + q] : tb[q * ldb + j];
+  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j)
@@ -139,7 +164,7 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
 
 StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
-  auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op));
+  auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op, buffers.transposed_inputs));
   if (d == float32) {
     const float* a = typed<const float>(buffers.inputs[0]);
     const float* b = typed<const float>(buffers.inputs[1]);
@@ -150,9 +175,10 @@ StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffer
       for_tiles(p, w, nw,
                 [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                     std::int64_t cols) {
-                  const auto bi = static_cast<std::size_t>(bt);
-                  sgemm(rows, cols, p.k, a + p.a_offset[bi] + r0 * p.k, p.k,
-                        b + p.b_offset[bi] + c0, p.n, c + bt * p.m * p.n + r0 * p.n + c0, p.n);
+                  const auto [ta, lda] = a_tile(p, a, bt, r0);
+                  const auto [tb, ldb] = b_tile(p, b, bt, c0);
+                  sgemm(p.trans_a, p.trans_b, rows, cols, p.k, ta, lda, tb, ldb,
+                        c + bt * p.m * p.n + r0 * p.n + c0, p.n);
                 });
     };
   }

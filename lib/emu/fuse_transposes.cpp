@@ -1,0 +1,131 @@
+#include "fuse_transposes.hpp"
+
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/op_kind.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+using pxl::detail::OpNode;
+
+namespace {
+
+/// Whether `op` is a Transpose that swaps its last two axes and keeps every other axis.
+bool swaps_last_two(const IrStorage& ir, const OpNode& op) {
+  if (op.kind != OpKind::Transpose)
+    return false;
+  const auto rank = static_cast<std::int64_t>(ir.tensors[op.inputs[0]].spec.shape.size());
+  if (rank < 2)
+    return false;
+  std::vector<std::int64_t> perm = std::get<TransposeAttrs>(op.attrs).perm;
+  if (perm.empty()) // reverses every axis: a swap of the last two only at rank 2
+    return rank == 2;
+  for (std::int64_t d = 0; d < rank - 2; ++d)
+    if (perm[static_cast<std::size_t>(d)] != d)
+      return false;
+  return perm[static_cast<std::size_t>(rank - 2)] == rank - 1 &&
+         perm[static_cast<std::size_t>(rank - 1)] == rank - 2;
+}
+
+/// Whether `step` may change value `v`: it writes it (in-place ops alias their output to
+/// their input) or hands it to a call, which may take it by reference.
+bool may_write(const IrStorage& ir, const FlatStep& step, std::size_t v) {
+  if (std::ranges::find(step.outputs, v) != step.outputs.end())
+    return true;
+  return step.op != flat_copy && std::holds_alternative<CallAttrs>(ir.ops[step.op].attrs) &&
+         std::ranges::find(step.inputs, v) != step.inputs.end();
+}
+
+/// Drops steps marked in `removed` and the values no remaining step or graph boundary uses,
+/// renumbering the rest in order.
+void compact(FlatSchedule& s, const std::vector<bool>& removed) {
+  std::vector<FlatStep> kept;
+  for (std::size_t i = 0; i < s.steps.size(); ++i)
+    if (!removed[i])
+      kept.push_back(std::move(s.steps[i]));
+  s.steps = std::move(kept);
+
+  std::vector<bool> used(s.values.size(), false);
+  for (const auto& step : s.steps) {
+    for (auto v : step.inputs)
+      used[v] = true;
+    for (auto v : step.outputs)
+      used[v] = true;
+  }
+  for (auto v : s.inputs)
+    used[v] = true;
+  for (auto v : s.outputs)
+    used[v] = true;
+  std::vector<std::size_t> renumber(s.values.size(), 0);
+  std::vector<FlatValue> values;
+  for (std::size_t v = 0; v < s.values.size(); ++v)
+    if (used[v]) {
+      renumber[v] = values.size();
+      values.push_back(s.values[v]);
+    }
+  s.values = std::move(values);
+  auto apply = [&](std::vector<std::size_t>& vs) {
+    for (auto& v : vs)
+      v = renumber[v];
+  };
+  for (auto& step : s.steps) {
+    apply(step.inputs);
+    apply(step.outputs);
+  }
+  apply(s.inputs);
+  apply(s.outputs);
+}
+
+} // namespace
+
+void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
+  auto& steps = schedule.steps;
+  const std::size_t none = steps.size();
+  // The step that produced each value last, when that step is a fusable Transpose.
+  std::vector<std::size_t> transpose_of(schedule.values.size(), none);
+  std::vector<std::size_t> readers(schedule.values.size(), 0);
+  for (const auto& step : steps)
+    for (auto v : step.inputs)
+      ++readers[v];
+  for (auto v : schedule.outputs)
+    ++readers[v];
+
+  std::vector<bool> lost_reader(steps.size(), false); // Transposes a MatMul now bypasses
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    FlatStep& step = steps[j];
+    const OpNode* op = step.op == flat_copy ? nullptr : &ir.ops[step.op];
+    if (op != nullptr && op->kind == OpKind::MatMul) {
+      for (std::size_t k = 0; k < 2; ++k) {
+        const std::size_t t = transpose_of[step.inputs[k]];
+        if (t == none)
+          continue;
+        const std::size_t source = steps[t].inputs[0], transposed = steps[t].outputs[0];
+        bool unchanged = schedule.values[source].ipu == step.ipu;
+        for (std::size_t i = t + 1; i < j && unchanged; ++i)
+          unchanged = !may_write(ir, steps[i], source) && !may_write(ir, steps[i], transposed);
+        if (!unchanged)
+          continue;
+        step.inputs[k] = source;
+        step.transposed_inputs |= 1u << k;
+        --readers[transposed];
+        ++readers[source];
+        lost_reader[t] = true;
+      }
+    }
+    // A value written here no longer holds what an earlier Transpose produced.
+    for (auto v : step.outputs)
+      transpose_of[v] = op != nullptr && swaps_last_two(ir, *op) ? j : none;
+  }
+  if (std::ranges::none_of(lost_reader, [](bool b) { return b; }))
+    return;
+  std::vector<bool> removed(steps.size(), false);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    removed[i] = lost_reader[i] && readers[steps[i].outputs[0]] == 0;
+  compact(schedule, removed);
+}
+
+} // namespace pxl::emu::detail

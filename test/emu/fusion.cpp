@@ -1,0 +1,151 @@
+// Transposes fused into matmuls: the MatMul reads its operand transposed instead of a copy,
+// with the same results as the reference, for any worker count, and never across a write.
+#include "helpers.hpp"
+#include "reference.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+using namespace pxl;
+
+namespace {
+
+/// Deterministic values in [-1, 1) of `spec`'s shape and dtype.
+HostTensor pattern(const TensorSpec& spec, int salt) {
+  HostTensor f(spec.shape, float32);
+  auto d = f.data<float>();
+  for (std::size_t i = 0; i < d.size(); ++i)
+    d[i] = static_cast<float>((static_cast<int>(i) * 37 + salt * 11) % 41) / 20.5f - 1.0f;
+  return spec.dtype == float32 ? f : f.astype(spec.dtype);
+}
+
+/// Runs `ir`'s main graph with `inputs` on `workers` workers.
+StreamOutputs run_on(Ir& ir, unsigned workers, const StreamInputs& inputs) {
+  Session s(ir, "ipu_model", {.workers = workers});
+  auto attached = s.attach();
+  return s.run(inputs);
+}
+
+bool has_tensor(const emu::MemoryReport& r, const std::string& name) {
+  return std::ranges::any_of(r.tensors, [&](const auto& t) { return t.id == name; });
+}
+
+} // namespace
+
+TEST_CASE("A Transpose feeding a MatMul is read in place: reference results on 1-4 workers") {
+  struct Case {
+    const char* what;
+    Shape a, b;  ///< the stored operands
+    bool ta, tb; ///< which are transposed before the matmul
+    std::vector<std::int64_t> perm_a, perm_b;
+  };
+  const Case cases[] = {
+      {"A^T B", {70, 9}, {70, 130}, true, false, {}, {}},
+      {"A B^T", {9, 70}, {130, 70}, false, true, {1, 0}, {}},
+      {"A^T B^T", {70, 9}, {130, 70}, true, true, {}, {1, 0}},
+      {"batched A^T, broadcast B", {3, 70, 9}, {70, 130}, true, false, {0, 2, 1}, {}},
+      {"batched A^T B^T", {2, 70, 9}, {2, 130, 70}, true, true, {0, 2, 1}, {0, 2, 1}},
+  };
+  for (DType dtype : {float32, float16}) {
+    for (const Case& c : cases) {
+      CAPTURE(c.what);
+      CAPTURE(name(dtype));
+      Ir ir;
+      HostToDeviceStream sa, sb;
+      DeviceToHostStream sy;
+      {
+        auto in_main = ir.main_graph().scope();
+        sa = h2d_stream(c.a, dtype, "a");
+        sb = h2d_stream(c.b, dtype, "b");
+        Tensor a = ops::host_load(sa), b = ops::host_load(sb);
+        if (c.ta)
+          a = ops::transpose(a, c.perm_a);
+        if (c.tb)
+          b = ops::transpose(b, c.perm_b);
+        const Tensor y = ops::matmul(a, b);
+        sy = d2h_stream(y.shape(), dtype, "y");
+        ops::host_store(sy, y);
+      }
+      const HostTensor a = pattern({c.a, dtype}, 1), b = pattern({c.b, dtype}, 2);
+      const auto first = run_on(ir, 1, {{sa, a}, {sb, b}}).at(sy);
+      for (unsigned workers = 2; workers <= 4; ++workers)
+        CHECK(run_on(ir, workers, {{sa, a}, {sb, b}}).at(sy) == first);
+      testing::ReferenceEvaluator ref(ir);
+      const auto expected = ref.run({{"a", a}, {"b", b}}).at("y");
+      if (dtype == float32)
+        CHECK(allclose(first, expected, 1e-5, 1e-5));
+      else
+        CHECK(allclose(first.astype(float32), expected.astype(float32), 1e-2, 1e-2));
+    }
+  }
+}
+
+TEST_CASE("A fused Transpose costs neither code nor memory; one with other readers stays") {
+  auto build = [](Ir& ir, bool store_transposed) -> std::string {
+    auto in_main = ir.main_graph().scope();
+    auto x = h2d_stream({256, 64}, float32, "x");
+    auto w = variable(pattern({{256, 32}, float32}, 3), "w");
+    const Tensor xt = ops::transpose(ops::host_load(x));
+    ops::host_store(d2h_stream({64, 32}, float32, "y"), ops::matmul(xt, w));
+    if (store_transposed)
+      ops::host_store(d2h_stream({64, 256}, float32, "xt_out"), xt);
+    return xt.id();
+  };
+  Ir fused_ir, kept_ir;
+  const std::string fused_xt = build(fused_ir, false), kept_xt = build(kept_ir, true);
+  const auto fused = Session(fused_ir).memory_report();
+  const auto kept = Session(kept_ir).memory_report();
+  const auto per_op = emu::ipu2().code_bytes_per_op;
+  // host_load, matmul, host_store: the Transpose is gone.
+  CHECK(fused.ipus[0].code == 3 * per_op);
+  CHECK_FALSE(has_tensor(fused, fused_xt));
+  // Its other reader keeps the Transpose (host_load, transpose, matmul, 2 host_stores).
+  CHECK(kept.ipus[0].code == 5 * per_op);
+  CHECK(has_tensor(kept, kept_xt));
+  CHECK(fused.ipus[0].not_always_live_peak < kept.ipus[0].not_always_live_peak);
+}
+
+TEST_CASE("No fusion across a write: the matmul sees the values the Transpose saw") {
+  // x is loaded, transposed, then changed in place (directly, through its transpose, or by a
+  // by-ref call) before the matmul reads the transpose.
+  enum class Write { source, transposed, by_ref_call };
+  for (Write write : {Write::source, Write::transposed, Write::by_ref_call}) {
+    CAPTURE(static_cast<int>(write));
+    Ir ir;
+    HostToDeviceStream sx;
+    DeviceToHostStream sy;
+    {
+      auto in_main = ir.main_graph().scope();
+      Graph bump = ir.create_empty_graph("bump");
+      {
+        auto in_g = bump.scope();
+        auto t = graph_input({6, 5}, float32, "t", /*by_ref=*/true);
+        ops::scaled_add_(t, t, 1.0, 2.0);
+      }
+      sx = h2d_stream({6, 5}, float32, "x");
+      sy = d2h_stream({5, 4}, float32, "y");
+      auto w = variable(pattern({{6, 4}, float32}, 4), "w");
+      Tensor x = ops::host_load(sx);
+      Tensor xt = ops::transpose(x);
+      switch (write) {
+      case Write::source:
+        ops::scaled_add_(x, x, 1.0, 2.0);
+        break;
+      case Write::transposed:
+        ops::scaled_add_(xt, xt, 1.0, 2.0);
+        break;
+      case Write::by_ref_call:
+        ops::call(bump, {x});
+        break;
+      }
+      ops::host_store(sy, ops::matmul(xt, w));
+    }
+    const HostTensor x = pattern({{6, 5}, float32}, 5);
+    testing::ReferenceEvaluator ref(ir);
+    const auto expected = ref.run({{"x", x}}).at("y");
+    for (unsigned workers : {1u, 3u})
+      CHECK(allclose(run_on(ir, workers, {{sx, x}}).at(sy), expected, 1e-5, 1e-6));
+  }
+}
