@@ -159,3 +159,32 @@ TEST_CASE("cast between every pair of dtypes matches the reference") {
   check_values(check_kernel([](Tensor t) { return ops::cast(t, int32); }, {base})[0], {{7}, int32},
                {-3, -1, 0, 0, 0, 2, 100});
 }
+
+TEST_CASE("tanh: full float precision from tiny to huge arguments; inf, NaN and -0") {
+  const std::vector<double> xs = {1e-30, -1e-20, 3e-8, -5e-4, 9.99e-4, 1e-3,  -1.0001e-3,
+                                  0.3,   -0.7,   2.0,  -9.0,  19.0,    -400., 1e30};
+  // 41 elements: the vector loop and its remainder both run, on every worker split.
+  std::vector<double> values;
+  for (int r = 0; values.size() < 41; ++r)
+    for (double x : xs)
+      if (values.size() < 41)
+        values.push_back(x * (r % 2 == 0 ? 1 : -1));
+  const auto x = tensor({41}, float32, values);
+  const auto y = check_kernel([](Tensor t) { return ops::tanh(t); }, {x})[0];
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    CAPTURE(x.item(i));
+    // Correctly rounded float is within half an ulp (2^-24 relative); allow one ulp.
+    const long double want = std::tanh(static_cast<long double>(x.item(i)));
+    CHECK(std::fabs(static_cast<long double>(y.item(i)) - want) <=
+          std::ldexp(std::fabs(want), -23));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto special =
+      tensor({4}, float32, {inf, -inf, std::numeric_limits<double>::quiet_NaN(), -0.0});
+  const auto s = check_kernel([](Tensor t) { return ops::tanh(t); }, {special})[0];
+  CHECK(s.item(0) == 1.0);
+  CHECK(s.item(1) == -1.0);
+  CHECK(std::isnan(s.item(2)));
+  CHECK(s.item(3) == 0.0);
+  CHECK(std::signbit(s.item(3)));
+}

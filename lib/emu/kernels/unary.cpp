@@ -1,5 +1,6 @@
 // Element-wise unary kernels: math, logic, cast and copies.
 #include "common.hpp"
+#include "vector_math.hpp"
 
 #include <cmath>
 
@@ -54,6 +55,26 @@ To convert(From x) {
     return static_cast<To>(static_cast<compute_t<From>>(x));
 }
 
+/// tanh in double, branch-free: (1 - e) / (1 + e) with e = exp(-2|x|), which cannot overflow
+/// (beyond |x| = 350 the quotient is 1 in double anyway, hence the clamp). Below |x| = 1e-3,
+/// where 1 - e would cancel, the series x - x^3/3 + 2x^5/15 is exact to far beyond float.
+/// NaN stays NaN, ±inf gives ±1, -0 stays -0.
+inline float tanh_bounded(float x) {
+  const double xd = x;
+  const double ax = std::fabs(xd);
+  const double e = exp_bounded(std::max(-2.0 * ax, -700.0));
+  const double big = std::copysign((1.0 - e) / (1.0 + e), xd);
+  const double x2 = xd * xd;
+  const double small = xd * (1.0 - x2 * (1.0 / 3.0 - x2 * (2.0 / 15.0)));
+  return static_cast<float>(ax < 1e-3 ? small : big);
+}
+
+// One clone per instruction set; see PXL_VECTOR_CLONES.
+PXL_VECTOR_CLONES void tanh_f32(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = tanh_bounded(x[i]);
+}
+
 } // namespace
 
 StepFn compile_Negate(CompileContext&, const Op& op, const OpBuffers& buffers) {
@@ -80,7 +101,16 @@ StepFn compile_Sqrt(CompileContext&, const Op& op, const OpBuffers& buffers) {
 }
 
 StepFn compile_Tanh(CompileContext&, const Op& op, const OpBuffers& buffers) {
-  return float_unary(op, buffers, [](float x) { return std::tanh(x); });
+  if (op.input(0).dtype() == float32) {
+    const float* x = typed<const float>(buffers.inputs[0]);
+    float* y = typed<float>(buffers.outputs[0]);
+    const std::int64_t n = op.input(0).nelms();
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      tanh_f32(x + b, y + b, e - b);
+    };
+  }
+  return float_unary(op, buffers, [](float x) { return tanh_bounded(x); });
 }
 
 StepFn compile_Sigmoid(CompileContext&, const Op& op, const OpBuffers& buffers) {

@@ -1,5 +1,6 @@
 // In-place updates and scaled adds: output 0 is input 0 for the in-place kinds.
 #include "common.hpp"
+#include "vector_math.hpp"
 
 namespace pxl::emu::detail {
 
@@ -29,6 +30,21 @@ StepFn float_pair(const Op& op, DType x, DType y, F f) {
   }
 }
 
+// z = a·x + b·y on contiguous float32, in double without contracting into FMAs, so every clone
+// rounds exactly like the portable loop (weights come out the same on any machine). Separate
+// in-place and out-of-place loops: an output equal to x would fail the vectoriser's overlap
+// check and run scalar.
+PXL_VECTOR_CLONES __attribute__((optimize("fp-contract=off"))) void
+scaled_add_f32(const float* x, const float* y, float* z, std::int64_t n, double a, double b) {
+  for (std::int64_t j = 0; j < n; ++j)
+    z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
+}
+PXL_VECTOR_CLONES __attribute__((optimize("fp-contract=off"))) void
+scaled_add_f32_inplace(float* x, const float* y, std::int64_t n, double a, double b) {
+  for (std::int64_t j = 0; j < n; ++j)
+    x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
+}
+
 /// out = a·x + b·y with y broadcast to the output's shape. The scalars are doubles and the
 /// arithmetic is too, so each element is the exactly rounded value of the formula.
 StepFn scaled_add_step(const Op& op, const OpBuffers& buffers, double a, double b) {
@@ -48,6 +64,15 @@ StepFn scaled_add_step(const Op& op, const OpBuffers& buffers, double a, double 
             const X* px = x + off[0];
             const Y* py = y + off[1];
             X* pz = z + pos;
+            if constexpr (std::is_same_v<X, float> && std::is_same_v<Y, float>) {
+              if (inner[0] == 1 && inner[1] == 1) {
+                if (pz == px)
+                  scaled_add_f32_inplace(pz, py, len, a, b);
+                else
+                  scaled_add_f32(px, py, pz, len, a, b);
+                return;
+              }
+            }
             if (inner[0] == 1 && inner[1] == 1) {
               for (std::int64_t j = 0; j < len; ++j)
                 pz[j] =
