@@ -2,7 +2,6 @@
 // Fashion-MNIST on the built-in IPU emulator.
 //
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
-#include "device_loop_feed.hpp"
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -64,6 +63,20 @@ int train_and_test(const Options& o) {
     std::printf("Loaded weights from %s\n", o.load.c_str());
   }
 
+  // What the loss callback accumulates over an epoch. With a device loop it is called on the
+  // session's consumer thread while a run goes on; the main thread reads it once the run has
+  // returned (every loss has been delivered by then).
+  struct EpochLog {
+    std::optional<mnist::Progress> progress;
+    double loss_sum = 0;
+    std::int64_t steps = 0;
+  } epoch_log;
+  const mnist::LossCallback on_loss = [&epoch_log](std::int64_t index, float loss) {
+    epoch_log.loss_sum += loss;
+    epoch_log.steps = index + 1;
+    epoch_log.progress->update(epoch_log.steps, loss);
+  };
+
   double train_seconds = 0;
   std::int64_t trained = 0;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
@@ -74,32 +87,27 @@ int train_and_test(const Options& o) {
     // Progress counts micro-batches: one per host transfer.
     const std::int64_t per_run = train.micro_batches_per_run();
     const std::int64_t runs = data::num_batches(train_data, batching) / per_run;
-    mnist::Progress progress("epoch " + std::to_string(epoch + 1), runs * per_run);
-    mnist::DeviceLoopFeed feed(per_run, o.batch_size);
-    std::int64_t steps = 0;
-    double loss_sum = 0;
-    for (const auto& batch : data::batches(train_data, batching)) {
-      std::vector<float> losses;
-      if (per_run == 1) {
-        losses = train.run(batch.images, batch.labels);
-      } else {
-        if (!feed.add(batch))
-          continue;
-        losses = train.run(feed.images(), feed.labels());
-        feed.clear();
+    epoch_log = {.progress = mnist::Progress("epoch " + std::to_string(epoch + 1), runs * per_run)};
+    if (per_run == 1) {
+      // One step per run: the host prepares a batch, then the device trains on it.
+      for (const auto& batch : data::batches(train_data, batching)) {
+        if (epoch_log.steps == runs)
+          break;
+        on_loss(epoch_log.steps, train.run(batch.images, batch.labels).at(0));
       }
-      for (float l : losses)
-        loss_sum += l;
-      steps += static_cast<std::int64_t>(losses.size());
-      progress.update(steps, losses.back());
-      if (steps / per_run == runs)
-        break;
+    } else {
+      // A device loop fed by the infeed: the epoch's batches are prepared on the producer
+      // threads while the device trains, and the losses come back step by step.
+      train.feed_from(data::batches(train_data, batching), on_loss);
+      for (std::int64_t r = 0; r < runs; ++r)
+        train.run();
     }
-    train_seconds += progress.elapsed();
-    trained += steps * o.batch_size;
+    train_seconds += epoch_log.progress->elapsed();
+    trained += epoch_log.steps * o.batch_size;
     std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s\n", epoch + 1,
-                steps > 0 ? loss_sum / static_cast<double>(steps) : 0.0,
-                static_cast<long long>(steps), progress.elapsed());
+                epoch_log.steps > 0 ? epoch_log.loss_sum / static_cast<double>(epoch_log.steps)
+                                    : 0.0,
+                static_cast<long long>(epoch_log.steps), epoch_log.progress->elapsed());
   }
   if (!o.save.empty()) {
     pxl::addons::save_safetensors(o.save, train.weights().to_dict(), {{"model", "mnist.Net"}});

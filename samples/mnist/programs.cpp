@@ -1,5 +1,6 @@
 #include "programs.hpp"
 
+#include "batch_fan_out.hpp"
 #include "model.hpp"
 
 #include "pxl/addons/accumulation.hpp"
@@ -25,6 +26,11 @@ using pxl::addons::NamedTensors;
 pxl::SessionOptions session_options(unsigned workers) { return {.workers = workers}; }
 
 namespace {
+
+/// Batches each infeed producer prepares ahead of the device: a batch of the pipeline takes
+/// microseconds against milliseconds for a step, so two cover a producer's scheduling
+/// delays.
+constexpr std::int64_t infeed_depth = 2;
 
 /// The Net's forward and gradient graphs are expanded at their call sites: an outlined call
 /// would copy every weight into the graph and back on every step.
@@ -125,6 +131,36 @@ std::vector<float> TrainingProgram::run(const pxl::HostTensor& images,
   auto out = session_->run({{*images_, images}, {*labels_, labels}});
   const auto losses = out.at(*loss_).data<float>();
   return {losses.begin(), losses.end()};
+}
+
+void TrainingProgram::bind_feed(std::function<const pxl::addons::data::Batch*()> next,
+                                LossCallback on_loss) {
+  if (!on_loss)
+    throw pxl::ValueError("mnist TrainingProgram::feed_from: the loss callback is empty; pass "
+                          "one taking (index, loss)");
+  auto fan_out = std::make_shared<BatchFanOut>(std::move(next), images_->spec(), labels_->spec(),
+                                               infeed_depth, micro_batches_per_run());
+  const pxl::FeedOptions feed{.depth = infeed_depth};
+  session_->set_h2d_callback(
+      *images_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::images, e); }, feed);
+  session_->set_h2d_callback(
+      *labels_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::labels, e); }, feed);
+  // Room for a whole run's losses: the device never waits for the callback within a run.
+  session_->set_d2h_callback(
+      *loss_,
+      [on_loss = std::move(on_loss), index = std::int64_t{0}](const pxl::HostTensor& loss) mutable {
+        on_loss(index++, loss.data<float>()[0]);
+      },
+      {.depth = micro_batches_per_run()});
+  fed_ = true;
+}
+
+void TrainingProgram::run() {
+  if (!fed_)
+    throw pxl::StreamError("mnist TrainingProgram::run(): nothing feeds the images and labels "
+                           "streams; call feed_from(batches, on_loss) first, or pass the arrays "
+                           "to run(images, labels)");
+  session_->run();
 }
 
 pxl::addons::NamedTensorData TrainingProgram::weights() {

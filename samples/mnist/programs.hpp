@@ -2,6 +2,7 @@
 // streams) and a test Ir (predictions), each with its own Session.
 #pragma once
 
+#include "pxl/addons/data/batch.hpp"
 #include "pxl/addons/data/dataset.hpp"
 #include "pxl/addons/named_tensors.hpp"
 #include "pxl/core/host_tensor.hpp"
@@ -9,8 +10,17 @@
 #include "pxl/ir/stream.hpp"
 #include "pxl/session.hpp"
 
+#include <range/v3/range/access.hpp>
+#include <range/v3/range/concepts.hpp>
+#include <range/v3/range/traits.hpp>
+
+#include <concepts>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace mnist {
@@ -32,18 +42,81 @@ struct TrainingOptions {
   unsigned workers = 0;
 };
 
+/// A range whose elements are Batches held by the range (a container, a BatchView, a range-v3
+/// pipeline over one): what TrainingProgram::feed_from takes.
+template <typename R>
+concept BatchRange =
+    ranges::input_range<R> && std::is_lvalue_reference_v<ranges::range_reference_t<R>> &&
+    std::convertible_to < ranges::range_reference_t<R>,
+const pxl::addons::data::Batch& > ;
+
+/// Receives micro-batch `index`'s loss (counted from 0 since feed_from) on the session's
+/// consumer thread as the device stores it, while the run goes on.
+using LossCallback = std::function<void(std::int64_t index, float loss)>;
+
 /// The training Ir of PopXL's MNIST tutorial: images and labels come in on h2d streams, the
 /// Net's gradient graph comes from autodiff, the loss gradient from cross_entropy_with_grad,
 /// and every variable is updated in place with `scaled_add_(w, grad, 1, -lr)`; the loss goes
 /// back on a d2h stream. One run performs `steps_per_execution` steps.
+///
+/// It is fed either with host arrays per run (`run(images, labels)`), or, as PopXL and TF
+/// users feed a device loop, from an infeed (`feed_from(batches, on_loss)`, then `run()`):
+/// producer threads prepare the next batches while the device trains on earlier ones, and
+/// each loss goes to a callback as soon as its step has run.
 class TrainingProgram {
 public:
   explicit TrainingProgram(const TrainingOptions& options);
 
   /// Runs `steps_per_execution` steps of `gradient_accumulation` micro-batches each. `images`
   /// is [micro_batches_per_run(), batch, 784] float32 and `labels` [micro_batches_per_run(),
-  /// batch] int32 (leading dim dropped when 1). Returns each micro-batch's loss.
+  /// batch] int32 (leading dim dropped when 1). Returns each micro-batch's loss. After
+  /// feed_from the streams are fed from the batches instead: StreamError.
   std::vector<float> run(const pxl::HostTensor& images, const pxl::HostTensor& labels);
+
+  /// Feeds both the images and the labels stream from one pass over `batches` (one epoch of
+  /// `data::batches(...)` with `.flatten = true` and `.drop_remainder = true`, say): each run
+  /// takes the next micro_batches_per_run() of them. Two producer threads (one per stream)
+  /// share the pipeline through a fan-out, so it runs once, and prepare up to two batches
+  /// ahead of the device; batches prepared ahead stay queued for the next run. Every loss goes
+  /// to `on_loss` (ValueError when it is empty), from index 0.
+  ///
+  /// Replaces an earlier feed, dropping what it had prepared ahead: with one feed per epoch
+  /// and ⌊batches / micro_batches_per_run()⌋ runs on each, those are the batches of the
+  /// epoch's last, partial run, which the arrays path leaves out too. The range, and what it
+  /// refers to (the Dataset of a BatchView), must stay valid until the next feed_from or the
+  /// program's end: its producers iterate it ahead of the device.
+  ///
+  /// A run that needs more batches than are left fails with StreamError ("the batches ended
+  /// after N"), and so does one that meets a batch whose images or labels do not fit the
+  /// streams; both are raised by `run()`, after the run (whose steps past the missing batch
+  /// trained on zeros).
+  template <BatchRange Batches>
+  void feed_from(Batches&& batches, LossCallback on_loss) {
+    using Stored = std::remove_cvref_t<Batches>;
+    // Where the pipeline stands; iterated under the fan-out's lock only.
+    struct Pipeline {
+      Stored range;
+      std::optional<ranges::iterator_t<Stored>> it;
+    };
+    auto pipeline =
+        std::make_shared<Pipeline>(Pipeline{std::forward<Batches>(batches), std::nullopt});
+    bind_feed(
+        [pipeline]() -> const pxl::addons::data::Batch* {
+          auto& p = *pipeline;
+          if (p.it)
+            ++*p.it;
+          else
+            p.it.emplace(ranges::begin(p.range));
+          if (*p.it == ranges::end(p.range))
+            return nullptr;
+          return &static_cast<const pxl::addons::data::Batch&>(**p.it);
+        },
+        std::move(on_loss));
+  }
+
+  /// Runs micro_batches_per_run() micro-batches from the feed; their losses go to the
+  /// feed's callback, all delivered when this returns. StreamError without a feed.
+  void run();
 
   std::int64_t micro_batches_per_run() const {
     return options_.steps_per_execution * options_.gradient_accumulation;
@@ -59,7 +132,10 @@ public:
   const TrainingOptions& options() const { return options_; }
 
 private:
+  void bind_feed(std::function<const pxl::addons::data::Batch*()> next, LossCallback on_loss);
+
   TrainingOptions options_;
+  bool fed_ = false;
   pxl::Ir ir_;
   pxl::addons::NamedTensors variables_;
   std::optional<pxl::HostToDeviceStream> images_;

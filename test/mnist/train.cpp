@@ -1,5 +1,6 @@
 // The Fashion-MNIST main job's programs, on a few thousand images: training learns,
-// checkpoints round-trip, and a device loop equals single steps bitwise.
+// checkpoints round-trip, a device loop equals single steps bitwise, and a device loop fed by
+// the infeed equals the same batches fed as arrays.
 #include "device_loop_feed.hpp"
 #include "programs.hpp"
 
@@ -12,6 +13,8 @@
 
 #include <filesystem>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 namespace data = pxl::addons::data;
 
@@ -28,8 +31,15 @@ const data::Dataset& test_data() {
   return d;
 }
 
-data::BatchOptions batching(std::int64_t batch_size) {
-  return {.batch_size = batch_size, .seed = 7, .flatten = true};
+/// 100 images: 12 batches of 8 per epoch, so that runs of several batches leave some over.
+const data::Dataset& small_data() {
+  static const auto d =
+      data::load_fashion_mnist(data::fashion_mnist_default_dir, data::Split::train, 100);
+  return d;
+}
+
+data::BatchOptions batching(std::int64_t batch_size, std::uint64_t epoch = 0) {
+  return {.batch_size = batch_size, .seed = 7, .epoch = epoch, .flatten = true};
 }
 
 /// Trains one epoch and returns every step's loss.
@@ -38,6 +48,24 @@ std::vector<float> train_epoch(mnist::TrainingProgram& program) {
   for (auto& b : data::batches(train_data(), batching(program.options().batch_size))) {
     auto l = program.run(b.images, b.labels);
     losses.insert(losses.end(), l.begin(), l.end());
+  }
+  return losses;
+}
+
+/// Trains one epoch of `data` from host arrays: micro_batches_per_run() batches stacked per
+/// run, ⌊batches / micro_batches_per_run()⌋ runs. Returns every micro-batch's loss.
+std::vector<float> train_epoch_from_arrays(mnist::TrainingProgram& program,
+                                           const data::Dataset& data,
+                                           const data::BatchOptions& options) {
+  mnist::DeviceLoopFeed feed(program.micro_batches_per_run(), options.batch_size);
+  std::vector<float> losses;
+  for (auto& b : data::batches(data, options)) {
+    if (!feed.add(b))
+      continue;
+    const auto l = program.micro_batches_per_run() == 1 ? program.run(b.images, b.labels)
+                                                        : program.run(feed.images(), feed.labels());
+    losses.insert(losses.end(), l.begin(), l.end());
+    feed.clear();
   }
   return losses;
 }
@@ -133,5 +161,109 @@ TEST_CASE("accumulating 4 micro-batches of 2 is one SGD step on the batch of 8")
   for (const auto& [name, t] : w8) {
     CAPTURE(name);
     CHECK(pxl::allclose(t, w2x4.at(name), 1e-5, 1e-7));
+  }
+}
+
+namespace {
+
+/// Every (index, loss) the loss callback received, in the order it received them.
+struct LossLog {
+  std::vector<std::pair<std::int64_t, float>> calls;
+  mnist::LossCallback callback() {
+    return [this](std::int64_t index, float loss) { calls.emplace_back(index, loss); };
+  }
+};
+
+} // namespace
+
+TEST_CASE("a device loop fed by the infeed trains bitwise as the same batches fed as arrays") {
+  for (const mnist::TrainingOptions& options :
+       {mnist::TrainingOptions{.steps_per_execution = 5, .seed = 11},
+        mnist::TrainingOptions{.steps_per_execution = 2, .gradient_accumulation = 3, .seed = 11},
+        mnist::TrainingOptions{.steps_per_execution = 1, .seed = 11}}) {
+    CAPTURE(options.steps_per_execution);
+    CAPTURE(options.gradient_accumulation);
+    LossLog log; // outlives from_infeed, whose loss stream calls it
+    mnist::TrainingProgram from_arrays(options);
+    mnist::TrainingProgram from_infeed(options);
+    const std::int64_t per_run = from_infeed.micro_batches_per_run();
+    const std::int64_t runs = 12 / per_run; // 12 batches per epoch, some left over unless 1
+    // Two epochs: the batches of the first that no run takes must not reach the second.
+    for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+      CAPTURE(epoch);
+      const auto expected = train_epoch_from_arrays(from_arrays, small_data(), batching(8, epoch));
+      REQUIRE(expected.size() == static_cast<std::size_t>(runs * per_run));
+      log.calls.clear();
+      from_infeed.feed_from(data::batches(small_data(), batching(8, epoch)), log.callback());
+      for (std::int64_t r = 0; r < runs; ++r) {
+        from_infeed.run();
+        // Each run's losses have all been delivered, in order, when it returns.
+        REQUIRE(log.calls.size() == static_cast<std::size_t>((r + 1) * per_run));
+      }
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        CHECK(log.calls[i].first == static_cast<std::int64_t>(i));
+        CHECK(log.calls[i].second == expected[i]);
+      }
+    }
+    const auto a = from_arrays.weights().to_dict();
+    const auto f = from_infeed.weights().to_dict();
+    REQUIRE(a.size() == 8);
+    for (const auto& [name, t] : a) {
+      CAPTURE(name);
+      CHECK(same_bits(t, f.at(name)));
+    }
+  }
+}
+
+TEST_CASE("an infeed whose batches run out fails the run that needs more with StreamError") {
+  LossLog log;
+  mnist::TrainingProgram program({.steps_per_execution = 4});
+  std::vector<data::Batch> six;
+  for (auto& b : data::batches(small_data(), batching(8))) {
+    six.push_back(b);
+    if (six.size() == 6)
+      break;
+  }
+  program.feed_from(six, log.callback());
+  program.run(); // batches 0-3
+  CHECK(log.calls.size() == 4);
+  // Batches 4 and 5, then none: the run fails after it ends.
+  CHECK_THROWS_WITH_AS(program.run(),
+                       "mnist TrainingProgram::feed_from: the batches ended after 6, but the "
+                       "device needs more (each run takes micro_batches_per_run() = 4 of them)",
+                       pxl::StreamError);
+}
+
+TEST_CASE("infeed mistakes are refused with what was expected") {
+  LossLog log;
+  mnist::TrainingProgram program({.steps_per_execution = 2});
+
+  SUBCASE("run() without a feed") {
+    CHECK_THROWS_WITH_AS(program.run(), doctest::Contains("call feed_from(batches, on_loss) first"),
+                         pxl::StreamError);
+  }
+  SUBCASE("an empty loss callback") {
+    CHECK_THROWS_WITH_AS(program.feed_from(data::batches(small_data(), batching(8)), {}),
+                         doctest::Contains("the loss callback is empty"), pxl::ValueError);
+  }
+  SUBCASE("host arrays once the streams are fed") {
+    program.feed_from(data::batches(small_data(), batching(8)), log.callback());
+    mnist::DeviceLoopFeed feed(2, 8);
+    for (auto& b : data::batches(small_data(), batching(8)))
+      if (feed.add(b))
+        break;
+    CHECK_THROWS_WITH_AS(program.run(feed.images(), feed.labels()),
+                         doctest::Contains("unexpected: ['images', 'labels']"), pxl::StreamError);
+  }
+  SUBCASE("batches that do not fit the streams") {
+    auto unflattened = batching(8);
+    unflattened.flatten = false;
+    program.feed_from(data::batches(small_data(), unflattened), log.callback());
+    CHECK_THROWS_WITH_AS(program.run(),
+                         "mnist TrainingProgram::feed_from: batch 0 has images [(8, 28, 28) "
+                         "float32] and labels [(8,) int32]; the streams need images [(8, 784) "
+                         "float32] and labels [(8,) int32] (batch with .batch_size = 8, "
+                         ".drop_remainder = true and .flatten = true)",
+                         pxl::StreamError);
   }
 }
