@@ -1,6 +1,8 @@
 // The emulator's fixed pool of host worker threads, stepping through a plan in lockstep.
 #pragma once
 
+#include "spin_barrier.hpp"
+
 #include <atomic>
 #include <barrier>
 #include <functional>
@@ -31,7 +33,8 @@ private:
   void loop(unsigned worker);
 
   unsigned n_;
-  std::barrier<> start_, step_, done_;
+  std::barrier<> start_, done_;
+  SpinBarrier step_;
   const std::function<void(unsigned)>* job_ = nullptr;
   std::atomic<bool> stop_{false};
   std::vector<std::jthread> threads_;
