@@ -3,6 +3,7 @@
 
 #include "pxl/core/error.hpp"
 #include "pxl/core/host_tensor.hpp"
+#include "pxl/core/input_array.hpp"
 #include "pxl/emu/memory_report.hpp"
 #include "pxl/emu/target.hpp"
 #include "pxl/ir/ir.hpp"
@@ -50,8 +51,9 @@ struct SessionOptions {
 /// Arrays for h2d streams, each shaped `[num_host_transfers, replication_factor, *shape]`
 /// with each of the two leading dims dropped when it is 1: element k of replica r is
 /// `array[k][r]`. As in PopXL, when num_host_transfers > 1 the first dim may be larger than
-/// num_host_transfers; the elements past it are not used (not written, for outputs).
-using StreamInputs = std::map<HostToDeviceStream, HostTensor>;
+/// num_host_transfers; the elements past it are not used (not written, for outputs). Arrays
+/// given as lvalues are borrowed for the run, temporaries are moved in (see InputArray).
+using StreamInputs = std::map<HostToDeviceStream, InputArray>;
 /// Arrays of d2h streams, shaped like StreamInputs.
 using StreamOutputs = std::map<DeviceToHostStream, HostTensor>;
 /// Fills the next element of an h2d stream: the tensor passed has the stream's shape and dtype.
@@ -204,7 +206,9 @@ public:
   /// As run, writing into caller-owned arrays (checked like the inputs).
   void run_with_outputs(const StreamInputs& inputs, StreamOutputs& outputs);
   /// As run, in the background, so that the host can feed and drain bound streams while the
-  /// device works. The inputs are moved into the run and kept until it ends. The arguments are
+  /// device works. The inputs are kept until the run ends: owned arrays are moved in, borrowed
+  /// ones copied (so the caller may reuse them at once; feed a long loop through
+  /// set_h2d_source or set_h2d_callback to avoid the copy). The arguments are
   /// checked before this returns (the same errors as run, thrown here); errors of the run
   /// itself (a failing producer, say) come out of the future's get(). Runs on one session stay
   /// serialised: one started while another is in flight executes after it. The session and its

@@ -49,8 +49,8 @@ std::string quoted_list(const std::set<std::string>& names) {
 /// StreamError listing both the missing and the unexpected streams, then per-array shape
 /// (ShapeError) and dtype (DTypeError) checks. `role` is "input" or "output"; `last(s)` says
 /// whether an output stream keeps only its last element (OutfeedMode::last).
-template <typename Handle, typename Last>
-void validate_arrays(const IrStorage& ir, const std::map<Handle, HostTensor>& arrays,
+template <typename Handle, typename Array, typename Last>
+void validate_arrays(const IrStorage& ir, const std::map<Handle, Array>& arrays,
                      const std::vector<Handle>& expected, std::string_view what,
                      std::string_view role, Last last) {
   std::set<std::string> missing, unexpected;
@@ -215,6 +215,8 @@ void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool output
 std::future<StreamOutputs> Engine::run_async(StreamInputs inputs) {
   std::lock_guard lock(mutex_);
   validate_run("Session::run_async", inputs, nullptr);
+  for (auto& [stream, array] : inputs)
+    array = array.owned(); // the caller's arrays may be gone before the run starts
   auto done = std::make_shared<std::promise<void>>();
   std::shared_future<void> previous = std::exchange(last_async_, done->get_future().share());
   return std::async(std::launch::async, [this, done, previous, inputs = std::move(inputs)] {

@@ -69,6 +69,35 @@ TEST_CASE("run_async returns what run returns; runs on one session stay in order
   CHECK(second.get().at(p.y) == HostTensor({50.f, 60.f, 70.f, 80.f}, {4, 1}));
 }
 
+TEST_CASE("run borrows lvalue arrays and owns temporaries; run_async copies borrowed ones") {
+  Loop p(2);
+  Session s(p.ir, "ipu_model", {.workers = 2});
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::atomic<bool> held{false};
+  s.set_d2h_callback(p.count, [&](const HostTensor&) {
+    if (!held.exchange(true))
+      released.wait(); // holds the first run until the test has changed its array
+  });
+  auto attached = s.attach();
+
+  HostTensor data = iota({2, 1}, 1.f);
+  const StreamInputs borrowed{{p.x, data}};
+  CHECK(borrowed.at(p.x).borrowed());
+  CHECK(&borrowed.at(p.x).get() == &data); // no copy
+  const StreamInputs owned{{p.x, iota({2, 1}, 1.f)}};
+  CHECK_FALSE(owned.at(p.x).borrowed());
+
+  // A borrowed array is read when the run happens: changes made before it show.
+  auto first = s.run_async({{p.x, iota({2, 1}, 7.f)}});
+  auto second = s.run_async(borrowed); // queued behind the held first run
+  data.data<float>()[0] = 100.f;       // too late for the copy run_async took
+  release.set_value();
+  CHECK(first.get().at(p.y) == HostTensor({70.f, 80.f}, {2, 1}));
+  CHECK(second.get().at(p.y) == HostTensor({10.f, 20.f}, {2, 1}));
+  CHECK(s.run(borrowed).at(p.y) == HostTensor({1000.f, 20.f}, {2, 1}));
+}
+
 TEST_CASE("run_async checks its arguments before it returns") {
   Loop p(2);
   Session s(p.ir, "ipu_model", {.workers = 1});
@@ -192,6 +221,9 @@ TEST_CASE("Outfeed elements arrive complete and in order while run_async is in f
     std::lock_guard lock(m);
     CHECK(counts == std::vector<float>{1.f});
   }
+  // Held 50 ms in all: the device blocks on the full queue within a few steps of the first
+  // element, so it waits for most of that (checked below with a wide margin).
+  std::this_thread::sleep_for(30ms);
   release.set_value();
   const auto out = run.get();
   REQUIRE(counts.size() == steps);
