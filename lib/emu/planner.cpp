@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -47,7 +48,51 @@ Planner::Planner(IrStorage& ir, const Target& target, WorkerPool& pool,
       plans_(ir.graphs.size()), address_(ir.tensors.size(), nullptr) {
   reachable_ = reachable_graphs(ir);
   allocate_static(reachable_);
+  bind_static_inputs();
   plan_of(0);
+}
+
+namespace {
+constexpr Index no_binding = std::numeric_limits<Index>::max();
+constexpr Index conflicting = no_binding - 1;
+} // namespace
+
+void Planner::bind_static_inputs() {
+  static_binding_.resize(ir_.graphs.size());
+  for (std::uint32_t g = 0; g < ir_.graphs.size(); ++g)
+    static_binding_[g].assign(ir_.graphs[g].inputs.size(), no_binding);
+  std::vector<bool> called(ir_.graphs.size(), false);
+  for (std::uint32_t g = 0; g < ir_.graphs.size(); ++g) {
+    if (!reachable_[g])
+      continue;
+    for (Index o : ir_.graphs[g].ops) {
+      const auto& op = ir_.ops[o];
+      const auto* c = std::get_if<CallAttrs>(&op.attrs);
+      if (c == nullptr || (op.kind == OpKind::Call && c->inline_graph))
+        continue;
+      const auto& callee = ir_.graphs[c->graph];
+      auto& binding = static_binding_[c->graph];
+      for (std::size_t i = 0; i < op.inputs.size() && i < binding.size(); ++i) {
+        const Index t = op.inputs[i];
+        // A by-ref input bound to a variable or constant, and to nothing else at this site
+        // (another input bound to it would see the callee's writes).
+        const bool aliasable = i < callee.input_by_ref.size() && callee.input_by_ref[i] &&
+                               is_static(ir_, t) &&
+                               std::count(op.inputs.begin(), op.inputs.end(), t) == 1;
+        if (!aliasable)
+          binding[i] = conflicting;
+        else if (!called[c->graph] && binding[i] == no_binding)
+          binding[i] = t;
+        else if (binding[i] != t)
+          binding[i] = conflicting;
+      }
+      called[c->graph] = true;
+    }
+  }
+  for (auto& binding : static_binding_)
+    for (auto& t : binding)
+      if (t == conflicting)
+        t = no_binding;
 }
 
 void Planner::allocate_static(const std::vector<bool>& reachable) {
@@ -83,6 +128,12 @@ const GraphPlan& Planner::plan_of(std::uint32_t graph) {
 void Planner::compile(std::uint32_t g, GraphPlan& plan) {
   FlatSchedule flat = flatten(ir_, g);
   fuse_transposes(ir_, flat);
+  // Inputs every call site binds to the same variable by reference live in its buffer.
+  for (std::size_t i = 0; i < flat.inputs.size(); ++i)
+    if (const Index t = static_binding_[g][i]; t != no_binding) {
+      flat.values[flat.inputs[i]].is_static = true;
+      flat.values[flat.inputs[i]].tensor = t;
+    }
   const auto num_steps = static_cast<std::int64_t>(flat.steps.size());
   const auto num_ipus = static_cast<std::size_t>(target_.ipus);
   const auto& values = flat.values;

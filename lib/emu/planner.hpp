@@ -39,6 +39,7 @@ public:
 private:
   const GraphPlan& plan_of(std::uint32_t graph);
   void allocate_static(const std::vector<bool>& reachable);
+  void bind_static_inputs();
   void compile(std::uint32_t graph, GraphPlan& plan);
 
   IrStorage& ir_;
@@ -49,6 +50,10 @@ private:
   std::vector<std::byte*> address_;               ///< by tensor
   AlignedBytes static_;
   std::vector<Index> static_tensors_;
+  /// By graph and input: the variable or constant that every outlined call site passes by
+  /// reference there (the graph then works on it directly, with no copies in or back), or
+  /// no_binding.
+  std::vector<std::vector<Index>> static_binding_;
   std::vector<TensorMemory> tensors_; ///< for the memory report
 };
 

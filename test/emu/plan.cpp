@@ -34,6 +34,59 @@ TEST_CASE("A graph called twice runs once per call site; by-ref inputs reach the
   CHECK(s.get_tensor_data(v) == HostTensor({21.f, 42.f}, {2}));
 }
 
+TEST_CASE("A by-ref input every call site binds to one variable works in its buffer") {
+  // step(w by-ref, x): w += x; returns w * 2. Looped 3 times over w = v, then called on v
+  // again: every site binds v, so the graph updates v in place (no copies, no buffer for w).
+  // A second graph is called on v and on u: no binding is shared, so its input is copied.
+  auto build = [](Ir& ir, bool second_variable) {
+    auto in_main = ir.main_graph().scope();
+    Graph step = ir.create_empty_graph("step");
+    {
+      auto in_g = step.scope();
+      auto w = graph_input({64, 64}, float32, "w", /*by_ref=*/true);
+      auto x = graph_input({64, 64}, float32, "x");
+      ops::add_(w, x);
+      graph_output(w * 2.0);
+    }
+    auto v = variable(test_emu::iota({64, 64}), "v");
+    auto u = variable(test_emu::iota({64, 64}, 1.f), "u");
+    // No implicit capture: each graph makes its own constant.
+    auto ones = [] { return constant(HostTensor(std::vector<float>(64 * 64, 1.f), {64, 64})); };
+    Graph loop = ir.create_empty_graph("loop");
+    {
+      auto in_loop = loop.scope();
+      auto w = graph_input({64, 64}, float32, "w", /*by_ref=*/true);
+      ops::call(step, {w, ones()});
+    }
+    ops::repeat(loop, 3, {v});
+    ops::host_store(d2h_stream({64, 64}, float32, "y"), ops::call(step, {v, ones()})[0]);
+    ops::repeat(loop, 1, {second_variable ? u : v});
+    return std::pair{v, u};
+  };
+  Ir shared_ir, split_ir;
+  const auto [v, u] = build(shared_ir, false);
+  const auto [v2, u2] = build(split_ir, true);
+  Session shared(shared_ir, "ipu_model", {.workers = 2}),
+      split(split_ir, "ipu_model", {.workers = 2});
+  // "loop"'s input is bound to v everywhere in the first Ir only (step's "w" never is: inside
+  // "loop" it is bound to loop's input).
+  const std::int64_t w_bytes = 64 * 64 * 4;
+  CHECK(shared.memory_report().ipus[0].not_always_live_peak + w_bytes ==
+        split.memory_report().ipus[0].not_always_live_peak);
+  auto a1 = shared.attach();
+  auto a2 = split.attach();
+  const auto y = shared.run().begin()->second, y2 = split.run().begin()->second;
+  // v gains 1 four times before y = 2v, then once more (in the first Ir).
+  HostTensor want_y = test_emu::iota({64, 64}, 4.f);
+  for (auto& e : want_y.data<float>())
+    e *= 2.f;
+  CHECK(y == want_y);
+  CHECK(y2 == want_y);
+  CHECK(shared.get_tensor_data(v) == test_emu::iota({64, 64}, 5.f));
+  CHECK(split.get_tensor_data(v2) == test_emu::iota({64, 64}, 4.f));
+  CHECK(split.get_tensor_data(u2) == test_emu::iota({64, 64}, 2.f));
+}
+
 TEST_CASE("repeat carries outputs to inputs, even when an output is an input") {
   Ir ir;
   DeviceToHostStream o;
