@@ -2,7 +2,7 @@
 
 namespace pxl::emu::detail {
 
-WorkerPool::WorkerPool(unsigned n) : n_(n == 0 ? 1 : n), start_(n_), done_(n_), step_(n_) {
+WorkerPool::WorkerPool(unsigned n) : n_(n == 0 ? 1 : n), start_(n_), step_(n_), done_(n_) {
   threads_.reserve(n_ - 1);
   for (unsigned w = 1; w < n_; ++w)
     threads_.emplace_back([this, w] { loop(w); });

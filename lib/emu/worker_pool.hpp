@@ -4,7 +4,6 @@
 #include "spin_barrier.hpp"
 
 #include <atomic>
-#include <barrier>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -33,8 +32,7 @@ private:
   void loop(unsigned worker);
 
   unsigned n_;
-  std::barrier<> start_, done_;
-  SpinBarrier step_;
+  SpinBarrier start_, step_, done_;
   const std::function<void(unsigned)>* job_ = nullptr;
   std::atomic<bool> stop_{false};
   std::vector<std::jthread> threads_;
