@@ -88,6 +88,29 @@ TEST_CASE("nll_loss: reductions, ignore_index and log_prob") {
     }
 }
 
+TEST_CASE("nll labels outside [0, classes) add nothing but count in the mean (PopART's rule)") {
+  const auto probs = tensor({3, 2}, float32, {0.25, 0.75, 0.5, 0.5, 0.1, 0.9});
+  const auto labels = tensor({3}, int32, {1, 2, -1});
+  const double l0 = -std::log(0.75);
+  check_values(
+      check_kernel([](Tensor p, Tensor l) { return ops::nll_loss(p, l); }, {probs, labels})[0],
+      {{}, float32}, {l0 / 3});
+  check_values(
+      check_kernel(
+          [](Tensor p, Tensor l) { return ops::nll_loss(p, l, std::nullopt, Reduction::none); },
+          {probs, labels})[0],
+      {{3}, float32}, {l0, 0, 0});
+  // -1 ignored: out of the divisor; 2 out of range: still in it.
+  const auto outs = check_kernel(
+      [](Tensor p, Tensor l) {
+        auto [loss, grad] = ops::nll_loss_with_softmax_grad(p, l, 1.0, -1);
+        return std::vector<Tensor>{loss, grad};
+      },
+      {probs, labels});
+  check_values(outs[0], {{}, float32}, {l0 / 2});
+  check_values(outs[1], probs.spec(), {0.125, -0.125, 0, 0, 0, 0});
+}
+
 TEST_CASE("nll_loss_with_softmax_grad: loss and dlogits = loss_grad (probs - onehot) / count") {
   const auto probs = tensor({3, 2}, float32, {0.25, 0.75, 0.5, 0.5, 0.1, 0.9});
   const auto labels = tensor({3}, int32, {1, -1, 0});

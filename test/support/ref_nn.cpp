@@ -44,36 +44,35 @@ void along_axis(const Op& op, const HostTensor& x, HostTensor& y, F f) {
   }
 }
 
-/// One sample's view of an nll op: its label, and whether it counts.
+/// One sample's view of an nll op: its label, whether it adds to the loss (a class, not
+/// ignored) and whether it counts in the mean's divisor (not ignored; PopART's rule).
 struct Sample {
   std::int64_t label;
   bool counted;
+  bool in_divisor;
 };
 
 Sample sample(const NllAttrs& attrs, const HostTensor& labels, std::int64_t s,
               std::int64_t classes) {
   const auto label = static_cast<std::int64_t>(ref::load(labels, s));
   if (attrs.ignore_index && label == *attrs.ignore_index)
-    return {label, false};
-  if (label < 0 || label >= classes)
-    throw std::out_of_range("reference Nll: label " + std::to_string(label) + " of sample " +
-                            std::to_string(s) + " is outside [0, " + std::to_string(classes) + ")");
-  return {label, true};
+    return {label, false, false};
+  return {label, label >= 0 && label < classes, true};
 }
 
-/// Per-sample losses (0 for ignored samples) and the number of counted samples.
+/// Per-sample losses (0 for ignored and out-of-range labels) and the mean's divisor.
 std::pair<std::vector<double>, std::int64_t> nll(const NllAttrs& attrs, const HostTensor& probs,
                                                  const HostTensor& labels) {
   const std::int64_t classes = probs.shape().back();
   std::vector<double> losses(static_cast<std::size_t>(labels.nelms()), 0.0);
   std::int64_t count = 0;
   for (std::int64_t s = 0; s < labels.nelms(); ++s) {
-    const auto [label, counted] = sample(attrs, labels, s, classes);
+    const auto [label, counted, in_divisor] = sample(attrs, labels, s, classes);
+    count += in_divisor ? 1 : 0;
     if (!counted)
       continue;
     const double p = ref::load(probs, s * classes + label);
     losses[static_cast<std::size_t>(s)] = attrs.log_prob ? -p : -std::log(p);
-    ++count;
   }
   return {losses, count};
 }
@@ -157,7 +156,7 @@ PXL_REF_KERNEL(NllLossWithSoftmaxGrad) {
   HostTensor& dlogits = *outputs[1];
   for (std::int64_t i = 0; i < dlogits.nelms(); ++i) {
     const std::int64_t s = i / classes, c = i % classes;
-    const auto [label, counted] = sample(attrs, labels, s, classes);
+    const auto [label, counted, in_divisor] = sample(attrs, labels, s, classes);
     const double g = counted ? scale * (ref::load(probs, i) - (c == label ? 1.0 : 0.0)) : 0.0;
     ref::store(dlogits, i, g);
   }

@@ -98,6 +98,18 @@ TEST_CASE("nn gradients") {
               return ops::nll_loss(ops::softmax(v[0]), labels, std::nullopt, Reduction::none);
             },
             {x}) > 0);
+  // Out-of-range labels (7, -3) add nothing but count in the mean, with ignore_index or not:
+  // the rule's divisor must match the loss's for finite differences to agree.
+  for (std::optional<std::int32_t> ignore : {std::optional<std::int32_t>{}, {-100}}) {
+    CAPTURE(ignore.has_value());
+    CHECK(check_gradients(
+              [ignore](V v) {
+                auto labels = constant(
+                    HostTensor(std::vector<std::int32_t>{7, 2, -100, -3, 1}, {5}), "labels");
+                return ops::nll_loss(ops::softmax(v[0]), labels, ignore);
+              },
+              {random_tensor({5, 4}, 34)}) > 0);
+  }
 }
 
 TEST_CASE("dropout's gradient uses the same mask") {

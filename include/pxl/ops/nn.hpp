@@ -18,14 +18,17 @@ Tensor layer_norm(const Tensor& t, const Tensor& weight, const Tensor& bias, dou
 /// function of `seed` (uint32[2]) and the element index only.
 Tensor dropout(const Tensor& t, const Tensor& seed, double p);
 /// Negative log-likelihood of `labels` (int32, shape `probs.shape[:-1]`) under `probs`
-/// (probabilities, or log-probabilities when `log_prob`).
+/// (probabilities, or log-probabilities when `log_prob`). Samples labelled `ignore_index`
+/// add nothing and are left out of the mean; as in PopART, a label outside [0, classes)
+/// adds nothing (no loss, no gradient) but still counts in the mean's divisor.
 Tensor nll_loss(const Tensor& probs, const Tensor& labels,
                 std::optional<std::int32_t> ignore_index = std::nullopt,
                 Reduction reduction = Reduction::mean, bool log_prob = false);
 /// The loss of `nll_loss` and its gradient with respect to the logits that `probs` (softmax
 /// outputs) came from, scaled by `loss_grad`: (loss, dlogits).
-std::pair<Tensor, Tensor> nll_loss_with_softmax_grad(
-    const Tensor& probs, const Tensor& labels, double loss_grad = 1.0,
-    std::optional<std::int32_t> ignore_index = std::nullopt, Reduction reduction = Reduction::mean);
+std::pair<Tensor, Tensor>
+nll_loss_with_softmax_grad(const Tensor& probs, const Tensor& labels, double loss_grad = 1.0,
+                           std::optional<std::int32_t> ignore_index = std::nullopt,
+                           Reduction reduction = Reduction::mean);
 
 } // namespace pxl::ops

@@ -11,13 +11,22 @@ namespace {
 struct NllPlan {
   std::int64_t samples = 0, classes = 0;
   NllAttrs attrs;
-  /// Whether sample `label` contributes: not the ignore index and a valid class (an
-  /// out-of-range label contributes nothing, like an ignored one, instead of reading out of
-  /// bounds).
-  bool counts(std::int32_t label) const {
-    if (attrs.ignore_index && label == *attrs.ignore_index)
-      return false;
-    return label >= 0 && label < classes;
+  /// Whether a sample with `label` is left out of the mean's divisor: only ignored ones are.
+  bool ignored(std::int32_t label) const {
+    return attrs.ignore_index && label == *attrs.ignore_index;
+  }
+  /// Whether it adds to the loss and has a gradient: not ignored, and a class in
+  /// [0, classes). As in PopART, a label out of that range adds nothing but still counts in
+  /// the divisor (the gradient rule of nll_loss divides the same way).
+  bool contributes(std::int32_t label) const {
+    return !ignored(label) && label >= 0 && label < classes;
+  }
+  /// The mean's divisor: the samples not ignored.
+  std::int64_t divisor(const std::int32_t* labels) const {
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < samples; ++i)
+      count += ignored(labels[i]) ? 0 : 1;
+    return count;
   }
 };
 
@@ -46,19 +55,17 @@ void write_loss(const NllPlan& p, const T* probs, const std::int32_t* labels, T*
   if (p.attrs.reduction == Reduction::none) {
     const auto [begin, end] = worker_range(p.samples, w, nw);
     for (std::int64_t i = begin; i < end; ++i)
-      loss[i] = p.counts(labels[i]) ? static_cast<T>(sample_loss<T>(p, probs, i, labels[i])) : T(0);
+      loss[i] =
+          p.contributes(labels[i]) ? static_cast<T>(sample_loss<T>(p, probs, i, labels[i])) : T(0);
     return;
   }
   if (w != 0)
     return;
   A total = 0;
-  std::int64_t count = 0;
-  for (std::int64_t i = 0; i < p.samples; ++i) {
-    if (!p.counts(labels[i]))
-      continue;
-    total += sample_loss<T>(p, probs, i, labels[i]);
-    ++count;
-  }
+  for (std::int64_t i = 0; i < p.samples; ++i)
+    if (p.contributes(labels[i]))
+      total += sample_loss<T>(p, probs, i, labels[i]);
+  const std::int64_t count = p.divisor(labels);
   // The mean over no counted sample is 0 rather than 0/0.
   if (p.attrs.reduction == Reduction::mean && count > 0)
     total /= static_cast<A>(count);
@@ -92,19 +99,15 @@ StepFn compile_NllLossWithSoftmaxGrad(CompileContext&, const Op& op, const OpBuf
       // Every worker needs the mean's divisor; counting the labels again is cheaper than a
       // barrier.
       A scale = static_cast<A>(p.attrs.loss_grad);
-      if (p.attrs.reduction == Reduction::mean) {
-        std::int64_t count = 0;
-        for (std::int64_t i = 0; i < p.samples; ++i)
-          count += p.counts(labels[i]) ? 1 : 0;
-        if (count > 0)
-          scale /= static_cast<A>(count);
-      }
+      if (const std::int64_t count = p.divisor(labels);
+          p.attrs.reduction == Reduction::mean && count > 0)
+        scale /= static_cast<A>(count);
       const auto [begin, end] = worker_range(p.samples, w, nw);
       for (std::int64_t i = begin; i < end; ++i) {
         const T* pr = probs + i * p.classes;
         T* dr = dlogits + i * p.classes;
         const std::int32_t label = labels[i];
-        if (!p.counts(label)) {
+        if (!p.contributes(label)) {
           for (std::int64_t c = 0; c < p.classes; ++c)
             dr[c] = T(0);
           continue;
