@@ -2,11 +2,14 @@
 // buffer (a "value") that the planner then places.
 #pragma once
 
+#include "kernel.hpp"
+
 #include "pxl/detail/ir_storage.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace pxl::emu::detail {
@@ -35,6 +38,9 @@ struct FlatStep {
   /// Bit k: input k is the operand of a Transpose of the last two axes fused into this step
   /// (see fuse_transposes), so the kernel reads it transposed.
   std::uint32_t transposed_inputs = 0;
+  /// Set on a MatMul into which an in-place update of outputs[0] by its product was fused
+  /// (see fuse_matmul_updates): outputs[0] = keep·outputs[0] + scale·product.
+  std::optional<FusedUpdate> update;
 };
 
 /// A graph's steps in execution order, and the values of its own inputs and outputs.

@@ -8,10 +8,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
 namespace pxl::emu::detail {
+
+/// An in-place update folded into the MatMul computing its operand (the planner's
+/// fuse_matmul_updates): the MatMul writes keep·output + scale·product into its output.
+struct FusedUpdate {
+  double keep = 1.0, scale = 1.0;
+};
 
 /// Fixed addresses of an op's tensors, decided by the planner before anything runs. For an
 /// in-place op, outputs[0] == inputs[0].
@@ -21,6 +28,8 @@ struct OpBuffers {
   /// Bit k: inputs[k] holds the op's input k transposed over its last two axes (the planner
   /// fused a Transpose into the op; only MatMul accepts this).
   std::uint32_t transposed_inputs = 0;
+  /// For a MatMul with an in-place update of outputs[0] fused in.
+  std::optional<FusedUpdate> update;
 };
 
 /// A compiled step: every worker calls it with its index; it does its share of the work

@@ -2,7 +2,7 @@
 #include "copy_list.hpp"
 #include "first_fit.hpp"
 #include "flatten.hpp"
-#include "fuse_transposes.hpp"
+#include "fusion.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/op.hpp"
@@ -128,6 +128,7 @@ const GraphPlan& Planner::plan_of(std::uint32_t graph) {
 void Planner::compile(std::uint32_t g, GraphPlan& plan) {
   FlatSchedule flat = flatten(ir_, g);
   fuse_transposes(ir_, flat);
+  fuse_matmul_updates(ir_, flat);
   // Inputs every call site binds to the same variable by reference live in its buffer.
   for (std::size_t i = 0; i < flat.inputs.size(); ++i)
     if (const Index t = static_binding_[g][i]; t != no_binding) {
@@ -228,7 +229,8 @@ void Planner::compile(std::uint32_t g, GraphPlan& plan) {
     for (auto v : step.outputs)
       buffers.outputs.push_back(address[v]);
     buffers.transposed_inputs = step.transposed_inputs;
-    PXL_ASSERT(step.transposed_inputs == 0 || op_node.kind == OpKind::MatMul);
+    buffers.update = step.update;
+    PXL_ASSERT((step.transposed_inputs == 0 && !step.update) || op_node.kind == OpKind::MatMul);
     const CompileFn compile_fn = kernel_table[static_cast<std::size_t>(op_node.kind)];
     if (compile_fn == nullptr)
       throw SessionError("Session: the emulator has no kernel for " +

@@ -149,3 +149,105 @@ TEST_CASE("No fusion across a write: the matmul sees the values the Transpose sa
       CHECK(allclose(run_on(ir, workers, {{sx, x}}).at(sy), expected, 1e-5, 1e-6));
   }
 }
+
+TEST_CASE("An in-place update of a matmul's product is folded into the matmul") {
+  // w = keep·w + scale·(xᵀ g) for scaled_add_, accumulate_ and add_: the reference's result
+  // (float rounding apart), bitwise alike on 1-4 workers, and no buffer for the product.
+  enum class Update { scaled_add, accumulate, add };
+  for (Update kind : {Update::scaled_add, Update::accumulate, Update::add}) {
+    CAPTURE(static_cast<int>(kind));
+    Ir ir;
+    HostToDeviceStream sx, sg;
+    Tensor w;
+    std::string product_id;
+    {
+      auto in_main = ir.main_graph().scope();
+      sx = h2d_stream({9, 70}, float32, "x");
+      sg = h2d_stream({9, 130}, float32, "g");
+      w = variable(pattern({{70, 130}, float32}, 6), "w");
+      const Tensor p = ops::matmul(ops::transpose(ops::host_load(sx)), ops::host_load(sg));
+      product_id = p.id();
+      switch (kind) {
+      case Update::scaled_add:
+        ops::scaled_add_(w, p, 0.9, -0.05);
+        break;
+      case Update::accumulate:
+        ops::var_updates::accumulate_(w, p, 0.25);
+        break;
+      case Update::add:
+        ops::add_(w, p);
+        break;
+      }
+    }
+    const HostTensor x = pattern({{9, 70}, float32}, 7), g = pattern({{9, 130}, float32}, 8);
+    testing::ReferenceEvaluator ref(ir);
+    ref.run({{"x", x}, {"g", g}});
+    std::vector<HostTensor> results;
+    for (unsigned workers = 1; workers <= 4; ++workers) {
+      Session s(ir, "ipu_model", {.workers = workers});
+      if (workers == 1) {
+        const auto report = s.memory_report();
+        CHECK_FALSE(has_tensor(report, product_id));
+        // host_load twice, then the matmul with the update in it.
+        CHECK(report.ipus[0].code == 3 * emu::ipu2().code_bytes_per_op);
+      }
+      auto attached = s.attach();
+      s.run({{sx, x}, {sg, g}});
+      results.push_back(s.get_tensor_data(w));
+    }
+    for (std::size_t i = 1; i < results.size(); ++i)
+      CHECK(results[i] == results[0]);
+    CHECK(allclose(results[0], ref.variable(w), 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("No update folding when the product is read again, its operands change, or w is one") {
+  enum class Case { product_stored, operand_written, w_is_operand, broadcast };
+  for (Case c :
+       {Case::product_stored, Case::operand_written, Case::w_is_operand, Case::broadcast}) {
+    CAPTURE(static_cast<int>(c));
+    // Several sgemm tiles (64 rows, 128 columns each): a tile writing w while another still
+    // reads it as an operand would show.
+    constexpr std::int64_t n = 130;
+    Ir ir;
+    HostToDeviceStream sx;
+    Tensor w;
+    {
+      auto in_main = ir.main_graph().scope();
+      sx = h2d_stream({n, n}, float32, "x");
+      w = variable(pattern({{n, n}, float32}, 9), "w");
+      Tensor x = ops::host_load(sx);
+      switch (c) {
+      case Case::product_stored: {
+        const Tensor p = ops::matmul(x, x);
+        ops::scaled_add_(w, p, 1.0, -0.5);
+        ops::host_store(d2h_stream({n, n}, float32, "p"), p);
+        break;
+      }
+      case Case::operand_written: {
+        const Tensor p = ops::matmul(x, x);
+        ops::scaled_add_(x, x, 1.0, 1.0); // x doubles after the product was taken
+        ops::scaled_add_(w, p, 1.0, -0.5);
+        break;
+      }
+      case Case::w_is_operand:
+        ops::scaled_add_(w, ops::matmul(w, x), 1.0, -0.5);
+        break;
+      case Case::broadcast: // a [1, n] product added to every row of w
+        ops::scaled_add_(w, ops::matmul(ops::slice(x, {0}, {1}, {0}), x), 1.0, -0.5);
+        break;
+      }
+    }
+    const HostTensor x = pattern({{n, n}, float32}, 10);
+    testing::ReferenceEvaluator ref(ir);
+    const auto want = ref.run({{"x", x}});
+    for (unsigned workers : {1u, 3u}) {
+      Session s(ir, "ipu_model", {.workers = workers});
+      auto attached = s.attach();
+      const auto out = s.run({{sx, x}});
+      CHECK(allclose(s.get_tensor_data(w), ref.variable(w), 1e-5, 1e-6));
+      for (const auto& [stream, array] : out)
+        CHECK(allclose(array, want.at(stream.name()), 1e-5, 1e-6));
+    }
+  }
+}

@@ -42,19 +42,19 @@ private:
   int previous_ = 1;
 };
 
-/// C[m, n] = op(A) op(B), row-major; op(X) is X transposed when its flag is set (A stored
-/// [k, m], B stored [n, k]).
+/// C[m, n] = alpha·op(A) op(B) + beta·C, row-major; op(X) is X transposed when its flag is
+/// set (A stored [k, m], B stored [n, k]). beta = 0 ignores C's old contents.
 void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
-           std::int64_t ldc) {
+           std::int64_t ldc, float alpha = 1.0f, float beta = 0.0f) {
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = 0.0f;
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  const auto status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
-                                 ldb, 0.0f, c, ldc);
+  const auto status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda,
+                                 b, ldb, beta, c, ldc);
   PXL_ASSERT(status == dnnl_success);
 }
 
@@ -169,6 +169,9 @@ StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffer
     const float* a = typed<const float>(buffers.inputs[0]);
     const float* b = typed<const float>(buffers.inputs[1]);
     float* c = typed<float>(buffers.outputs[0]);
+    // A fused update makes the output keep·output + scale·product (sgemm's beta and alpha).
+    const auto alpha = static_cast<float>(buffers.update ? buffers.update->scale : 1.0);
+    const auto beta = static_cast<float>(buffers.update ? buffers.update->keep : 0.0);
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
       SingleThreadedGemm single;
@@ -178,10 +181,11 @@ StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffer
                   const auto [ta, lda] = a_tile(p, a, bt, r0);
                   const auto [tb, ldb] = b_tile(p, b, bt, c0);
                   sgemm(p.trans_a, p.trans_b, rows, cols, p.k, ta, lda, tb, ldb,
-                        c + bt * p.m * p.n + r0 * p.n + c0, p.n);
+                        c + bt * p.m * p.n + r0 * p.n + c0, p.n, alpha, beta);
                 });
     };
   }
+  PXL_ASSERT(!buffers.update); // fuse_matmul_updates folds float32 updates only
   if (d == float16) {
     const half* a = typed<const half>(buffers.inputs[0]);
     const half* b = typed<const half>(buffers.inputs[1]);

@@ -1,10 +1,11 @@
-#include "fuse_transposes.hpp"
+#include "fusion.hpp"
 
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/op_kind.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -80,6 +81,33 @@ void compact(FlatSchedule& s, const std::vector<bool>& removed) {
   apply(s.outputs);
 }
 
+/// How many steps read each value, plus one for each graph output it is.
+std::vector<std::size_t> count_readers(const FlatSchedule& s) {
+  std::vector<std::size_t> readers(s.values.size(), 0);
+  for (const auto& step : s.steps)
+    for (auto v : step.inputs)
+      ++readers[v];
+  for (auto v : s.outputs)
+    ++readers[v];
+  return readers;
+}
+
+/// The (keep, scale) of an in-place update of input 0 by input 1 that can fold into a matmul.
+std::optional<FusedUpdate> update_of(const OpNode& op) {
+  switch (op.kind) {
+  case OpKind::AddInplace:
+    return FusedUpdate{1.0, 1.0};
+  case OpKind::ScaledAddInplace: {
+    const auto& s = std::get<ScalarAttrs>(op.attrs);
+    return FusedUpdate{s.a, s.b};
+  }
+  case OpKind::Accumulate:
+    return FusedUpdate{1.0, std::get<ScalarAttrs>(op.attrs).a};
+  default:
+    return std::nullopt;
+  }
+}
+
 } // namespace
 
 void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
@@ -87,12 +115,7 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
   const std::size_t none = steps.size();
   // The step that produced each value last, when that step is a fusable Transpose.
   std::vector<std::size_t> transpose_of(schedule.values.size(), none);
-  std::vector<std::size_t> readers(schedule.values.size(), 0);
-  for (const auto& step : steps)
-    for (auto v : step.inputs)
-      ++readers[v];
-  for (auto v : schedule.outputs)
-    ++readers[v];
+  std::vector<std::size_t> readers = count_readers(schedule);
 
   std::vector<bool> lost_reader(steps.size(), false); // Transposes a MatMul now bypasses
   for (std::size_t j = 0; j < steps.size(); ++j) {
@@ -126,6 +149,51 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
   for (std::size_t i = 0; i < steps.size(); ++i)
     removed[i] = lost_reader[i] && readers[steps[i].outputs[0]] == 0;
   compact(schedule, removed);
+}
+
+void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
+  auto& steps = schedule.steps;
+  const std::size_t none = steps.size();
+  const std::vector<std::size_t> readers = count_readers(schedule);
+  std::vector<std::size_t> matmul_of(schedule.values.size(), none); // the step that wrote it
+  std::vector<bool> removed(steps.size(), false);
+  bool fused = false;
+  auto is_float32 = [&](Index t) { return ir.tensors[t].spec.dtype == float32; };
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    FlatStep& step = steps[j];
+    const OpNode* op = step.op == flat_copy ? nullptr : &ir.ops[step.op];
+    const auto update = op != nullptr ? update_of(*op) : std::nullopt;
+    if (update && is_float32(op->inputs[0]) && is_float32(op->inputs[1])) {
+      const std::size_t target = step.inputs[0], product = step.inputs[1];
+      const std::size_t m = matmul_of[product];
+      if (m != none && readers[product] == 1 &&
+          ir.tensors[op->inputs[0]].spec.shape == ir.tensors[op->inputs[1]].spec.shape &&
+          std::ranges::find(steps[m].inputs, target) == steps[m].inputs.end() &&
+          steps[m].ipu == step.ipu) {
+        bool unchanged = true;
+        for (std::size_t i = m + 1; i < j && unchanged; ++i)
+          for (auto v : steps[m].inputs)
+            unchanged = unchanged && !may_write(ir, steps[i], v);
+        if (unchanged) {
+          FlatStep merged = std::move(steps[m]);
+          merged.outputs = {target};
+          merged.update = update;
+          merged.ipu = step.ipu;
+          // The update's output aliases its input 0: the merged step writes the same value.
+          step = std::move(merged);
+          removed[m] = true;
+          fused = true;
+        }
+      }
+    }
+    // A value written here holds a float32 product only if this is a plain MatMul.
+    const bool product = step.op != flat_copy && ir.ops[step.op].kind == OpKind::MatMul &&
+                         !step.update && is_float32(ir.ops[step.op].outputs[0]);
+    for (auto v : step.outputs)
+      matmul_of[v] = product ? j : none;
+  }
+  if (fused)
+    compact(schedule, removed);
 }
 
 } // namespace pxl::emu::detail
