@@ -5,7 +5,7 @@
 namespace pxl::emu::detail {
 
 CallbackChannel::CallbackChannel(const TensorSpec& spec, std::size_t depth, H2DCallback fn)
-    : queue_(spec, depth) {
+    : queue_(spec, depth, /*lazy_producer=*/true) {
   thread_ = std::thread([this, spec, fn = std::move(fn)] {
     bool failed = false;
     while (HostTensor* slot = queue_.begin_push()) {

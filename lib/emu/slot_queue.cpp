@@ -20,9 +20,11 @@ void timed_wait(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
 }
 } // namespace
 
-SlotQueue::SlotQueue(const TensorSpec& spec, std::size_t depth)
+SlotQueue::SlotQueue(const TensorSpec& spec, std::size_t depth, bool lazy_producer)
     : slots_(depth == 0 ? 1 : depth, HostTensor(spec)), poisoned_(slots_.size(), 0) {
   stats_.depth = slots_.size();
+  if (lazy_producer)
+    wake_producer_at_ = (slots_.size() + 1) / 2;
 }
 
 HostTensor* SlotQueue::begin_push() {
@@ -56,6 +58,7 @@ HostTensor* SlotQueue::begin_pop() {
 }
 
 void SlotQueue::end_pop() {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     if (poisoned_[head_] && error_)
@@ -63,8 +66,11 @@ void SlotQueue::end_pop() {
     head_ = (head_ + 1) % slots_.size();
     --count_;
     ++stats_.popped;
+    // wait_drained waits for count_ == 0, which is also half free.
+    wake = slots_.size() - count_ >= wake_producer_at_;
   }
-  changed_.notify_all();
+  if (wake)
+    changed_.notify_all();
 }
 
 void SlotQueue::wait_drained() {

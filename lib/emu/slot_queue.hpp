@@ -34,7 +34,12 @@ struct SlotQueueStats {
 /// pops a poisoned element, so an element fetched ahead but never needed raises nothing.
 class SlotQueue {
 public:
-  SlotQueue(const TensorSpec& spec, std::size_t depth);
+  /// `lazy_producer`: the producer is a host thread that may be woken in batches, once half
+  /// the slots are free, instead of after every pop (each wake costs the popping device a
+  /// system call and the host a context switch). Safe because the device only waits on an
+  /// empty queue, and an empty queue is at least half free. Consumers are always woken at
+  /// once: a host consumer may be what some producer waits for.
+  SlotQueue(const TensorSpec& spec, std::size_t depth, bool lazy_producer = false);
 
   /// A free slot to fill, waiting while none is free; nullptr once closed.
   HostTensor* begin_push();
@@ -63,6 +68,7 @@ private:
   std::size_t head_ = 0;       ///< oldest filled slot
   std::size_t count_ = 0;      ///< filled slots, including one being popped
   bool closed_ = false;
+  std::size_t wake_producer_at_ = 1; ///< free slots after a pop that wake a waiting producer
   std::exception_ptr error_;
   bool raised_ = false;
   SlotQueueStats stats_;

@@ -27,10 +27,11 @@ pxl::SessionOptions session_options(unsigned workers) { return {.workers = worke
 
 namespace {
 
-/// Batches each infeed producer prepares ahead of the device: a batch of the pipeline takes
-/// microseconds against milliseconds for a step, so two cover a producer's scheduling
-/// delays.
-constexpr std::int64_t infeed_depth = 2;
+/// Batches each infeed producer prepares ahead of the device. A batch takes microseconds to
+/// prepare against about half a millisecond for a step, so a few would do; eight let the
+/// session wake each producer once per four steps (once half its queue is free) rather than
+/// after every step.
+constexpr std::int64_t infeed_depth = 8;
 
 /// The Net's forward and gradient graphs are expanded at their call sites: an outlined call
 /// would copy every weight into the graph and back on every step.
