@@ -33,8 +33,8 @@ struct Options {
   std::uint64_t seed = 42;
   std::string save;
   std::string load;
-  // One worker: at batch 8 an op's work is a few microseconds, less than a barrier between
-  // two workers costs (measured in the README); larger batches gain from --workers 0.
+  // One worker: more are faster on an idle machine, but every step of the plan ends in a
+  // barrier, and a worker that another process keeps off its core stalls them all (README).
   unsigned workers = 1;
 };
 
@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
   app.add_option("--save", o.save, "Save the trained weights to this safetensors file");
   app.add_option("--load", o.load, "Start from the weights in this safetensors file");
   app.add_option("--workers", o.workers,
-                 "Emulator worker threads (0: one per core; one is fastest at small batches)")
+                 "Emulator worker threads (0: one per core, fastest on an idle machine; 1 is "
+                 "safest on a shared one)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
