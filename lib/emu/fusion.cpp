@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -39,6 +40,16 @@ bool may_write(const IrStorage& ir, const FlatStep& step, std::size_t v) {
     return true;
   return step.op != flat_copy && std::holds_alternative<CallAttrs>(ir.ops[step.op].attrs) &&
          std::ranges::find(step.inputs, v) != step.inputs.end();
+}
+
+/// Whether no step strictly between `first` and `last` may change any of `values`.
+bool unchanged_between(const IrStorage& ir, const std::vector<FlatStep>& steps, std::size_t first,
+                       std::size_t last, std::initializer_list<std::size_t> values) {
+  for (std::size_t i = first + 1; i < last; ++i)
+    for (auto v : values)
+      if (may_write(ir, steps[i], v))
+        return false;
+  return true;
 }
 
 /// Drops steps marked in `removed` and the values no remaining step or graph boundary uses,
@@ -127,10 +138,8 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
         if (t == none)
           continue;
         const std::size_t source = steps[t].inputs[0], transposed = steps[t].outputs[0];
-        bool unchanged = schedule.values[source].ipu == step.ipu;
-        for (std::size_t i = t + 1; i < j && unchanged; ++i)
-          unchanged = !may_write(ir, steps[i], source) && !may_write(ir, steps[i], transposed);
-        if (!unchanged)
+        if (schedule.values[source].ipu != step.ipu ||
+            !unchanged_between(ir, steps, t, j, {source, transposed}))
           continue;
         step.inputs[k] = source;
         step.transposed_inputs |= 1u << k;
@@ -157,32 +166,33 @@ void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
   const std::vector<std::size_t> readers = count_readers(schedule);
   std::vector<std::size_t> matmul_of(schedule.values.size(), none); // the step that wrote it
   std::vector<bool> removed(steps.size(), false);
-  bool fused = false;
   auto is_float32 = [&](Index t) { return ir.tensors[t].spec.dtype == float32; };
+  // The MatMul step that update step `j` (of `op`) can absorb, or none.
+  auto foldable = [&](std::size_t j, const OpNode& op) {
+    const FlatStep& step = steps[j];
+    const std::size_t target = step.inputs[0], product = step.inputs[1];
+    const std::size_t m = matmul_of[product];
+    if (m == none || readers[product] != 1 || !is_float32(op.inputs[0]) ||
+        ir.tensors[op.inputs[0]].spec.shape != ir.tensors[op.inputs[1]].spec.shape ||
+        std::ranges::find(steps[m].inputs, target) != steps[m].inputs.end() ||
+        steps[m].ipu != step.ipu ||
+        !unchanged_between(ir, steps, m, j, {steps[m].inputs[0], steps[m].inputs[1]}))
+      return none;
+    return m;
+  };
   for (std::size_t j = 0; j < steps.size(); ++j) {
     FlatStep& step = steps[j];
-    const OpNode* op = step.op == flat_copy ? nullptr : &ir.ops[step.op];
-    const auto update = op != nullptr ? update_of(*op) : std::nullopt;
-    if (update && is_float32(op->inputs[0]) && is_float32(op->inputs[1])) {
-      const std::size_t target = step.inputs[0], product = step.inputs[1];
-      const std::size_t m = matmul_of[product];
-      if (m != none && readers[product] == 1 &&
-          ir.tensors[op->inputs[0]].spec.shape == ir.tensors[op->inputs[1]].spec.shape &&
-          std::ranges::find(steps[m].inputs, target) == steps[m].inputs.end() &&
-          steps[m].ipu == step.ipu) {
-        bool unchanged = true;
-        for (std::size_t i = m + 1; i < j && unchanged; ++i)
-          for (auto v : steps[m].inputs)
-            unchanged = unchanged && !may_write(ir, steps[i], v);
-        if (unchanged) {
+    if (step.op != flat_copy) {
+      const OpNode& op = ir.ops[step.op];
+      if (const auto update = update_of(op)) {
+        if (const std::size_t m = foldable(j, op); m != none) {
+          // The update's output aliases its input 0: the merged step writes the same value.
           FlatStep merged = std::move(steps[m]);
-          merged.outputs = {target};
+          merged.outputs = {step.inputs[0]};
           merged.update = update;
           merged.ipu = step.ipu;
-          // The update's output aliases its input 0: the merged step writes the same value.
           step = std::move(merged);
           removed[m] = true;
-          fused = true;
         }
       }
     }
@@ -192,7 +202,7 @@ void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
     for (auto v : step.outputs)
       matmul_of[v] = product ? j : none;
   }
-  if (fused)
+  if (std::ranges::any_of(removed, [](bool r) { return r; }))
     compact(schedule, removed);
 }
 

@@ -54,14 +54,13 @@ Planner::Planner(IrStorage& ir, const Target& target, WorkerPool& pool,
 
 namespace {
 constexpr Index no_binding = std::numeric_limits<Index>::max();
-constexpr Index conflicting = no_binding - 1;
+constexpr Index unseen = no_binding - 1; ///< no outlined call site seen yet
 } // namespace
 
 void Planner::bind_static_inputs() {
   static_binding_.resize(ir_.graphs.size());
   for (std::uint32_t g = 0; g < ir_.graphs.size(); ++g)
-    static_binding_[g].assign(ir_.graphs[g].inputs.size(), no_binding);
-  std::vector<bool> called(ir_.graphs.size(), false);
+    static_binding_[g].assign(ir_.graphs[g].inputs.size(), unseen);
   for (std::uint32_t g = 0; g < ir_.graphs.size(); ++g) {
     if (!reachable_[g])
       continue;
@@ -70,29 +69,21 @@ void Planner::bind_static_inputs() {
       const auto* c = std::get_if<CallAttrs>(&op.attrs);
       if (c == nullptr || (op.kind == OpKind::Call && c->inline_graph))
         continue;
-      const auto& callee = ir_.graphs[c->graph];
+      const auto& by_ref = ir_.graphs[c->graph].input_by_ref;
       auto& binding = static_binding_[c->graph];
       for (std::size_t i = 0; i < op.inputs.size() && i < binding.size(); ++i) {
         const Index t = op.inputs[i];
         // A by-ref input bound to a variable or constant, and to nothing else at this site
         // (another input bound to it would see the callee's writes).
-        const bool aliasable = i < callee.input_by_ref.size() && callee.input_by_ref[i] &&
-                               is_static(ir_, t) &&
+        const bool aliasable = i < by_ref.size() && by_ref[i] && is_static(ir_, t) &&
                                std::count(op.inputs.begin(), op.inputs.end(), t) == 1;
-        if (!aliasable)
-          binding[i] = conflicting;
-        else if (!called[c->graph] && binding[i] == no_binding)
-          binding[i] = t;
-        else if (binding[i] != t)
-          binding[i] = conflicting;
+        const Index here = aliasable ? t : no_binding;
+        binding[i] = binding[i] == unseen || binding[i] == here ? here : no_binding;
       }
-      called[c->graph] = true;
     }
   }
   for (auto& binding : static_binding_)
-    for (auto& t : binding)
-      if (t == conflicting)
-        t = no_binding;
+    std::ranges::replace(binding, unseen, no_binding);
 }
 
 void Planner::allocate_static(const std::vector<bool>& reachable) {
