@@ -76,7 +76,7 @@ public:
   /// Feeds both the images and the labels stream from one pass over `batches` (one epoch of
   /// `data::batches(...)` with `.flatten = true` and `.drop_remainder = true`, say): each run
   /// takes the next micro_batches_per_run() of them. Two producer threads (one per stream)
-  /// share the pipeline through a fan-out, so it runs once, and prepare up to two batches
+  /// share the pipeline through a fan-out, so it runs once, and prepare up to eight batches
   /// ahead of the device; batches prepared ahead stay queued for the next run. Every loss goes
   /// to `on_loss` (ValueError when it is empty), from index 0.
   ///
