@@ -1,0 +1,143 @@
+// pxl::IrView: a read-only, non-allocating view of an Ir, addressed by strong ids.
+#pragma once
+
+#include "pxl/core/host_tensor.hpp"
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ir/op.hpp"
+#include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/stream.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace pxl {
+
+/// Strong ids: the position of a tensor, op, graph or stream in its Ir. Ids of different
+/// kinds do not convert into each other; `value` is the number print_schedule shows.
+#define PXL_STRONG_ID(Name)                                                                        \
+  struct Name {                                                                                    \
+    std::uint32_t value = 0;                                                                       \
+    friend constexpr auto operator<=>(Name, Name) = default;                                       \
+  };
+PXL_STRONG_ID(TensorId)
+PXL_STRONG_ID(OpId)
+PXL_STRONG_ID(GraphId)
+PXL_STRONG_ID(StreamId)
+#undef PXL_STRONG_ID
+
+/// What a tensor is: made by an op, an input of its graph, a variable or a constant.
+enum class TensorKind : std::uint8_t { intermediate, graph_input, variable, constant };
+
+/// Reads an Ir without changing it and without allocating: every accessor returns a value, a
+/// reference or a span into the Ir. The emulator, the schedule printer, autodiff and the test
+/// reference evaluator read the IR through it. A view is as long-lived as the Ir's storage
+/// (see Session for how a Session keeps it); ops added later are visible through it.
+class IrView {
+public:
+  explicit IrView(const Ir& ir);
+
+  std::size_t num_graphs() const;
+  std::size_t num_tensors() const;
+  std::size_t num_ops() const;
+  std::size_t num_streams() const;
+  static constexpr GraphId main_graph() { return GraphId{0}; }
+  std::int64_t num_host_transfers() const;
+  std::int64_t replication_factor() const;
+
+  // Graphs.
+  const std::string& name(GraphId g) const;
+  /// Ops in schedule order (creation order, a valid topological order).
+  std::span<const OpId> ops(GraphId g) const;
+  std::span<const TensorId> inputs(GraphId g) const;
+  std::span<const TensorId> outputs(GraphId g) const;
+  /// Whether input `i` of `g` is passed by reference (its modifications reach the caller).
+  bool input_is_by_ref(GraphId g, std::size_t i) const;
+  /// Every tensor owned by `g`, in creation order.
+  std::span<const TensorId> tensors(GraphId g) const;
+
+  // Ops.
+  OpKind kind(OpId o) const;
+  /// Scoped name given at creation ("fc1/MatMul").
+  const std::string& name(OpId o) const;
+  GraphId graph(OpId o) const;
+  std::span<const TensorId> inputs(OpId o) const;
+  std::span<const TensorId> outputs(OpId o) const;
+  const OpAttrs& attrs(OpId o) const;
+  /// Typed attributes; the op must carry `A` (an internal error otherwise).
+  template <typename A>
+  const A& attrs_as(OpId o) const {
+    const auto* a = std::get_if<A>(&attrs(o));
+    PXL_ASSERT(a != nullptr);
+    return *a;
+  }
+  std::int64_t ipu(OpId o) const;
+  /// Ops of the same graph that must run before `o` though no data links them.
+  std::span<const OpId> after(OpId o) const;
+  /// The graph run by a call or repeat.
+  std::optional<GraphId> called_graph(OpId o) const;
+
+  // Tensors.
+  const TensorSpec& spec(TensorId t) const;
+  TensorKind kind(TensorId t) const;
+  /// Fully scoped name, unique in the Ir.
+  const std::string& id(TensorId t) const;
+  /// Name without its scope.
+  const std::string& name(TensorId t) const;
+  GraphId graph(TensorId t) const;
+  std::int64_t ipu(TensorId t) const;
+  /// The op writing `t`; none for graph inputs, variables and constants.
+  std::optional<OpId> producer(TensorId t) const;
+  /// Initial value of a variable or constant (null for other tensors).
+  const HostTensor* data(TensorId t) const;
+
+  // Streams.
+  const std::string& name(StreamId s) const;
+  const TensorSpec& spec(StreamId s) const;
+  bool host_to_device(StreamId s) const;
+
+  // Between ids and the public handles.
+  /// Whether the handle names something of this Ir.
+  bool owns(const Tensor& t) const;
+  bool owns(const Op& o) const;
+  bool owns(const Graph& g) const;
+  bool owns(const HostToDeviceStream& s) const;
+  bool owns(const DeviceToHostStream& s) const;
+  static TensorId id(const Tensor& t) { return TensorId{t.index()}; }
+  static OpId id(const Op& o) { return OpId{o.index()}; }
+  static GraphId id(const Graph& g) { return GraphId{g.index()}; }
+  static StreamId id(const HostToDeviceStream& s) { return StreamId{s.index()}; }
+  static StreamId id(const DeviceToHostStream& s) { return StreamId{s.index()}; }
+  Tensor tensor(TensorId t) const;
+  Op op(OpId o) const;
+  Graph graph(GraphId g) const;
+  HostToDeviceStream h2d_stream(StreamId s) const;
+  DeviceToHostStream d2h_stream(StreamId s) const;
+
+  friend bool operator==(const IrView& a, const IrView& b) { return a.ir_ == b.ir_; }
+
+private:
+  friend struct detail::HandleAccess;
+  explicit IrView(const detail::IrStorage* ir) : ir_(ir) {}
+  const detail::IrStorage* ir_;
+};
+
+} // namespace pxl
+
+template <>
+struct std::hash<pxl::TensorId> {
+  std::size_t operator()(pxl::TensorId t) const noexcept { return t.value; }
+};
+template <>
+struct std::hash<pxl::OpId> {
+  std::size_t operator()(pxl::OpId o) const noexcept { return o.value; }
+};
+template <>
+struct std::hash<pxl::GraphId> {
+  std::size_t operator()(pxl::GraphId g) const noexcept { return g.value; }
+};
