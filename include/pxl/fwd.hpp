@@ -12,7 +12,10 @@ class HostToDeviceStream;
 class DeviceToHostStream;
 class CallSiteInfo;
 class Session;
+class StreamHandle;
+class IrView;
 namespace detail {
 struct IrStorage;
-}
+struct HandleAccess;
+} // namespace detail
 } // namespace pxl

@@ -11,6 +11,7 @@
 #include "pxl/ir/scope.hpp"
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"
+#include "pxl/ir/view.hpp"
 #include "pxl/ops/call.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/host_io.hpp"

@@ -1,8 +1,8 @@
 // Engine: construction (verify, compile, memory check), attachment and weights.
 #include "engine.hpp"
 
+#include "ir/op_builder.hpp"
 #include "pxl/core/error.hpp"
-#include "pxl/detail/op_builder.hpp"
 
 #include <cstring>
 #include <sstream>
@@ -10,7 +10,7 @@
 
 namespace pxl::emu::detail {
 
-using pxl::detail::TensorKind;
+using pxl::TensorKind;
 
 namespace {
 std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
@@ -33,7 +33,7 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
 } // namespace
 
 Engine::Engine(Ir& ir, Target target, SessionOptions options)
-    : ir_(ir.storage()), target_(std::move(target)), options_(options) {
+    : ir_(pxl::detail::HandleAccess::storage(ir)), target_(std::move(target)), options_(options) {
   verify();
   const unsigned workers =
       options_.workers ? options_.workers : std::max(1u, std::thread::hardware_concurrency());
@@ -53,8 +53,8 @@ Engine::Engine(Ir& ir, Target target, SessionOptions options)
   for (std::size_t g = 0; g < ir_->graphs.size(); ++g) {
     if (!replicas_[0]->compiled(static_cast<std::uint32_t>(g)))
       continue;
-    for (Index o : ir_->graphs[g].ops) {
-      const auto& op = ir_->ops[o];
+    for (auto o : ir_->graphs[g].ops) {
+      const auto& op = ir_->op(o);
       if (op.kind == OpKind::HostLoad || op.kind == OpKind::HostStore)
         streams_[std::get<StreamAttrs>(op.attrs).stream].used = true;
     }
@@ -158,7 +158,7 @@ void Engine::weights_from_host() {
 void Engine::check_tensor(std::string_view what, const Tensor& t) const {
   if (!t.valid())
     throw ValueError(std::string(what) + ": the tensor is empty");
-  if (t.storage() != ir_)
+  if (pxl::detail::HandleAccess::storage(t) != ir_)
     throw ValueError(std::string(what) + ": " + pxl::detail::describe(t) +
                      " belongs to another Ir than the session's");
 }

@@ -1,6 +1,7 @@
 // The Session's implementation: plan, device memory, workers, streams and host weights.
 #pragma once
 
+#include "ir/handle_access.hpp"
 #include "planner.hpp"
 #include "stream_state.hpp"
 #include "worker_pool.hpp"
@@ -45,7 +46,7 @@ public:
   const Target& target() const { return target_; }
   const SessionOptions& options() const { return options_; }
   unsigned num_workers() const { return pool_->size(); }
-  Ir& ir() const { return Ir::of(ir_); }
+  Ir& ir() const { return pxl::detail::HandleAccess::ir(*ir_, "Session"); }
 
 private:
   void verify() const;

@@ -58,7 +58,7 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, Array>& arrays,
     if (!arrays.contains(s))
       missing.insert(s.name());
   for (const auto& [s, array] : arrays) {
-    if (s.storage() != &ir)
+    if (pxl::detail::HandleAccess::storage(s) != &ir)
       unexpected.insert(s.name() + " (of another Ir)");
     else if (std::find(expected.begin(), expected.end(), s) == expected.end())
       unexpected.insert(s.name());
@@ -100,9 +100,9 @@ void Engine::refresh_expected() {
     if (!streams_[i].used || streams_[i].channel)
       continue;
     if (streams_[i].host_to_device)
-      expected_in_.emplace_back(ir_, i);
+      expected_in_.push_back(pxl::detail::HandleAccess::h2d_stream(ir_, pxl::StreamId{i}));
     else
-      expected_out_.emplace_back(ir_, i);
+      expected_out_.push_back(pxl::detail::HandleAccess::d2h_stream(ir_, pxl::StreamId{i}));
   }
 }
 
@@ -134,7 +134,7 @@ StreamOutputs Engine::create_host_outputs() {
 
 template <typename Handle>
 std::uint32_t Engine::stream_index(std::string_view what, const Handle& s) const {
-  if (s.storage() != ir_)
+  if (pxl::detail::HandleAccess::storage(s) != ir_)
     throw StreamError(std::string(what) + ": stream '" + s.name() +
                       "' belongs to another Ir than the session's");
   return s.index();

@@ -9,9 +9,9 @@
 
 namespace pxl::emu::detail {
 
+using pxl::TensorKind;
 using pxl::detail::GraphNode;
 using pxl::detail::OpNode;
-using pxl::detail::TensorKind;
 
 namespace {
 
@@ -25,13 +25,14 @@ public:
   FlatSchedule run(std::uint32_t g) {
     const GraphNode& node = ir_.graphs[g];
     Env env;
-    for (Index t : node.inputs) {
+    for (const auto id : node.inputs) {
+      const Index t = id.value;
       env[t] = add_value(t);
       out_.inputs.push_back(env[t]);
     }
     expand(g, env);
-    for (Index t : node.outputs)
-      out_.outputs.push_back(value_of(env, t));
+    for (const auto t : node.outputs)
+      out_.outputs.push_back(value_of(env, t.value));
     return std::move(out_);
   }
 
@@ -60,7 +61,8 @@ private:
   }
 
   void expand(std::uint32_t g, Env& env) {
-    for (Index o : ir_.graphs[g].ops) {
+    for (const auto id : ir_.graphs[g].ops) {
+      const Index o = id.value;
       const OpNode& op = ir_.ops[o];
       if (const auto* c = std::get_if<CallAttrs>(&op.attrs);
           c && op.kind == OpKind::Call && c->inline_graph) {
@@ -68,12 +70,12 @@ private:
         continue;
       }
       FlatStep step{o, {}, {}, op.ipu};
-      for (Index t : op.inputs)
-        step.inputs.push_back(value_of(env, t));
+      for (const auto t : op.inputs)
+        step.inputs.push_back(value_of(env, t.value));
       for (std::size_t k = 0; k < op.outputs.size(); ++k) {
         const bool aliases_input = k == 0 && is_inplace(op.kind) && !step.inputs.empty();
-        const std::size_t v = aliases_input ? step.inputs[0] : add_value(op.outputs[k]);
-        env[op.outputs[k]] = v;
+        const std::size_t v = aliases_input ? step.inputs[0] : add_value(op.outputs[k].value);
+        env[op.outputs[k].value] = v;
         step.outputs.push_back(v);
       }
       out_.steps.push_back(std::move(step));
@@ -86,18 +88,18 @@ private:
     const GraphNode& node = ir_.graphs[g];
     std::unordered_map<Index, std::size_t> input_of;
     for (std::size_t i = 0; i < node.inputs.size(); ++i)
-      input_of[node.inputs[i]] = i;
+      input_of[node.inputs[i].value] = i;
     std::vector<bool> written(node.inputs.size(), false);
-    for (Index o : node.ops) {
-      const OpNode& op = ir_.ops[o];
+    for (const auto o : node.ops) {
+      const OpNode& op = ir_.op(o);
       auto mark = [&](std::size_t k) {
-        if (auto it = input_of.find(op.inputs[k]); it != input_of.end())
+        if (auto it = input_of.find(op.inputs[k].value); it != input_of.end())
           written[it->second] = true;
       };
       if (is_inplace(op.kind) && !op.inputs.empty()) {
         mark(0);
-        if (auto it = input_of.find(op.inputs[0]); it != input_of.end())
-          input_of[op.outputs[0]] = it->second;
+        if (auto it = input_of.find(op.inputs[0].value); it != input_of.end())
+          input_of[op.outputs[0].value] = it->second;
       }
       if (const auto* c = std::get_if<CallAttrs>(&op.attrs)) {
         const auto& by_ref = ir_.graphs[c->graph].input_by_ref;
@@ -113,8 +115,8 @@ private:
     const GraphNode& callee = ir_.graphs[g];
     const std::size_t first_own = out_.values.size(); // values before this belong to the caller
     std::vector<std::size_t> bound;
-    for (Index t : op.inputs)
-      bound.push_back(value_of(env, t));
+    for (const auto t : op.inputs)
+      bound.push_back(value_of(env, t.value));
     const std::vector<bool> written = written_inputs(g);
     Env inner;
     for (std::size_t i = 0; i < bound.size(); ++i) {
@@ -124,16 +126,16 @@ private:
       bool copy = false;
       for (std::size_t j = 0; j < bound.size() && !by_ref; ++j)
         copy = copy || (written[j] && bound[j] == bound[i]);
-      inner[callee.inputs[i]] = copy ? copy_of(bound[i], callee.inputs[i]) : bound[i];
+      inner[callee.inputs[i].value] = copy ? copy_of(bound[i], callee.inputs[i].value) : bound[i];
     }
     expand(g, inner);
     std::vector<std::size_t> given;
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-      std::size_t v = value_of(inner, callee.outputs[k]);
+      std::size_t v = value_of(inner, callee.outputs[k].value);
       if (v < first_own || std::find(given.begin(), given.end(), v) != given.end())
-        v = copy_of(v, op.outputs[k]);
+        v = copy_of(v, op.outputs[k].value);
       given.push_back(v);
-      env[op.outputs[k]] = v;
+      env[op.outputs[k].value] = v;
     }
   }
 

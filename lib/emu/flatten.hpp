@@ -4,7 +4,7 @@
 
 #include "kernel.hpp"
 
-#include "pxl/detail/ir_storage.hpp"
+#include "ir/ir_storage.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -20,7 +20,7 @@ namespace {
 bool swaps_last_two(const IrStorage& ir, const OpNode& op) {
   if (op.kind != OpKind::Transpose)
     return false;
-  const auto rank = static_cast<std::int64_t>(ir.tensors[op.inputs[0]].spec.shape.size());
+  const auto rank = static_cast<std::int64_t>(ir.tensor(op.inputs[0]).spec.shape.size());
   if (rank < 2)
     return false;
   std::vector<std::int64_t> perm = std::get<TransposeAttrs>(op.attrs).perm;
@@ -166,14 +166,14 @@ void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
   const std::vector<std::size_t> readers = count_readers(schedule);
   std::vector<std::size_t> matmul_of(schedule.values.size(), none); // the step that wrote it
   std::vector<bool> removed(steps.size(), false);
-  auto is_float32 = [&](Index t) { return ir.tensors[t].spec.dtype == float32; };
+  auto is_float32 = [&](pxl::TensorId t) { return ir.tensor(t).spec.dtype == float32; };
   // The MatMul step that update step `j` (of `op`) can absorb, or none.
   auto foldable = [&](std::size_t j, const OpNode& op) {
     const FlatStep& step = steps[j];
     const std::size_t target = step.inputs[0], product = step.inputs[1];
     const std::size_t m = matmul_of[product];
     if (m == none || readers[product] != 1 || !is_float32(op.inputs[0]) ||
-        ir.tensors[op.inputs[0]].spec.shape != ir.tensors[op.inputs[1]].spec.shape ||
+        ir.tensor(op.inputs[0]).spec.shape != ir.tensor(op.inputs[1]).spec.shape ||
         std::ranges::find(steps[m].inputs, target) != steps[m].inputs.end() ||
         steps[m].ipu != step.ipu ||
         !unchanged_between(ir, steps, m, j, {steps[m].inputs[0], steps[m].inputs[1]}))

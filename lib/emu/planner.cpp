@@ -3,6 +3,7 @@
 #include "first_fit.hpp"
 #include "flatten.hpp"
 #include "fusion.hpp"
+#include "ir/handle_access.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/op.hpp"
@@ -15,7 +16,7 @@
 
 namespace pxl::emu::detail {
 
-using pxl::detail::TensorKind;
+using pxl::TensorKind;
 
 namespace {
 std::vector<bool> reachable_graphs(const IrStorage& ir) {
@@ -26,7 +27,7 @@ std::vector<bool> reachable_graphs(const IrStorage& ir) {
     const auto g = todo.back();
     todo.pop_back();
     for (auto o : ir.graphs[g].ops)
-      if (const auto* c = std::get_if<CallAttrs>(&ir.ops[o].attrs); c && !seen[c->graph]) {
+      if (const auto* c = std::get_if<CallAttrs>(&ir.op(o).attrs); c && !seen[c->graph]) {
         seen[c->graph] = true;
         todo.push_back(c->graph);
       }
@@ -64,19 +65,20 @@ void Planner::bind_static_inputs() {
   for (std::uint32_t g = 0; g < ir_.graphs.size(); ++g) {
     if (!reachable_[g])
       continue;
-    for (Index o : ir_.graphs[g].ops) {
-      const auto& op = ir_.ops[o];
+    for (const auto o : ir_.graphs[g].ops) {
+      const auto& op = ir_.op(o);
       const auto* c = std::get_if<CallAttrs>(&op.attrs);
       if (c == nullptr || (op.kind == OpKind::Call && c->inline_graph))
         continue;
       const auto& by_ref = ir_.graphs[c->graph].input_by_ref;
       auto& binding = static_binding_[c->graph];
       for (std::size_t i = 0; i < op.inputs.size() && i < binding.size(); ++i) {
-        const Index t = op.inputs[i];
+        const Index t = op.inputs[i].value;
         // A by-ref input bound to a variable or constant, and to nothing else at this site
         // (another input bound to it would see the callee's writes).
-        const bool aliasable = i < by_ref.size() && by_ref[i] && is_static(ir_, t) &&
-                               std::count(op.inputs.begin(), op.inputs.end(), t) == 1;
+        const bool aliasable =
+            i < by_ref.size() && by_ref[i] && is_static(ir_, t) &&
+            std::count(op.inputs.begin(), op.inputs.end(), pxl::TensorId{t}) == 1;
         const Index here = aliasable ? t : no_binding;
         binding[i] = binding[i] == unseen || binding[i] == here ? here : no_binding;
       }
@@ -90,7 +92,7 @@ void Planner::allocate_static(const std::vector<bool>& reachable) {
   std::vector<std::size_t> offsets;
   std::size_t total = 0;
   for (Index t = 0; t < ir_.tensors.size(); ++t)
-    if (is_static(ir_, t) && reachable[ir_.tensors[t].graph]) {
+    if (is_static(ir_, t) && reachable[ir_.tensors[t].graph.value]) {
       static_tensors_.push_back(t);
       offsets.push_back(total);
       total += align_up(ir_.tensors[t].spec.nbytes());
@@ -103,7 +105,7 @@ void Planner::allocate_static(const std::vector<bool>& reachable) {
     // Constants are set at compile time, as Poplar does; variables arrive with weights_from_host.
     if (node.kind == TensorKind::constant && node.data)
       std::memcpy(p, node.data->bytes().data(), node.data->nbytes());
-    tensors_.push_back({node.id, ir_.graphs[node.graph].name, node.ipu,
+    tensors_.push_back({node.id, ir_.graph(node.graph).name, node.ipu,
                         static_cast<std::int64_t>(node.spec.nbytes()), true});
   }
 }
@@ -226,7 +228,8 @@ void Planner::compile(std::uint32_t g, GraphPlan& plan) {
     if (compile_fn == nullptr)
       throw SessionError("Session: the emulator has no kernel for " +
                          std::string(op_type_name(op_node.kind)) + " yet");
-    plan.steps.push_back(compile_fn(ctx_, Op(&ir_, step.op), buffers));
+    plan.steps.push_back(
+        compile_fn(ctx_, pxl::detail::HandleAccess::op(&ir_, pxl::OpId{step.op}), buffers));
     if (const auto* c = std::get_if<CallAttrs>(&op_node.attrs)) {
       const GraphPlan& callee = plan_of(c->graph);
       for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)

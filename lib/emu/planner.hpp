@@ -4,7 +4,7 @@
 #include "compile_context.hpp"
 #include "graph_plan.hpp"
 
-#include "pxl/detail/ir_storage.hpp"
+#include "ir/ir_storage.hpp"
 #include "pxl/emu/memory_report.hpp"
 #include "pxl/emu/target.hpp"
 

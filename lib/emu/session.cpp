@@ -1,6 +1,7 @@
 // pxl::Session: the public face of the emulator's Engine.
 #include "pxl/session.hpp"
 #include "engine.hpp"
+#include "ir/handle_access.hpp"
 
 #include "pxl/core/error.hpp"
 
@@ -18,7 +19,7 @@ emu::Target target_for(const Ir& ir, std::string_view device) {
     throw SessionError("Session: unknown device \"" + std::string(device) +
                        "\"; use \"ipu_model\" (the built-in emulator) or pass an emu::Target");
   std::int64_t used = 1;
-  for (const auto& op : ir.storage()->ops)
+  for (const auto& op : pxl::detail::HandleAccess::storage(ir)->ops)
     used = std::max(used, op.ipu + 1);
   emu::Target t = emu::ipu2();
   while (t.ipus < used)

@@ -1,4 +1,5 @@
-#include "pxl/detail/context.hpp"
+#include "ir/context.hpp"
+#include "ir/handle_access.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/scope.hpp"
@@ -13,7 +14,8 @@ Context& context() {
 
 std::string Context::scope_prefix() const {
   std::string p;
-  for (const auto& n : names) p += n + "/";
+  for (const auto& n : names)
+    p += n + "/";
   return p;
 }
 
@@ -21,41 +23,47 @@ std::string Context::scope_prefix() const {
 
 GraphScope::GraphScope(const Graph& g) {
   auto& ctx = detail::context();
-  if (!ctx.graphs.empty() && ctx.graphs.back().ir != g.storage())
+  auto* ir = detail::HandleAccess::storage(g);
+  if (!ctx.graphs.empty() && ctx.graphs.back().ir != ir)
     throw GraphError("graph scope: cannot open graph '" + g.name() +
                      "' inside a graph of another Ir; close the outer scope first");
-  ctx.graphs.push_back({g.storage(), g.index()});
+  ctx.graphs.push_back({ir, IrView::id(g)});
 }
 GraphScope::~GraphScope() {
-  if (active_) detail::context().graphs.pop_back();
+  if (active_)
+    detail::context().graphs.pop_back();
 }
 
 NameScope::NameScope(std::string name) { detail::context().names.push_back(std::move(name)); }
 NameScope::~NameScope() {
-  if (active_) detail::context().names.pop_back();
+  if (active_)
+    detail::context().names.pop_back();
 }
 
 IpuScope::IpuScope(std::int64_t n) {
-  if (n < 0) throw ValueError("ipu(" + std::to_string(n) + "): IPU index must be >= 0");
+  if (n < 0)
+    throw ValueError("ipu(" + std::to_string(n) + "): IPU index must be >= 0");
   detail::context().ipus.push_back(n);
 }
 IpuScope::~IpuScope() {
-  if (active_) detail::context().ipus.pop_back();
+  if (active_)
+    detail::context().ipus.pop_back();
 }
 
 SequenceScope::SequenceScope(bool enabled) {
   detail::context().sequences.push_back({.enabled = enabled});
 }
 SequenceScope::~SequenceScope() {
-  if (!active_) return;
+  if (!active_)
+    return;
   auto& seqs = detail::context().sequences;
   const auto done = seqs.back();
   seqs.pop_back();
   // A finished group counts as one step of the enclosing sequence: later ops follow its last.
-  if (!seqs.empty() && done.last_op != detail::no_index && seqs.back().ir == done.ir) {
+  if (!seqs.empty() && done.last_op && seqs.back().ir == done.ir) {
     seqs.back().last_op = done.last_op;
     seqs.back().graph = done.graph;
-  } else if (!seqs.empty() && done.last_op != detail::no_index) {
+  } else if (!seqs.empty() && done.last_op) {
     seqs.back() = {seqs.back().enabled, done.ir, done.graph, done.last_op};
   }
 }
@@ -67,9 +75,12 @@ Graph current_graph() {
   if (ctx.graphs.empty())
     throw GraphError("no current graph: open one with `auto scope = graph.scope();` (PopXL's "
                      "`with graph:`)");
-  return Graph(ctx.graphs.back().ir, ctx.graphs.back().graph);
+  return detail::HandleAccess::graph(ctx.graphs.back().ir, ctx.graphs.back().graph);
 }
 
-Graph main_graph() { return Graph(current_graph().storage(), 0); }
+Graph main_graph() {
+  return detail::HandleAccess::graph(detail::HandleAccess::storage(current_graph()),
+                                     IrView::main_graph());
+}
 
 } // namespace pxl

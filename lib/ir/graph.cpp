@@ -1,6 +1,7 @@
 #include "pxl/ir/graph.hpp"
-#include "pxl/detail/context.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/context.hpp"
+#include "ir/handle_access.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/ir.hpp"
 
 #include <algorithm>
@@ -8,17 +9,17 @@
 
 namespace pxl {
 
-using detail::Index;
-using detail::TensorKind;
+using detail::HandleAccess;
 
 const std::string& Graph::name() const { return ir_->graphs[index_].name; }
-Ir& Graph::ir() const { return Ir::of(ir_); }
+Ir& Graph::ir() const { return HandleAccess::ir(*ir_, "Graph::ir"); }
 
 namespace {
-std::vector<Tensor> handles(detail::IrStorage* ir, const std::vector<Index>& ids) {
+std::vector<Tensor> handles(detail::IrStorage* ir, const std::vector<TensorId>& ids) {
   std::vector<Tensor> r;
   r.reserve(ids.size());
-  for (auto i : ids) r.emplace_back(ir, i);
+  for (auto i : ids)
+    r.push_back(HandleAccess::tensor(ir, i));
   return r;
 }
 } // namespace
@@ -38,18 +39,21 @@ std::vector<Tensor> Graph::tensors() const { return handles(ir_, ir_->graphs[ind
 std::vector<Tensor> Graph::variables() const {
   std::vector<Tensor> r;
   for (auto i : ir_->graphs[index_].tensors)
-    if (ir_->tensors[i].kind == TensorKind::variable) r.emplace_back(ir_, i);
+    if (ir_->tensor(i).kind == TensorKind::variable)
+      r.push_back(HandleAccess::tensor(ir_, i));
   return r;
 }
 std::vector<Tensor> Graph::constants() const {
   std::vector<Tensor> r;
   for (auto i : ir_->graphs[index_].tensors)
-    if (ir_->tensors[i].kind == TensorKind::constant) r.emplace_back(ir_, i);
+    if (ir_->tensor(i).kind == TensorKind::constant)
+      r.push_back(HandleAccess::tensor(ir_, i));
   return r;
 }
 std::vector<Op> Graph::ops() const {
   std::vector<Op> r;
-  for (auto i : ir_->graphs[index_].ops) r.emplace_back(ir_, i);
+  for (auto i : ir_->graphs[index_].ops)
+    r.push_back(HandleAccess::op(ir_, i));
   return r;
 }
 std::vector<Graph> Graph::called_graphs() const {
@@ -60,61 +64,69 @@ std::vector<Graph> Graph::called_graphs() const {
   return r;
 }
 bool Graph::contains(const Tensor& t) const {
-  return t.storage() == ir_ && ir_->tensors[t.index()].graph == index_;
+  return HandleAccess::storage(t) == ir_ && ir_->tensors[t.index()].graph == GraphId{index_};
 }
 
 namespace {
 Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorKind kind,
                   std::optional<HostTensor> data) {
   auto& ir = *g.ir;
-  const auto index = static_cast<Index>(ir.tensors.size());
+  const TensorId index{static_cast<detail::Index>(ir.tensors.size())};
   auto& ctx = detail::context();
-  if (name.empty()) name = "t" + std::to_string(index);
+  if (name.empty())
+    name = "t" + std::to_string(index.value);
   ir.tensors.push_back(detail::TensorNode{.id = ctx.scope_prefix() + name,
                                           .name = name,
                                           .spec = std::move(spec),
                                           .kind = kind,
                                           .graph = g.graph,
-                                          .producer = detail::no_index,
+                                          .producer = std::nullopt,
                                           .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
                                           .data = std::move(data)});
-  ir.graphs[g.graph].tensors.push_back(index);
-  return Tensor(g.ir, index);
+  ir.graph(g.graph).tensors.push_back(index);
+  return HandleAccess::tensor(g.ir, index);
 }
 } // namespace
 
 Tensor graph_input(Shape shape, DType dtype, std::string name, bool by_ref) {
   const auto g = detail::require_graph("graph_input");
   for (auto d : shape)
-    if (d < 0) throw ShapeError("graph_input: negative dimension in " + to_string(shape));
-  if (g.graph == 0)
+    if (d < 0)
+      throw ShapeError("graph_input: negative dimension in " + to_string(shape));
+  if (g.graph == IrView::main_graph())
     throw GraphError("graph_input: the main graph takes no inputs; use pxl::variable, "
                      "pxl::constant or ops::host_load to bring data into it");
+  detail::require_mutable(*g.ir, "graph_input: adding an input to graph '" +
+                                     g.ir->graph(g.graph).name + "'");
   Tensor t = add_tensor(g, std::move(name), TensorSpec{std::move(shape), dtype},
                         TensorKind::graph_input, std::nullopt);
-  g.ir->graphs[g.graph].inputs.push_back(t.index());
-  g.ir->graphs[g.graph].input_by_ref.push_back(by_ref);
+  g.ir->graph(g.graph).inputs.push_back(IrView::id(t));
+  g.ir->graph(g.graph).input_by_ref.push_back(by_ref);
   return t;
 }
 
 void graph_output(const Tensor& t) {
   const auto g = detail::require_graph("graph_output");
-  if (!t.valid() || t.storage() != g.ir || t.storage()->tensors[t.index()].graph != g.graph)
+  if (!t.valid() || HandleAccess::storage(t) != g.ir ||
+      g.ir->tensor(IrView::id(t)).graph != g.graph)
     throw GraphError("graph_output: " + (t.valid() ? detail::describe(t) : std::string("tensor")) +
-                     " is not in the current graph '" + g.ir->graphs[g.graph].name + "'");
-  if (g.graph == 0)
+                     " is not in the current graph '" + g.ir->graph(g.graph).name + "'");
+  if (g.graph == IrView::main_graph())
     throw GraphError("graph_output: the main graph has no outputs; use ops::host_store to send "
                      "data to the host");
-  g.ir->graphs[g.graph].outputs.push_back(t.index());
+  detail::require_mutable(*g.ir, "graph_output: adding an output to graph '" +
+                                     g.ir->graph(g.graph).name + "'");
+  g.ir->graph(g.graph).outputs.push_back(IrView::id(t));
 }
 
 Tensor variable(HostTensor data, std::string name) {
   const auto g = detail::require_graph("variable");
-  if (g.graph != 0)
+  if (g.graph != IrView::main_graph())
     throw GraphError("variable: variables live in the main graph only, but the current graph is '" +
-                     g.ir->graphs[g.graph].name +
+                     g.ir->graph(g.graph).name +
                      "'; create it under ir.main_graph().scope() and pass it to the subgraph "
                      "as an input");
+  detail::require_mutable(*g.ir, "variable: adding variable '" + name + "'");
   TensorSpec spec = data.spec();
   return add_tensor(g, std::move(name), std::move(spec), TensorKind::variable, std::move(data));
 }
@@ -124,6 +136,8 @@ Tensor variable(const HostTensor& data, DType dtype, std::string name) {
 
 Tensor constant(HostTensor data, std::string name) {
   const auto g = detail::require_graph("constant");
+  detail::require_mutable(*g.ir, "constant: adding constant '" + name + "' to graph '" +
+                                     g.ir->graph(g.graph).name + "'");
   TensorSpec spec = data.spec();
   return add_tensor(g, std::move(name), std::move(spec), TensorKind::constant, std::move(data));
 }

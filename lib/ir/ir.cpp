@@ -1,6 +1,7 @@
 #include "pxl/ir/ir.hpp"
-#include "pxl/detail/context.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/context.hpp"
+#include "ir/handle_access.hpp"
+#include "ir/op_builder.hpp"
 
 #include <atomic>
 
@@ -9,45 +10,78 @@ namespace pxl {
 namespace {
 std::atomic<std::uint64_t> next_ir_id{0};
 
-detail::Index add_graph(detail::IrStorage& ir, std::string name) {
-  const auto index = static_cast<detail::Index>(ir.graphs.size());
+GraphId add_graph(detail::IrStorage& ir, std::string name, std::string_view what) {
+  detail::require_mutable(ir, what);
+  const GraphId g{static_cast<detail::Index>(ir.graphs.size())};
   detail::GraphNode node;
   node.name = std::move(name);
   ir.graphs.push_back(std::move(node));
-  return index;
+  return g;
+}
+
+/// Detaches `storage` from its Ir: an IrHold may keep it alive, but nothing reaches the Ir
+/// through it any more.
+void orphan(const std::shared_ptr<detail::IrStorage>& storage) {
+  if (storage)
+    storage->owner = nullptr;
 }
 } // namespace
 
-Ir::Ir(std::int64_t replication_factor) : storage_(std::make_unique<detail::IrStorage>()) {
+namespace detail {
+void require_mutable(const IrStorage& ir, std::string_view what) {
+  if (ir.holds.load(std::memory_order_relaxed) > 0)
+    throw GraphError(std::string(what) +
+                     ": the Ir is already prepared for a Session, which keeps it frozen; make "
+                     "every change to the Ir before creating its Session (or destroy the "
+                     "Session first)");
+}
+
+Ir& HandleAccess::ir(const IrStorage& ir, std::string_view what) {
+  if (ir.owner == nullptr)
+    throw GraphError(std::string(what) + ": the Ir (id " + std::to_string(ir.unique_id) +
+                     ") has been destroyed; its graphs can still be read, but not reach it");
+  return *ir.owner;
+}
+} // namespace detail
+
+Ir::Ir(std::int64_t replication_factor) : storage_(std::make_shared<detail::IrStorage>()) {
   storage_->owner = this;
   storage_->unique_id = next_ir_id++;
-  add_graph(*storage_, "main_graph");
+  add_graph(*storage_, "main_graph", "Ir");
   set_replication_factor(replication_factor);
 }
 Ir::Ir(Ir&& other) noexcept : storage_(std::move(other.storage_)) {
-  if (storage_) storage_->owner = this;
+  if (storage_)
+    storage_->owner = this;
 }
 Ir& Ir::operator=(Ir&& other) noexcept {
+  if (this == &other)
+    return *this;
+  orphan(storage_);
   storage_ = std::move(other.storage_);
-  if (storage_) storage_->owner = this;
+  if (storage_)
+    storage_->owner = this;
   return *this;
 }
-Ir::~Ir() = default;
+Ir::~Ir() { orphan(storage_); }
 
-Ir& Ir::of(detail::IrStorage* storage) {
-  PXL_ASSERT(storage && storage->owner);
-  return *storage->owner;
-}
+Graph Ir::main_graph() const { return detail::HandleAccess::graph(storage_.get(), GraphId{0}); }
+std::uint64_t Ir::id() const { return storage_->unique_id; }
 
 Graph Ir::create_empty_graph(std::string_view name) {
-  return Graph(storage_.get(), add_graph(*storage_, std::string(name)));
+  return detail::HandleAccess::graph(
+      storage_.get(), add_graph(*storage_, std::string(name),
+                                "Ir::create_empty_graph('" + std::string(name) + "')"));
 }
 
 namespace detail {
 Graph begin_traced_graph(Ir& ir, std::string_view stem) {
-  auto& stems = ir.storage()->graph_name_stems;
+  auto& storage = *HandleAccess::storage(ir);
+  require_mutable(storage, "Ir::create_graph('" + std::string(stem) + "')");
+  auto& stems = storage.graph_name_stems;
   std::size_t n = 0;
-  for (const auto& s : stems) n += s == stem;
+  for (const auto& s : stems)
+    n += s == stem;
   stems.emplace_back(stem);
   return ir.create_empty_graph(std::string(stem) + "_subgraph(" + std::to_string(n) + ")");
 }
@@ -55,21 +89,24 @@ Graph begin_traced_graph(Ir& ir, std::string_view stem) {
 
 std::vector<Graph> Ir::graphs() const {
   std::vector<Graph> gs;
-  for (std::uint32_t i = 0; i < storage_->graphs.size(); ++i) gs.emplace_back(storage_.get(), i);
+  for (std::uint32_t i = 0; i < storage_->graphs.size(); ++i)
+    gs.push_back(detail::HandleAccess::graph(storage_.get(), GraphId{i}));
   return gs;
 }
 
 std::vector<HostToDeviceStream> Ir::h2d_streams() const {
   std::vector<HostToDeviceStream> r;
   for (std::uint32_t i = 0; i < storage_->streams.size(); ++i)
-    if (storage_->streams[i].host_to_device) r.emplace_back(storage_.get(), i);
+    if (storage_->streams[i].host_to_device)
+      r.push_back(detail::HandleAccess::h2d_stream(storage_.get(), StreamId{i}));
   return r;
 }
 
 std::vector<DeviceToHostStream> Ir::d2h_streams() const {
   std::vector<DeviceToHostStream> r;
   for (std::uint32_t i = 0; i < storage_->streams.size(); ++i)
-    if (!storage_->streams[i].host_to_device) r.emplace_back(storage_.get(), i);
+    if (!storage_->streams[i].host_to_device)
+      r.push_back(detail::HandleAccess::d2h_stream(storage_.get(), StreamId{i}));
   return r;
 }
 
@@ -77,6 +114,7 @@ std::int64_t Ir::num_host_transfers() const { return storage_->num_host_transfer
 void Ir::set_num_host_transfers(std::int64_t n) {
   if (n < 1)
     throw ValueError("Ir::set_num_host_transfers: expected a count >= 1, got " + std::to_string(n));
+  detail::require_mutable(*storage_, "Ir::set_num_host_transfers(" + std::to_string(n) + ")");
   storage_->num_host_transfers = n;
 }
 std::int64_t Ir::replication_factor() const { return storage_->replication_factor; }
@@ -84,6 +122,7 @@ void Ir::set_replication_factor(std::int64_t n) {
   if (n < 1)
     throw ValueError("Ir::set_replication_factor: expected a factor >= 1, got " +
                      std::to_string(n));
+  detail::require_mutable(*storage_, "Ir::set_replication_factor(" + std::to_string(n) + ")");
   storage_->replication_factor = n;
 }
 
@@ -93,14 +132,20 @@ Handle add_stream(Shape shape, DType dtype, std::string name, bool h2d) {
   const std::string_view what = h2d ? "h2d_stream" : "d2h_stream";
   auto& ir = *detail::require_graph(what).ir;
   for (auto d : shape)
-    if (d < 0) throw ShapeError(std::string(what) + ": negative dimension in " + to_string(shape));
-  const auto index = static_cast<std::uint32_t>(ir.streams.size());
-  if (name.empty()) name = std::string(h2d ? "h2d_stream" : "d2h_stream") + std::to_string(index);
+    if (d < 0)
+      throw ShapeError(std::string(what) + ": negative dimension in " + to_string(shape));
+  const StreamId index{static_cast<std::uint32_t>(ir.streams.size())};
+  if (name.empty())
+    name = std::string(what) + std::to_string(index.value);
+  detail::require_mutable(ir, std::string(what) + ": adding stream '" + name + "'");
   for (const auto& s : ir.streams)
     if (s.name == name)
       throw ValueError(std::string(what) + ": a stream named '" + name + "' already exists");
   ir.streams.push_back({std::move(name), TensorSpec{std::move(shape), dtype}, h2d});
-  return Handle(&ir, index);
+  if constexpr (std::is_same_v<Handle, HostToDeviceStream>)
+    return detail::HandleAccess::h2d_stream(&ir, index);
+  else
+    return detail::HandleAccess::d2h_stream(&ir, index);
 }
 } // namespace
 
@@ -111,7 +156,7 @@ DeviceToHostStream d2h_stream(Shape shape, DType dtype, std::string name) {
   return add_stream<DeviceToHostStream>(std::move(shape), dtype, std::move(name), false);
 }
 
-const std::string& detail::StreamHandle::name() const { return ir_->streams[index_].name; }
-const TensorSpec& detail::StreamHandle::spec() const { return ir_->streams[index_].spec; }
+const std::string& StreamHandle::name() const { return ir_->streams[index_].name; }
+const TensorSpec& StreamHandle::spec() const { return ir_->streams[index_].spec; }
 
 } // namespace pxl

@@ -1,5 +1,6 @@
-#include "pxl/detail/op_builder.hpp"
-#include "pxl/detail/context.hpp"
+#include "ir/op_builder.hpp"
+#include "ir/context.hpp"
+#include "ir/handle_access.hpp"
 #include "pxl/ir/graph.hpp"
 
 #include <algorithm>
@@ -15,13 +16,40 @@ GraphRef require_graph(std::string_view op) {
   return {ctx.graphs.back().ir, ctx.graphs.back().graph};
 }
 
-std::string describe(const Tensor& t) {
-  return "'" + t.id() + "' " + to_string(t.spec());
+std::string describe(const Tensor& t) { return "'" + t.id() + "' " + to_string(t.spec()); }
+
+OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> output_specs,
+               const std::vector<std::string>& output_names, std::string_view scope,
+               std::string_view what) {
+  PXL_ASSERT(output_specs.size() == output_names.size());
+  require_mutable(ir, what);
+  const OpId op{static_cast<Index>(ir.ops.size())};
+  node.graph = g;
+  node.outputs.clear();
+  for (std::size_t i = 0; i < output_specs.size(); ++i) {
+    const TensorId t{static_cast<Index>(ir.tensors.size())};
+    ir.tensors.push_back(TensorNode{.id = std::string(scope) + output_names[i],
+                                    .name = output_names[i],
+                                    .spec = std::move(output_specs[i]),
+                                    .kind = TensorKind::intermediate,
+                                    .graph = g,
+                                    .producer = op,
+                                    .ipu = node.ipu,
+                                    .data = std::nullopt});
+    ir.graph(g).tensors.push_back(t);
+    node.outputs.push_back(t);
+  }
+  const bool is_call = node.kind == OpKind::Call;
+  const auto* call = std::get_if<CallAttrs>(&node.attrs);
+  ir.ops.push_back(std::move(node));
+  ir.graph(g).ops.push_back(op);
+  if (is_call && call)
+    ir.graph(GraphId{call->graph}).call_sites.push_back(op);
+  return op;
 }
 
-std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
-                           std::vector<TensorSpec> output_specs, OpAttrs attrs,
-                           std::string_view output_name) {
+Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSpec> output_specs,
+               OpAttrs attrs, std::string_view output_name) {
   const std::string_view op = op_type_name(kind);
   const GraphRef g = require_graph(op);
   IrStorage& ir = *g.ir;
@@ -29,15 +57,17 @@ std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
     const Tensor& t = inputs[i];
     if (!t.valid())
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " is an empty Tensor");
-    if (t.storage() != g.ir)
+    if (HandleAccess::storage(t) != g.ir)
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + describe(t) +
                        " belongs to another Ir");
-    if (ir.tensors[t.index()].graph != g.graph)
+    const GraphId tg = ir.tensor(IrView::id(t)).graph;
+    if (tg != g.graph)
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + describe(t) +
-                       " is in graph '" + ir.graphs[ir.tensors[t.index()].graph].name +
-                       "', not in the current graph '" + ir.graphs[g.graph].name +
+                       " is in graph '" + ir.graph(tg).name + "', not in the current graph '" +
+                       ir.graph(g.graph).name +
                        "'; pass it to the subgraph as an input (there is no implicit capture)");
   }
+  require_mutable(ir, std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'");
   auto& ctx = context();
   const auto op_index = static_cast<Index>(ir.ops.size());
   OpNode node{.kind = kind,
@@ -48,39 +78,37 @@ std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
               .attrs = std::move(attrs),
               .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
               .after = {}};
-  for (const auto& t : inputs) node.inputs.push_back(t.index());
+  for (const auto& t : inputs)
+    node.inputs.push_back(IrView::id(t));
   if (!ctx.sequences.empty()) {
     const auto& seq = ctx.sequences.back();
-    if (seq.enabled && seq.ir == g.ir && seq.graph == g.graph && seq.last_op != no_index)
-      node.after.push_back(seq.last_op);
+    if (seq.enabled && seq.ir == g.ir && seq.graph == g.graph && seq.last_op)
+      node.after.push_back(*seq.last_op);
   }
-  std::vector<Tensor> outs;
+  std::vector<std::string> names;
   for (std::size_t i = 0; i < output_specs.size(); ++i) {
-    const auto t_index = static_cast<Index>(ir.tensors.size());
     std::string name = output_name.empty() ? std::string(op) + "." + std::to_string(op_index)
                                            : std::string(output_name);
-    if (output_specs.size() > 1) name += ":" + std::to_string(i);
-    ir.tensors.push_back(TensorNode{.id = ctx.scope_prefix() + name,
-                                    .name = name,
-                                    .spec = std::move(output_specs[i]),
-                                    .kind = TensorKind::intermediate,
-                                    .graph = g.graph,
-                                    .producer = op_index,
-                                    .ipu = node.ipu,
-                                    .data = std::nullopt});
-    ir.graphs[g.graph].tensors.push_back(t_index);
-    node.outputs.push_back(t_index);
-    outs.emplace_back(g.ir, t_index);
+    if (output_specs.size() > 1)
+      name += ":" + std::to_string(i);
+    names.push_back(std::move(name));
   }
-  ir.ops.push_back(std::move(node));
-  ir.graphs[g.graph].ops.push_back(op_index);
+  const OpId id = append_op(ir, g.graph, std::move(node), std::move(output_specs), names,
+                            ctx.scope_prefix(), op);
   if (!ctx.sequences.empty()) {
     auto& seq = ctx.sequences.back();
     seq.ir = g.ir;
     seq.graph = g.graph;
-    seq.last_op = op_index;
+    seq.last_op = id;
   }
-  return outs;
+  return HandleAccess::op(g.ir, id);
+}
+
+std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
+                           std::vector<TensorSpec> output_specs, OpAttrs attrs,
+                           std::string_view output_name) {
+  return add_op_node(kind, inputs, std::move(output_specs), std::move(attrs), output_name)
+      .outputs();
 }
 
 Tensor add_op1(OpKind kind, std::span<const Tensor> inputs, TensorSpec output_spec, OpAttrs attrs,
@@ -108,7 +136,8 @@ void check_dtype(std::string_view op, const Tensor& t, DType d, std::string_view
 
 std::vector<std::int64_t> normalize_axes(std::string_view op, std::vector<std::int64_t> axes,
                                          std::int64_t rank) {
-  for (auto& a : axes) a = normalize_axis(a, rank, op);
+  for (auto& a : axes)
+    a = normalize_axis(a, rank, op);
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     throw ValueError(std::string(op) + ": axis repeated in the axis list");

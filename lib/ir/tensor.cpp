@@ -1,6 +1,6 @@
 #include "pxl/ir/tensor.hpp"
-#include "pxl/detail/ir_storage.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/handle_access.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/shape.hpp"
@@ -8,22 +8,21 @@
 
 namespace pxl {
 
-using detail::TensorKind;
+using detail::HandleAccess;
 
 const TensorSpec& Tensor::spec() const { return ir_->tensors[index_].spec; }
 const std::string& Tensor::id() const { return ir_->tensors[index_].id; }
 const std::string& Tensor::name() const { return ir_->tensors[index_].name; }
-Graph Tensor::graph() const { return Graph(ir_, ir_->tensors[index_].graph); }
+Graph Tensor::graph() const { return HandleAccess::graph(ir_, ir_->tensors[index_].graph); }
 std::int64_t Tensor::ipu() const { return ir_->tensors[index_].ipu; }
 bool Tensor::is_variable() const { return ir_->tensors[index_].kind == TensorKind::variable; }
 bool Tensor::is_constant() const { return ir_->tensors[index_].kind == TensorKind::constant; }
-bool Tensor::is_graph_input() const {
-  return ir_->tensors[index_].kind == TensorKind::graph_input;
-}
+bool Tensor::is_graph_input() const { return ir_->tensors[index_].kind == TensorKind::graph_input; }
 std::optional<Op> Tensor::producer() const {
   const auto p = ir_->tensors[index_].producer;
-  if (p == detail::no_index) return std::nullopt;
-  return Op(ir_, p);
+  if (!p)
+    return std::nullopt;
+  return HandleAccess::op(ir_, *p);
 }
 
 Tensor Tensor::reshape(Shape shape) const { return ops::reshape(*this, std::move(shape)); }
@@ -36,17 +35,19 @@ Tensor Tensor::slice(std::int64_t start, std::int64_t stop, std::int64_t axis) c
   return ops::slice(*this, {start}, {stop}, {axis});
 }
 Tensor Tensor::operator[](std::int64_t i) const {
-  if (rank() == 0) throw ValueError("Tensor::operator[]: cannot index scalar " + detail::describe(*this));
+  if (rank() == 0)
+    throw ValueError("Tensor::operator[]: cannot index scalar " + detail::describe(*this));
   const auto n = shape()[0];
   const auto j = i < 0 ? i + n : i;
   if (j < 0 || j >= n)
-    throw ValueError("Tensor::operator[]: index " + std::to_string(i) + " out of range for axis 0 of " +
-                     detail::describe(*this));
+    throw ValueError("Tensor::operator[]: index " + std::to_string(i) +
+                     " out of range for axis 0 of " + detail::describe(*this));
   return ops::squeeze(ops::slice(*this, {j}, {j + 1}, {0}), {0});
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.valid()) return os << "Tensor(empty)";
+  if (!t.valid())
+    return os << "Tensor(empty)";
   return os << "Tensor(" << t.id() << " " << to_string(t.spec()) << ")";
 }
 

@@ -1,6 +1,7 @@
 // call, repeat and CallSiteInfo: binding parent tensors to a subgraph's inputs.
 #include "pxl/ops/call.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/handle_access.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
 #include <algorithm>
@@ -86,13 +87,13 @@ std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
                                 const std::vector<Tensor>& inputs, const InputsDict& inputs_dict) {
   const auto current = detail::require_graph(op);
   const std::string gname = "'" + graph.name() + "'";
-  if (graph.storage() != current.ir)
+  if (detail::HandleAccess::storage(graph) != current.ir)
     throw GraphError(std::string(op) + ": graph " + gname +
                      " belongs to another Ir than the current graph");
   if (graph.is_main())
     throw GraphError(std::string(op) + ": cannot call the main graph; call a subgraph made with "
                                        "ir.create_graph or ir.create_empty_graph");
-  const Graph caller(current.ir, current.graph);
+  const Graph caller = detail::HandleAccess::graph(current.ir, current.graph);
   std::vector<Graph> seen;
   if (graph == caller || calls_transitively(graph, caller, seen))
     throw GraphError(std::string(op) + ": graph " + gname + " cannot be called from graph '" +
@@ -130,7 +131,7 @@ std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
   for (std::size_t i = 0; i < bound.size(); ++i) {
     // The parent must live in the current graph; add_op re-checks, but the spec check below
     // would otherwise compare against a tensor of the wrong graph first.
-    if (bound[i].storage() != current.ir)
+    if (detail::HandleAccess::storage(bound[i]) != current.ir)
       throw GraphError(std::string(op) + ": parent tensor for input " + input_label(graph_ins[i]) +
                        " of graph " + gname + " belongs to another Ir");
     if (bound[i].shape() != graph_ins[i].shape())
@@ -151,9 +152,7 @@ std::vector<TensorSpec> output_specs(const Graph& graph) {
 }
 
 Op add_call_op(OpKind kind, const Graph& graph, const std::vector<Tensor>& bound, CallAttrs attrs) {
-  detail::add_op(kind, bound, output_specs(graph), attrs);
-  // add_op appends the new op to the end of the Ir's op arena.
-  return Op(graph.storage(), static_cast<std::uint32_t>(graph.storage()->ops.size() - 1));
+  return detail::add_op_node(kind, bound, output_specs(graph), attrs);
 }
 } // namespace
 

@@ -1,6 +1,6 @@
 // Gradient rules of call and repeat: they differentiate the called graph and call its
 // gradient graph.
-#include "pxl/detail/grad_rule.hpp"
+#include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/call.hpp"
 #include "pxl/ops/shape.hpp"
@@ -10,8 +10,6 @@
 namespace pxl::detail {
 
 using std::vector;
-using transforms::ExpectedConnection;
-using transforms::GradGraphInfo;
 
 namespace {
 std::size_t position(const vector<Tensor>& ts, const Tensor& t) {
@@ -22,25 +20,25 @@ std::size_t position(const vector<Tensor>& ts, const Tensor& t) {
 /// output k, `fwd_value(t)` the value, in the current graph, of the called graph's tensor t.
 /// Returns the gradient of each called-graph input (empty where none).
 template <typename OutputGrad, typename FwdValue>
-vector<Tensor> call_grad_graph(const GradGraphInfo& info, OutputGrad output_grad,
-                               FwdValue fwd_value, ops::CallOptions options) {
-  const Graph called = info.forward_graph();
+vector<Tensor> call_grad_graph(const GradCall& info, OutputGrad output_grad, FwdValue fwd_value,
+                               ops::CallOptions options) {
+  const Graph called = info.forward_graph;
   const auto outs = called.outputs();
   const auto ins = called.inputs();
   vector<Tensor> positional;
   InputsDict dict;
-  const auto grad_inputs = info.graph().inputs();
-  for (std::size_t i = 0; i < info.expected_inputs().size(); ++i) {
-    const auto& e = info.expected_inputs()[i];
-    if (e.kind == ExpectedConnection::Kind::fwd_grad)
+  const auto grad_inputs = info.graph.inputs();
+  for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+    const auto& e = info.inputs[i];
+    if (e.is_grad)
       positional.push_back(output_grad(position(outs, e.fwd_tensor)));
     else
       dict.emplace_back(grad_inputs[i], fwd_value(e.fwd_tensor));
   }
-  const auto results = ops::call(info.graph(), positional, dict, options);
+  const auto results = ops::call(info.graph, positional, dict, options);
   vector<Tensor> grads(ins.size());
-  for (std::size_t j = 0; j < info.expected_outputs().size(); ++j)
-    grads[position(ins, info.expected_outputs()[j].fwd_tensor)] = results[j];
+  for (std::size_t j = 0; j < info.outputs.size(); ++j)
+    grads[position(ins, info.outputs[j])] = results[j];
   return grads;
 }
 } // namespace
@@ -48,7 +46,7 @@ vector<Tensor> call_grad_graph(const GradGraphInfo& info, OutputGrad output_grad
 vector<Tensor> grad_Call(GradContext& c) {
   const Op op = c.op();
   const Graph called = *op.called_graph();
-  const GradGraphInfo info = c.called_grad(called, {}, {});
+  const GradCall info = c.called_grad(called, {}, {});
   // The called graph may have gained activation outputs; this call site gained them too.
   const auto ins = called.inputs();
   const auto outs = called.outputs();
@@ -70,7 +68,7 @@ vector<Tensor> grad_Repeat(GradContext& c) {
   const Graph body = *op.called_graph();
   const auto count = op.attrs_as<CallAttrs>().repeat_count;
   const std::size_t carried = op.num_outputs();
-  const GradGraphInfo info = c.called_grad(body, {}, {});
+  const GradCall info = c.called_grad(body, {}, {});
   const auto body_ins = body.inputs();
   const auto body_outs = body.outputs();
   vector<Tensor> inputs;

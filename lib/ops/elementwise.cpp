@@ -1,5 +1,5 @@
 #include "pxl/ops/elementwise.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
 namespace pxl::ops {
@@ -89,8 +89,8 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_dtype("Where", condition, bool_, "the condition");
   detail::check_same_dtype("Where", a, b);
-  Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "Where"),
-                                 b.shape(), "Where");
+  Shape shape =
+      broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "Where"), b.shape(), "Where");
   return add_op1(OpKind::Where, {condition, a, b}, TensorSpec{std::move(shape), a.dtype()});
 }
 

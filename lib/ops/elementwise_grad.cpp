@@ -1,5 +1,5 @@
 // Gradient rules of the element-wise ops (see elementwise.cpp for their definitions).
-#include "pxl/detail/grad_rule.hpp"
+#include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/reduce.hpp"

@@ -1,21 +1,22 @@
 // host_load and host_store: the ops that move stream elements between host and device.
 #include "pxl/ops/host_io.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/handle_access.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
 namespace pxl::ops {
 
 namespace {
 /// GraphError unless `stream` was created in the Ir of the current graph.
-void check_stream_ir(std::string_view op, const detail::StreamHandle& stream) {
+void check_stream_ir(std::string_view op, const StreamHandle& stream) {
   const auto g = detail::require_graph(op);
-  if (stream.storage() == nullptr)
+  if (!stream.valid())
     throw GraphError(std::string(op) + ": the stream handle is empty; create it with " +
                      (op == "HostLoad" ? "h2d_stream" : "d2h_stream"));
-  if (stream.storage() != g.ir)
+  if (detail::HandleAccess::storage(stream) != g.ir)
     throw GraphError(std::string(op) + ": stream '" + stream.name() +
                      "' belongs to another Ir than the current graph '" +
-                     g.ir->graphs[g.graph].name + "'");
+                     g.ir->graph(g.graph).name + "'");
 }
 } // namespace
 

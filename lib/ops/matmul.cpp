@@ -1,5 +1,5 @@
 #include "pxl/ops/matmul.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 
 namespace pxl::ops {
 
@@ -10,8 +10,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     throw ShapeError("MatMul: operands must have rank >= 1, got " + detail::describe(a) + " and " +
                      detail::describe(b));
   Shape sa = a.shape(), sb = b.shape();
-  if (sa.size() == 1) sa.insert(sa.begin(), 1);
-  if (sb.size() == 1) sb.push_back(1);
+  if (sa.size() == 1)
+    sa.insert(sa.begin(), 1);
+  if (sb.size() == 1)
+    sb.push_back(1);
   const auto k_a = sa.back(), k_b = sb[sb.size() - 2];
   if (k_a != k_b)
     throw ShapeError("MatMul: contraction dimensions differ: " + detail::describe(a) + " has " +
@@ -20,8 +22,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape batch = broadcast_shapes(std::span(sa).first(sa.size() - 2),
                                  std::span(sb).first(sb.size() - 2), "MatMul (batch axes)");
   Shape out = batch;
-  if (a.rank() > 1) out.push_back(sa[sa.size() - 2]);
-  if (b.rank() > 1) out.push_back(sb.back());
+  if (a.rank() > 1)
+    out.push_back(sa[sa.size() - 2]);
+  if (b.rank() > 1)
+    out.push_back(sb.back());
   return detail::add_op1(OpKind::MatMul, {a, b}, TensorSpec{std::move(out), a.dtype()});
 }
 

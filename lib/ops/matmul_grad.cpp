@@ -1,5 +1,5 @@
 // Gradient rule of matmul: batch and broadcast axes are reduced back to each operand's shape.
-#include "pxl/detail/grad_rule.hpp"
+#include "ops/grad_rule.hpp"
 #include "pxl/ops/matmul.hpp"
 #include "pxl/ops/shape.hpp"
 

@@ -1,6 +1,6 @@
 // Neural-network ops: validate operands and build the op; the numerics live in the kernels.
 #include "pxl/ops/nn.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 
 namespace pxl::ops {
 

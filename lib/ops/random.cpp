@@ -5,7 +5,7 @@
 // output count (the outputs themselves also say it; the attribute keeps the op
 // self-describing for printers and kernels).
 #include "pxl/ops/random.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 
 namespace pxl::ops {
 

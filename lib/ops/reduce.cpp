@@ -1,6 +1,6 @@
 // Reductions: validate the operand and the axes, then infer the reduced shape.
 #include "pxl/ops/reduce.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 
 #include <algorithm>
 

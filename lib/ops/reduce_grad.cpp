@@ -1,5 +1,5 @@
 // Gradient rules of the reductions: the output gradient is spread back over the reduced axes.
-#include "pxl/detail/grad_rule.hpp"
+#include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/shape.hpp"

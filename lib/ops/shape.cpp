@@ -1,6 +1,6 @@
 // Shape and data-movement ops: validation and output-spec inference.
 #include "pxl/ops/shape.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
 #include <algorithm>

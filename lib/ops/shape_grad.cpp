@@ -1,5 +1,5 @@
 // Gradient rules of the shape and data-movement ops, and the non-differentiable updates.
-#include "pxl/detail/grad_rule.hpp"
+#include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/matmul.hpp"

@@ -1,7 +1,7 @@
 // In-place updates and scaled_add: validation and output-spec inference. Output 0 of an in-place
 // op aliases input 0, so it carries input 0's spec.
 #include "pxl/ops/var_updates.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
 namespace pxl::ops {

@@ -1,13 +1,13 @@
 // Reverse-mode differentiation of one graph into a new gradient graph.
 #include "pxl/transforms/autodiff.hpp"
-#include "pxl/detail/context.hpp"
-#include "pxl/detail/grad_rule.hpp"
-#include "pxl/detail/ir_storage.hpp"
-#include "pxl/detail/op_builder.hpp"
+#include "ir/context.hpp"
+#include "ir/op_builder.hpp"
+#include "ops/grad_rule.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
+#include "pxl/transforms/rewrite.hpp"
 
 #include <algorithm>
 #include <set>
@@ -30,36 +30,25 @@ constexpr std::array<GradRule, num_op_kinds> grad_table = {
 #undef PXL_X
 };
 
-/// Appends `t` to the outputs of its graph and gives every call site of that graph a matching
-/// output, so activations reach the gradient graph from any call site.
-void add_forward_output(IrStorage& ir, Index graph, Index t) {
-  ir.graphs[graph].outputs.push_back(t);
-  for (Index op_index = 0; op_index < ir.ops.size(); ++op_index) {
-    OpNode& op = ir.ops[op_index];
-    const auto* call = std::get_if<CallAttrs>(&op.attrs);
-    if (op.kind != OpKind::Call || !call || call->graph != graph)
-      continue;
-    const auto out = static_cast<Index>(ir.tensors.size());
-    TensorNode node = ir.tensors[t];
-    node.id = ir.tensors[t].name + "/c" + std::to_string(op_index);
-    node.kind = TensorKind::intermediate;
-    node.graph = op.graph;
-    node.producer = op_index;
-    node.data.reset();
-    ir.tensors.push_back(std::move(node));
-    ir.graphs[op.graph].tensors.push_back(out);
-    op.outputs.push_back(out);
-  }
+/// What a gradient rule needs of a GradGraphInfo to call the gradient graph.
+GradCall grad_call(const transforms::GradGraphInfo& info) {
+  GradCall c{
+      .graph = info.graph(), .forward_graph = info.forward_graph(), .inputs = {}, .outputs = {}};
+  for (const auto& e : info.expected_inputs())
+    c.inputs.push_back({e.fwd_tensor, e.kind == transforms::ExpectedConnection::Kind::fwd_grad});
+  for (const auto& e : info.expected_outputs())
+    c.outputs.push_back(e.fwd_tensor);
+  return c;
 }
 
 class Autodiff final : public GradContext {
 public:
   Autodiff(const Graph& fwd, std::map<Graph, transforms::GradGraphInfo>& cache)
-      : ir_(*fwd.storage()), fwd_(fwd), cache_(cache) {}
+      : rewriter_(fwd.ir()), fwd_(fwd), cache_(cache) {}
 
   transforms::GradGraphInfo run(const std::vector<Tensor>& provided,
                                 const std::vector<Tensor>& required) {
-    grad_ = Ir::of(&ir_).create_empty_graph(fwd_.name() + "_grad");
+    grad_ = fwd_.ir().create_empty_graph(fwd_.name() + "_grad");
     auto in_grad = grad_.scope();
     auto unordered = in_sequence(false);
     for (const auto& o : provided) {
@@ -86,16 +75,20 @@ public:
     if (auto it = activations_.find(t.index()); it != activations_.end())
       return it->second;
     Tensor in_grad;
+    const IrView view = rewriter_.view();
+    const TensorId id = IrView::id(t);
     if (t.is_constant()) {
-      in_grad = constant(*ir_.tensors[t.index()].data, t.name());
+      in_grad = constant(*view.data(id), t.name());
     } else {
       PXL_ASSERT(fwd_.contains(t));
-      auto& g = ir_.graphs[fwd_.index()];
-      const bool visible =
-          std::find(g.inputs.begin(), g.inputs.end(), t.index()) != g.inputs.end() ||
-          std::find(g.outputs.begin(), g.outputs.end(), t.index()) != g.outputs.end();
+      const auto ins = view.inputs(IrView::id(fwd_));
+      const auto outs = view.outputs(IrView::id(fwd_));
+      const bool visible = std::find(ins.begin(), ins.end(), id) != ins.end() ||
+                           std::find(outs.begin(), outs.end(), id) != outs.end();
+      // An activation the gradient graph reads leaves the forward graph (and every call site
+      // of it) as an extra output.
       if (!visible)
-        add_forward_output(ir_, fwd_.index(), t.index());
+        rewriter_.add_output(IrView::id(fwd_), id);
       in_grad = graph_input(t.spec(), t.name());
       expected_inputs_.push_back({t, transforms::ExpectedConnection::Kind::fwd});
     }
@@ -114,10 +107,10 @@ public:
   }
   bool needs_grad(std::size_t i) const override { return needed_.contains(op_.input(i).index()); }
 
-  transforms::GradGraphInfo called_grad(const Graph& called, std::vector<Tensor> provided,
-                                        std::vector<Tensor> required) override {
+  GradCall called_grad(const Graph& called, std::vector<Tensor> provided,
+                       std::vector<Tensor> required) override {
     if (auto it = cache_.find(called); it != cache_.end())
-      return it->second;
+      return grad_call(it->second);
     // Differentiate the whole called graph once (every float output provided, every float
     // input required) so every call site can share it, whatever it needs.
     (void)provided;
@@ -135,9 +128,9 @@ public:
     ctx.sequences.clear();
     auto info = Autodiff(called, cache_).run(all_out, all_in);
     ctx.sequences = std::move(saved_sequences);
-    ir_.differentiated.push_back(called.index());
+    rewriter_.mark_differentiated(called);
     cache_.emplace(called, info);
-    return info;
+    return grad_call(info);
   }
 
 private:
@@ -182,13 +175,13 @@ private:
         accumulate(op.input(i), input_grads[i]);
   }
 
-  IrStorage& ir_;
+  transforms::IrRewriter rewriter_;
   Graph fwd_, grad_;
   std::map<Graph, transforms::GradGraphInfo>& cache_;
   Op op_;
-  std::map<Index, Tensor> grads_;
-  std::map<Index, Tensor> activations_;
-  std::set<Index> needed_;
+  std::map<std::uint32_t, Tensor> grads_;
+  std::map<std::uint32_t, Tensor> activations_;
+  std::set<std::uint32_t> needed_;
   std::vector<transforms::ExpectedConnection> expected_inputs_;
 };
 } // namespace
@@ -229,12 +222,12 @@ void check_members(std::string_view what, const std::vector<Tensor>& ts,
 } // namespace
 
 std::map<Graph, GradGraphInfo> autodiff_all(const Graph& graph, AutodiffOptions options) {
-  auto& ir = *graph.storage();
+  IrRewriter rewriter(graph.ir());
+  rewriter.require_mutable("autodiff: differentiating graph '" + graph.name() + "'");
   if (graph.is_main())
     throw GraphError("autodiff: the main graph cannot be differentiated; differentiate a "
                      "subgraph (create it with Ir::create_graph) and call it");
-  if (!options.force && std::find(ir.differentiated.begin(), ir.differentiated.end(),
-                                  graph.index()) != ir.differentiated.end())
+  if (!options.force && rewriter.view().is_differentiated(IrView::id(graph)))
     throw GraphError("autodiff: graph '" + graph.name() +
                      "' was already differentiated (it gained activation outputs then); reuse "
                      "its GradGraphInfo, or pass AutodiffOptions{.force = true}");
@@ -260,7 +253,7 @@ std::map<Graph, GradGraphInfo> autodiff_all(const Graph& graph, AutodiffOptions 
   ctx.sequences.clear();
   auto info = detail::Autodiff(graph, cache).run(provided, required);
   ctx.sequences = std::move(saved_sequences);
-  ir.differentiated.push_back(graph.index());
+  rewriter.mark_differentiated(graph);
   cache.insert_or_assign(graph, info);
   return cache;
 }

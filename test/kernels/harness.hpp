@@ -5,7 +5,6 @@
 #include "../../lib/emu/compile_context.hpp"
 #include "../../lib/emu/kernel.hpp"
 #include "op_test.hpp"
-#include "pxl/detail/ir_storage.hpp"
 
 #include <doctest/doctest.h>
 
@@ -62,9 +61,9 @@ inline HostTensor input_value(const KernelCase& c, const Tensor& t) {
   for (std::size_t i = 0; i < graph_inputs.size(); ++i)
     if (graph_inputs[i] == t)
       return c.inputs[i];
-  const auto& node = t.storage()->tensors[t.index()];
-  REQUIRE(node.data.has_value());
-  return *node.data;
+  const HostTensor* data = IrView(c.ir).data(IrView::id(t));
+  REQUIRE(data != nullptr);
+  return *data;
 }
 
 /// Outputs of the op's kernel run with `workers` workers, one after the other on this thread

@@ -1,8 +1,6 @@
 // The reference evaluator's core: environments, in-place aliasing, kernel dispatch, streams.
 #include "reference.hpp"
 
-#include "pxl/detail/ir_storage.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -11,9 +9,6 @@
 namespace pxl::testing {
 
 namespace {
-using detail::Index;
-using detail::TensorKind;
-
 /// One entry per op kind, in table order; a kind without a ref_<Kind> fails to link.
 constexpr std::array<RefKernel, num_op_kinds> ref_kernels = {
 #define PXL_X(kind, name) &ref_##kind,
@@ -35,11 +30,11 @@ std::string quoted_list(const std::set<std::string>& names) {
 }
 
 /// Streams read by some HostLoad (or written by some HostStore) anywhere in the Ir.
-std::set<std::uint32_t> streams_used_by(const detail::IrStorage& ir, OpKind kind) {
+std::set<std::uint32_t> streams_used_by(const IrView& ir, OpKind kind) {
   std::set<std::uint32_t> r;
-  for (const auto& op : ir.ops)
-    if (op.kind == kind)
-      r.insert(std::get<StreamAttrs>(op.attrs).stream);
+  for (std::uint32_t o = 0; o < ir.num_ops(); ++o)
+    if (ir.kind(OpId{o}) == kind)
+      r.insert(ir.attrs_as<StreamAttrs>(OpId{o}).stream);
   return r;
 }
 
@@ -56,21 +51,21 @@ ReferenceEvaluator::ReferenceEvaluator(const Ir& ir) : ir_(ir) {}
 Value ReferenceEvaluator::variable_value(std::uint32_t index) {
   auto it = variables_.find(index);
   if (it == variables_.end()) {
-    const auto& node = ir_.storage()->tensors[index];
-    PXL_ASSERT(node.data.has_value());
-    it = variables_.emplace(index, std::make_shared<HostTensor>(*node.data)).first;
+    const HostTensor* data = IrView(ir_).data(TensorId{index});
+    PXL_ASSERT(data != nullptr);
+    it = variables_.emplace(index, std::make_shared<HostTensor>(*data)).first;
   }
   return it->second;
 }
 
 const HostTensor& ReferenceEvaluator::variable(const Tensor& v) const {
-  if (!v.valid() || v.storage() != ir_.storage() || !v.is_variable())
+  if (!v.valid() || !IrView(ir_).owns(v) || !v.is_variable())
     throw GraphError("ReferenceEvaluator::variable: " +
                      (v.valid() ? "'" + v.id() + "'" : std::string("an empty tensor")) +
                      " is not a variable of this Ir");
   if (auto it = variables_.find(v.index()); it != variables_.end())
     return *it->second;
-  return *ir_.storage()->tensors[v.index()].data;
+  return *IrView(ir_).data(IrView::id(v));
 }
 
 Value ReferenceEvaluator::value(const Tensor& t) const {
@@ -82,32 +77,33 @@ Value ReferenceEvaluator::value(const Tensor& t) const {
 
 std::vector<Value> ReferenceEvaluator::evaluate_values(const Graph& graph,
                                                        std::vector<Value> inputs) {
-  if (graph.storage() != ir_.storage())
+  const IrView ir(ir_);
+  if (!ir.owns(graph))
     throw GraphError("ReferenceEvaluator: graph '" + graph.name() + "' belongs to another Ir");
-  const detail::IrStorage& ir = *ir_.storage();
-  const detail::GraphNode& g = ir.graphs[graph.index()];
-  if (inputs.size() != g.inputs.size())
-    throw GraphError("ReferenceEvaluator: graph '" + g.name + "' takes " +
-                     std::to_string(g.inputs.size()) + " inputs, got " +
+  const GraphId g = IrView::id(graph);
+  const auto g_inputs = ir.inputs(g);
+  if (inputs.size() != g_inputs.size())
+    throw GraphError("ReferenceEvaluator: graph '" + ir.name(g) + "' takes " +
+                     std::to_string(g_inputs.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
 
   Env env;
-  env.reserve(g.tensors.size());
+  env.reserve(ir.tensors(g).size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const auto& spec = ir.tensors[g.inputs[i]].spec;
+    const auto& spec = ir.spec(g_inputs[i]);
     if (inputs[i]->spec() != spec)
-      throw ShapeError("ReferenceEvaluator: input " + std::to_string(i) + " of graph '" + g.name +
-                       "' is " + to_string(spec) + ", got a host tensor " +
+      throw ShapeError("ReferenceEvaluator: input " + std::to_string(i) + " of graph '" +
+                       ir.name(g) + "' is " + to_string(spec) + ", got a host tensor " +
                        to_string(inputs[i]->spec()));
     // By-ref inputs alias the caller's storage; the others are the callee's own copies.
-    env[g.inputs[i]] = g.input_by_ref[i] ? inputs[i] : std::make_shared<HostTensor>(*inputs[i]);
+    env[g_inputs[i].value] =
+        ir.input_is_by_ref(g, i) ? inputs[i] : std::make_shared<HostTensor>(*inputs[i]);
   }
-  for (Index t : g.tensors) {
-    const auto& node = ir.tensors[t];
-    if (node.kind == TensorKind::variable)
-      env[t] = variable_value(t);
-    else if (node.kind == TensorKind::constant)
-      env[t] = std::make_shared<HostTensor>(*node.data);
+  for (const TensorId t : ir.tensors(g)) {
+    if (ir.kind(t) == TensorKind::variable)
+      env[t.value] = variable_value(t.value);
+    else if (ir.kind(t) == TensorKind::constant)
+      env[t.value] = std::make_shared<HostTensor>(*ir.data(t));
   }
 
   frames_.push_back(&env);
@@ -115,30 +111,32 @@ std::vector<Value> ReferenceEvaluator::evaluate_values(const Graph& graph,
   std::vector<const HostTensor*> in;
   std::vector<HostTensor*> out;
   std::vector<Value> out_values;
-  for (Index op_index : g.ops) {
-    const detail::OpNode& op = ir.ops[op_index];
+  for (const OpId op : ir.ops(g)) {
+    const OpKind kind = ir.kind(op);
+    const auto op_inputs = ir.inputs(op);
+    const auto op_outputs = ir.outputs(op);
     in.clear();
     out.clear();
     out_values.clear();
-    for (Index t : op.inputs) {
-      PXL_ASSERT(env.count(t) == 1);
-      in.push_back(env[t].get());
+    for (const TensorId t : op_inputs) {
+      PXL_ASSERT(env.count(t.value) == 1);
+      in.push_back(env[t.value].get());
     }
-    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+    for (std::size_t k = 0; k < op_outputs.size(); ++k) {
       // An in-place op writes into its first input, so later readers see the update.
-      out_values.push_back(k == 0 && is_inplace(op.kind)
-                               ? env[op.inputs[0]]
-                               : std::make_shared<HostTensor>(ir.tensors[op.outputs[k]].spec));
+      out_values.push_back(k == 0 && is_inplace(kind)
+                               ? env[op_inputs[0].value]
+                               : std::make_shared<HostTensor>(ir.spec(op_outputs[k])));
       out.push_back(out_values.back().get());
     }
-    ref_kernels[static_cast<std::size_t>(op.kind)](*this, Op(ir_.storage(), op_index), in, out);
-    for (std::size_t k = 0; k < op.outputs.size(); ++k)
-      env[op.outputs[k]] = out_values[k];
+    ref_kernels[static_cast<std::size_t>(kind)](*this, ir.op(op), in, out);
+    for (std::size_t k = 0; k < op_outputs.size(); ++k)
+      env[op_outputs[k].value] = out_values[k];
   }
 
   std::vector<Value> results;
-  for (Index t : g.outputs)
-    results.push_back(env.at(t));
+  for (const TensorId t : ir.outputs(g))
+    results.push_back(env.at(t.value));
   return results;
 }
 
@@ -154,15 +152,16 @@ std::vector<HostTensor> ReferenceEvaluator::evaluate(const Graph& graph,
 }
 
 HostTensor ReferenceEvaluator::next_h2d(std::uint32_t stream) {
-  const auto& node = ir_.storage()->streams[stream];
+  const IrView ir(ir_);
+  const StreamId s{stream};
   const auto it = h2d_feed_.find(stream);
   if (it == h2d_feed_.end())
-    throw StreamError("HostLoad: stream '" + node.name +
+    throw StreamError("HostLoad: stream '" + ir.name(s) +
                       "' has no data; feed it through ReferenceEvaluator::run");
   const HostTensor& feed = it->second;
   const auto n = feed.shape()[0];
   auto& position = h2d_position_[stream];
-  HostTensor element(node.spec);
+  HostTensor element(ir.spec(s));
   const auto offset = static_cast<std::size_t>(position % n) * element.nbytes();
   std::memcpy(element.bytes().data(), feed.bytes().data() + offset, element.nbytes());
   ++position;
@@ -175,17 +174,17 @@ void ReferenceEvaluator::push_d2h(std::uint32_t stream, const HostTensor& t) {
 
 std::map<std::string, HostTensor>
 ReferenceEvaluator::run(const std::map<std::string, HostTensor>& h2d) {
-  const detail::IrStorage& ir = *ir_.storage();
-  const std::int64_t nht = ir.num_host_transfers;
+  const IrView ir(ir_);
+  const std::int64_t nht = ir.num_host_transfers();
 
   const auto loaded = streams_used_by(ir, OpKind::HostLoad);
   std::set<std::string> missing, unexpected;
   for (auto s : loaded)
-    if (!h2d.contains(ir.streams[s].name))
-      missing.insert(ir.streams[s].name);
+    if (!h2d.contains(ir.name(StreamId{s})))
+      missing.insert(ir.name(StreamId{s}));
   for (const auto& [name, array] : h2d)
     if (std::none_of(loaded.begin(), loaded.end(),
-                     [&](std::uint32_t s) { return ir.streams[s].name == name; }))
+                     [&](std::uint32_t s) { return ir.name(StreamId{s}) == name; }))
       unexpected.insert(name);
   if (!missing.empty() || !unexpected.empty())
     throw StreamError("ReferenceEvaluator::run: the arrays given do not match the h2d streams "
@@ -196,32 +195,32 @@ ReferenceEvaluator::run(const std::map<std::string, HostTensor>& h2d) {
   h2d_position_.clear();
   d2h_out_.clear();
   for (auto s : loaded) {
-    const auto& stream = ir.streams[s];
-    const HostTensor& array = h2d.at(stream.name);
-    const TensorSpec expected{host_array_shape(stream.spec, nht), stream.spec.dtype};
+    const std::string& name = ir.name(StreamId{s});
+    const TensorSpec& spec = ir.spec(StreamId{s});
+    const HostTensor& array = h2d.at(name);
+    const TensorSpec expected{host_array_shape(spec, nht), spec.dtype};
     if (array.spec() != expected)
-      throw StreamError("ReferenceEvaluator::run: stream '" + stream.name + "' of " +
-                        to_string(stream.spec) + " with num_host_transfers " + std::to_string(nht) +
-                        " needs an array " + to_string(expected) + ", got " +
-                        to_string(array.spec()));
-    Shape with_leading = stream.spec.shape;
+      throw StreamError("ReferenceEvaluator::run: stream '" + name + "' of " + to_string(spec) +
+                        " with num_host_transfers " + std::to_string(nht) + " needs an array " +
+                        to_string(expected) + ", got " + to_string(array.spec()));
+    Shape with_leading = spec.shape;
     with_leading.insert(with_leading.begin(), nht);
     h2d_feed_.emplace(s, array.reshaped(std::move(with_leading)));
   }
 
-  evaluate_values(Graph(ir_.storage(), 0), {});
+  evaluate_values(ir_.main_graph(), {});
 
   std::map<std::string, HostTensor> results;
   for (auto s : streams_used_by(ir, OpKind::HostStore)) {
-    const auto& stream = ir.streams[s];
-    HostTensor array(host_array_shape(stream.spec, nht), stream.spec.dtype);
+    const TensorSpec& spec = ir.spec(StreamId{s});
+    HostTensor array(host_array_shape(spec, nht), spec.dtype);
     const auto& stored = d2h_out_[s];
     for (std::size_t j = 0; j < stored.size(); ++j) {
       const auto slot = static_cast<std::size_t>(static_cast<std::int64_t>(j) % nht);
       std::memcpy(array.bytes().data() + slot * stored[j].nbytes(), stored[j].bytes().data(),
                   stored[j].nbytes());
     }
-    results.emplace(stream.name, std::move(array));
+    results.emplace(ir.name(StreamId{s}), std::move(array));
   }
   return results;
 }

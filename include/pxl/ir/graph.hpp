@@ -23,6 +23,7 @@ public:
   const std::string& name() const;
   std::uint32_t index() const { return index_; }
   bool is_main() const { return index_ == 0; }
+  /// The Ir owning this graph; GraphError once that Ir has been destroyed.
   Ir& ir() const;
   std::vector<Tensor> inputs() const;
   std::vector<Tensor> outputs() const;
@@ -53,10 +54,10 @@ public:
     return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
   }
 
-  detail::IrStorage* storage() const { return ir_; }
+private:
+  friend struct detail::HandleAccess;
   Graph(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
 
-private:
   detail::IrStorage* ir_ = nullptr;
   std::uint32_t index_ = 0;
 };

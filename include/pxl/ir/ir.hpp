@@ -22,7 +22,8 @@ struct is_tensor_vector<std::vector<Tensor>> : std::true_type {};
 template <typename T>
 struct is_tensor_tuple : std::false_type {};
 template <typename... Ts>
-struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::same_as<Ts, Tensor> && ...)> {};
+struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::same_as<Ts, Tensor> && ...)> {
+};
 template <typename T, typename U>
 struct is_tensor_tuple<std::pair<T, U>>
     : std::bool_constant<std::same_as<T, Tensor> && std::same_as<U, Tensor>> {};
@@ -32,16 +33,19 @@ struct is_tensor_tuple<std::pair<T, U>>
 /// or a vector of either.
 template <typename T>
 concept TraceInput = std::same_as<std::remove_cvref_t<T>, TensorSpec> ||
-                     std::same_as<std::remove_cvref_t<T>, Tensor> ||
-                     std::same_as<std::remove_cvref_t<T>, std::vector<TensorSpec>> ||
-                     std::same_as<std::remove_cvref_t<T>, std::vector<Tensor>>;
+    std::same_as<std::remove_cvref_t<T>, Tensor> ||
+    std::same_as<std::remove_cvref_t<T>, std::vector<TensorSpec>> ||
+    std::same_as<std::remove_cvref_t<T>, std::vector<Tensor>>;
 
 /// What a traced callable may return: nothing, a tensor, a vector or a tuple of tensors.
 template <typename T>
 concept TraceOutput = std::is_void_v<T> || std::same_as<T, Tensor> ||
-                      detail::is_tensor_vector<T>::value || detail::is_tensor_tuple<T>::value;
+    detail::is_tensor_vector<T>::value || detail::is_tensor_tuple<T>::value;
 
 /// The whole program. Movable, not copyable; handles into it stay valid across moves.
+/// Once a Session is made from it the Ir is frozen: every change (ops, graphs, streams,
+/// variables, the replication factor, num_host_transfers, autodiff) throws GraphError until
+/// that Session is gone.
 class Ir {
 public:
   /// `replication_factor` replicas each run the same program on their own data.
@@ -52,7 +56,10 @@ public:
   Ir& operator=(const Ir&) = delete;
   ~Ir();
 
-  Graph main_graph() const { return Graph(storage_.get(), 0); }
+  Graph main_graph() const;
+  /// Distinguishes this Ir from every other Ir of the process (ids are never reused); stays
+  /// the same when the Ir is moved.
+  std::uint64_t id() const;
 
   /// Traces `fn` into a new subgraph named `<name>_subgraph(<n>)`: every TensorSpec/Tensor
   /// argument becomes a graph input (in order) and `fn` receives it as a Tensor; any other
@@ -61,8 +68,7 @@ public:
   Graph create_graph(std::string_view name, Fn&& fn, Args&&... args);
   /// As above, named "subgraph".
   template <typename Fn, typename... Args>
-    requires(!std::convertible_to<Fn, std::string_view>)
-  Graph create_graph(Fn&& fn, Args&&... args) {
+  requires(!std::convertible_to<Fn, std::string_view>) Graph create_graph(Fn&& fn, Args&&... args) {
     return create_graph("subgraph", std::forward<Fn>(fn), std::forward<Args>(args)...);
   }
   /// A new subgraph to fill by hand under `graph.scope()` with graph_input / graph_output.
@@ -81,12 +87,10 @@ public:
   /// Graphviz DOT of every graph (clusters), ops as boxes, tensors on the edges.
   std::string to_dot() const;
 
-  detail::IrStorage* storage() const { return storage_.get(); }
-  /// The Ir owning a storage arena (for handles that need to get back to it).
-  static Ir& of(detail::IrStorage* storage);
-
 private:
-  std::unique_ptr<detail::IrStorage> storage_;
+  friend struct detail::HandleAccess;
+  /// Shared with the IrHolds of Sessions, which keep it readable after the Ir is gone.
+  std::shared_ptr<detail::IrStorage> storage_;
 };
 
 namespace detail {
@@ -96,27 +100,34 @@ inline Tensor trace_arg(const TensorSpec& s) { return graph_input(s); }
 inline Tensor trace_arg(const Tensor& t) { return graph_input(t.spec()); }
 inline std::vector<Tensor> trace_arg(const std::vector<TensorSpec>& v) {
   std::vector<Tensor> r;
-  for (const auto& s : v) r.push_back(graph_input(s));
+  for (const auto& s : v)
+    r.push_back(graph_input(s));
   return r;
 }
 inline std::vector<Tensor> trace_arg(const std::vector<Tensor>& v) {
   std::vector<Tensor> r;
-  for (const auto& t : v) r.push_back(graph_input(t.spec()));
+  for (const auto& t : v)
+    r.push_back(graph_input(t.spec()));
   return r;
 }
 template <typename A>
 decltype(auto) as_trace_arg(A&& a) {
-  if constexpr (TraceInput<A>) return trace_arg(a);
-  else return std::forward<A>(a);
+  if constexpr (TraceInput<A>)
+    return trace_arg(a);
+  else
+    return std::forward<A>(a);
 }
 
 template <typename R>
 void mark_outputs(R&& r) {
   using T = std::remove_cvref_t<R>;
-  if constexpr (std::same_as<T, Tensor>) graph_output(r);
+  if constexpr (std::same_as<T, Tensor>)
+    graph_output(r);
   else if constexpr (is_tensor_vector<T>::value)
-    for (const auto& t : r) graph_output(t);
-  else std::apply([](const auto&... ts) { (graph_output(ts), ...); }, r);
+    for (const auto& t : r)
+      graph_output(t);
+  else
+    std::apply([](const auto&... ts) { (graph_output(ts), ...); }, r);
 }
 } // namespace detail
 
@@ -131,8 +142,10 @@ Graph Ir::create_graph(std::string_view name, Fn&& fn, Args&&... args) {
   static_assert(TraceOutput<std::remove_cvref_t<R>>,
                 "create_graph: the callable must return void, Tensor, std::vector<Tensor> or a "
                 "tuple of Tensors");
-  if constexpr (std::is_void_v<R>) std::apply(std::forward<Fn>(fn), std::move(traced));
-  else detail::mark_outputs(std::apply(std::forward<Fn>(fn), std::move(traced)));
+  if constexpr (std::is_void_v<R>)
+    std::apply(std::forward<Fn>(fn), std::move(traced));
+  else
+    detail::mark_outputs(std::apply(std::forward<Fn>(fn), std::move(traced)));
   return g;
 }
 

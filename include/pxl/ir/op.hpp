@@ -40,15 +40,17 @@ public:
   /// The graph run by call and repeat.
   std::optional<Graph> called_graph() const;
 
-  friend bool operator==(const Op& a, const Op& b) { return a.ir_ == b.ir_ && a.index_ == b.index_; }
+  friend bool operator==(const Op& a, const Op& b) {
+    return a.ir_ == b.ir_ && a.index_ == b.index_;
+  }
   friend auto operator<=>(const Op& a, const Op& b) {
     return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
   }
 
-  detail::IrStorage* storage() const { return ir_; }
+private:
+  friend struct detail::HandleAccess;
   Op(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
 
-private:
   detail::IrStorage* ir_ = nullptr;
   std::uint32_t index_ = 0;
 };

@@ -58,11 +58,11 @@ public:
   }
   friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-  /// For pxl's own use: the arena behind the handle.
-  detail::IrStorage* storage() const { return ir_; }
+private:
+  friend struct detail::HandleAccess;
+  friend struct std::hash<Tensor>;
   Tensor(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
 
-private:
   detail::IrStorage* ir_ = nullptr;
   std::uint32_t index_ = 0;
 };
@@ -89,6 +89,6 @@ Tensor& operator+=(Tensor& a, double b);
 template <>
 struct std::hash<pxl::Tensor> {
   std::size_t operator()(const pxl::Tensor& t) const noexcept {
-    return std::hash<const void*>{}(t.storage()) ^ (std::size_t{t.index()} * 0x9e3779b97f4a7c15ull);
+    return std::hash<const void*>{}(t.ir_) ^ (std::size_t{t.index()} * 0x9e3779b97f4a7c15ull);
   }
 };

@@ -52,7 +52,8 @@ public:
 
   // Graphs.
   const std::string& name(GraphId g) const;
-  /// Ops in schedule order (creation order, a valid topological order).
+  /// Ops in schedule order: a valid topological order (creation order, except where
+  /// IrRewriter::inline_call put a callee's ops in place of the call).
   std::span<const OpId> ops(GraphId g) const;
   std::span<const TensorId> inputs(GraphId g) const;
   std::span<const TensorId> outputs(GraphId g) const;
@@ -60,6 +61,10 @@ public:
   bool input_is_by_ref(GraphId g, std::size_t i) const;
   /// Every tensor owned by `g`, in creation order.
   std::span<const TensorId> tensors(GraphId g) const;
+  /// The Call ops running `g` (Repeat ops are not call sites), in creation order.
+  std::span<const OpId> call_sites(GraphId g) const;
+  /// Whether autodiff has been applied to `g` (it gained activation outputs then).
+  bool is_differentiated(GraphId g) const;
 
   // Ops.
   OpKind kind(OpId o) const;

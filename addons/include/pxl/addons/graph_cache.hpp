@@ -14,7 +14,7 @@ namespace pxl::addons {
 /// same module object again with inputs of the same shapes and dtypes returns the graph made
 /// the first time instead of a new copy (one graph, compiled once, called from many sites).
 /// Arguments must all be Tensors/TensorSpecs or vectors of them. Entries refer to their Ir by
-/// address: use one cache per Ir lifetime.
+/// its id (Ir::id), so entries of another Ir never match.
 class GraphCache {
 public:
   template <typename M, typename... Args>
@@ -25,7 +25,7 @@ public:
                   "them (their specs form the cache key)");
     std::string specs;
     (append_specs(specs, args), ...);
-    Key key{current_graph().storage(), std::type_index(typeid(M)),
+    Key key{current_graph().ir().id(), std::type_index(typeid(M)),
             static_cast<const void*>(&module), std::move(specs)};
     if (auto it = entries_.find(key); it != entries_.end()) {
       ++hits_;
@@ -42,7 +42,7 @@ public:
   std::size_t hits() const { return hits_; }
 
 private:
-  using Key = std::tuple<const void*, std::type_index, const void*, std::string>;
+  using Key = std::tuple<std::uint64_t, std::type_index, const void*, std::string>;
   static void append_specs(std::string& s, const TensorSpec& spec) { s += to_string(spec) + ";"; }
   static void append_specs(std::string& s, const Tensor& t) { append_specs(s, t.spec()); }
   template <typename T>

@@ -1,8 +1,8 @@
 // How ops are added to the current graph: validation helpers shared by every op family.
 #pragma once
 
+#include "ir/ir_storage.hpp"
 #include "pxl/core/error.hpp"
-#include "pxl/detail/ir_storage.hpp"
 #include "pxl/ir/tensor.hpp"
 
 #include <span>
@@ -14,14 +14,25 @@ namespace pxl::detail {
 
 struct GraphRef {
   IrStorage* ir;
-  Index graph;
+  GraphId graph;
 };
 
 /// The current graph; GraphError naming `op` when no graph scope is open.
 GraphRef require_graph(std::string_view op);
 
-/// Adds an op to the current graph after checking that every input lives in it; creates and
-/// returns its outputs with the given specs.
+/// Appends `node` (its kind, name, inputs, attributes, IPU and ordering set; graph and outputs
+/// not) to the end of graph `g`'s schedule, with one new output tensor per spec: named
+/// `output_names[i]`, id `scope + name`, on the op's IPU. Registers call sites. Checks only
+/// the freeze (naming `what`); callers validate the inputs.
+OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> output_specs,
+               const std::vector<std::string>& output_names, std::string_view scope,
+               std::string_view what);
+
+/// Adds an op to the current graph after checking that every input lives in it; returns it
+/// (its outputs have the given specs).
+Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSpec> output_specs,
+               OpAttrs attrs = NoAttrs{}, std::string_view output_name = "");
+/// As add_op_node, returning the op's outputs.
 std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
                            std::vector<TensorSpec> output_specs, OpAttrs attrs = NoAttrs{},
                            std::string_view output_name = "");

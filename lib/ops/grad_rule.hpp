@@ -1,12 +1,28 @@
-// The interface between the autodiff transform and each op's gradient rule.
+// The interface between the autodiff transform and each op's gradient rule. It lives below
+// transforms/: gradient rules never include transform headers.
 #pragma once
 
+#include "pxl/ir/graph.hpp"
 #include "pxl/ir/op.hpp"
-#include "pxl/transforms/autodiff.hpp"
 
 #include <vector>
 
 namespace pxl::detail {
+
+/// How to call the gradient graph of a called graph: what each of its inputs expects and
+/// what each of its outputs holds (autodiff's GradGraphInfo, reduced to what call sites need).
+struct GradCall {
+  /// One per gradient-graph input, in order.
+  struct Input {
+    Tensor fwd_tensor; ///< a tensor of the forward graph
+    bool is_grad;      ///< true: the gradient of fwd_tensor (an output); false: its value
+  };
+  Graph graph;         ///< the gradient graph
+  Graph forward_graph; ///< the graph it differentiates
+  std::vector<Input> inputs;
+  /// One per gradient-graph output: the forward input whose gradient it holds.
+  std::vector<Tensor> outputs;
+};
 
 /// What a gradient rule may ask while it builds, in the current (gradient) graph, the
 /// gradients of one forward op's inputs.
@@ -26,9 +42,8 @@ public:
   /// Whether the gradient of forward input `i` is needed.
   virtual bool needs_grad(std::size_t i) const = 0;
   /// The gradient graph of a called graph (built on first use, or taken from the caller).
-  virtual transforms::GradGraphInfo called_grad(const Graph& called,
-                                                std::vector<Tensor> grads_provided,
-                                                std::vector<Tensor> grads_required) = 0;
+  virtual GradCall called_grad(const Graph& called, std::vector<Tensor> grads_provided,
+                               std::vector<Tensor> grads_required) = 0;
 };
 
 /// A gradient rule returns one tensor per forward input: its gradient, or an empty Tensor.

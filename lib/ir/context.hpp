@@ -1,8 +1,9 @@
 // The thread-local state behind the RAII scopes: current graph, names, IPU, ordering.
 #pragma once
 
-#include "pxl/detail/ir_storage.hpp"
+#include "ir/ir_storage.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,14 +12,14 @@ namespace pxl::detail {
 struct SequenceFrame {
   bool enabled = true;
   IrStorage* ir = nullptr;
-  Index graph = no_index;
-  Index last_op = no_index; ///< previous op created in this frame
+  GraphId graph{};
+  std::optional<OpId> last_op; ///< previous op created in this frame
 };
 
 struct Context {
   struct GraphFrame {
     IrStorage* ir;
-    Index graph;
+    GraphId graph;
   };
   std::vector<GraphFrame> graphs;
   std::vector<std::string> names;

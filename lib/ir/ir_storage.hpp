@@ -1,0 +1,88 @@
+// The arenas behind an Ir: graphs, tensors, ops and streams, addressed by strong ids. Private
+// to lib/: everything else reads the IR through IrView and changes it through the op builders
+// or IrRewriter.
+#pragma once
+
+#include "pxl/core/host_tensor.hpp"
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/view.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pxl::detail {
+
+/// A raw arena position, for tables indexed by position (the emulator's).
+using Index = std::uint32_t;
+
+struct TensorNode {
+  std::string id; ///< fully scoped name, unique in the Ir
+  std::string name;
+  TensorSpec spec;
+  TensorKind kind = TensorKind::intermediate;
+  GraphId graph{};
+  std::optional<OpId> producer; ///< none for graph inputs, variables and constants
+  std::int64_t ipu = 0;
+  std::optional<HostTensor> data; ///< initial value of variables and constants
+};
+
+struct OpNode {
+  OpKind kind{};
+  std::string name; ///< scoped debug name
+  GraphId graph{};
+  std::vector<TensorId> inputs, outputs;
+  OpAttrs attrs;
+  std::int64_t ipu = 0;
+  std::vector<OpId> after; ///< ops of the same graph this one must follow (in_sequence)
+};
+
+struct GraphNode {
+  std::string name;
+  std::vector<TensorId> inputs, outputs;
+  std::vector<bool> input_by_ref;
+  std::vector<OpId> ops;         ///< the schedule: a valid topological order
+  std::vector<TensorId> tensors; ///< every tensor owned by the graph
+  std::vector<OpId> call_sites;  ///< Call ops (not Repeat) running this graph, in creation order
+};
+
+struct StreamNode {
+  std::string name;
+  TensorSpec spec;
+  bool host_to_device = true;
+};
+
+/// Deques, not vectors: handles return references into the nodes (shapes, names,
+/// attributes), and those must stay valid while later ops are added.
+struct IrStorage {
+  Ir* owner = nullptr;          ///< kept current when the Ir moves; null once it is destroyed
+  std::deque<GraphNode> graphs; ///< graphs[0] is the main graph
+  std::deque<TensorNode> tensors;
+  std::deque<OpNode> ops;
+  std::deque<StreamNode> streams;
+  std::int64_t num_host_transfers = 1;
+  std::int64_t replication_factor = 1;
+  std::uint64_t unique_id = 0;               ///< distinguishes Irs in messages and caches
+  std::vector<std::string> graph_name_stems; ///< for uniquifying `Name_subgraph(n)`
+  std::vector<GraphId> differentiated;       ///< graphs autodiff has been applied to
+  std::atomic<std::uint32_t> holds{0};       ///< live IrHolds; the Ir is frozen while > 0
+
+  TensorNode& tensor(TensorId t) { return tensors[t.value]; }
+  const TensorNode& tensor(TensorId t) const { return tensors[t.value]; }
+  OpNode& op(OpId o) { return ops[o.value]; }
+  const OpNode& op(OpId o) const { return ops[o.value]; }
+  GraphNode& graph(GraphId g) { return graphs[g.value]; }
+  const GraphNode& graph(GraphId g) const { return graphs[g.value]; }
+  StreamNode& stream(StreamId s) { return streams[s.value]; }
+  const StreamNode& stream(StreamId s) const { return streams[s.value]; }
+};
+
+/// GraphError naming `what` (the change attempted) while an IrHold freezes `ir`.
+void require_mutable(const IrStorage& ir, std::string_view what);
+
+} // namespace pxl::detail

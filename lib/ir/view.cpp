@@ -1,0 +1,87 @@
+// IrView: reads straight from the arena, returning references and spans into its nodes.
+#include "pxl/ir/view.hpp"
+#include "ir/handle_access.hpp"
+
+namespace pxl {
+
+using detail::HandleAccess;
+
+IrView::IrView(const Ir& ir) : ir_(HandleAccess::storage(ir)) { PXL_ASSERT(ir_ != nullptr); }
+
+std::size_t IrView::num_graphs() const { return ir_->graphs.size(); }
+std::size_t IrView::num_tensors() const { return ir_->tensors.size(); }
+std::size_t IrView::num_ops() const { return ir_->ops.size(); }
+std::size_t IrView::num_streams() const { return ir_->streams.size(); }
+std::int64_t IrView::num_host_transfers() const { return ir_->num_host_transfers; }
+std::int64_t IrView::replication_factor() const { return ir_->replication_factor; }
+
+const std::string& IrView::name(GraphId g) const { return ir_->graph(g).name; }
+std::span<const OpId> IrView::ops(GraphId g) const { return ir_->graph(g).ops; }
+std::span<const TensorId> IrView::inputs(GraphId g) const { return ir_->graph(g).inputs; }
+std::span<const TensorId> IrView::outputs(GraphId g) const { return ir_->graph(g).outputs; }
+bool IrView::input_is_by_ref(GraphId g, std::size_t i) const {
+  return ir_->graph(g).input_by_ref[i];
+}
+std::span<const TensorId> IrView::tensors(GraphId g) const { return ir_->graph(g).tensors; }
+std::span<const OpId> IrView::call_sites(GraphId g) const { return ir_->graph(g).call_sites; }
+bool IrView::is_differentiated(GraphId g) const {
+  for (auto d : ir_->differentiated)
+    if (d == g)
+      return true;
+  return false;
+}
+
+OpKind IrView::kind(OpId o) const { return ir_->op(o).kind; }
+const std::string& IrView::name(OpId o) const { return ir_->op(o).name; }
+GraphId IrView::graph(OpId o) const { return ir_->op(o).graph; }
+std::span<const TensorId> IrView::inputs(OpId o) const { return ir_->op(o).inputs; }
+std::span<const TensorId> IrView::outputs(OpId o) const { return ir_->op(o).outputs; }
+const OpAttrs& IrView::attrs(OpId o) const { return ir_->op(o).attrs; }
+std::int64_t IrView::ipu(OpId o) const { return ir_->op(o).ipu; }
+std::span<const OpId> IrView::after(OpId o) const { return ir_->op(o).after; }
+std::optional<GraphId> IrView::called_graph(OpId o) const {
+  if (const auto* c = std::get_if<CallAttrs>(&ir_->op(o).attrs))
+    return GraphId{c->graph};
+  return std::nullopt;
+}
+
+const TensorSpec& IrView::spec(TensorId t) const { return ir_->tensor(t).spec; }
+TensorKind IrView::kind(TensorId t) const { return ir_->tensor(t).kind; }
+const std::string& IrView::id(TensorId t) const { return ir_->tensor(t).id; }
+const std::string& IrView::name(TensorId t) const { return ir_->tensor(t).name; }
+GraphId IrView::graph(TensorId t) const { return ir_->tensor(t).graph; }
+std::int64_t IrView::ipu(TensorId t) const { return ir_->tensor(t).ipu; }
+std::optional<OpId> IrView::producer(TensorId t) const { return ir_->tensor(t).producer; }
+const HostTensor* IrView::data(TensorId t) const {
+  const auto& d = ir_->tensor(t).data;
+  return d ? &*d : nullptr;
+}
+
+const std::string& IrView::name(StreamId s) const { return ir_->stream(s).name; }
+const TensorSpec& IrView::spec(StreamId s) const { return ir_->stream(s).spec; }
+bool IrView::host_to_device(StreamId s) const { return ir_->stream(s).host_to_device; }
+
+bool IrView::owns(const Tensor& t) const { return HandleAccess::storage(t) == ir_; }
+bool IrView::owns(const Op& o) const { return HandleAccess::storage(o) == ir_; }
+bool IrView::owns(const Graph& g) const { return HandleAccess::storage(g) == ir_; }
+bool IrView::owns(const HostToDeviceStream& s) const { return HandleAccess::storage(s) == ir_; }
+bool IrView::owns(const DeviceToHostStream& s) const { return HandleAccess::storage(s) == ir_; }
+
+// Handles carry a mutable arena pointer; changes made through them check the freeze.
+Tensor IrView::tensor(TensorId t) const {
+  return HandleAccess::tensor(const_cast<detail::IrStorage*>(ir_), t);
+}
+Op IrView::op(OpId o) const { return HandleAccess::op(const_cast<detail::IrStorage*>(ir_), o); }
+Graph IrView::graph(GraphId g) const {
+  return HandleAccess::graph(const_cast<detail::IrStorage*>(ir_), g);
+}
+HostToDeviceStream IrView::h2d_stream(StreamId s) const {
+  PXL_ASSERT(host_to_device(s));
+  return HandleAccess::h2d_stream(const_cast<detail::IrStorage*>(ir_), s);
+}
+DeviceToHostStream IrView::d2h_stream(StreamId s) const {
+  PXL_ASSERT(!host_to_device(s));
+  return HandleAccess::d2h_stream(const_cast<detail::IrStorage*>(ir_), s);
+}
+
+} // namespace pxl
