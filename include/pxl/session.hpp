@@ -5,6 +5,7 @@
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/core/input_array.hpp"
 #include "pxl/emu/memory_report.hpp"
+#include "pxl/emu/step_observer.hpp"
 #include "pxl/emu/target.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/stream.hpp"
@@ -131,11 +132,18 @@ private:
 ///     auto attached = session.attach();          // `with session:`
 ///     auto out = session.run({{x_stream, x}});   // out.at(y_stream)
 ///
-/// Construction verifies the Ir and compiles every graph into a plan: ops in creation order,
-/// every buffer preallocated (intermediates by liveness, with reuse), a called graph compiled
-/// once and called with argument copies (outlined) unless the call asks to be inlined
+/// Construction verifies the Ir and compiles it once into a program: per graph its ops in
+/// creation order as steps that each describe themselves (emu::StepInfo), every buffer
+/// preallocated (intermediates by liveness, with reuse), a called graph compiled once and
+/// called with argument copies (outlined) unless the call asks to be inlined
 /// (ops::CallOptions::inline_graph: the graph's ops are expanded at the call site, working on
-/// the caller's buffers), `repeat` as a loop. The Ir must not change afterwards.
+/// the caller's buffers), `repeat` as a loop. Each replica then binds the program to its own
+/// memory.
+///
+/// The Ir is frozen while a Session holds it: changing it (replication factor,
+/// num_host_transfers, new ops, graphs, streams, tensors, autodiff) throws GraphError, as
+/// PopXL's prepared Ir does. The Session shares ownership of what it reads of the Ir, so it
+/// stays usable when the Ir object is destroyed first (`ir()` then throws SessionError).
 ///
 /// Streams follow Poplar: each execution of a host_load takes its stream's next element and each
 /// host_store writes the next one. Within one run a stream used more than num_host_transfers
@@ -153,25 +161,31 @@ private:
 /// the device loop still runs. Queues apply back-pressure: nothing is dropped or overwritten.
 /// `feed_stats` tells how long the device waited for them.
 ///
-/// Replication: with `ir.replication_factor() == R > 1` the session holds R independent copies
-/// of the program, each with its own device memory and variables (all initialised from the
-/// same host values). A run executes the replicas one after the other on the worker pool
-/// (deterministic: replica r's results are bitwise those of a single-replica run on its
-/// slice `array[k][r]` of every stream array). `get_tensor_data` returns replica 0's value
-/// (PopXL's behaviour for variables without a replica grouping); `write_variable_data` and
-/// the attach-time weight transfer write every replica. `memory_report()` and the
-/// out-of-memory check describe one replica: `emu::Target::ipus` counts the IPUs of one
-/// replica, and every replica has the same usage. A callback-fed stream is shared by the
-/// replicas: replica 0's loads (or stores) take the next elements first, then replica 1's.
+/// Replication: with `ir.replication_factor() == R > 1` the session binds the program to R
+/// replicas, each with its own device memory and variables (all initialised from the same
+/// host values). A run steps the replicas in lockstep on the worker pool: every replica
+/// finishes a step before any starts the next (deterministic: replica r's results are bitwise
+/// those of a single-replica run on its slice `array[k][r]` of every stream array).
+/// `get_tensor_data` returns replica 0's value (PopXL's behaviour for variables without a
+/// replica grouping); `write_variable_data` and the attach-time weight transfer write every
+/// replica. `memory_report()` and the out-of-memory check describe one replica:
+/// `emu::Target::ipus` counts the IPUs of one replica, and every replica has the same usage.
+/// A callback-fed stream is shared by the replicas and its elements go step-major, as
+/// TensorFlow's `[steps, replicas]` outfeeds: step 0's load (or store) of replica 0, of
+/// replica 1, ..., then step 1's of every replica, and so on.
+///
+/// Observing: `run`, `run_with_outputs` and `run_async` take an optional emu::StepObserver
+/// that sees every executed step with its StepInfo and host timing; without one the run pays
+/// nothing for it.
 class Session {
 public:
   /// Keeps the session attached while alive (PopXL's `with session:`): on entry the weights
   /// go to the device, on exit of the outermost guard they come back to the host. Nested
   /// guards transfer nothing. Movable, not copyable; a moved-from guard does nothing. A guard
-  /// must not outlive its session.
+  /// may outlive its session: it then does nothing.
   class [[nodiscard]] Attachment {
   public:
-    Attachment(Attachment&& other) noexcept : engine_(other.engine_) { other.engine_ = nullptr; }
+    Attachment(Attachment&& other) noexcept = default;
     Attachment(const Attachment&) = delete;
     Attachment& operator=(const Attachment&) = delete;
     Attachment& operator=(Attachment&&) = delete;
@@ -179,8 +193,8 @@ public:
 
   private:
     friend class Session;
-    explicit Attachment(emu::detail::Engine* engine) : engine_(engine) {}
-    emu::detail::Engine* engine_;
+    explicit Attachment(std::weak_ptr<emu::detail::Engine> engine) : engine_(std::move(engine)) {}
+    std::weak_ptr<emu::detail::Engine> engine_;
   };
 
   /// `device` is "ipu_model" (the built-in emulator of an ipu2 system with as many IPUs as the
@@ -188,7 +202,8 @@ public:
   explicit Session(Ir& ir, std::string_view device = "ipu_model", SessionOptions options = {});
   /// The emulator configured as `target`.
   Session(Ir& ir, emu::Target target, SessionOptions options = {});
-  /// A moved-from session may only be destroyed or assigned to; guards follow the move.
+  /// A moved-from session throws SessionError on every use but destruction and assignment;
+  /// guards follow the move.
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   Session(const Session&) = delete;
@@ -202,9 +217,10 @@ public:
   /// lists missing and unexpected ones), with the right shape (ShapeError) and dtype
   /// (DTypeError); nothing runs otherwise. Returns one array per d2h stream stored to.
   /// SessionError unless attached.
-  StreamOutputs run(const StreamInputs& inputs = {});
+  StreamOutputs run(const StreamInputs& inputs = {}, emu::StepObserver* observer = nullptr);
   /// As run, writing into caller-owned arrays (checked like the inputs).
-  void run_with_outputs(const StreamInputs& inputs, StreamOutputs& outputs);
+  void run_with_outputs(const StreamInputs& inputs, StreamOutputs& outputs,
+                        emu::StepObserver* observer = nullptr);
   /// As run, in the background, so that the host can feed and drain bound streams while the
   /// device works. The inputs are kept until the run ends: owned arrays are moved in, borrowed
   /// ones copied (so the caller may reuse them at once; feed a long loop through
@@ -213,7 +229,9 @@ public:
   /// itself (a failing producer, say) come out of the future's get(). Runs on one session stay
   /// serialised: one started while another is in flight executes after it. The session and its
   /// attachment must outlive the run (destroying the session waits for it).
-  std::future<StreamOutputs> run_async(StreamInputs inputs = {});
+  /// An observer must outlive the run.
+  std::future<StreamOutputs> run_async(StreamInputs inputs = {},
+                                       emu::StepObserver* observer = nullptr);
   /// The h2d streams `run` needs: those some host_load reads, minus callback-fed ones.
   std::vector<HostToDeviceStream> expected_inputs() const;
   /// Zeroed arrays for every d2h stream `run` fills (callback-fed ones excepted).
@@ -273,10 +291,14 @@ public:
   emu::MemoryReport memory_report() const;
   const emu::Target& target() const;
   unsigned num_workers() const;
+  /// The Ir the session was built from; SessionError once it has been destroyed.
   Ir& ir() const;
 
 private:
-  std::unique_ptr<emu::detail::Engine> engine_;
+  emu::detail::Engine& engine() const;
+
+  /// Shared with the guards, which hold it weakly.
+  std::shared_ptr<emu::detail::Engine> engine_;
 };
 
 template <typename Range>

@@ -1,22 +1,17 @@
-// CompileContext: what the planner lends to control and host-IO kernels while compiling.
+// CompileContext: what a replica lends to kernels while binding its steps.
 #pragma once
 
-#include "graph_plan.hpp"
 #include "kernel.hpp"
 #include "stream_state.hpp"
-#include "worker_pool.hpp"
 
-#include <cstdint>
-#include <functional>
-#include <vector>
+#include <span>
 
 namespace pxl::emu::detail {
 
 struct CompileContext {
-  WorkerPool& pool;
-  std::vector<StreamState>& streams; ///< indexed by stream index
-  /// The plan of a graph, compiled on first request.
-  std::function<const GraphPlan&(std::uint32_t graph)> plan_of;
+  unsigned num_workers = 1;
+  std::span<StreamState> streams; ///< shared by every replica, indexed by stream index
+  std::span<StreamPort> ports;    ///< this replica's side of each stream
 };
 
 } // namespace pxl::emu::detail

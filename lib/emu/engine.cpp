@@ -1,7 +1,6 @@
 // Engine: construction (verify, compile, memory check), attachment and weights.
 #include "engine.hpp"
 
-#include "ir/op_builder.hpp"
 #include "pxl/core/error.hpp"
 
 #include <cstring>
@@ -10,9 +9,10 @@
 
 namespace pxl::emu::detail {
 
-using pxl::TensorKind;
-
 namespace {
+/// "'x' [(2, 3) float32]": how messages show a tensor.
+std::string describe(const Tensor& t) { return "'" + t.id() + "' " + to_string(t.spec()); }
+
 std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
   std::ostringstream os;
   os << "Session: the plan does not fit target '" << target.name << "' (" << target.tiles_per_ipu
@@ -32,45 +32,38 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
 }
 } // namespace
 
-Engine::Engine(Ir& ir, Target target, SessionOptions options)
-    : ir_(pxl::detail::HandleAccess::storage(ir)), target_(std::move(target)), options_(options) {
+Engine::Engine(const Ir& ir, Target target, SessionOptions options)
+    : hold_(ir), view_(hold_.view()), target_(std::move(target)), options_(options) {
   verify();
   const unsigned workers =
       options_.workers ? options_.workers : std::max(1u, std::thread::hardware_concurrency());
   pool_ = std::make_unique<WorkerPool>(workers);
+  program_ = compile_program(view_, target_);
+  if (!program_.memory.fits() && !options_.allow_out_of_memory)
+    throw OutOfMemoryError(out_of_memory_message(target_, program_.memory));
 
-  streams_.resize(ir_->streams.size());
-  for (std::size_t i = 0; i < streams_.size(); ++i) {
+  const auto replicas = static_cast<std::size_t>(view_.replication_factor());
+  streams_.resize(view_.num_streams());
+  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
     auto& s = streams_[i];
-    s.name = ir_->streams[i].name;
-    s.spec = ir_->streams[i].spec;
+    const StreamId id{i};
+    s.name = view_.name(id);
+    s.spec = view_.spec(id);
     s.bytes = s.spec.nbytes();
-    s.host_to_device = ir_->streams[i].host_to_device;
-    s.position.resize(workers);
+    s.stride = s.bytes * replicas;
+    s.host_to_device = view_.host_to_device(id);
+    s.used = program_.stream_used[i];
   }
-  for (std::int64_t r = 0; r < ir_->replication_factor; ++r)
-    replicas_.push_back(std::make_unique<Planner>(*ir_, target_, *pool_, streams_));
-  for (std::size_t g = 0; g < ir_->graphs.size(); ++g) {
-    if (!replicas_[0]->compiled(static_cast<std::uint32_t>(g)))
-      continue;
-    for (auto o : ir_->graphs[g].ops) {
-      const auto& op = ir_->op(o);
-      if (op.kind == OpKind::HostLoad || op.kind == OpKind::HostStore)
-        streams_[std::get<StreamAttrs>(op.attrs).stream].used = true;
-    }
-  }
+  replicas_ = make_replicas(program_, view_, streams_, workers, replicas);
+  executor_ = std::make_unique<Executor>(*pool_);
 
   refresh_expected();
 
-  for (Index t = 0; t < ir_->tensors.size(); ++t) {
-    const auto& node = ir_->tensors[t];
-    if (node.kind == TensorKind::variable)
-      host_weights_.emplace(t, node.data ? *node.data : HostTensor(node.spec));
-  }
-
-  const MemoryReport report = memory_report();
-  if (!report.fits() && !options_.allow_out_of_memory)
-    throw OutOfMemoryError(out_of_memory_message(target_, report));
+  for (const StaticTensor& s : program_.statics)
+    if (view_.kind(s.tensor) == TensorKind::variable) {
+      const HostTensor* data = view_.data(s.tensor);
+      host_weights_.emplace(s.tensor, data ? *data : HostTensor(view_.spec(s.tensor)));
+    }
 }
 
 Engine::~Engine() {
@@ -88,19 +81,21 @@ void Engine::verify() const {
   if (target_.ipus < 1 || target_.tiles_per_ipu < 1 || target_.bytes_per_tile < 1)
     throw SessionError("Session: target '" + target_.name +
                        "' needs at least one IPU, one tile and one byte per tile");
-  for (const auto& op : ir_->ops)
-    if (op.ipu < 0 || op.ipu >= target_.ipus)
-      throw SessionError("Session: op '" + op.name + "' is placed on IPU " +
-                         std::to_string(op.ipu) + " but target '" + target_.name + "' has " +
+  auto placement = [&](std::string_view what, const std::string& name, std::int64_t ipu) {
+    if (ipu < 0 || ipu >= target_.ipus)
+      throw SessionError("Session: " + std::string(what) + " '" + name + "' is placed on IPU " +
+                         std::to_string(ipu) + " but target '" + target_.name + "' has " +
                          std::to_string(target_.ipus) + " IPU(s); set Target::ipus");
-  for (const auto& t : ir_->tensors)
-    if (t.ipu < 0 || t.ipu >= target_.ipus)
-      throw SessionError("Session: tensor '" + t.id + "' is placed on IPU " +
-                         std::to_string(t.ipu) + " but target '" + target_.name + "' has " +
-                         std::to_string(target_.ipus) + " IPU(s); set Target::ipus");
-  for (const auto& op : ir_->ops)
-    if (const auto* s = std::get_if<StreamAttrs>(&op.attrs); s && s->stream >= ir_->streams.size())
-      throw SessionError("Session: op '" + op.name + "' uses a stream the Ir does not have");
+  };
+  for (std::uint32_t o = 0; o < view_.num_ops(); ++o)
+    placement("op", view_.name(OpId{o}), view_.ipu(OpId{o}));
+  for (std::uint32_t t = 0; t < view_.num_tensors(); ++t)
+    placement("tensor", view_.id(TensorId{t}), view_.ipu(TensorId{t}));
+  for (std::uint32_t o = 0; o < view_.num_ops(); ++o)
+    if (const auto* s = std::get_if<StreamAttrs>(&view_.attrs(OpId{o}));
+        s && s->stream >= view_.num_streams())
+      throw SessionError("Session: op '" + view_.name(OpId{o}) +
+                         "' uses a stream the Ir does not have");
 }
 
 void Engine::require_attached(std::string_view what) const {
@@ -131,16 +126,14 @@ bool Engine::attached() {
 void Engine::weights_to_host_locked() {
   // Replica 0's values, as PopXL returns for variables without a replica grouping.
   for (auto& [t, host] : host_weights_)
-    if (std::byte* p = replicas_[0]->address(t))
-      std::memcpy(host.bytes().data(), p, host.nbytes());
+    std::memcpy(host.bytes().data(), replicas_[0]->address(t), host.nbytes());
   host_stale_ = false;
 }
 
 void Engine::weights_from_host_locked() {
   for (const auto& replica : replicas_)
     for (const auto& [t, host] : host_weights_)
-      if (std::byte* p = replica->address(t))
-        std::memcpy(p, host.bytes().data(), host.nbytes());
+      std::memcpy(replica->address(t), host.bytes().data(), host.nbytes());
 }
 
 void Engine::weights_to_host() {
@@ -158,8 +151,8 @@ void Engine::weights_from_host() {
 void Engine::check_tensor(std::string_view what, const Tensor& t) const {
   if (!t.valid())
     throw ValueError(std::string(what) + ": the tensor is empty");
-  if (pxl::detail::HandleAccess::storage(t) != ir_)
-    throw ValueError(std::string(what) + ": " + pxl::detail::describe(t) +
+  if (!view_.owns(t))
+    throw ValueError(std::string(what) + ": " + describe(t) +
                      " belongs to another Ir than the session's");
 }
 
@@ -168,9 +161,9 @@ std::map<Tensor, HostTensor> Engine::get_tensors_data(const std::vector<Tensor>&
   const char* what = "Session::get_tensor_data";
   for (const auto& t : ts) {
     check_tensor(what, t);
-    const auto kind = ir_->tensors[t.index()].kind;
+    const auto kind = view_.kind(IrView::id(t));
     if (kind != TensorKind::variable && kind != TensorKind::constant)
-      throw ValueError(std::string(what) + ": " + pxl::detail::describe(t) +
+      throw ValueError(std::string(what) + ": " + describe(t) +
                        " is neither a variable nor a constant, so the session keeps no data for "
                        "it; send it to the host with ops::host_store");
   }
@@ -179,11 +172,11 @@ std::map<Tensor, HostTensor> Engine::get_tensors_data(const std::vector<Tensor>&
     weights_to_host_locked();
   std::map<Tensor, HostTensor> r;
   for (const auto& t : ts) {
-    const auto& node = ir_->tensors[t.index()];
-    if (node.kind == TensorKind::variable)
-      r.emplace(t, host_weights_.at(t.index()));
+    const TensorId id = IrView::id(t);
+    if (view_.kind(id) == TensorKind::variable)
+      r.emplace(t, host_weights_.at(id));
     else
-      r.emplace(t, node.data ? *node.data : HostTensor(node.spec));
+      r.emplace(t, view_.data(id) ? *view_.data(id) : HostTensor(view_.spec(id)));
   }
   return r;
 }
@@ -193,24 +186,25 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
   const char* what = "Session::write_variable_data";
   for (const auto& [t, value] : data) {
     check_tensor(what, t);
-    if (ir_->tensors[t.index()].kind != TensorKind::variable)
-      throw ValueError(std::string(what) + ": " + pxl::detail::describe(t) +
+    if (view_.kind(IrView::id(t)) != TensorKind::variable)
+      throw ValueError(std::string(what) + ": " + describe(t) +
                        " is not a variable; only variables can be written");
     if (value.dtype() != t.dtype())
-      throw DTypeError(std::string(what) + ": variable " + pxl::detail::describe(t) + " needs " +
+      throw DTypeError(std::string(what) + ": variable " + describe(t) + " needs " +
                        std::string(name(t.dtype())) + " data, got " +
                        std::string(name(value.dtype())) + "; convert it with astype");
     if (value.shape() != t.shape())
-      throw ShapeError(std::string(what) + ": variable " + pxl::detail::describe(t) +
-                       " needs data of shape " + to_string(t.shape()) + ", got " +
-                       to_string(value.shape()));
+      throw ShapeError(std::string(what) + ": variable " + describe(t) + " needs data of shape " +
+                       to_string(t.shape()) + ", got " + to_string(value.shape()));
   }
   for (const auto& [t, value] : data) {
-    host_weights_.at(t.index()) = value;
+    // Variables live in the main graph, which always runs: the device holds every one.
+    const TensorId id = IrView::id(t);
+    host_weights_.at(id) = value;
     // Only these variables go to the device, so the others keep what runs did to them.
-    for (const auto& replica : replicas_)
-      if (std::byte* p = replica->address(t.index()); p && attach_depth_ > 0)
-        std::memcpy(p, value.bytes().data(), value.nbytes());
+    if (attach_depth_ > 0)
+      for (const auto& replica : replicas_)
+        std::memcpy(replica->address(id), value.bytes().data(), value.nbytes());
   }
 }
 

@@ -1,10 +1,14 @@
-// The Session's implementation: plan, device memory, workers, streams and host weights.
+// The Session's implementation: the compiled program, its replicas, workers, streams and host
+// weights.
 #pragma once
 
-#include "ir/handle_access.hpp"
-#include "planner.hpp"
+#include "executor.hpp"
+#include "program.hpp"
+#include "replica.hpp"
 #include "stream_state.hpp"
 #include "worker_pool.hpp"
+
+#include "ir/ir_hold.hpp"
 
 #include "pxl/session.hpp"
 
@@ -18,7 +22,7 @@ namespace pxl::emu::detail {
 
 class Engine {
 public:
-  Engine(Ir& ir, Target target, SessionOptions options);
+  Engine(const Ir& ir, Target target, SessionOptions options);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
@@ -27,8 +31,9 @@ public:
   void detach();
   bool attached();
 
-  void run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller);
-  std::future<StreamOutputs> run_async(StreamInputs inputs);
+  void run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller,
+           StepObserver* observer);
+  std::future<StreamOutputs> run_async(StreamInputs inputs, StepObserver* observer);
   std::vector<HostToDeviceStream> expected_inputs();
   StreamOutputs create_host_outputs();
   void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn, FeedOptions options);
@@ -41,12 +46,13 @@ public:
   void weights_to_host();
   void weights_from_host();
 
-  /// Replica 0's memory: every replica has the same plan on its own IPUs.
-  MemoryReport memory_report() const { return replicas_[0]->memory_report(); }
+  /// One replica's memory: every replica has the same program on its own IPUs.
+  const MemoryReport& memory_report() const { return program_.memory; }
   const Target& target() const { return target_; }
   const SessionOptions& options() const { return options_; }
   unsigned num_workers() const { return pool_->size(); }
-  Ir& ir() const { return pxl::detail::HandleAccess::ir(*ir_, "Session"); }
+  /// The Ir, or null once it has been destroyed (the Engine keeps what it reads of it).
+  Ir* ir() const { return hold_.ir(); }
 
 private:
   void verify() const;
@@ -68,20 +74,22 @@ private:
   /// An output array for `s`: one element per transfer, or one for OutfeedMode::last.
   Shape output_shape(const DeviceToHostStream& s) const;
   std::size_t queue_depth(std::int64_t requested) const;
-  void run_locked(const StreamInputs& inputs, StreamOutputs& outputs);
-  void execute(const Planner& replica);
+  void run_locked(const StreamInputs& inputs, StreamOutputs& outputs, StepObserver* observer);
 
-  IrStorage* ir_;
+  pxl::detail::IrHold hold_; ///< keeps the Ir's storage alive and frozen
+  IrView view_;
   Target target_;
   SessionOptions options_;
   std::mutex mutex_; ///< serialises every call on the session
   std::unique_ptr<WorkerPool> pool_;
   std::vector<StreamState> streams_;
-  /// One independent copy of the program per replica, each with its own device memory.
-  std::vector<std::unique_ptr<Planner>> replicas_;
+  Program program_; ///< compiled once, shared by the replicas
+  /// The program bound to each replica's device memory, stepped together by the executor.
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::unique_ptr<Executor> executor_;
   std::vector<HostToDeviceStream> expected_in_;
   std::vector<DeviceToHostStream> expected_out_;
-  std::unordered_map<Index, HostTensor> host_weights_; ///< by variable tensor index
+  std::unordered_map<TensorId, HostTensor> host_weights_; ///< by variable
   int attach_depth_ = 0;
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host
   /// Completes when the latest run_async has finished: the next one waits for it (FIFO), and

@@ -50,7 +50,7 @@ std::string quoted_list(const std::set<std::string>& names) {
 /// (ShapeError) and dtype (DTypeError) checks. `role` is "input" or "output"; `last(s)` says
 /// whether an output stream keeps only its last element (OutfeedMode::last).
 template <typename Handle, typename Array, typename Last>
-void validate_arrays(const IrStorage& ir, const std::map<Handle, Array>& arrays,
+void validate_arrays(const IrView& ir, const std::map<Handle, Array>& arrays,
                      const std::vector<Handle>& expected, std::string_view what,
                      std::string_view role, Last last) {
   std::set<std::string> missing, unexpected;
@@ -58,7 +58,7 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, Array>& arrays,
     if (!arrays.contains(s))
       missing.insert(s.name());
   for (const auto& [s, array] : arrays) {
-    if (pxl::detail::HandleAccess::storage(s) != &ir)
+    if (!ir.owns(s))
       unexpected.insert(s.name() + " (of another Ir)");
     else if (std::find(expected.begin(), expected.end(), s) == expected.end())
       unexpected.insert(s.name());
@@ -70,17 +70,18 @@ void validate_arrays(const IrStorage& ir, const std::map<Handle, Array>& arrays,
                       " (see Session::expected_inputs / create_host_outputs)");
   for (const auto& [s, array] : arrays) {
     const bool only_last = last(s);
-    const std::int64_t transfers = only_last ? 1 : ir.num_host_transfers;
-    if (!acceptable_shape(array.shape(), s.spec(), transfers, ir.replication_factor)) {
-      const Shape shape = host_array_shape(s.spec(), transfers, ir.replication_factor);
+    const std::int64_t transfers = only_last ? 1 : ir.num_host_transfers();
+    const std::int64_t replicas = ir.replication_factor();
+    if (!acceptable_shape(array.shape(), s.spec(), transfers, replicas)) {
+      const Shape shape = host_array_shape(s.spec(), transfers, replicas);
       throw ShapeError(
           std::string(what) + ": " + std::string(role) + " stream '" + s.name() + "' " +
           to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
           (only_last ? " (OutfeedMode::last: [replication_factor"
-                     : " ([num_host_transfers=" + std::to_string(ir.num_host_transfers) + ",") +
-          (only_last ? "=" : " replication_factor=") + std::to_string(ir.replication_factor) +
+                     : " ([num_host_transfers=" + std::to_string(ir.num_host_transfers()) + ",") +
+          (only_last ? "=" : " replication_factor=") + std::to_string(replicas) +
           ", *stream shape] with dims of 1 dropped" +
-          (ir.num_host_transfers > 1 && !only_last
+          (ir.num_host_transfers() > 1 && !only_last
                ? "; dim 0 may also be larger than num_host_transfers"
                : "") +
           "), got " + to_string(array.shape()));
@@ -100,9 +101,9 @@ void Engine::refresh_expected() {
     if (!streams_[i].used || streams_[i].channel)
       continue;
     if (streams_[i].host_to_device)
-      expected_in_.push_back(pxl::detail::HandleAccess::h2d_stream(ir_, pxl::StreamId{i}));
+      expected_in_.push_back(view_.h2d_stream(StreamId{i}));
     else
-      expected_out_.push_back(pxl::detail::HandleAccess::d2h_stream(ir_, pxl::StreamId{i}));
+      expected_out_.push_back(view_.d2h_stream(StreamId{i}));
   }
 }
 
@@ -120,8 +121,8 @@ std::vector<HostToDeviceStream> Engine::expected_inputs() {
 }
 
 Shape Engine::output_shape(const DeviceToHostStream& s) const {
-  return host_array_shape(s.spec(), streams_[s.index()].last ? 1 : ir_->num_host_transfers,
-                          ir_->replication_factor);
+  return host_array_shape(s.spec(), streams_[s.index()].last ? 1 : view_.num_host_transfers(),
+                          view_.replication_factor());
 }
 
 StreamOutputs Engine::create_host_outputs() {
@@ -134,7 +135,7 @@ StreamOutputs Engine::create_host_outputs() {
 
 template <typename Handle>
 std::uint32_t Engine::stream_index(std::string_view what, const Handle& s) const {
-  if (pxl::detail::HandleAccess::storage(s) != ir_)
+  if (!view_.owns(s))
     throw StreamError(std::string(what) + ": stream '" + s.name() +
                       "' belongs to another Ir than the session's");
   return s.index();
@@ -161,8 +162,6 @@ void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
   s.channel.reset(); // delivers what an earlier callback still had queued
   s.channel = std::make_unique<CallbackChannel>(s.spec, queue_depth(options.depth), std::move(fn));
   s.last = options.mode == OutfeedMode::last;
-  if (s.last)
-    s.last_element = HostTensor(s.spec);
   refresh_expected();
 }
 
@@ -170,8 +169,6 @@ void Engine::set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode
   std::lock_guard lock(mutex_);
   auto& s = streams_[stream_index("Session::set_outfeed_mode", stream)];
   s.last = mode == OutfeedMode::last;
-  if (s.last && s.last_element.spec() != s.spec)
-    s.last_element = HostTensor(s.spec);
 }
 
 std::vector<FeedStats> Engine::feed_stats() {
@@ -195,91 +192,91 @@ std::vector<FeedStats> Engine::feed_stats() {
 void Engine::validate_run(std::string_view what, const StreamInputs& inputs,
                           const StreamOutputs* outputs) const {
   require_attached(what);
-  validate_arrays(*ir_, inputs, expected_inputs_locked(), what, "input",
+  validate_arrays(view_, inputs, expected_inputs_locked(), what, "input",
                   [](const HostToDeviceStream&) { return false; });
   if (outputs)
-    validate_arrays(*ir_, *outputs, expected_outputs_locked(), what, "output",
+    validate_arrays(view_, *outputs, expected_outputs_locked(), what, "output",
                     [this](const DeviceToHostStream& s) { return streams_[s.index()].last; });
 }
 
-void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller) {
+void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller,
+                 StepObserver* observer) {
   std::lock_guard lock(mutex_);
   validate_run(outputs_from_caller ? "Session::run_with_outputs" : "Session::run", inputs,
                outputs_from_caller ? &outputs : nullptr);
   if (!outputs_from_caller)
     for (const auto& s : expected_outputs_locked())
       outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
-  run_locked(inputs, outputs);
+  run_locked(inputs, outputs, observer);
 }
 
-std::future<StreamOutputs> Engine::run_async(StreamInputs inputs) {
+std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* observer) {
   std::lock_guard lock(mutex_);
   validate_run("Session::run_async", inputs, nullptr);
   for (auto& [stream, array] : inputs)
     array = array.owned(); // the caller's arrays may be gone before the run starts
   auto done = std::make_shared<std::promise<void>>();
   std::shared_future<void> previous = std::exchange(last_async_, done->get_future().share());
-  return std::async(std::launch::async, [this, done, previous, inputs = std::move(inputs)] {
-    // Signals the next run_async (and the destructor) however this run ends.
-    struct Finish {
-      std::promise<void>& p;
-      ~Finish() { p.set_value(); }
-    } finish{*done};
-    if (previous.valid())
-      previous.wait();
-    StreamOutputs outputs;
-    std::lock_guard run_lock(mutex_);
-    // Checked again: a call between run_async and now may have changed what the run expects.
-    validate_run("Session::run_async", inputs, nullptr);
-    for (const auto& s : expected_outputs_locked())
-      outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
-    run_locked(inputs, outputs);
-    return outputs;
-  });
+  return std::async(std::launch::async,
+                    [this, done, previous, observer, inputs = std::move(inputs)] {
+                      // Signals the next run_async (and the destructor) however this run ends.
+                      struct Finish {
+                        std::promise<void>& p;
+                        ~Finish() { p.set_value(); }
+                      } finish{*done};
+                      if (previous.valid())
+                        previous.wait();
+                      StreamOutputs outputs;
+                      std::lock_guard run_lock(mutex_);
+                      // Checked again: a call between run_async and now may have changed what the
+                      // run expects.
+                      validate_run("Session::run_async", inputs, nullptr);
+                      for (const auto& s : expected_outputs_locked())
+                        outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
+                      run_locked(inputs, outputs, observer);
+                      return outputs;
+                    });
 }
 
-void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs) {
-  // Replicas run one after the other, each on its own slice of every array:
-  // element k of replica r is row k * replicas + r of the [transfers, replicas, *shape] array.
-  const auto replicas = static_cast<std::size_t>(ir_->replication_factor);
-  for (auto& s : streams_) {
-    s.transfers = !s.host_to_device && s.last ? 1 : ir_->num_host_transfers;
-    s.stride = s.bytes * replicas;
-  }
-  for (std::size_t r = 0; r < replicas; ++r) {
-    for (const auto& [h, array] : inputs) {
-      auto& s = streams_[h.index()];
-      s.in_array = array.bytes().data() + r * s.bytes;
-    }
-    for (auto& [h, array] : outputs) {
-      auto& s = streams_[h.index()];
-      s.out_array = array.bytes().data() + r * s.bytes;
-    }
-    for (auto& s : streams_)
-      s.reset_positions();
-    execute(*replicas_[r]);
-  }
-  for (auto& s : streams_) {
-    s.in_array = nullptr;
-    s.out_array = nullptr;
-  }
-}
-
-void Engine::execute(const Planner& replica) {
-  const GraphPlan& main = replica.main_plan();
-  WorkerPool& pool = *pool_;
-  // Two references: small enough for std::function to hold without allocating.
-  pool.run([&main, &pool](unsigned w) { run_plan(main, pool, w, pool.size()); });
-  host_stale_ = true;
-  // OutfeedMode::last: the replica's last stored element goes out now that its run has ended.
+void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
+                        StepObserver* observer) {
+  // Each replica works on its own slice of every array: element k of replica r is row
+  // k * replicas + r of the [transfers, replicas, *shape] array.
   for (auto& s : streams_)
-    if (s.channel && s.has_last) {
-      s.has_last = false;
+    s.transfers = !s.host_to_device && s.last ? 1 : view_.num_host_transfers();
+  for (std::size_t r = 0; r < replicas_.size(); ++r) {
+    const std::span<StreamPort> ports = replicas_[r]->ports();
+    for (const auto& [h, array] : inputs)
+      ports[h.index()].in_array = array.bytes().data() + r * streams_[h.index()].bytes;
+    for (auto& [h, array] : outputs)
+      ports[h.index()].out_array = array.bytes().data() + r * streams_[h.index()].bytes;
+    for (auto& port : ports)
+      port.reset_positions();
+  }
+  executor_->run(program_, replicas_, observer);
+  host_stale_ = true;
+  // OutfeedMode::last: each replica's last stored element goes out now that the run has
+  // ended, in replica order.
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    StreamState& s = streams_[i];
+    if (!s.channel || s.host_to_device)
+      continue;
+    for (const auto& replica : replicas_) {
+      StreamPort& port = replica->ports()[i];
+      if (!port.has_last)
+        continue;
+      port.has_last = false;
       SlotQueue& q = s.channel->queue();
       if (HostTensor* slot = q.begin_push()) {
-        std::memcpy(slot->bytes().data(), s.last_element.bytes().data(), s.bytes);
+        std::memcpy(slot->bytes().data(), port.last_element.bytes().data(), s.bytes);
         q.end_push();
       }
+    }
+  }
+  for (auto& r : replicas_)
+    for (auto& port : r->ports()) {
+      port.in_array = nullptr;
+      port.out_array = nullptr;
     }
   // run returns once every stored element has reached its callback.
   for (auto& s : streams_)

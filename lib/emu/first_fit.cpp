@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
+#include <set>
 #include <utility>
 
 namespace pxl::emu::detail {
@@ -19,19 +21,24 @@ std::int64_t place_first_fit(const std::vector<Lifetime>& buffers,
       return buffers[a].first < buffers[b].first;
     return buffers[a].bytes > buffers[b].bytes;
   });
-  std::vector<std::size_t> placed;
-  std::vector<std::pair<std::int64_t, std::int64_t>> busy; // [offset, end) of live neighbours
+  auto size_of = [&](std::size_t i) {
+    return static_cast<std::int64_t>(align_up(static_cast<std::size_t>(buffers[i].bytes)));
+  };
+  // Buffers are placed in order of their first step, so the placed buffers that overlap the
+  // next one in time are exactly those still live at its first step: only those are kept,
+  // by offset, and retired once dead. Placement costs O(live buffers), not O(placed).
+  using Busy = std::multiset<std::pair<std::int64_t, std::int64_t>>; // [offset, end)
+  Busy busy;
+  using Retire = std::pair<std::int64_t, Busy::iterator>; // last step, entry
+  auto later = [](const Retire& a, const Retire& b) { return a.first > b.first; };
+  std::priority_queue<Retire, std::vector<Retire>, decltype(later)> retire(later);
   std::int64_t arena = 0;
   for (std::size_t i : order) {
-    const auto size =
-        static_cast<std::int64_t>(align_up(static_cast<std::size_t>(buffers[i].bytes)));
-    busy.clear();
-    for (std::size_t j : placed)
-      if (buffers[j].first <= buffers[i].last && buffers[i].first <= buffers[j].last)
-        busy.emplace_back(offsets[j],
-                          offsets[j] + static_cast<std::int64_t>(
-                                           align_up(static_cast<std::size_t>(buffers[j].bytes))));
-    std::sort(busy.begin(), busy.end());
+    while (!retire.empty() && retire.top().first < buffers[i].first) {
+      busy.erase(retire.top().second);
+      retire.pop();
+    }
+    const std::int64_t size = size_of(i);
     std::int64_t at = 0;
     for (const auto& [b, e] : busy) {
       if (b - at >= size)
@@ -40,7 +47,7 @@ std::int64_t place_first_fit(const std::vector<Lifetime>& buffers,
     }
     offsets[i] = at;
     arena = std::max(arena, at + size);
-    placed.push_back(i);
+    retire.emplace(buffers[i].last, busy.emplace(at, at + size));
   }
   return arena;
 }

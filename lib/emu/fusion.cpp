@@ -12,18 +12,16 @@
 
 namespace pxl::emu::detail {
 
-using pxl::detail::OpNode;
-
 namespace {
 
 /// Whether `op` is a Transpose that swaps its last two axes and keeps every other axis.
-bool swaps_last_two(const IrStorage& ir, const OpNode& op) {
-  if (op.kind != OpKind::Transpose)
+bool swaps_last_two(const IrView& ir, OpId op) {
+  if (ir.kind(op) != OpKind::Transpose)
     return false;
-  const auto rank = static_cast<std::int64_t>(ir.tensor(op.inputs[0]).spec.shape.size());
+  const auto rank = ir.spec(ir.inputs(op)[0]).rank();
   if (rank < 2)
     return false;
-  std::vector<std::int64_t> perm = std::get<TransposeAttrs>(op.attrs).perm;
+  const std::vector<std::int64_t>& perm = ir.attrs_as<TransposeAttrs>(op).perm;
   if (perm.empty()) // reverses every axis: a swap of the last two only at rank 2
     return rank == 2;
   for (std::int64_t d = 0; d < rank - 2; ++d)
@@ -35,15 +33,15 @@ bool swaps_last_two(const IrStorage& ir, const OpNode& op) {
 
 /// Whether `step` may change value `v`: it writes it (in-place ops alias their output to
 /// their input) or hands it to a call, which may take it by reference.
-bool may_write(const IrStorage& ir, const FlatStep& step, std::size_t v) {
+bool may_write(const IrView& ir, const FlatStep& step, std::size_t v) {
   if (std::ranges::find(step.outputs, v) != step.outputs.end())
     return true;
-  return step.op != flat_copy && std::holds_alternative<CallAttrs>(ir.ops[step.op].attrs) &&
+  return !step.is_copy() && ir.called_graph(*step.op) &&
          std::ranges::find(step.inputs, v) != step.inputs.end();
 }
 
 /// Whether no step strictly between `first` and `last` may change any of `values`.
-bool unchanged_between(const IrStorage& ir, const std::vector<FlatStep>& steps, std::size_t first,
+bool unchanged_between(const IrView& ir, const std::vector<FlatStep>& steps, std::size_t first,
                        std::size_t last, std::initializer_list<std::size_t> values) {
   for (std::size_t i = first + 1; i < last; ++i)
     for (auto v : values)
@@ -104,16 +102,16 @@ std::vector<std::size_t> count_readers(const FlatSchedule& s) {
 }
 
 /// The (keep, scale) of an in-place update of input 0 by input 1 that can fold into a matmul.
-std::optional<FusedUpdate> update_of(const OpNode& op) {
-  switch (op.kind) {
+std::optional<MatMulFusion::Update> update_of(const IrView& ir, OpId op) {
+  switch (ir.kind(op)) {
   case OpKind::AddInplace:
-    return FusedUpdate{1.0, 1.0};
+    return MatMulFusion::Update{1.0, 1.0};
   case OpKind::ScaledAddInplace: {
-    const auto& s = std::get<ScalarAttrs>(op.attrs);
-    return FusedUpdate{s.a, s.b};
+    const auto& s = ir.attrs_as<ScalarAttrs>(op);
+    return MatMulFusion::Update{s.a, s.b};
   }
   case OpKind::Accumulate:
-    return FusedUpdate{1.0, std::get<ScalarAttrs>(op.attrs).a};
+    return MatMulFusion::Update{1.0, ir.attrs_as<ScalarAttrs>(op).a};
   default:
     return std::nullopt;
   }
@@ -121,7 +119,7 @@ std::optional<FusedUpdate> update_of(const OpNode& op) {
 
 } // namespace
 
-void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
+void fuse_transposes(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();
   // The step that produced each value last, when that step is a fusable Transpose.
@@ -131,8 +129,7 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
   std::vector<bool> lost_reader(steps.size(), false); // Transposes a MatMul now bypasses
   for (std::size_t j = 0; j < steps.size(); ++j) {
     FlatStep& step = steps[j];
-    const OpNode* op = step.op == flat_copy ? nullptr : &ir.ops[step.op];
-    if (op != nullptr && op->kind == OpKind::MatMul) {
+    if (!step.is_copy() && ir.kind(*step.op) == OpKind::MatMul) {
       for (std::size_t k = 0; k < 2; ++k) {
         const std::size_t t = transpose_of[step.inputs[k]];
         if (t == none)
@@ -142,7 +139,7 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
             !unchanged_between(ir, steps, t, j, {source, transposed}))
           continue;
         step.inputs[k] = source;
-        step.transposed_inputs |= 1u << k;
+        step.fusion.transposed_inputs |= 1u << k;
         --readers[transposed];
         ++readers[source];
         lost_reader[t] = true;
@@ -150,7 +147,7 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
     }
     // A value written here no longer holds what an earlier Transpose produced.
     for (auto v : step.outputs)
-      transpose_of[v] = op != nullptr && swaps_last_two(ir, *op) ? j : none;
+      transpose_of[v] = !step.is_copy() && swaps_last_two(ir, *step.op) ? j : none;
   }
   if (std::ranges::none_of(lost_reader, [](bool b) { return b; }))
     return;
@@ -160,20 +157,21 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule) {
   compact(schedule, removed);
 }
 
-void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
+void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();
   const std::vector<std::size_t> readers = count_readers(schedule);
   std::vector<std::size_t> matmul_of(schedule.values.size(), none); // the step that wrote it
   std::vector<bool> removed(steps.size(), false);
-  auto is_float32 = [&](pxl::TensorId t) { return ir.tensor(t).spec.dtype == float32; };
+  auto is_float32 = [&](TensorId t) { return ir.spec(t).dtype == float32; };
   // The MatMul step that update step `j` (of `op`) can absorb, or none.
-  auto foldable = [&](std::size_t j, const OpNode& op) {
+  auto foldable = [&](std::size_t j, OpId op) {
     const FlatStep& step = steps[j];
     const std::size_t target = step.inputs[0], product = step.inputs[1];
     const std::size_t m = matmul_of[product];
-    if (m == none || readers[product] != 1 || !is_float32(op.inputs[0]) ||
-        ir.tensor(op.inputs[0]).spec.shape != ir.tensor(op.inputs[1]).spec.shape ||
+    const auto op_inputs = ir.inputs(op);
+    if (m == none || readers[product] != 1 || !is_float32(op_inputs[0]) ||
+        ir.spec(op_inputs[0]).shape != ir.spec(op_inputs[1]).shape ||
         std::ranges::find(steps[m].inputs, target) != steps[m].inputs.end() ||
         steps[m].ipu != step.ipu ||
         !unchanged_between(ir, steps, m, j, {steps[m].inputs[0], steps[m].inputs[1]}))
@@ -182,14 +180,13 @@ void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
   };
   for (std::size_t j = 0; j < steps.size(); ++j) {
     FlatStep& step = steps[j];
-    if (step.op != flat_copy) {
-      const OpNode& op = ir.ops[step.op];
-      if (const auto update = update_of(op)) {
-        if (const std::size_t m = foldable(j, op); m != none) {
+    if (!step.is_copy()) {
+      if (const auto update = update_of(ir, *step.op)) {
+        if (const std::size_t m = foldable(j, *step.op); m != none) {
           // The update's output aliases its input 0: the merged step writes the same value.
           FlatStep merged = std::move(steps[m]);
           merged.outputs = {step.inputs[0]};
-          merged.update = update;
+          merged.fusion.update = update;
           merged.ipu = step.ipu;
           step = std::move(merged);
           removed[m] = true;
@@ -197,8 +194,8 @@ void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule) {
       }
     }
     // A value written here holds a float32 product only if this is a plain MatMul.
-    const bool product = step.op != flat_copy && ir.ops[step.op].kind == OpKind::MatMul &&
-                         !step.update && is_float32(ir.ops[step.op].outputs[0]);
+    const bool product = !step.is_copy() && ir.kind(*step.op) == OpKind::MatMul &&
+                         !step.fusion.update && is_float32(ir.outputs(*step.op)[0]);
     for (auto v : step.outputs)
       matmul_of[v] = product ? j : none;
   }

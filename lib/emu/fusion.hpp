@@ -1,4 +1,4 @@
-// Fusions the planner applies to a flattened schedule: transposes read in place by the
+// Fusions compile_program applies to a flattened schedule: transposes read in place by the
 // matmuls they feed, and in-place updates folded into the matmul computing their operand.
 #pragma once
 
@@ -7,11 +7,11 @@
 namespace pxl::emu::detail {
 
 /// Rewrites `schedule` so that each MatMul whose operand comes from a Transpose swapping the
-/// last two axes reads the Transpose's input instead (FlatStep::transposed_inputs), when that
+/// last two axes reads the Transpose's input instead (MatMulFusion::transposed_inputs), when that
 /// input and the transposed value are not written in between. A Transpose left with no
 /// readers is removed, and values nothing uses any more are dropped. Results are unchanged;
 /// the matmul gradient's weight transposes stop costing a copy each, and their buffers.
-void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule);
+void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 
 /// Folds `scaled_add_(w, p, a, b)`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 into
 /// the MatMul that computes `p`, when `p` has no other reader and has w's shape: the matmul
@@ -19,6 +19,6 @@ void fuse_transposes(const IrStorage& ir, FlatSchedule& schedule);
 /// and alpha), in float. The product is never stored: an SGD step's weight-gradient matmul
 /// updates the weight in one pass instead of writing the gradient and reading it back. Needs
 /// the matmul's operands unchanged up to the update, and w not among them.
-void fuse_matmul_updates(const IrStorage& ir, FlatSchedule& schedule);
+void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule);
 
 } // namespace pxl::emu::detail

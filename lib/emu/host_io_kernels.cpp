@@ -13,10 +13,12 @@ void copy_share(std::byte* dst, const std::byte* src, std::size_t bytes, unsigne
 }
 } // namespace
 
-StepFn compile_HostLoad(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
-  StreamState* s = &ctx.streams[op.attrs_as<StreamAttrs>().stream];
+StepFn compile_HostLoad(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  const auto index = op.attrs_as<StreamAttrs>().stream;
+  StreamState* s = &ctx.streams[index];
+  StreamPort* port = &ctx.ports[index];
   std::byte* dst = buffers.outputs[0];
-  return [s, dst](unsigned w, unsigned n) {
+  return [s, port, dst](unsigned w, unsigned n) {
     if (s->channel) {
       // One worker takes the element from the queue (blocking while it is empty).
       if (w != 0)
@@ -29,24 +31,27 @@ StepFn compile_HostLoad(CompileContext& ctx, const Op& op, const OpBuffers& buff
       return;
     }
     // Element k mod num_host_transfers: a stream read more often wraps around.
-    std::int64_t& pos = s->position[w].value;
-    const std::byte* src = s->in_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
+    std::int64_t& pos = port->position[w].value;
+    const std::byte* src =
+        port->in_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
     ++pos;
     copy_share(dst, src, s->bytes, w, n);
   };
 }
 
-StepFn compile_HostStore(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
-  StreamState* s = &ctx.streams[op.attrs_as<StreamAttrs>().stream];
+StepFn compile_HostStore(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  const auto index = op.attrs_as<StreamAttrs>().stream;
+  StreamState* s = &ctx.streams[index];
+  StreamPort* port = &ctx.ports[index];
   const std::byte* src = buffers.inputs[0];
-  return [s, src](unsigned w, unsigned n) {
+  return [s, port, src](unsigned w, unsigned n) {
     if (s->channel) {
       // One worker hands the element over (blocking while the queue is full).
       if (w != 0)
         return;
-      if (s->last) { // only the replica's last element is delivered, when its run ends
-        std::memcpy(s->last_element.bytes().data(), src, s->bytes);
-        s->has_last = true;
+      if (s->last) { // only the replica's last element is delivered, when the run ends
+        std::memcpy(port->last_element.bytes().data(), src, s->bytes);
+        port->has_last = true;
         return;
       }
       SlotQueue& q = s->channel->queue();
@@ -56,8 +61,8 @@ StepFn compile_HostStore(CompileContext& ctx, const Op& op, const OpBuffers& buf
       }
       return;
     }
-    std::int64_t& pos = s->position[w].value;
-    std::byte* dst = s->out_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
+    std::int64_t& pos = port->position[w].value;
+    std::byte* dst = port->out_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
     ++pos;
     copy_share(dst, src, s->bytes, w, n);
   };

@@ -1,7 +1,8 @@
-// The emulator's kernel interface: how the planner turns one op into a step of the plan.
+// The emulator's kernel interface: how one op becomes a step bound to a replica's buffers.
 #pragma once
 
-#include "pxl/ir/op.hpp"
+#include "kernel_op.hpp"
+
 #include "pxl/ir/op_kind.hpp"
 
 #include <array>
@@ -14,22 +15,11 @@
 
 namespace pxl::emu::detail {
 
-/// An in-place update folded into the MatMul computing its operand (the planner's
-/// fuse_matmul_updates): the MatMul writes keep·output + scale·product into its output.
-struct FusedUpdate {
-  double keep = 1.0, scale = 1.0;
-};
-
-/// Fixed addresses of an op's tensors, decided by the planner before anything runs. For an
-/// in-place op, outputs[0] == inputs[0].
+/// Fixed addresses of an op's tensors in one replica's memory, decided before anything runs.
+/// For an in-place op, outputs[0] == inputs[0].
 struct OpBuffers {
   std::vector<std::byte*> inputs;
   std::vector<std::byte*> outputs;
-  /// Bit k: inputs[k] holds the op's input k transposed over its last two axes (the planner
-  /// fused a Transpose into the op; only MatMul accepts this).
-  std::uint32_t transposed_inputs = 0;
-  /// For a MatMul with an in-place update of outputs[0] fused in.
-  std::optional<FusedUpdate> update;
 };
 
 /// A compiled step: every worker calls it with its index; it does its share of the work
@@ -37,7 +27,8 @@ struct OpBuffers {
 /// number of workers) and allocates nothing.
 using StepFn = std::function<void(unsigned worker, unsigned num_workers)>;
 
-/// Planner state that control kernels (call, repeat, host IO) need; opaque to compute kernels.
+/// What a kernel may need beyond its op and buffers (host IO: the replica's stream ports;
+/// scratch: the number of workers). Opaque to most kernels.
 struct CompileContext;
 
 /// Contiguous share [begin, end) of `n` items for `worker` of `num_workers`.
@@ -49,19 +40,51 @@ inline std::pair<std::int64_t, std::int64_t> worker_range(std::int64_t n, unsign
   return {begin, begin + per + (w < extra ? 1 : 0)};
 }
 
-// One compile function per op kind; a kind without one fails to link.
+/// Control ops run a callee's steps; the Executor steps those itself (in lockstep over the
+/// replicas), so control ops have argument copies instead of a kernel.
+constexpr bool is_control(OpKind k) { return k == OpKind::Call || k == OpKind::Repeat; }
+
+// One compile function per op kind with a kernel; a kind without one fails to link.
 #define PXL_X(kind, name)                                                                          \
-  StepFn compile_##kind(CompileContext& ctx, const Op& op, const OpBuffers& buffers);
+  StepFn compile_##kind(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers);
 PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 
-using CompileFn = StepFn (*)(CompileContext&, const Op&, const OpBuffers&);
+using CompileFn = StepFn (*)(CompileContext&, const KernelOp&, const OpBuffers&);
 
-/// compile_<Kind> for each OpKind, indexed by the kind.
+namespace kernel_table_detail {
+/// compile_<K>, named inside a generic lambda so that control kinds never odr-use theirs.
+template <OpKind K, typename Named>
+constexpr CompileFn entry(Named named) {
+  if constexpr (is_control(K))
+    return nullptr;
+  else
+    return named(0);
+}
+} // namespace kernel_table_detail
+
+/// compile_<Kind> for each OpKind, indexed by the kind; null for control kinds.
 inline constexpr std::array<CompileFn, num_op_kinds> kernel_table = {
-#define PXL_X(kind, name) &compile_##kind,
+#define PXL_X(kind, name)                                                                          \
+  kernel_table_detail::entry<OpKind::kind>([](auto) { return &compile_##kind; }),
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 };
+
+/// What the compiler fused into a MatMul (a step kind of its own, StepKind::fused_matmul).
+struct MatMulFusion {
+  /// Bit k: input k arrives transposed over its last two axes (a Transpose read in place).
+  std::uint32_t transposed_inputs = 0;
+  /// An in-place update of outputs[0] by the product folded in: the output becomes
+  /// keep·output + scale·product.
+  struct Update {
+    double keep = 1.0, scale = 1.0;
+  };
+  std::optional<Update> update;
+};
+
+/// The fused-matmul step's kernel (kernels/matmul.cpp); compile_MatMul is it with no fusion.
+StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMulFusion& fusion,
+                            const OpBuffers& buffers);
 
 } // namespace pxl::emu::detail

@@ -39,6 +39,7 @@ struct alignas(64) WorkerPosition {
   std::int64_t value = 0;
 };
 
+/// What every replica shares of one stream.
 struct StreamState {
   std::string name;
   TensorSpec spec;
@@ -46,18 +47,26 @@ struct StreamState {
   bool host_to_device = true;
   bool used = false;          ///< read by a host_load (h2d) or written by a host_store (d2h)
   std::int64_t transfers = 1; ///< elements used per replica and run: num_host_transfers
-  /// The running replica's element 0 in the host array ([transfers, replicas, *shape]) and
-  /// the bytes from one of its elements to the next (replicas × one element).
+  /// Bytes from one of a replica's elements in the host array ([transfers, replicas, *shape])
+  /// to its next (replicas × one element).
+  std::size_t stride = 0;
+  /// Set when callback-fed. Replicas run in lockstep, so elements pass through the queue
+  /// step-major: step 0 of every replica, then step 1, ...
+  std::unique_ptr<CallbackChannel> channel;
+  /// OutfeedMode::last (d2h): an array keeps one element per replica (transfers = 1, so every
+  /// store overwrites it); a channel gets each replica's last element when the run ends.
+  bool last = false;
+};
+
+/// One replica's side of a stream: where its elements are in this run's host array, how far
+/// each worker has read or written, and its last element for OutfeedMode::last.
+struct StreamPort {
+  /// The replica's element 0 in the host array of the current run.
   const std::byte* in_array = nullptr;
   std::byte* out_array = nullptr;
-  std::size_t stride = 0;
-  std::vector<WorkerPosition> position;     ///< one per worker
-  std::unique_ptr<CallbackChannel> channel; ///< set when callback-fed
-  /// OutfeedMode::last (d2h): an array keeps one element per replica (transfers = 1, so every
-  /// store overwrites it); a channel gets `last_element` when the replica's run ends.
-  bool last = false;
+  std::vector<WorkerPosition> position; ///< one per worker
   HostTensor last_element;
-  bool has_last = false; ///< a store filled last_element during this replica's run
+  bool has_last = false; ///< a store filled last_element during this run
 
   void reset_positions() {
     for (auto& p : position)

@@ -18,7 +18,7 @@ using namespace pxl::emu::detail;
 namespace {
 
 /// Heap allocations made by running the compiled step of `c`'s op for 1, 2 and 3 workers (on
-/// this thread, one worker after the other), after compiling it for a pool of 3.
+/// this thread, one worker after the other), after compiling it for 3 workers.
 long allocations_while_running(const KernelCase& c) {
   std::vector<HostTensor> ins, outs;
   for (const auto& t : c.op.inputs())
@@ -30,10 +30,10 @@ long allocations_while_running(const KernelCase& c) {
     buffers.inputs.push_back(t.bytes().data());
   for (auto& t : outs)
     buffers.outputs.push_back(t.bytes().data());
-  WorkerPool pool(3);
-  std::vector<StreamState> streams;
-  CompileContext ctx{pool, streams, {}};
-  const StepFn step = kernel_table[static_cast<std::size_t>(c.op.kind())](ctx, c.op, buffers);
+  CompileContext ctx{3, {}, {}};
+  const IrView view(c.ir);
+  const StepFn step = kernel_table[static_cast<std::size_t>(c.op.kind())](
+      ctx, KernelOp(view, IrView::id(c.op)), buffers);
   const long before = thread_allocations;
   for (unsigned nw = 1; nw <= 3; ++nw)
     for (unsigned w = 0; w < nw; ++w)

@@ -89,12 +89,12 @@ inline std::vector<HostTensor> run_kernel(const KernelCase& c, unsigned workers,
     buffers.outputs.push_back(t.bytes().data());
   if (inplace)
     buffers.outputs[0] = buffers.inputs[0];
-  // Compute kernels only read the pool's size from the context (to size per-worker scratch at
-  // plan time); the pool is as large as the largest worker count the tests use.
-  WorkerPool pool(std::max(workers, 4u));
-  std::vector<StreamState> streams;
-  CompileContext ctx{pool, streams, {}};
-  const StepFn step = kernel_table[static_cast<std::size_t>(c.op.kind())](ctx, c.op, buffers);
+  // Compute kernels only read the number of workers from the context (to size per-worker
+  // scratch at bind time): as many as the largest worker count the tests use.
+  CompileContext ctx{std::max(workers, 4u), {}, {}};
+  const IrView view(c.ir);
+  const StepFn step = kernel_table[static_cast<std::size_t>(c.op.kind())](
+      ctx, KernelOp(view, IrView::id(c.op)), buffers);
   if (threaded) {
     std::vector<std::thread> pool;
     for (unsigned w = 0; w < workers; ++w)

@@ -11,7 +11,7 @@ namespace {
 /// y = f(a, b) broadcast to the output shape, computing in compute_t<T>. Runs where both
 /// operands are contiguous or one is constant get loops the compiler can vectorise.
 template <typename T, typename Out, typename F>
-StepFn binary_step(const Op& op, const OpBuffers& buffers, F f) {
+StepFn binary_step(const KernelOp& op, const OpBuffers& buffers, F f) {
   const auto map =
       make_broadcast_map<2>(op.output(0).shape(), {op.input(0).shape(), op.input(1).shape()});
   const T* a = typed<const T>(buffers.inputs[0]);
@@ -47,7 +47,7 @@ StepFn binary_step(const Op& op, const OpBuffers& buffers, F f) {
 
 /// Arithmetic: float32 and float16 with `f`, int32 with `fi` (wrap-around, never UB).
 template <typename F, typename G>
-StepFn arith(const Op& op, const OpBuffers& buffers, F f, G fi) {
+StepFn arith(const KernelOp& op, const OpBuffers& buffers, F f, G fi) {
   const DType d = op.input(0).dtype();
   switch (d) {
   case float32:
@@ -63,7 +63,7 @@ StepFn arith(const Op& op, const OpBuffers& buffers, F f, G fi) {
 
 /// A comparison of any numeric or bool dtype into bool.
 template <typename F>
-StepFn compare(const Op& op, const OpBuffers& buffers, F f) {
+StepFn compare(const KernelOp& op, const OpBuffers& buffers, F f) {
   return visit_dtype(op.input(0).dtype(), [&](auto t) {
     using T = typename decltype(t)::type;
     return binary_step<T, bool>(op, buffers, f);
@@ -76,32 +76,32 @@ std::int32_t wrap(std::int64_t x) {
 
 } // namespace
 
-StepFn compile_Add(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Add(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return arith(
       op, buffers, [](float a, float b) { return a + b; },
       [](std::int32_t a, std::int32_t b) { return wrap(std::int64_t{a} + b); });
 }
 
-StepFn compile_Sub(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Sub(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return arith(
       op, buffers, [](float a, float b) { return a - b; },
       [](std::int32_t a, std::int32_t b) { return wrap(std::int64_t{a} - b); });
 }
 
-StepFn compile_Mul(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Mul(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return arith(
       op, buffers, [](float a, float b) { return a * b; },
       [](std::int32_t a, std::int32_t b) { return wrap(std::int64_t{a} * b); });
 }
 
-StepFn compile_Div(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Div(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   // int32 truncates toward zero like C++; x / 0 is 0 rather than a trap, as on the device.
   return arith(
       op, buffers, [](float a, float b) { return a / b; },
       [](std::int32_t a, std::int32_t b) { return b == 0 ? 0 : wrap(std::int64_t{a} / b); });
 }
 
-StepFn compile_Pow(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Pow(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
   const auto f = [](float a, float b) { return std::pow(a, b); };
   switch (d) {
@@ -114,30 +114,30 @@ StepFn compile_Pow(CompileContext&, const Op& op, const OpBuffers& buffers) {
   }
 }
 
-StepFn compile_Maximum(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Maximum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   // NaN propagates, as in NumPy's maximum.
   return arith(
       op, buffers, [](float a, float b) { return (a > b || a != a) ? a : b; },
       [](std::int32_t a, std::int32_t b) { return a > b ? a : b; });
 }
 
-StepFn compile_Equal(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Equal(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return compare(op, buffers, [](auto a, auto b) { return a == b; });
 }
 
-StepFn compile_Greater(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Greater(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return compare(op, buffers, [](auto a, auto b) { return a > b; });
 }
 
-StepFn compile_LogicalAnd(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_LogicalAnd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return binary_step<bool, bool>(op, buffers, [](bool a, bool b) { return a && b; });
 }
 
-StepFn compile_LogicalOr(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_LogicalOr(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return binary_step<bool, bool>(op, buffers, [](bool a, bool b) { return a || b; });
 }
 
-StepFn compile_Where(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Where(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto map = make_broadcast_map<3>(
       op.output(0).shape(), {op.input(0).shape(), op.input(1).shape(), op.input(2).shape()});
   const std::int64_t n = op.output(0).nelms();

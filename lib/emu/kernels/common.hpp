@@ -41,16 +41,16 @@ using accum_t = std::conditional_t<std::is_same_v<T, half>, float,
 template <typename T>
 inline constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, half>;
 
-/// Thrown at plan time when an op reaches a kernel with a dtype it has no implementation for
+/// Thrown at bind time when an op reaches a kernel with a dtype it has no implementation for
 /// (op construction should have rejected it).
-[[noreturn]] inline void unsupported_dtype(const Op& op, DType d) {
+[[noreturn]] inline void unsupported_dtype(const KernelOp& op, DType d) {
   throw DTypeError(op.debug_name() + ": the emulator has no kernel for dtype " +
                    std::string(name(d)));
 }
 
 /// Calls `build(type_c<T>)` with the float element type of `d` (float or half).
 template <typename Build>
-StepFn dispatch_float(const Op& op, DType d, Build build) {
+StepFn dispatch_float(const KernelOp& op, DType d, Build build) {
   switch (d) {
   case float32:
     return build(boost::hana::type_c<float>);
@@ -86,7 +86,7 @@ inline StepFn zero_step(std::byte* dst, std::int64_t n, std::size_t elem) {
 inline constexpr int max_map_rank = 16;
 
 /// Walks a row-major output range while tracking the matching element offsets of `N` strided
-/// inputs. Built at plan time: axes of size 1 are dropped and adjacent axes that every input
+/// inputs. Built at bind time: axes of size 1 are dropped and adjacent axes that every input
 /// walks contiguously are merged, so a same-shape operand becomes one run and a scalar a run
 /// of stride 0.
 template <int N>

@@ -34,7 +34,7 @@ PXL_VECTOR_CLONES void gelu_f32(const float* x, float* y, std::int64_t n) {
 
 } // namespace
 
-StepFn compile_Gelu(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Gelu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.input(0).spec();
   const std::int64_t n = spec.nelms();
   switch (spec.dtype) {

@@ -5,7 +5,7 @@
 
 namespace pxl::emu::detail {
 
-StepFn compile_LayerNorm(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const Shape& shape = op.input(0).shape();
   const std::int64_t d = shape.empty() ? 1 : shape.back();
   const std::int64_t rows = d == 0 ? 0 : op.input(0).nelms() / d;

@@ -68,7 +68,7 @@ struct MatMulPlan {
   std::vector<std::int64_t> a_offset, b_offset; ///< per output batch, in elements
 };
 
-MatMulPlan plan_matmul(const Op& op, std::uint32_t transposed_inputs) {
+MatMulPlan plan_matmul(const KernelOp& op, std::uint32_t transposed_inputs) {
   Shape sa = op.input(0).shape(), sb = op.input(1).shape();
   if (sa.size() == 1)
     sa.insert(sa.begin(), 1);
@@ -162,16 +162,17 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
 
 } // namespace
 
-StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
+StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMulFusion& fusion,
+                            const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
-  auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op, buffers.transposed_inputs));
+  auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op, fusion.transposed_inputs));
   if (d == float32) {
     const float* a = typed<const float>(buffers.inputs[0]);
     const float* b = typed<const float>(buffers.inputs[1]);
     float* c = typed<float>(buffers.outputs[0]);
     // A fused update makes the output keep·output + scale·product (sgemm's beta and alpha).
-    const auto alpha = static_cast<float>(buffers.update ? buffers.update->scale : 1.0);
-    const auto beta = static_cast<float>(buffers.update ? buffers.update->keep : 0.0);
+    const auto alpha = static_cast<float>(fusion.update ? fusion.update->scale : 1.0);
+    const auto beta = static_cast<float>(fusion.update ? fusion.update->keep : 0.0);
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
       SingleThreadedGemm single;
@@ -185,14 +186,14 @@ StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffer
                 });
     };
   }
-  PXL_ASSERT(!buffers.update); // fuse_matmul_updates folds float32 updates only
+  PXL_ASSERT(!fusion.update); // fuse_matmul_updates folds float32 updates only
   if (d == float16) {
     const half* a = typed<const half>(buffers.inputs[0]);
     const half* b = typed<const half>(buffers.inputs[1]);
     half* c = typed<half>(buffers.outputs[0]);
     // One scratch per worker that can get a tile (never more than there are tiles).
     const auto workers = static_cast<std::size_t>(
-        std::min<std::int64_t>(ctx.pool.size(), std::max<std::int64_t>(plan->tiles, 1)));
+        std::min<std::int64_t>(ctx.num_workers, std::max<std::int64_t>(plan->tiles, 1)));
     auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
@@ -211,6 +212,10 @@ StepFn compile_MatMul(CompileContext& ctx, const Op& op, const OpBuffers& buffer
     };
   }
   unsupported_dtype(op, d);
+}
+
+StepFn compile_MatMul(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return compile_fused_matmul(ctx, op, MatMulFusion{}, buffers);
 }
 
 } // namespace pxl::emu::detail

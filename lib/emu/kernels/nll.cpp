@@ -30,7 +30,7 @@ struct NllPlan {
   }
 };
 
-NllPlan plan_nll(const Op& op) {
+NllPlan plan_nll(const KernelOp& op) {
   NllPlan p;
   p.attrs = op.attrs_as<NllAttrs>();
   const Shape& shape = op.input(0).shape();
@@ -74,7 +74,7 @@ void write_loss(const NllPlan& p, const T* probs, const std::int32_t* labels, T*
 
 } // namespace
 
-StepFn compile_NllLoss(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_NllLoss(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const NllPlan p = plan_nll(op);
   return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
@@ -85,7 +85,8 @@ StepFn compile_NllLoss(CompileContext&, const Op& op, const OpBuffers& buffers) 
   });
 }
 
-StepFn compile_NllLossWithSoftmaxGrad(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_NllLossWithSoftmaxGrad(CompileContext&, const KernelOp& op,
+                                      const OpBuffers& buffers) {
   const NllPlan p = plan_nll(op);
   return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;

@@ -10,7 +10,7 @@ namespace {
 
 /// y[i] = f(seed0, seed1, i) for the worker's share of the output.
 template <typename F>
-StepFn generate(const Op& op, const OpBuffers& buffers, F f) {
+StepFn generate(const KernelOp& op, const OpBuffers& buffers, F f) {
   const std::uint32_t* seed = typed<const std::uint32_t>(buffers.inputs[0]);
   const std::int64_t n = op.output(0).nelms();
   return dispatch_float(op, op.output(0).dtype(), [&](auto t) -> StepFn {
@@ -27,7 +27,7 @@ StepFn generate(const Op& op, const OpBuffers& buffers, F f) {
 
 } // namespace
 
-StepFn compile_Dropout(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Dropout(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const double ratio = op.attrs_as<ScalarAttrs>().a;
   // Compared in double, as the rule is stated: float(p) would flip ~1 in 2^24 decisions.
   const double p = ratio;
@@ -49,7 +49,7 @@ StepFn compile_Dropout(CompileContext&, const Op& op, const OpBuffers& buffers) 
   });
 }
 
-StepFn compile_RandomUniform(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_RandomUniform(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& attrs = op.attrs_as<CreateAttrs>();
   const double low = attrs.a, width = attrs.b - attrs.a;
   return generate(op, buffers, [=](std::uint32_t s0, std::uint32_t s1, std::uint64_t i) {
@@ -57,7 +57,7 @@ StepFn compile_RandomUniform(CompileContext&, const Op& op, const OpBuffers& buf
   });
 }
 
-StepFn compile_RandomNormal(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_RandomNormal(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& attrs = op.attrs_as<CreateAttrs>();
   const double mean = attrs.a, stddev = attrs.b;
   return generate(op, buffers, [=](std::uint32_t s0, std::uint32_t s1, std::uint64_t i) {
@@ -65,7 +65,7 @@ StepFn compile_RandomNormal(CompileContext&, const Op& op, const OpBuffers& buff
   });
 }
 
-StepFn compile_SplitRandomSeed(CompileContext&, const Op&, const OpBuffers& buffers) {
+StepFn compile_SplitRandomSeed(CompileContext&, const KernelOp&, const OpBuffers& buffers) {
   const std::uint32_t* seed = typed<const std::uint32_t>(buffers.inputs[0]);
   std::vector<std::uint32_t*> outs;
   for (auto* o : buffers.outputs)

@@ -59,10 +59,12 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
   };
 }
 
-std::vector<std::int64_t> reduce_axes(const Op& op) { return op.attrs_as<ReduceAttrs>().axes; }
+std::vector<std::int64_t> reduce_axes(const KernelOp& op) {
+  return op.attrs_as<ReduceAttrs>().axes;
+}
 
 template <bool Mean>
-StepFn sum_like(const Op& op, const OpBuffers& buffers) {
+StepFn sum_like(const KernelOp& op, const OpBuffers& buffers) {
   const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
   const auto count = static_cast<double>(p.n_reduced);
   const DType d = op.input(0).dtype();
@@ -97,7 +99,7 @@ StepFn sum_like(const Op& op, const OpBuffers& buffers) {
 
 /// Max (`Greater` true) or min; NaN propagates.
 template <bool Greater>
-StepFn extremum(const Op& op, const OpBuffers& buffers) {
+StepFn extremum(const KernelOp& op, const OpBuffers& buffers) {
   const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
   const DType d = op.input(0).dtype();
   const auto build = [&](auto t) -> StepFn {
@@ -128,23 +130,23 @@ StepFn extremum(const Op& op, const OpBuffers& buffers) {
 
 } // namespace
 
-StepFn compile_ReduceSum(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ReduceSum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return sum_like<false>(op, buffers);
 }
 
-StepFn compile_ReduceMean(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ReduceMean(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return sum_like<true>(op, buffers);
 }
 
-StepFn compile_ReduceMax(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ReduceMax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return extremum<true>(op, buffers);
 }
 
-StepFn compile_ReduceMin(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ReduceMin(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return extremum<false>(op, buffers);
 }
 
-StepFn compile_ArgMax(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ArgMax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto axis = op.attrs_as<AxisAttrs>().axis;
   const auto p = plan_reduce(op.input(0).shape(), {axis});
   const DType d = op.input(0).dtype();

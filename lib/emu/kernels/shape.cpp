@@ -84,12 +84,12 @@ struct Segment {
 
 } // namespace
 
-StepFn compile_Reshape(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Reshape(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.output(0).spec();
   return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
 }
 
-StepFn compile_Transpose(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Transpose(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const Shape& in = op.input(0).shape();
   std::vector<std::int64_t> perm = op.attrs_as<TransposeAttrs>().perm;
   if (perm.empty())
@@ -117,7 +117,7 @@ StepFn compile_Transpose(CompileContext&, const Op& op, const OpBuffers& buffers
                          buffers.inputs[0], buffers.outputs[0], nelms(out));
 }
 
-StepFn compile_Slice(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Slice(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& attrs = op.attrs_as<SliceAttrs>();
   const Shape& in = op.input(0).shape();
   const Shape in_strides = strides_of(in);
@@ -133,7 +133,7 @@ StepFn compile_Slice(CompileContext&, const Op& op, const OpBuffers& buffers) {
                          buffers.inputs[0], buffers.outputs[0], nelms(out));
 }
 
-StepFn compile_Concat(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Concat(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
   const Shape& out = op.output(0).shape();
   const std::int64_t inner = nelms(std::span(out).subspan(axis + 1));
@@ -168,7 +168,7 @@ StepFn compile_Concat(CompileContext&, const Op& op, const OpBuffers& buffers) {
   };
 }
 
-StepFn compile_Split(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Split(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto axis = static_cast<std::size_t>(op.attrs_as<SplitAttrs>().axis);
   const Shape& in = op.input(0).shape();
   const std::int64_t inner = nelms(std::span(in).subspan(axis + 1));
@@ -201,7 +201,7 @@ StepFn compile_Split(CompileContext&, const Op& op, const OpBuffers& buffers) {
   };
 }
 
-StepFn compile_Gather(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Gather(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
   const Shape& in = op.input(0).shape();
   const std::int64_t inner = nelms(std::span(in).subspan(axis + 1));
@@ -231,7 +231,7 @@ StepFn compile_Gather(CompileContext&, const Op& op, const OpBuffers& buffers) {
   };
 }
 
-StepFn compile_OneHot(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_OneHot(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& attrs = op.attrs_as<OneHotAttrs>();
   const Shape& idx_shape = op.input(0).shape();
   const auto axis = static_cast<std::size_t>(attrs.axis);
@@ -255,7 +255,7 @@ StepFn compile_OneHot(CompileContext&, const Op& op, const OpBuffers& buffers) {
   });
 }
 
-StepFn compile_Init(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Init(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   if (op.attrs_as<CreateAttrs>().init == InitType::undef)
     return [](unsigned, unsigned) {};
   const auto& spec = op.output(0).spec();

@@ -26,7 +26,7 @@ RowPlan plan_rows(const Shape& shape, std::int64_t axis) {
 }
 
 template <bool Log>
-StepFn softmax_like(const Op& op, const OpBuffers& buffers) {
+StepFn softmax_like(const KernelOp& op, const OpBuffers& buffers) {
   const auto p = plan_rows(op.input(0).shape(), op.attrs_as<AxisAttrs>().axis);
   const DType d = op.input(0).dtype();
   const auto build = [&](auto t) -> StepFn {
@@ -63,11 +63,11 @@ StepFn softmax_like(const Op& op, const OpBuffers& buffers) {
 
 } // namespace
 
-StepFn compile_Softmax(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Softmax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return softmax_like<false>(op, buffers);
 }
 
-StepFn compile_LogSoftmax(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_LogSoftmax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return softmax_like<true>(op, buffers);
 }
 

@@ -22,7 +22,7 @@ StepFn map_step(const OpBuffers& buffers, std::int64_t n, F f) {
 
 /// A float32/float16 op computing `f` in float.
 template <typename F>
-StepFn float_unary(const Op& op, const OpBuffers& buffers, F f) {
+StepFn float_unary(const KernelOp& op, const OpBuffers& buffers, F f) {
   const auto& spec = op.input(0).spec();
   switch (spec.dtype) {
   case float32:
@@ -36,7 +36,7 @@ StepFn float_unary(const Op& op, const OpBuffers& buffers, F f) {
 
 /// Also int32; `fi` works on int32 with wrap-around (two's complement) instead of overflow.
 template <typename F, typename G>
-StepFn signed_unary(const Op& op, const OpBuffers& buffers, F f, G fi) {
+StepFn signed_unary(const KernelOp& op, const OpBuffers& buffers, F f, G fi) {
   const auto& spec = op.input(0).spec();
   if (spec.dtype == int32)
     return map_step<std::int32_t, std::int32_t>(buffers, spec.nelms(), fi);
@@ -77,30 +77,30 @@ PXL_VECTOR_CLONES void tanh_f32(const float* x, float* y, std::int64_t n) {
 
 } // namespace
 
-StepFn compile_Negate(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Negate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return signed_unary(
       op, buffers, [](float x) { return -x; }, wrap_negate);
 }
 
-StepFn compile_Abs(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Abs(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return signed_unary(
       op, buffers, [](float x) { return std::fabs(x); },
       [](std::int32_t x) { return x < 0 ? wrap_negate(x) : x; });
 }
 
-StepFn compile_Exp(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Exp(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return float_unary(op, buffers, [](float x) { return std::exp(x); });
 }
 
-StepFn compile_Log(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Log(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return float_unary(op, buffers, [](float x) { return std::log(x); });
 }
 
-StepFn compile_Sqrt(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Sqrt(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return float_unary(op, buffers, [](float x) { return std::sqrt(x); });
 }
 
-StepFn compile_Tanh(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Tanh(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   if (op.input(0).dtype() == float32) {
     const float* x = typed<const float>(buffers.inputs[0]);
     float* y = typed<float>(buffers.outputs[0]);
@@ -113,16 +113,16 @@ StepFn compile_Tanh(CompileContext&, const Op& op, const OpBuffers& buffers) {
   return float_unary(op, buffers, [](float x) { return tanh_bounded(x); });
 }
 
-StepFn compile_Sigmoid(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Sigmoid(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return float_unary(op, buffers, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
 }
 
-StepFn compile_Relu(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Relu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   // NaN propagates; -0 becomes +0.
   return float_unary(op, buffers, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
 }
 
-StepFn compile_GeluErf(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_GeluErf(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   // 1 + erf(z) == erfc(-z), avoiding cancellation for negative x; double because erfc(z)
   // amplifies the rounding of z by ~2z², which float would make visible in the tail. (Gelu, the
   // tanh form, lives in gelu.cpp.)
@@ -132,11 +132,11 @@ StepFn compile_GeluErf(CompileContext&, const Op& op, const OpBuffers& buffers) 
   });
 }
 
-StepFn compile_LogicalNot(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_LogicalNot(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return map_step<bool, bool>(buffers, op.input(0).nelms(), [](bool x) { return !x; });
 }
 
-StepFn compile_IsNan(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_IsNan(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.input(0).spec();
   const auto is_nan = [](float x) { return x != x; };
   switch (spec.dtype) {
@@ -149,7 +149,7 @@ StepFn compile_IsNan(CompileContext&, const Op& op, const OpBuffers& buffers) {
   }
 }
 
-StepFn compile_Cast(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& in = op.input(0).spec();
   const DType to = op.output(0).dtype();
   if (in.dtype == to)
@@ -170,12 +170,12 @@ StepFn compile_Cast(CompileContext&, const Op& op, const OpBuffers& buffers) {
   });
 }
 
-StepFn compile_Identity(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Identity(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.input(0).spec();
   return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
 }
 
-StepFn compile_Detach(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Detach(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   return compile_Identity(ctx, op, buffers);
 }
 

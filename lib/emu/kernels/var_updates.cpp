@@ -9,7 +9,7 @@ namespace {
 /// Calls `f(type_c<X>, type_c<Y>)` for the float dtypes of `x` and `y` (which may differ: a
 /// float16 gradient may update a float32 accumulator).
 template <typename F>
-StepFn float_pair(const Op& op, DType x, DType y, F f) {
+StepFn float_pair(const KernelOp& op, DType x, DType y, F f) {
   const auto second = [&](auto tx) -> StepFn {
     switch (y) {
     case float32:
@@ -47,7 +47,7 @@ scaled_add_f32_inplace(float* x, const float* y, std::int64_t n, double a, doubl
 
 /// out = a·x + b·y with y broadcast to the output's shape. The scalars are doubles and the
 /// arithmetic is too, so each element is the exactly rounded value of the formula.
-StepFn scaled_add_step(const Op& op, const OpBuffers& buffers, double a, double b) {
+StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b) {
   const auto& out = op.output(0).spec();
   const auto map = make_broadcast_map<2>(out.shape, {op.input(0).shape(), op.input(1).shape()});
   const std::int64_t n = out.nelms();
@@ -89,7 +89,7 @@ StepFn scaled_add_step(const Op& op, const OpBuffers& buffers, double a, double 
 
 } // namespace
 
-StepFn compile_AddInplace(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_AddInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   if (op.input(0).dtype() != int32)
     return scaled_add_step(op, buffers, 1.0, 1.0);
   const auto map =
@@ -110,25 +110,25 @@ StepFn compile_AddInplace(CompileContext&, const Op& op, const OpBuffers& buffer
   };
 }
 
-StepFn compile_ScaledAdd(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ScaledAdd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& s = op.attrs_as<ScalarAttrs>();
   return scaled_add_step(op, buffers, s.a, s.b);
 }
 
-StepFn compile_ScaledAddInplace(CompileContext& ctx, const Op& op, const OpBuffers& buffers) {
+StepFn compile_ScaledAddInplace(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   return compile_ScaledAdd(ctx, op, buffers);
 }
 
-StepFn compile_Accumulate(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_Accumulate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return scaled_add_step(op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a);
 }
 
-StepFn compile_CopyVarUpdate(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_CopyVarUpdate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.output(0).spec();
   return copy_step(buffers.outputs[0], buffers.inputs[1], spec.nelms(), size_of(spec.dtype));
 }
 
-StepFn compile_AccumulatorScale(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_AccumulatorScale(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const double f = op.attrs_as<ScalarAttrs>().a;
   const auto& spec = op.output(0).spec();
   const std::int64_t n = spec.nelms();
@@ -151,7 +151,7 @@ StepFn compile_AccumulatorScale(CompileContext&, const Op& op, const OpBuffers& 
   }
 }
 
-StepFn compile_AccumulatorZero(CompileContext&, const Op& op, const OpBuffers& buffers) {
+StepFn compile_AccumulatorZero(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.output(0).spec();
   return zero_step(buffers.outputs[0], spec.nelms(), size_of(spec.dtype));
 }

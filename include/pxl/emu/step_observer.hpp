@@ -1,0 +1,60 @@
+// pxl::emu::StepInfo and StepObserver: what each step of a compiled program is, and a hook
+// that sees every step a run executes.
+#pragma once
+
+#include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/view.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+namespace pxl::emu {
+
+/// How the emulator executes a step.
+enum class StepKind : std::uint8_t {
+  kernel,       ///< one op's kernel
+  fused_matmul, ///< a MatMul with transposes read in place and/or an in-place update folded in
+  copy,         ///< a buffer copy the compiler added (inlined-call boundaries)
+  call,         ///< an outlined call: arguments in, the callee's steps, results out
+  repeat,       ///< a loop over an outlined body
+};
+
+/// A compiled step, fixed at compile time. Byte and flop counts are per replica.
+struct StepInfo {
+  StepKind kind = StepKind::kernel;
+  /// The op the step executes (for a fused step, the op it was fused into: the MatMul, placed
+  /// at its update's position); none for a copy.
+  std::optional<OpId> op;
+  OpKind op_kind = OpKind::Identity; ///< meaningful when `op` is set
+  GraphId graph;                     ///< the graph whose program holds the step
+  std::int64_t ipu = 0;
+  std::int64_t bytes_read = 0;
+  std::int64_t bytes_written = 0;
+  /// Floating-point operations (a multiply-add counts two); element operations for
+  /// non-arithmetic kernels; 0 for copies. For call and repeat: the arguments' copies only,
+  /// the callee's steps are reported on their own.
+  std::int64_t flops = 0;
+  std::optional<GraphId> callee; ///< call and repeat
+  std::int64_t trips = 1;        ///< repeat: iterations
+};
+
+/// Host timing of one executed step: from the start of the step on every replica to the
+/// barrier that ends it.
+struct StepTiming {
+  std::chrono::steady_clock::time_point start, end;
+};
+
+/// Sees every step a run executes, in execution order (a callee's steps before the call step
+/// that encloses them completes; a loop body's steps once per iteration). Called on one
+/// emulator thread while the other workers wait, so an observer needs no locking of its own
+/// but should be quick; it must not call back into the Session. Without an observer a run
+/// pays nothing for this.
+class StepObserver {
+public:
+  virtual ~StepObserver() = default;
+  /// `replicas` replicas executed the step together.
+  virtual void on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) = 0;
+};
+
+} // namespace pxl::emu

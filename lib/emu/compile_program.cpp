@@ -1,0 +1,309 @@
+// compile_program: every reachable graph to a GraphProgram, once per Session.
+#include "first_fit.hpp"
+#include "flatten.hpp"
+#include "fusion.hpp"
+#include "program.hpp"
+
+#include "aligned_bytes.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace pxl::emu::detail {
+
+namespace {
+
+bool is_static(const IrView& ir, TensorId t) {
+  const auto k = ir.kind(t);
+  return k == TensorKind::variable || k == TensorKind::constant;
+}
+
+/// Floating-point operations of one execution of `op` (a multiply-add counts two), or its
+/// element operations for kernels that do no arithmetic worth counting apart.
+std::int64_t flops_of(const IrView& ir, OpId op) {
+  const auto inputs = ir.inputs(op), outputs = ir.outputs(op);
+  std::int64_t out = 0, in = 0;
+  for (TensorId t : outputs)
+    out += ir.spec(t).nelms();
+  for (TensorId t : inputs)
+    in = std::max(in, ir.spec(t).nelms());
+  if (ir.kind(op) == OpKind::MatMul) {
+    const Shape& a = ir.spec(inputs[0]).shape;
+    const std::int64_t k = a.empty() ? 1 : a.back();
+    return 2 * out * k;
+  }
+  return std::max(out, in);
+}
+
+class Compiler {
+public:
+  Compiler(const IrView& ir, const Target& target) : ir_(ir), target_(target) {}
+
+  Program run() {
+    p_.graphs.resize(ir_.num_graphs());
+    p_.stream_used.assign(ir_.num_streams(), false);
+    find_reachable();
+    layout_statics();
+    bind_static_inputs();
+    program_of(IrView::main_graph());
+    report_memory();
+    return std::move(p_);
+  }
+
+private:
+  void find_reachable() {
+    p_.reachable.assign(ir_.num_graphs(), false);
+    std::vector<GraphId> todo{IrView::main_graph()};
+    p_.reachable[0] = true;
+    while (!todo.empty()) {
+      const GraphId g = todo.back();
+      todo.pop_back();
+      for (OpId o : ir_.ops(g)) {
+        if (const auto* s = std::get_if<StreamAttrs>(&ir_.attrs(o)))
+          p_.stream_used[s->stream] = true;
+        if (const auto c = ir_.called_graph(o); c && !p_.reachable[c->value]) {
+          p_.reachable[c->value] = true;
+          todo.push_back(*c);
+        }
+      }
+    }
+  }
+
+  void layout_statics() {
+    for (std::uint32_t i = 0; i < ir_.num_tensors(); ++i) {
+      const TensorId t{i};
+      if (!is_static(ir_, t) || !p_.reachable[ir_.graph(t).value])
+        continue;
+      const std::size_t bytes = ir_.spec(t).nbytes();
+      p_.statics.push_back({t, p_.static_bytes, bytes});
+      p_.static_bytes += align_up(bytes);
+      tensors_.push_back(
+          {ir_.id(t), ir_.name(ir_.graph(t)), ir_.ipu(t), static_cast<std::int64_t>(bytes), true});
+    }
+  }
+
+  static constexpr std::uint32_t no_binding = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t unseen = no_binding - 1; ///< no outlined call site seen yet
+
+  /// By graph and input: the variable or constant that every outlined call site passes by
+  /// reference there (the graph then works on it directly, with no copies in or back).
+  void bind_static_inputs() {
+    binding_.resize(ir_.num_graphs());
+    for (std::uint32_t g = 0; g < ir_.num_graphs(); ++g)
+      binding_[g].assign(ir_.inputs(GraphId{g}).size(), unseen);
+    for (std::uint32_t g = 0; g < ir_.num_graphs(); ++g) {
+      if (!p_.reachable[g])
+        continue;
+      for (OpId o : ir_.ops(GraphId{g})) {
+        const auto callee = ir_.called_graph(o);
+        if (!callee || (ir_.kind(o) == OpKind::Call && ir_.attrs_as<CallAttrs>(o).inline_graph))
+          continue;
+        const auto inputs = ir_.inputs(o);
+        auto& binding = binding_[callee->value];
+        for (std::size_t i = 0; i < inputs.size() && i < binding.size(); ++i) {
+          const TensorId t = inputs[i];
+          // A by-ref input bound to a variable or constant, and to nothing else at this site
+          // (another input bound to it would see the callee's writes).
+          const bool aliasable = ir_.input_is_by_ref(*callee, i) && is_static(ir_, t) &&
+                                 std::count(inputs.begin(), inputs.end(), t) == 1;
+          const std::uint32_t here = aliasable ? t.value : no_binding;
+          binding[i] = binding[i] == unseen || binding[i] == here ? here : no_binding;
+        }
+      }
+    }
+    for (auto& binding : binding_)
+      std::ranges::replace(binding, unseen, no_binding);
+  }
+
+  const GraphProgram& program_of(GraphId g) {
+    auto& slot = p_.graphs[g.value];
+    if (!slot) {
+      slot = std::make_unique<GraphProgram>();
+      compile(g, *slot);
+    }
+    return *slot;
+  }
+
+  Slot static_slot(TensorId t) const {
+    const StaticTensor* s = p_.find_static(t);
+    PXL_ASSERT(s != nullptr);
+    return Slot{true, ir_.ipu(t), s->offset, s->bytes};
+  }
+
+  void compile(GraphId g, GraphProgram& plan) {
+    FlatSchedule flat = flatten(ir_, g);
+    fuse_transposes(ir_, flat);
+    fuse_matmul_updates(ir_, flat);
+    // Inputs every call site binds to the same variable by reference live in its buffer.
+    for (std::size_t i = 0; i < flat.inputs.size(); ++i)
+      if (const std::uint32_t t = binding_[g.value][i]; t != no_binding) {
+        flat.values[flat.inputs[i]].is_static = true;
+        flat.values[flat.inputs[i]].tensor = TensorId{t};
+      }
+    const auto num_steps = static_cast<std::int64_t>(flat.steps.size());
+    const auto num_ipus = static_cast<std::size_t>(target_.ipus);
+    const auto& values = flat.values;
+    plan.graph = g;
+
+    // Lifetimes over the flattened steps; the graph's inputs are live throughout (the caller
+    // copies them in before the first step) and its outputs until the end.
+    std::vector<Lifetime> lives(values.size(), Lifetime{num_steps, -1, 0});
+    auto touch = [&](std::size_t v, std::int64_t step) {
+      lives[v].first = std::min(lives[v].first, step);
+      lives[v].last = std::max(lives[v].last, step);
+    };
+    for (std::int64_t s = 0; s < num_steps; ++s) {
+      const auto& step = flat.steps[static_cast<std::size_t>(s)];
+      for (auto v : step.outputs)
+        touch(v, s);
+      for (auto v : step.inputs)
+        touch(v, s);
+    }
+    for (auto v : flat.inputs) {
+      touch(v, 0);
+      touch(v, num_steps);
+    }
+    for (auto v : flat.outputs)
+      touch(v, num_steps);
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      lives[v].first = std::min(lives[v].first, lives[v].last);
+      lives[v].bytes = values[v].bytes;
+    }
+
+    // Place each IPU's values in that IPU's arena; static values are in the static block.
+    std::vector<Slot> slots(values.size());
+    plan.arena_bytes.assign(num_ipus, 0);
+    plan.peak.assign(num_ipus, 0);
+    plan.ops.assign(num_ipus, 0);
+    for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
+      std::vector<Lifetime> ipu_lives;
+      std::vector<std::size_t> ids;
+      for (std::size_t v = 0; v < values.size(); ++v)
+        if (!values[v].is_static && static_cast<std::size_t>(values[v].ipu) == ipu) {
+          ipu_lives.push_back(lives[v]);
+          ids.push_back(v);
+        }
+      std::vector<std::int64_t> offsets;
+      plan.arena_bytes[ipu] = static_cast<std::size_t>(place_first_fit(ipu_lives, offsets));
+      for (std::size_t k = 0; k < ids.size(); ++k)
+        slots[ids[k]] =
+            Slot{false, static_cast<std::int64_t>(ipu), static_cast<std::size_t>(offsets[k]),
+                 static_cast<std::size_t>(values[ids[k]].bytes)};
+    }
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      if (values[v].is_static) {
+        slots[v] = static_slot(values[v].tensor);
+        continue;
+      }
+      tensors_.push_back(
+          {ir_.id(values[v].tensor), ir_.name(g), values[v].ipu, values[v].bytes, false});
+    }
+    for (auto v : flat.inputs)
+      plan.inputs.push_back(slots[v]);
+    for (auto v : flat.outputs)
+      plan.outputs.push_back(slots[v]);
+
+    // The liveness peak per IPU, from the changes in live bytes at each step (an outlined
+    // graph's peak counts at its call step).
+    std::vector<std::vector<std::int64_t>> live(
+        num_ipus, std::vector<std::int64_t>(static_cast<std::size_t>(num_steps) + 2, 0));
+    for (std::size_t v = 0; v < values.size(); ++v)
+      if (!values[v].is_static) {
+        const auto bytes =
+            static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
+        auto& delta = live[static_cast<std::size_t>(values[v].ipu)];
+        delta[static_cast<std::size_t>(lives[v].first)] += bytes;
+        delta[static_cast<std::size_t>(lives[v].last) + 1] -= bytes;
+      }
+    for (auto& delta : live)
+      for (std::size_t s = 1; s < delta.size(); ++s)
+        delta[s] += delta[s - 1];
+
+    // Steps. Every step is code: an inlined graph's ops are counted once per inlined site.
+    plan.steps.reserve(flat.steps.size());
+    for (std::int64_t s = 0; s < num_steps; ++s) {
+      const auto& step = flat.steps[static_cast<std::size_t>(s)];
+      plan.ops[static_cast<std::size_t>(step.ipu)] += 1;
+      ProgramStep out;
+      for (auto v : step.inputs) {
+        out.inputs.push_back(slots[v]);
+        out.info.bytes_read += values[v].bytes;
+      }
+      for (auto v : step.outputs) {
+        out.outputs.push_back(slots[v]);
+        out.info.bytes_written += values[v].bytes;
+      }
+      out.info.graph = g;
+      out.info.ipu = step.ipu;
+      if (step.is_copy()) {
+        out.info.kind = StepKind::copy;
+        plan.steps.push_back(std::move(out));
+        continue;
+      }
+      const OpId op = *step.op;
+      out.info.op = op;
+      out.info.op_kind = ir_.kind(op);
+      if (const auto callee = ir_.called_graph(op)) {
+        const GraphProgram& callee_plan = program_of(*callee);
+        out.info.kind = out.info.op_kind == OpKind::Repeat ? StepKind::repeat : StepKind::call;
+        out.info.callee = *callee;
+        out.info.trips = ir_.attrs_as<CallAttrs>(op).repeat_count;
+        out.callee = &callee_plan;
+        for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
+          live[ipu][static_cast<std::size_t>(s)] += callee_plan.peak[ipu];
+      } else {
+        out.info.kind = step.is_fused() ? StepKind::fused_matmul : StepKind::kernel;
+        out.info.flops = flops_of(ir_, op);
+        out.fusion = step.fusion;
+      }
+      plan.steps.push_back(std::move(out));
+    }
+    for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
+      plan.peak[ipu] = *std::max_element(live[ipu].begin(), live[ipu].end());
+  }
+
+  void report_memory() {
+    MemoryReport& r = p_.memory;
+    const auto num_ipus = static_cast<std::size_t>(target_.ipus);
+    for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
+      IpuMemory m;
+      m.ipu = static_cast<std::int64_t>(ipu);
+      m.capacity = target_.bytes_per_ipu();
+      for (const StaticTensor& s : p_.statics) {
+        if (static_cast<std::size_t>(ir_.ipu(s.tensor)) != ipu)
+          continue;
+        (ir_.kind(s.tensor) == TensorKind::variable ? m.variables : m.constants) +=
+            static_cast<std::int64_t>(s.bytes);
+      }
+      // An outlined graph's code exists once however many call sites it has.
+      for (const auto& g : p_.graphs)
+        if (g)
+          m.code += g->ops[ipu] * target_.code_bytes_per_op;
+      m.not_always_live_peak = p_.main().peak[ipu];
+      r.ipus.push_back(m);
+    }
+    r.tensors = std::move(tensors_);
+    std::stable_sort(r.tensors.begin(), r.tensors.end(),
+                     [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  }
+
+  const IrView& ir_;
+  const Target& target_;
+  Program p_;
+  std::vector<std::vector<std::uint32_t>> binding_;
+  std::vector<TensorMemory> tensors_;
+};
+
+} // namespace
+
+const StaticTensor* Program::find_static(TensorId t) const {
+  auto it = std::ranges::lower_bound(statics, t, {}, &StaticTensor::tensor);
+  return it != statics.end() && it->tensor == t ? &*it : nullptr;
+}
+
+Program compile_program(const IrView& view, const Target& target) {
+  return Compiler(view, target).run();
+}
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,82 @@
+// The compiled form of an Ir: per graph a fixed schedule of steps over buffer slots, the
+// buffer layout, and the memory report. Compiled once per Session, whatever the replication
+// factor; replicas bind it to their own memory (replica.hpp).
+#pragma once
+
+#include "kernel.hpp"
+
+#include "pxl/emu/memory_report.hpp"
+#include "pxl/emu/step_observer.hpp"
+#include "pxl/emu/target.hpp"
+#include "pxl/ir/view.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+/// Where a buffer lives in a replica's memory: at `offset` in the static block (variables
+/// and constants) or in its graph's arena of one IPU.
+struct Slot {
+  bool is_static = false;
+  std::int64_t ipu = 0;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
+struct GraphProgram;
+
+/// One step of a graph's schedule.
+struct ProgramStep {
+  StepInfo info;
+  std::vector<Slot> inputs, outputs;
+  MatMulFusion fusion;                  ///< StepKind::fused_matmul
+  const GraphProgram* callee = nullptr; ///< StepKind::call and repeat
+};
+
+/// One graph, compiled once however many call sites it has. Its intermediates and inputs
+/// live in its own arenas (one per IPU), placed by liveness.
+struct GraphProgram {
+  GraphId graph;
+  std::vector<ProgramStep> steps;
+  std::vector<Slot> inputs, outputs;    ///< the graph's inputs and outputs
+  std::vector<std::size_t> arena_bytes; ///< per IPU
+  /// Per IPU: the most intermediate bytes live at once while this graph runs, counting a
+  /// called graph's peak at its call step.
+  std::vector<std::int64_t> peak;
+  /// Per IPU: steps compiled for this graph (its code).
+  std::vector<std::int64_t> ops;
+};
+
+/// A static tensor (variable or constant) of the compiled graphs and its place.
+struct StaticTensor {
+  TensorId tensor;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
+struct Program {
+  /// By graph: the main graph's and each outlined graph's program; null for graphs that do
+  /// not run or only run inlined into their callers.
+  std::vector<std::unique_ptr<GraphProgram>> graphs;
+  /// By graph: whether it runs (reachable from the main graph), outlined or inlined.
+  std::vector<bool> reachable;
+  std::vector<StaticTensor> statics; ///< in tensor order
+  std::size_t static_bytes = 0;
+  /// By stream: whether a compiled host_load / host_store uses it.
+  std::vector<bool> stream_used;
+  MemoryReport memory;
+
+  const GraphProgram& main() const { return *graphs[0]; }
+  /// The static tensor `t`, or null when it is not part of the program.
+  const StaticTensor* find_static(TensorId t) const;
+};
+
+/// Compiles every graph reachable from the main graph: flattening (inlined calls), fusions,
+/// lifetimes and first-fit placement, step descriptions and the memory report. Pure: reads
+/// the Ir through `view`, allocates no device memory. Cost is near-linear in the op count.
+Program compile_program(const IrView& view, const Target& target);
+
+} // namespace pxl::emu::detail

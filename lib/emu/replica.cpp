@@ -1,0 +1,153 @@
+#include "replica.hpp"
+#include "compile_context.hpp"
+
+#include "pxl/core/error.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace pxl::emu::detail {
+
+Replica::Replica(const Program& program, const IrView& view, std::span<const StreamState> streams,
+                 unsigned num_workers)
+    : program_(program), graphs_(program.graphs.size()), ports_(streams.size()) {
+  static_ = allocate_aligned(program.static_bytes);
+  // Constants are set at compile time, as Poplar does; variables arrive with weights_from_host.
+  for (const StaticTensor& s : program.statics)
+    if (const HostTensor* data = view.data(s.tensor);
+        data && view.kind(s.tensor) == TensorKind::constant)
+      std::memcpy(static_.get() + s.offset, data->bytes().data(), data->nbytes());
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    ports_[i].position.resize(num_workers);
+    if (!streams[i].host_to_device)
+      ports_[i].last_element = HostTensor(streams[i].spec);
+  }
+  // Every arena before any step, so that a call step can address its callee's buffers.
+  for (const auto& g : program.graphs)
+    if (g) {
+      for (std::size_t bytes : g->arena_bytes)
+        graphs_[g->graph.value].arenas.push_back(allocate_aligned(bytes));
+      graphs_[g->graph.value].steps.reserve(g->steps.size());
+    }
+}
+
+std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
+                                                    std::span<StreamState> streams,
+                                                    unsigned num_workers, std::size_t count) {
+  std::vector<std::unique_ptr<Replica>> replicas;
+  std::vector<CompileContext> contexts;
+  for (std::size_t r = 0; r < count; ++r) {
+    replicas.push_back(std::make_unique<Replica>(program, view, streams, num_workers));
+    contexts.push_back({num_workers, streams, replicas.back()->ports()});
+  }
+  OpBuffers buffers; // reused: binding allocates only what the steps keep
+  for (const auto& g : program.graphs)
+    if (g)
+      for (std::size_t i = 0; i < g->steps.size(); ++i)
+        for (std::size_t r = 0; r < count; ++r)
+          replicas[r]->bind_step(*g, i, view, contexts[r], buffers);
+  return replicas;
+}
+
+std::byte* Replica::address(TensorId t) const {
+  const StaticTensor* s = program_.find_static(t);
+  return s ? static_.get() + s->offset : nullptr;
+}
+
+std::byte* Replica::resolve(const GraphProgram& g, const Slot& s) const {
+  if (s.is_static)
+    return static_.get() + s.offset;
+  return graphs_[g.graph.value].arenas[static_cast<std::size_t>(s.ipu)].get() + s.offset;
+}
+
+void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view,
+                        CompileContext& ctx, OpBuffers& buffers) {
+  const ProgramStep& step = g.steps[i];
+  auto& steps = graphs_[g.graph.value].steps;
+  PXL_ASSERT(steps.size() == i);
+  buffers.inputs.clear();
+  buffers.outputs.clear();
+  for (const Slot& s : step.inputs)
+    buffers.inputs.push_back(resolve(g, s));
+  for (const Slot& s : step.outputs)
+    buffers.outputs.push_back(resolve(g, s));
+  BoundStep bound;
+  switch (step.info.kind) {
+  case StepKind::copy: {
+    auto copy = std::make_shared<CopyList>();
+    copy->add(buffers.outputs[0], buffers.inputs[0], step.inputs[0].bytes);
+    bound.run = [copy](unsigned w, unsigned n) { copy->run(w, n); };
+    break;
+  }
+  case StepKind::call:
+  case StepKind::repeat:
+    bound.call = bind_call(g, step, view);
+    break;
+  case StepKind::fused_matmul:
+    bound.run = compile_fused_matmul(ctx, KernelOp(view, *step.info.op), step.fusion, buffers);
+    break;
+  case StepKind::kernel: {
+    const CompileFn compile = kernel_table[static_cast<std::size_t>(step.info.op_kind)];
+    PXL_ASSERT(compile != nullptr);
+    bound.run = compile(ctx, KernelOp(view, *step.info.op), buffers);
+    break;
+  }
+  }
+  steps.push_back(std::move(bound));
+}
+
+namespace {
+bool overlaps(const std::byte* a, std::size_t na, const std::byte* b, std::size_t nb) {
+  return a < b + nb && b < a + na;
+}
+} // namespace
+
+std::unique_ptr<const CallCopies> Replica::bind_call(const GraphProgram& g, const ProgramStep& step,
+                                                     const IrView& view) const {
+  const GraphProgram& callee = *step.callee;
+  auto c = std::make_unique<CallCopies>();
+  std::vector<std::byte*> in, out, callee_in, callee_out;
+  for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+    std::byte* arg = resolve(g, step.inputs[i]);
+    std::byte* param = resolve(callee, callee.inputs[i]);
+    c->in.add(param, arg, callee.inputs[i].bytes);
+    if (view.input_is_by_ref(callee.graph, i))
+      c->back.add(arg, param, callee.inputs[i].bytes);
+    callee_in.push_back(param);
+  }
+  for (std::size_t i = 0; i < step.outputs.size(); ++i) {
+    std::byte* result = resolve(callee, callee.outputs[i]);
+    c->out.add(resolve(g, step.outputs[i]), result, callee.outputs[i].bytes);
+    callee_out.push_back(result);
+  }
+  if (step.info.kind != StepKind::repeat)
+    return c;
+  // Loop-carried values: iteration k-1's outputs are iteration k's first inputs. An output
+  // may be an input itself (or alias one in place); copying in sequence could then read a
+  // value already overwritten, so such loops go through a staging buffer.
+  const std::size_t carried = callee.outputs.size();
+  bool staged = false;
+  for (std::size_t i = 0; i < carried; ++i)
+    for (std::size_t j = 0; j < carried; ++j)
+      if (i != j &&
+          overlaps(callee_out[i], callee.outputs[i].bytes, callee_in[j], callee.inputs[j].bytes))
+        staged = true;
+  if (!staged) {
+    for (std::size_t i = 0; i < carried; ++i)
+      c->carry.add(callee_in[i], callee_out[i], callee.outputs[i].bytes);
+    return c;
+  }
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < carried; ++i)
+    total += align_up(callee.outputs[i].bytes);
+  c->staging = allocate_aligned(total);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < carried; ++i) {
+    c->carry.add(c->staging.get() + offset, callee_out[i], callee.outputs[i].bytes);
+    c->unstage.add(callee_in[i], c->staging.get() + offset, callee.outputs[i].bytes);
+    offset += align_up(callee.outputs[i].bytes);
+  }
+  return c;
+}
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,77 @@
+// A Replica: the Program bound to one replica's device memory and streams.
+#pragma once
+
+#include "aligned_bytes.hpp"
+#include "copy_list.hpp"
+#include "program.hpp"
+#include "stream_state.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+/// The copies around an outlined call or loop, in one replica: arguments in, results out,
+/// by-ref inputs back; for a loop also the carried values from one iteration to the next
+/// (through `staging` when an output shares a buffer with another input).
+struct CallCopies {
+  CopyList in, out, back;
+  CopyList carry, unstage;
+  AlignedBytes staging;
+};
+
+/// A step of one replica: its kernel (or copy) bound to the replica's buffers, or the copies
+/// of a call or loop whose callee the Executor steps.
+struct BoundStep {
+  StepFn run;
+  std::unique_ptr<const CallCopies> call;
+};
+
+/// One replica's memory (the static block of variables and constants, and an arena per IPU
+/// for each graph program) and its bound steps. Binding allocates everything; nothing is
+/// allocated while running. Not movable: steps hold addresses into it. Made by make_replicas.
+class Replica {
+public:
+  /// Allocates the replica's memory (constants set); its steps are bound by make_replicas.
+  Replica(const Program& program, const IrView& view, std::span<const StreamState> streams,
+          unsigned num_workers);
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+
+  /// The device buffer of a variable or constant of the program, or null.
+  std::byte* address(TensorId t) const;
+  /// Step `i` of graph program `g`.
+  const BoundStep& step(const GraphProgram& g, std::size_t i) const {
+    return graphs_[g.graph.value].steps[i];
+  }
+  std::span<StreamPort> ports() { return ports_; }
+
+  /// Binds step `i` of `g` (steps are bound in order) to this replica's buffers, reusing
+  /// `buffers` as scratch.
+  void bind_step(const GraphProgram& g, std::size_t i, const IrView& view, CompileContext& ctx,
+                 OpBuffers& buffers);
+
+private:
+  struct BoundGraph {
+    std::vector<AlignedBytes> arenas; ///< per IPU
+    std::vector<BoundStep> steps;
+  };
+  std::byte* resolve(const GraphProgram& g, const Slot& s) const;
+  std::unique_ptr<const CallCopies> bind_call(const GraphProgram& g, const ProgramStep& step,
+                                              const IrView& view) const;
+
+  const Program& program_;
+  AlignedBytes static_;
+  std::vector<BoundGraph> graphs_; ///< by graph index; empty for graphs without a program
+  std::vector<StreamPort> ports_;  ///< by stream index
+};
+
+/// `count` replicas of `program`, bound step by step: each step for every replica before the
+/// next, so the Ir is read once however many replicas there are.
+std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
+                                                    std::span<StreamState> streams,
+                                                    unsigned num_workers, std::size_t count);
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,115 @@
+// Step observers: every executed step with its StepInfo, in execution order; none, no cost.
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using namespace pxl;
+
+namespace {
+struct Recorder final : emu::StepObserver {
+  struct Event {
+    emu::StepInfo info;
+    std::int64_t replicas = 0;
+    bool ordered = false;
+  };
+  std::vector<Event> events;
+  void on_step(const emu::StepInfo& info, const emu::StepTiming& timing,
+               std::int64_t replicas) override {
+    events.push_back({info, replicas, timing.start <= timing.end});
+  }
+};
+} // namespace
+
+TEST_CASE("An observer sees every step with its op, bytes and flops") {
+  Ir ir;
+  HostToDeviceStream a_stream;
+  DeviceToHostStream y_stream;
+  {
+    auto in_main = ir.main_graph().scope();
+    a_stream = h2d_stream({4, 8}, float32, "a");
+    y_stream = d2h_stream({4, 16}, float32, "y");
+    auto w = variable(HostTensor::full({8, 16}, float32, 0.5), "w");
+    ops::host_store(y_stream, ops::relu(ops::matmul(ops::host_load(a_stream), w)));
+  }
+  for (unsigned workers : {1u, 2u}) {
+    CAPTURE(workers);
+    Session s(ir, "ipu_model", {.workers = workers});
+    auto attached = s.attach();
+    Recorder rec;
+    const auto out = s.run({{a_stream, HostTensor::full({4, 8}, float32, 1.0)}}, &rec);
+    CHECK(out.at(y_stream) == HostTensor::full({4, 16}, float32, 4.0));
+    REQUIRE(rec.events.size() == 4); // HostLoad, MatMul, Relu, HostStore
+    const auto& mm = rec.events[1].info;
+    CHECK(mm.kind == emu::StepKind::kernel);
+    CHECK(mm.op_kind == OpKind::MatMul);
+    CHECK(mm.flops == 2 * 4 * 16 * 8);
+    CHECK(mm.bytes_read == (4 * 8 + 8 * 16) * 4);
+    CHECK(mm.bytes_written == 4 * 16 * 4);
+    CHECK(mm.graph == IrView::main_graph());
+    CHECK(rec.events[0].info.op_kind == OpKind::HostLoad);
+    CHECK(rec.events[2].info.op_kind == OpKind::Relu);
+    CHECK(rec.events[2].info.flops == 4 * 16);
+    CHECK(rec.events[3].info.op_kind == OpKind::HostStore);
+    for (const auto& e : rec.events) {
+      CHECK(e.replicas == 1);
+      CHECK(e.ordered);
+      CHECK(e.info.op.has_value());
+    }
+  }
+}
+
+TEST_CASE("Observed calls and loops: the callee's steps each time, then the enclosing step") {
+  Ir ir(2);
+  DeviceToHostStream y_stream;
+  Graph body;
+  {
+    auto in_main = ir.main_graph().scope();
+    y_stream = d2h_stream({3}, float32, "y");
+    auto w = variable(HostTensor::full({3}, float32, 1.0), "w");
+    body = ir.create_graph(
+        "body", [](Tensor t) { return t * 2.0; }, TensorSpec{{3}, float32});
+    auto looped = ops::repeat(body, 3, {w})[0];
+    ops::host_store(y_stream, looped);
+  }
+  Session s(ir, "ipu_model", {.workers = 2});
+  auto attached = s.attach();
+  Recorder rec;
+  const auto out = s.run({}, &rec);
+  CHECK(out.at(y_stream) == HostTensor({8.f, 8.f, 8.f, 8.f, 8.f, 8.f}, {2, 3}));
+  // The body (one Mul) three times, then the Repeat step, then the HostStore.
+  REQUIRE(rec.events.size() == 5);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(rec.events[static_cast<std::size_t>(i)].info.op_kind == OpKind::Mul);
+    CHECK(rec.events[static_cast<std::size_t>(i)].info.graph == IrView::id(body));
+  }
+  const auto& loop = rec.events[3].info;
+  CHECK(loop.kind == emu::StepKind::repeat);
+  CHECK(loop.callee == IrView::id(body));
+  CHECK(loop.trips == 3);
+  CHECK(rec.events[4].info.op_kind == OpKind::HostStore);
+  for (const auto& e : rec.events)
+    CHECK(e.replicas == 2);
+}
+
+TEST_CASE("Fused steps say so: a transpose read in place and an update folded into a matmul") {
+  Ir ir;
+  HostToDeviceStream x_stream;
+  {
+    auto in_main = ir.main_graph().scope();
+    x_stream = h2d_stream({4, 8}, float32, "x");
+    auto w = variable(HostTensor::full({8, 8}, float32, 0.5), "w");
+    auto x = ops::host_load(x_stream);
+    // w -= 0.1 * x^T x: the transpose is read in place and the update folded into the matmul.
+    ops::scaled_add_(w, ops::matmul(x.T(), x), 1.0, -0.1);
+  }
+  Session s(ir, "ipu_model", {.workers = 1});
+  auto attached = s.attach();
+  Recorder rec;
+  s.run({{x_stream, HostTensor::full({4, 8}, float32, 1.0)}}, &rec);
+  REQUIRE(rec.events.size() == 2); // HostLoad, then the fused MatMul
+  CHECK(rec.events[1].info.kind == emu::StepKind::fused_matmul);
+  CHECK(rec.events[1].info.op_kind == OpKind::MatMul);
+  CHECK(rec.events[1].info.flops == 2 * 8 * 8 * 4);
+}
