@@ -1,0 +1,79 @@
+// Benchmark: how Session construction (compiling an Ir for the emulator) scales with the op
+// count and with the replication factor, and how autodiff scales with the op count. Prints
+// medians and the ratios the emulator is held to (100k ops under 1 s and within 5x of 25k;
+// replication 8 within 1.5x of replication 1); asserts nothing.
+#include <pxl/pxl.hpp>
+#include <pxl/session.hpp>
+#include <pxl/transforms/autodiff.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace {
+
+double median_s(int reps, const std::function<void()>& fn) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[static_cast<std::size_t>(reps / 2)];
+}
+
+/// A main graph of `n` element-wise ops in a chain, between a host_load and a host_store. At
+/// 16 KiB of code per op, 100k ops do not fit one IPU: the sessions allow out-of-memory plans.
+std::unique_ptr<pxl::Ir> chain(std::int64_t n, std::int64_t replicas) {
+  auto ir = std::make_unique<pxl::Ir>(replicas);
+  auto in_main = ir->main_graph().scope();
+  pxl::Tensor x = pxl::ops::host_load(pxl::h2d_stream({16}, pxl::float32, "x"));
+  for (std::int64_t i = 0; i < n; ++i)
+    x = -x;
+  pxl::ops::host_store(pxl::d2h_stream({16}, pxl::float32, "y"), x);
+  return ir;
+}
+
+double compile_time(std::int64_t n, std::int64_t replicas) {
+  const auto ir = chain(n, replicas);
+  return median_s(
+      3, [&] { pxl::Session s(*ir, "ipu_model", {.workers = 1, .allow_out_of_memory = true}); });
+}
+
+double autodiff_time(std::int64_t n) {
+  std::vector<double> t;
+  for (int rep = 0; rep < 3; ++rep) {
+    pxl::Ir ir;
+    auto g = ir.create_graph(
+        "chain",
+        [n](pxl::Tensor x) {
+          for (std::int64_t i = 0; i < n; ++i)
+            x = pxl::ops::tanh(x);
+          return x;
+        },
+        pxl::TensorSpec{{16}, pxl::float32});
+    t.push_back(median_s(1, [&] { (void)pxl::transforms::autodiff(g); }));
+  }
+  std::ranges::sort(t);
+  return t[1];
+}
+
+} // namespace
+
+int main() {
+  const double t25 = compile_time(25'000, 1), t100 = compile_time(100'000, 1);
+  std::printf("Session construction, chain of  25k element-wise ops: %.3f s (median of 3)\n", t25);
+  std::printf("Session construction, chain of 100k element-wise ops: %.3f s (median of 3)\n", t100);
+  std::printf("  ratio 100k / 25k: %.2f (goal: <= 5; linear is 4), 100k under 1 s: %s\n",
+              t100 / t25, t100 < 1.0 ? "yes" : "NO");
+  const double r1 = compile_time(25'000, 1), r8 = compile_time(25'000, 8);
+  std::printf("Session construction, 25k ops, replication 1: %.3f s, replication 8: %.3f s\n", r1,
+              r8);
+  std::printf("  ratio replication 8 / 1: %.2f (goal: <= 1.5)\n", r8 / r1);
+  const double a30 = autodiff_time(30'000);
+  std::printf("autodiff of a chain of 30k tanh ops: %.3f s (median of 3)\n", a30);
+}
