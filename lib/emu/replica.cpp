@@ -40,12 +40,21 @@ std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, cons
     replicas.push_back(std::make_unique<Replica>(program, view, streams, num_workers));
     contexts.push_back({num_workers, streams, replicas.back()->ports()});
   }
-  OpBuffers buffers; // reused: binding allocates only what the steps keep
+  // The step's buffers in every replica, reused from step to step: a collective's kernel
+  // addresses its peers' buffers too.
+  std::vector<OpBuffers> buffers(count);
+  for (std::size_t r = 0; r < count; ++r) {
+    contexts[r].replica = static_cast<std::int64_t>(r);
+    contexts[r].peers = buffers;
+  }
   for (const auto& g : program.graphs)
     if (g)
-      for (std::size_t i = 0; i < g->steps.size(); ++i)
+      for (std::size_t i = 0; i < g->steps.size(); ++i) {
         for (std::size_t r = 0; r < count; ++r)
-          replicas[r]->bind_step(*g, i, view, contexts[r], buffers);
+          replicas[r]->resolve_step(*g, i, buffers[r]);
+        for (std::size_t r = 0; r < count; ++r)
+          replicas[r]->bind_step(*g, i, view, contexts[r], buffers[r]);
+      }
   return replicas;
 }
 
@@ -60,17 +69,21 @@ std::byte* Replica::resolve(const GraphProgram& g, const Slot& s) const {
   return graphs_[g.graph.value].arenas[static_cast<std::size_t>(s.ipu)].get() + s.offset;
 }
 
-void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view,
-                        CompileContext& ctx, OpBuffers& buffers) {
+void Replica::resolve_step(const GraphProgram& g, std::size_t i, OpBuffers& buffers) const {
   const ProgramStep& step = g.steps[i];
-  auto& steps = graphs_[g.graph.value].steps;
-  PXL_ASSERT(steps.size() == i);
   buffers.inputs.clear();
   buffers.outputs.clear();
   for (const Slot& s : step.inputs)
     buffers.inputs.push_back(resolve(g, s));
   for (const Slot& s : step.outputs)
     buffers.outputs.push_back(resolve(g, s));
+}
+
+void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view,
+                        CompileContext& ctx, const OpBuffers& buffers) {
+  const ProgramStep& step = g.steps[i];
+  auto& steps = graphs_[g.graph.value].steps;
+  PXL_ASSERT(steps.size() == i);
   BoundStep bound;
   switch (step.info.kind) {
   case StepKind::copy: {

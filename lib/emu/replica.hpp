@@ -48,10 +48,11 @@ public:
   }
   std::span<StreamPort> ports() { return ports_; }
 
-  /// Binds step `i` of `g` (steps are bound in order) to this replica's buffers, reusing
-  /// `buffers` as scratch.
+  /// The buffers of step `i` of `g` in this replica, written into `buffers`.
+  void resolve_step(const GraphProgram& g, std::size_t i, OpBuffers& buffers) const;
+  /// Binds step `i` of `g` (steps are bound in order) to this replica's `buffers`.
   void bind_step(const GraphProgram& g, std::size_t i, const IrView& view, CompileContext& ctx,
-                 OpBuffers& buffers);
+                 const OpBuffers& buffers);
 
 private:
   struct BoundGraph {

@@ -1,5 +1,6 @@
 // The reference evaluator's core: environments, in-place aliasing, kernel dispatch, streams.
 #include "reference.hpp"
+#include "replicated_reference.hpp"
 
 #include <algorithm>
 #include <array>
@@ -47,6 +48,26 @@ Shape host_array_shape(const TensorSpec& spec, std::int64_t num_host_transfers) 
 } // namespace
 
 ReferenceEvaluator::ReferenceEvaluator(const Ir& ir) : ir_(ir) {}
+
+void ReferenceEvaluator::join(std::shared_ptr<Rendezvous> rendezvous, std::int64_t replica) {
+  rendezvous_ = std::move(rendezvous);
+  replica_ = replica;
+}
+
+std::int64_t ReferenceEvaluator::index_in_group(std::int64_t stride,
+                                                std::int64_t group_size) const {
+  if (!rendezvous_)
+    return 0;
+  return ir_.replica_grouping(stride, group_size).index_in_group(replica_);
+}
+
+std::vector<HostTensor> ReferenceEvaluator::exchange(const HostTensor& value, std::int64_t stride,
+                                                     std::int64_t group_size) {
+  if (!rendezvous_)
+    return {value};
+  const ReplicaGrouping g = ir_.replica_grouping(stride, group_size);
+  return rendezvous_->exchange(replica_, g.replicas(g.group_of(replica_)), value);
+}
 
 Value ReferenceEvaluator::variable_value(std::uint32_t index) {
   auto it = variables_.find(index);

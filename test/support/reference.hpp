@@ -15,6 +15,7 @@
 namespace pxl::testing {
 
 class ReferenceEvaluator;
+class Rendezvous;
 
 /// Storage of one tensor value during evaluation; in-place ops share it with their input.
 using Value = std::shared_ptr<HostTensor>;
@@ -45,6 +46,18 @@ public:
   /// Current value of a variable (GraphError for any other tensor).
   const HostTensor& variable(const Tensor& v) const;
 
+  /// Makes this evaluator replica `replica`, meeting the other replicas' evaluators at
+  /// collectives through `rendezvous` (see run_replicated). Alone, an evaluator is replica 0
+  /// of one.
+  void join(std::shared_ptr<Rendezvous> rendezvous, std::int64_t replica);
+  std::int64_t replica() const { return replica_; }
+  /// For collective kernels: the values of `value` on every member of this replica's group
+  /// under the grouping (stride, group_size), in group order (just `value` when alone).
+  std::vector<HostTensor> exchange(const HostTensor& value, std::int64_t stride,
+                                   std::int64_t group_size);
+  /// This replica's position in its group under the grouping (stride, group_size).
+  std::int64_t index_in_group(std::int64_t stride, std::int64_t group_size) const;
+
   // For reference kernels of control and host-IO ops.
 
   /// Runs `graph` with `inputs` as its inputs: by-ref inputs share storage with the caller
@@ -63,6 +76,8 @@ private:
   Value variable_value(std::uint32_t index);
 
   const Ir& ir_;
+  std::shared_ptr<Rendezvous> rendezvous_;
+  std::int64_t replica_ = 0;
   std::map<std::uint32_t, Value> variables_;
   std::vector<const Env*> frames_; ///< environments of the graph evaluations in progress
   std::map<std::uint32_t, HostTensor> h2d_feed_; ///< [num_host_transfers, *shape] per stream

@@ -98,8 +98,37 @@ struct OneHotAttrs {
   friend bool operator==(const OneHotAttrs&, const OneHotAttrs&) = default;
 };
 
+/// How a collective combines the values of a replica group (PopXL's reduce ops).
+enum class CollectiveOperator : std::uint8_t {
+  add,
+  mean,
+  mul,
+  min,
+  max,
+  logical_and,
+  logical_or,
+  square_add, ///< the sum of the squares
+};
+
+/// Which autodiff rule an all-reduce follows (PopXL's identical-inputs pair): `none` is the
+/// all-reduce both ways; `identical_inputs` is the identity forward (the group's inputs are
+/// known to be equal) and an all-reduce of the gradients backward; `identical_grad_inputs` is
+/// an all-reduce forward and the identity backward.
+enum class AllReduceVariant : std::uint8_t { none, identical_inputs, identical_grad_inputs };
+
+/// Collectives across replicas: the operator, the replica grouping (stride and size) and, for
+/// gathers and slices, the axis (normalised) or whether the gather adds a new axis.
+struct CollectiveAttrs {
+  CollectiveOperator op = CollectiveOperator::add;
+  std::int64_t stride = 1, group_size = 1;
+  std::int64_t axis = 0;
+  bool new_axis = false;
+  AllReduceVariant variant = AllReduceVariant::none;
+  friend bool operator==(const CollectiveAttrs&, const CollectiveAttrs&) = default;
+};
+
 using OpAttrs = std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs,
                              SplitAttrs, CastAttrs, ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs,
-                             StreamAttrs, OneHotAttrs>;
+                             StreamAttrs, OneHotAttrs, CollectiveAttrs>;
 
 } // namespace pxl

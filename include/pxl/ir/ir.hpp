@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pxl/ir/graph.hpp"
+#include "pxl/ir/replica_grouping.hpp"
 #include "pxl/ir/stream.hpp"
 
 #include <concepts>
@@ -83,6 +84,10 @@ public:
   void set_num_host_transfers(std::int64_t n);
   std::int64_t replication_factor() const;
   void set_replication_factor(std::int64_t n);
+  /// Replicas grouped `group_size` at a time, `stride` apart (PopXL's `replica_grouping`);
+  /// `group_size` 0 means all replicas. ValueError unless stride × group_size divides the
+  /// replication factor.
+  ReplicaGrouping replica_grouping(std::int64_t stride = 1, std::int64_t group_size = 0) const;
 
   /// Graphviz DOT of every graph (clusters), ops as boxes, tensors on the edges.
   std::string to_dot() const;

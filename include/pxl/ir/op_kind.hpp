@@ -80,7 +80,14 @@ namespace pxl {
   X(Repeat, "Loop")                                                                                \
   /* host IO */                                                                                    \
   X(HostLoad, "HostLoad")                                                                          \
-  X(HostStore, "HostStore")
+  X(HostStore, "HostStore")                                                                        \
+  /* collectives across replicas */                                                                \
+  X(ReplicatedAllReduce, "ReplicatedAllReduce")                                                    \
+  X(ReplicatedAllReduceInplace, "ReplicatedAllReduceInplace")                                      \
+  X(ReplicatedReduceScatter, "ReplicatedReduceScatter")                                            \
+  X(ReplicatedAllGather, "ReplicatedAllGather")                                                    \
+  X(ReplicatedSlice, "ReplicatedSlice")                                                            \
+  X(ReplicaShardedSlice, "ReplicaShardedSlice")
 
 enum class OpKind : std::uint8_t {
 #define PXL_X(kind, name) kind,
@@ -119,7 +126,8 @@ constexpr bool is_inplace(OpKind k) {
   case OpKind::Accumulate:
   case OpKind::CopyVarUpdate:
   case OpKind::AccumulatorScale:
-  case OpKind::AccumulatorZero: return true;
+  case OpKind::AccumulatorZero:
+  case OpKind::ReplicatedAllReduceInplace: return true;
   default: return false;
   }
 }

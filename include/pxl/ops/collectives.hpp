@@ -1,0 +1,65 @@
+// Collectives across replicas (PopXL's popxl.ops.collectives): all-reduce, reduce-scatter,
+// all-gather and the replica slices, over a ReplicaGrouping.
+#pragma once
+
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/replica_grouping.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <optional>
+
+namespace pxl::ops::collectives {
+
+/// Every replica of `group` (all replicas when none is given) gets `op` over the group's
+/// values of `t`, combined in replica order (so results do not depend on the emulator's
+/// workers). Types: float32 and float16 for every operator, int32 for add, mean, mul, min,
+/// max and square_add, bool for logical_and and logical_or. With one replica per group it
+/// is the identity (as in an Ir with replication factor 1).
+/// Autodiff: add and mean are differentiable (the gradient is the all-reduce of the output
+/// gradients); `variant` selects PopXL's identical-inputs pair instead (see AllReduceVariant).
+Tensor replicated_all_reduce(const Tensor& t, CollectiveOperator op = CollectiveOperator::add,
+                             std::optional<ReplicaGrouping> group = std::nullopt,
+                             AllReduceVariant variant = AllReduceVariant::none);
+/// As replicated_all_reduce, in place: `t` is overwritten (not differentiable).
+Tensor replicated_all_reduce_(const Tensor& t, CollectiveOperator op = CollectiveOperator::add,
+                              std::optional<ReplicaGrouping> group = std::nullopt);
+/// PopXL's replicated_all_reduce_identical_inputs: identity forward, all-reduce (add) of the
+/// gradients backward (tensor parallelism's "f").
+Tensor replicated_all_reduce_identical_inputs(const Tensor& t,
+                                              std::optional<ReplicaGrouping> group = std::nullopt);
+/// PopXL's replicated_all_reduce_identical_grad_inputs: all-reduce (add) forward, identity
+/// backward (tensor parallelism's "g").
+Tensor
+replicated_all_reduce_identical_grad_inputs(const Tensor& t,
+                                            std::optional<ReplicaGrouping> group = std::nullopt);
+
+/// `t` flattened and reduced over the group with `op`; replica k of the group keeps shard k, a
+/// 1-D tensor of ceil(nelms / group size) elements (the last shards padded with zeros, as
+/// replicated tensor sharding pads). The gradient of add is the all-gather of the shards.
+/// `configure_output_for_replicated_tensor_sharding` is accepted for PopXL compatibility (the
+/// layout is the same on the emulator).
+Tensor replicated_reduce_scatter(const Tensor& t, CollectiveOperator op = CollectiveOperator::add,
+                                 std::optional<ReplicaGrouping> group = std::nullopt,
+                                 bool configure_output_for_replicated_tensor_sharding = false);
+
+/// How replicated_all_gather shapes its output.
+enum class GatherShape : std::uint8_t {
+  new_axis, ///< (group size, *t.shape): the values stacked in group order (PopXL's "auto")
+  concat,   ///< t.shape with `axis` multiplied by the group size: concatenated along it
+};
+/// Every replica of the group gets the group's values of `t`, in group order. The gradient is
+/// the reduce-scatter (add) of the output gradients, each replica keeping its own part.
+Tensor replicated_all_gather(const Tensor& t, std::int64_t axis = 0,
+                             std::optional<ReplicaGrouping> group = std::nullopt,
+                             GatherShape output_shape = GatherShape::new_axis);
+
+/// Replica k of the group keeps part k of `t` along `axis` (which the group size must
+/// divide). As in PopXL, `t` is taken to be identical across the group (a replicated tensor
+/// about to be sharded), so the gradient is the all-gather of the parts.
+Tensor replicated_slice(const Tensor& t, std::int64_t axis = 0,
+                        std::optional<ReplicaGrouping> group = std::nullopt);
+/// Replica k of the group keeps shard k of `t` flattened: ceil(nelms / group size) elements,
+/// zero-padded (the shard replicated_reduce_scatter would give). Gradient: the all-gather.
+Tensor replica_sharded_slice(const Tensor& t, std::optional<ReplicaGrouping> group = std::nullopt);
+
+} // namespace pxl::ops::collectives

@@ -1,0 +1,292 @@
+// Kernels of the collectives. Replicas run each step in lockstep, so the kernel bound for the
+// first replica of a group (its leader) does the whole group's work, reading every member's
+// input and writing every member's output; the other members' steps do nothing. Work is
+// split by output element and every element is reduced in replica order, so results do not
+// depend on the number of workers; reading all inputs of an element before writing its
+// outputs makes the in-place all-reduce safe.
+#include "../compile_context.hpp"
+#include "common.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+namespace {
+
+/// The replicas of the group of `replica` under CollectiveAttrs' grouping (ReplicaGrouping's
+/// rule: groups of `group_size` replicas `stride` apart, filling blocks of stride × size).
+struct Group {
+  std::vector<std::int64_t> members; ///< in group order
+  std::int64_t index = 0;            ///< of `replica` in the group
+  bool leader() const { return index == 0; }
+};
+
+Group group_of(const CollectiveAttrs& a, std::int64_t replica, std::size_t replicas) {
+  Group g;
+  if (replicas <= 1) { // outside a Session's replicas: a group of one
+    g.members = {replica};
+    return g;
+  }
+  const std::int64_t block = a.stride * a.group_size;
+  const std::int64_t first = replica / block * block + replica % block % a.stride;
+  for (std::int64_t k = 0; k < a.group_size; ++k)
+    g.members.push_back(first + k * a.stride);
+  g.index = replica % block / a.stride;
+  return g;
+}
+
+/// Each member's buffer `k` (input or output), in group order.
+template <typename T>
+std::vector<T*> member_buffers(const CompileContext& ctx, const Group& g, bool outputs,
+                               const OpBuffers& own) {
+  std::vector<T*> r;
+  for (std::int64_t m : g.members) {
+    const OpBuffers& b = ctx.peers.empty() ? own : ctx.peers[static_cast<std::size_t>(m)];
+    r.push_back(reinterpret_cast<T*>(outputs ? b.outputs[0] : b.inputs[0]));
+  }
+  return r;
+}
+
+/// The accumulator of a reduction of `T`: double for floats, int64 for int32 (wrapped back).
+template <typename T>
+using reduce_t = std::conditional_t<std::is_same_v<T, bool>, bool,
+                                    std::conditional_t<is_float_v<T>, double, std::int64_t>>;
+
+template <typename T>
+reduce_t<T> combine(CollectiveOperator op, reduce_t<T> acc, reduce_t<T> x) {
+  if constexpr (std::is_same_v<T, bool>) // construction allows only the logical operators
+    return op == CollectiveOperator::logical_and ? acc && x : acc || x;
+  else
+    switch (op) {
+    case CollectiveOperator::add:
+    case CollectiveOperator::mean:
+      return acc + x;
+    case CollectiveOperator::square_add:
+      return acc + x * x;
+    case CollectiveOperator::mul:
+      return acc * x;
+    case CollectiveOperator::min:
+      return std::min(acc, x);
+    case CollectiveOperator::max:
+      return std::max(acc, x);
+    case CollectiveOperator::logical_and:
+      return acc && x;
+    case CollectiveOperator::logical_or:
+      return acc || x;
+    }
+  return acc;
+}
+
+template <typename T>
+T finish(CollectiveOperator op, reduce_t<T> acc, std::size_t n) {
+  if constexpr (is_float_v<T>)
+    if (op == CollectiveOperator::mean)
+      acc /= static_cast<double>(n);
+  if constexpr (std::is_same_v<T, std::int32_t>) {
+    if (op == CollectiveOperator::mean)
+      acc /= static_cast<std::int64_t>(n);
+    return static_cast<T>(static_cast<std::uint32_t>(acc)); // wraps like int32 arithmetic
+  } else {
+    return static_cast<T>(acc);
+  }
+}
+
+template <typename T>
+reduce_t<T> value_of(T x) {
+  return static_cast<reduce_t<T>>(static_cast<compute_t<T>>(x));
+}
+
+/// The accumulator's start: the first member's value (squared for square_add).
+template <typename T>
+reduce_t<T> first_term(CollectiveOperator op, T x) {
+  const reduce_t<T> v = value_of(x);
+  if constexpr (std::is_same_v<T, bool>)
+    return v;
+  else
+    return op == CollectiveOperator::square_add ? v * v : v;
+}
+
+/// out_k[e] = op over the group of in_j[source(k, e)], for the group's outputs of `out_n`
+/// elements each; `source` returns the input element or -1 for padding (zero).
+template <typename T, typename Source>
+StepFn reduce_step(const CompileContext& ctx, const Group& g, CollectiveOperator op,
+                   const OpBuffers& own, std::int64_t out_n, std::int64_t per_output,
+                   Source source) {
+  if (!g.leader())
+    return [](unsigned, unsigned) {};
+  auto in =
+      std::make_shared<const std::vector<const T*>>(member_buffers<const T>(ctx, g, false, own));
+  auto out = std::make_shared<const std::vector<T*>>(member_buffers<T>(ctx, g, true, own));
+  return [=](unsigned w, unsigned nw) {
+    const std::size_t size = in->size();
+    const auto [b, e] = worker_range(out_n, w, nw);
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::int64_t k = per_output ? i / per_output : 0, at = per_output ? i % per_output : i;
+      const std::int64_t src = source(k, at);
+      T result{};
+      if (src >= 0) {
+        reduce_t<T> acc = first_term(op, (*in)[0][src]);
+        for (std::size_t j = 1; j < size; ++j)
+          acc = combine<T>(op, acc, value_of((*in)[j][src]));
+        result = finish<T>(op, acc, size);
+      }
+      if (per_output)
+        (*out)[static_cast<std::size_t>(k)][at] = result;
+      else
+        for (T* o : *out)
+          o[at] = result;
+    }
+  };
+}
+
+template <typename Build>
+StepFn dispatch_reduce(const KernelOp& op, DType d, Build build) {
+  switch (d) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  case int32:
+    return build(boost::hana::type_c<std::int32_t>);
+  case bool_:
+    return build(boost::hana::type_c<bool>);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+
+StepFn all_reduce(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const std::int64_t n = op.input(0).nelms();
+  if (a.variant == AllReduceVariant::identical_inputs || g.members.size() == 1)
+    return copy_step(buffers.outputs[0], buffers.inputs[0], n, size_of(op.input(0).dtype()));
+  return dispatch_reduce(op, op.input(0).dtype(), [&](auto type) {
+    using T = typename decltype(type)::type;
+    return reduce_step<T>(ctx, g, a.op, buffers, n, 0,
+                          [](std::int64_t, std::int64_t i) { return i; });
+  });
+}
+
+/// A byte-copying step for the group leader: out_k[e] = in_{j(k, e)}[i(k, e)] for every member
+/// k, `map(e) -> {j, i}` over `out_n` elements of `elem` bytes.
+template <typename Map>
+StepFn gather_step(const CompileContext& ctx, const Group& g, const OpBuffers& own,
+                   std::int64_t out_n, std::size_t elem, Map map) {
+  if (!g.leader())
+    return [](unsigned, unsigned) {};
+  auto in = std::make_shared<const std::vector<const std::byte*>>(
+      member_buffers<const std::byte>(ctx, g, false, own));
+  auto out =
+      std::make_shared<const std::vector<std::byte*>>(member_buffers<std::byte>(ctx, g, true, own));
+  return [=](unsigned w, unsigned nw) {
+    const auto [b, e] = worker_range(out_n, w, nw);
+    for (std::int64_t i = b; i < e; ++i) {
+      const auto [j, at] = map(i);
+      const std::byte* src =
+          (*in)[static_cast<std::size_t>(j)] + static_cast<std::size_t>(at) * elem;
+      for (std::byte* o : *out)
+        std::memcpy(o + static_cast<std::size_t>(i) * elem, src, elem);
+    }
+  };
+}
+
+/// Replica `k`'s part of a tensor split along an axis: out[o][i] = in[o][k·chunk + i], with
+/// `outer` rows of `full` input and `chunk` output elements; input elements past `limit` read
+/// as zero (a padded shard).
+StepFn slice_step(const OpBuffers& buffers, std::int64_t k, std::int64_t outer, std::int64_t full,
+                  std::int64_t chunk, std::int64_t limit, std::size_t elem) {
+  const std::byte* in = buffers.inputs[0];
+  std::byte* out = buffers.outputs[0];
+  return [=](unsigned w, unsigned nw) {
+    const auto [b, e] = worker_range(outer * chunk, w, nw);
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::int64_t src = i / chunk * full + k * chunk + i % chunk;
+      std::byte* dst = out + static_cast<std::size_t>(i) * elem;
+      if (src < limit)
+        std::memcpy(dst, in + static_cast<std::size_t>(src) * elem, elem);
+      else
+        std::memset(dst, 0, elem);
+    }
+  };
+}
+
+} // namespace
+
+StepFn compile_ReplicatedAllReduce(CompileContext& ctx, const KernelOp& op,
+                                   const OpBuffers& buffers) {
+  return all_reduce(ctx, op, buffers);
+}
+
+StepFn compile_ReplicatedAllReduceInplace(CompileContext& ctx, const KernelOp& op,
+                                          const OpBuffers& buffers) {
+  return all_reduce(ctx, op, buffers);
+}
+
+StepFn compile_ReplicatedReduceScatter(CompileContext& ctx, const KernelOp& op,
+                                       const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const std::int64_t n = op.input(0).nelms(), shard = op.output(0).nelms();
+  const auto size = static_cast<std::int64_t>(g.members.size());
+  return dispatch_reduce(op, op.input(0).dtype(), [&](auto type) {
+    using T = typename decltype(type)::type;
+    // Output element `at` of member k is input element k·shard + at (padding past n).
+    auto source = [n, shard](std::int64_t k, std::int64_t at) {
+      const std::int64_t src = k * shard + at;
+      return src < n ? src : -1;
+    };
+    if (size == 1) // this replica keeps shard 0: the whole tensor, padded
+      return reduce_step<T>(ctx, g, a.op, buffers, shard, 0, source);
+    return reduce_step<T>(ctx, g, a.op, buffers, size * shard, shard, source);
+  });
+}
+
+StepFn compile_ReplicatedAllGather(CompileContext& ctx, const KernelOp& op,
+                                   const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const auto size = static_cast<std::int64_t>(g.members.size());
+  const Shape& s = op.input(0).shape();
+  const std::size_t elem = size_of(op.input(0).dtype());
+  // The output is [outer][size][inner]: the group's inputs, each [outer][inner], interleaved
+  // along the gathered axis (outer = 1 for a new leading axis).
+  std::int64_t outer = 1, inner = op.input(0).nelms();
+  if (!a.new_axis) {
+    outer = 1;
+    for (std::int64_t d = 0; d < a.axis; ++d)
+      outer *= s[static_cast<std::size_t>(d)];
+    inner = op.input(0).nelms() / std::max<std::int64_t>(outer, 1);
+  }
+  return gather_step(ctx, g, buffers, outer * size * inner, elem,
+                     [size, inner](std::int64_t e) -> std::pair<std::int64_t, std::int64_t> {
+                       const std::int64_t o = e / (size * inner), rem = e % (size * inner);
+                       return {rem / inner, o * inner + rem % inner};
+                     });
+}
+
+StepFn compile_ReplicatedSlice(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Shape& s = op.input(0).shape();
+  std::int64_t outer = 1;
+  for (std::int64_t d = 0; d < a.axis; ++d)
+    outer *= s[static_cast<std::size_t>(d)];
+  const std::int64_t full = op.input(0).nelms() / std::max<std::int64_t>(outer, 1);
+  const std::int64_t chunk = op.output(0).nelms() / std::max<std::int64_t>(outer, 1);
+  return slice_step(buffers, g.index, outer, full, chunk, op.input(0).nelms(),
+                    size_of(op.input(0).dtype()));
+}
+
+StepFn compile_ReplicaShardedSlice(CompileContext& ctx, const KernelOp& op,
+                                   const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const std::int64_t n = op.input(0).nelms(), shard = op.output(0).nelms();
+  return slice_step(buffers, g.index, 1, n, shard, n, size_of(op.input(0).dtype()));
+}
+
+} // namespace pxl::emu::detail

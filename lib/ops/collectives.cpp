@@ -1,0 +1,165 @@
+// Collectives across replicas: validation and output-spec inference.
+#include "pxl/ops/collectives.hpp"
+#include "ir/op_builder.hpp"
+#include "pxl/ir/graph.hpp"
+#include "pxl/ir/ir.hpp"
+
+#include <string>
+
+namespace pxl::ops::collectives {
+
+using detail::add_op1;
+using detail::describe;
+
+namespace {
+
+std::string_view operator_name(CollectiveOperator op) {
+  switch (op) {
+  case CollectiveOperator::add:
+    return "add";
+  case CollectiveOperator::mean:
+    return "mean";
+  case CollectiveOperator::mul:
+    return "mul";
+  case CollectiveOperator::min:
+    return "min";
+  case CollectiveOperator::max:
+    return "max";
+  case CollectiveOperator::logical_and:
+    return "logical_and";
+  case CollectiveOperator::logical_or:
+    return "logical_or";
+  case CollectiveOperator::square_add:
+    return "square_add";
+  }
+  return "?";
+}
+
+/// The grouping's stride and size, checked against `t`'s Ir (all replicas when none).
+CollectiveAttrs grouped(std::string_view op, const Tensor& t,
+                        const std::optional<ReplicaGrouping>& group) {
+  if (!t.valid())
+    throw ValueError(std::string(op) + ": the tensor is empty");
+  const Ir& ir = t.graph().ir();
+  if (!group)
+    return CollectiveAttrs{.stride = 1, .group_size = ir.replication_factor()};
+  if (group->ir_id() != ir.id())
+    throw ValueError(std::string(op) + ": " + group->to_string() +
+                     " was made by another Ir than the one of " + describe(t) +
+                     "; make it with that Ir's replica_grouping");
+  if (group->replication_factor() != ir.replication_factor())
+    throw ValueError(std::string(op) + ": " + group->to_string() +
+                     " was made for replication factor " +
+                     std::to_string(group->replication_factor()) + ", but the Ir now has " +
+                     std::to_string(ir.replication_factor()) + "; make the grouping again");
+  return CollectiveAttrs{.stride = group->stride(), .group_size = group->group_size()};
+}
+
+/// DTypeError unless `op` applies to `t`'s dtype (see replicated_all_reduce).
+void check_operator(std::string_view what, const Tensor& t, CollectiveOperator op) {
+  const DType d = t.dtype();
+  const bool logical =
+      op == CollectiveOperator::logical_and || op == CollectiveOperator::logical_or;
+  const bool ok = logical ? d == bool_ : (is_floating_point(d) || d == int32);
+  if (!ok)
+    throw DTypeError(std::string(what) + ": operator '" + std::string(operator_name(op)) +
+                     "' cannot reduce " + describe(t) + "; it takes " +
+                     (logical ? "bool" : "float32, float16 or int32") + " tensors");
+}
+
+/// 1-D shard of `t` flattened over `group_size` replicas.
+TensorSpec shard_spec(const Tensor& t, std::int64_t group_size) {
+  return TensorSpec{{(t.nelms() + group_size - 1) / group_size}, t.dtype()};
+}
+
+std::int64_t normalized_axis(std::string_view op, std::int64_t axis, std::int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    throw ValueError(std::string(op) + ": axis " + std::to_string(axis) +
+                     " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Tensor all_reduce(OpKind kind, const Tensor& t, CollectiveOperator op,
+                  const std::optional<ReplicaGrouping>& group, AllReduceVariant variant) {
+  const auto name = op_type_name(kind);
+  CollectiveAttrs a = grouped(name, t, group);
+  check_operator(name, t, op);
+  a.op = op;
+  a.variant = variant;
+  return add_op1(kind, {t}, t.spec(), a);
+}
+
+} // namespace
+
+Tensor replicated_all_reduce(const Tensor& t, CollectiveOperator op,
+                             std::optional<ReplicaGrouping> group, AllReduceVariant variant) {
+  return all_reduce(OpKind::ReplicatedAllReduce, t, op, group, variant);
+}
+
+Tensor replicated_all_reduce_(const Tensor& t, CollectiveOperator op,
+                              std::optional<ReplicaGrouping> group) {
+  return all_reduce(OpKind::ReplicatedAllReduceInplace, t, op, group, AllReduceVariant::none);
+}
+
+Tensor replicated_all_reduce_identical_inputs(const Tensor& t,
+                                              std::optional<ReplicaGrouping> group) {
+  return replicated_all_reduce(t, CollectiveOperator::add, std::move(group),
+                               AllReduceVariant::identical_inputs);
+}
+
+Tensor replicated_all_reduce_identical_grad_inputs(const Tensor& t,
+                                                   std::optional<ReplicaGrouping> group) {
+  return replicated_all_reduce(t, CollectiveOperator::add, std::move(group),
+                               AllReduceVariant::identical_grad_inputs);
+}
+
+Tensor replicated_reduce_scatter(const Tensor& t, CollectiveOperator op,
+                                 std::optional<ReplicaGrouping> group, bool) {
+  const auto name = op_type_name(OpKind::ReplicatedReduceScatter);
+  CollectiveAttrs a = grouped(name, t, group);
+  check_operator(name, t, op);
+  a.op = op;
+  return add_op1(OpKind::ReplicatedReduceScatter, {t}, shard_spec(t, a.group_size), a);
+}
+
+Tensor replicated_all_gather(const Tensor& t, std::int64_t axis,
+                             std::optional<ReplicaGrouping> group, GatherShape output_shape) {
+  const auto name = op_type_name(OpKind::ReplicatedAllGather);
+  CollectiveAttrs a = grouped(name, t, group);
+  Shape shape = t.shape();
+  if (output_shape == GatherShape::new_axis) {
+    a.new_axis = true;
+    shape.insert(shape.begin(), a.group_size);
+  } else {
+    if (t.rank() == 0)
+      throw ValueError(std::string(name) + ": cannot concatenate scalars " + describe(t) +
+                       "; use GatherShape::new_axis");
+    a.axis = normalized_axis(name, axis, t.rank());
+    shape[static_cast<std::size_t>(a.axis)] *= a.group_size;
+  }
+  return add_op1(OpKind::ReplicatedAllGather, {t}, TensorSpec{std::move(shape), t.dtype()}, a);
+}
+
+Tensor replicated_slice(const Tensor& t, std::int64_t axis, std::optional<ReplicaGrouping> group) {
+  const auto name = op_type_name(OpKind::ReplicatedSlice);
+  CollectiveAttrs a = grouped(name, t, group);
+  if (t.rank() == 0)
+    throw ValueError(std::string(name) + ": cannot slice the scalar " + describe(t));
+  a.axis = normalized_axis(name, axis, t.rank());
+  Shape shape = t.shape();
+  auto& d = shape[static_cast<std::size_t>(a.axis)];
+  if (d % a.group_size != 0)
+    throw ShapeError(std::string(name) + ": axis " + std::to_string(a.axis) + " of " + describe(t) +
+                     " has " + std::to_string(d) + " elements, which the group size " +
+                     std::to_string(a.group_size) + " does not divide");
+  d /= a.group_size;
+  return add_op1(OpKind::ReplicatedSlice, {t}, TensorSpec{std::move(shape), t.dtype()}, a);
+}
+
+Tensor replica_sharded_slice(const Tensor& t, std::optional<ReplicaGrouping> group) {
+  const auto name = op_type_name(OpKind::ReplicaShardedSlice);
+  CollectiveAttrs a = grouped(name, t, group);
+  return add_op1(OpKind::ReplicaShardedSlice, {t}, shard_spec(t, a.group_size), a);
+}
+
+} // namespace pxl::ops::collectives
