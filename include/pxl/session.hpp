@@ -35,6 +35,14 @@ namespace emu::detail {
 class Engine;
 }
 
+/// A replica whose copy of a variable has drifted from the copy it should share.
+struct ReplicaDrift {
+  std::string variable; ///< the variable's id
+  std::int64_t replica = 0;
+  std::int64_t reference_replica = 0; ///< the first replica of its group
+  double max_abs_difference = 0;
+};
+
 /// How a session runs. An aggregate: `Session s{ir, "ipu_model", {.workers = 2}}`.
 struct SessionOptions {
   /// Host worker threads executing the plan; 0 means one per core. Results are bitwise
@@ -275,16 +283,26 @@ public:
   std::vector<FeedStats> feed_stats() const;
 
   /// Host copy of a variable or constant (ValueError for other tensors). When attached and a
-  /// run has made the host copy stale, the weights are copied back first (from replica 0).
+  /// run has made the host copy stale, the weights are copied back first (from replica 0, or
+  /// from each group's first replica). A variable with a replica grouping of several groups
+  /// returns (num_groups, *shape); with RetrievalMode::all_replicas, (replicas, *shape), read
+  /// from every replica.
   HostTensor get_tensor_data(const Tensor& t);
   std::map<Tensor, HostTensor> get_tensors_data(const std::vector<Tensor>& ts);
   /// Replaces a variable's value (ValueError for non-variables, DTypeError / ShapeError when
   /// `data` does not match); when attached, the device copy of every replica is updated too.
+  /// A grouped variable takes one value per group, (num_groups, *shape), whatever its
+  /// retrieval mode.
   void write_variable_data(const Tensor& t, const HostTensor& data);
   void write_variables_data(const std::map<Tensor, HostTensor>& data);
   /// Explicit weight transfers (SessionError unless attached).
   void weights_to_host();
   void weights_from_host();
+  /// Replicas whose copy of a variable differs from the one its replica group should share
+  /// (every replica for an ungrouped variable, the group's for a grouped one): data-parallel
+  /// training that forgot to all-reduce its gradients drifts. Empty when in sync; compares
+  /// bitwise. SessionError unless attached.
+  std::vector<ReplicaDrift> check_replicas_in_sync();
 
   /// Device memory per IPU of one replica (always-live and peak not-always-live) and the
   /// largest tensors.

@@ -3,6 +3,7 @@
 
 #include "pxl/core/error.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -123,17 +124,38 @@ bool Engine::attached() {
   return attach_depth_ > 0;
 }
 
+std::int64_t Engine::host_slot(TensorId t, std::size_t replica) const {
+  // A grouped variable's host copy holds one value per group; every other, one value.
+  const VariableGrouping* g = view_.grouping(t);
+  if (g == nullptr || g->grouping.num_groups() == 1)
+    return 0;
+  return g->grouping.group_of(static_cast<std::int64_t>(replica));
+}
+
 void Engine::weights_to_host_locked() {
-  // Replica 0's values, as PopXL returns for variables without a replica grouping.
-  for (auto& [t, host] : host_weights_)
-    std::memcpy(host.bytes().data(), replicas_[0]->address(t), host.nbytes());
+  // Each group's value from its first replica (replica 0 for ungrouped variables, as PopXL
+  // returns them).
+  for (auto& [t, host] : host_weights_) {
+    const std::size_t bytes = view_.spec(t).nbytes();
+    const VariableGrouping* g = view_.grouping(t);
+    for (std::size_t r = 0; r < replicas_.size(); ++r) {
+      const bool first =
+          g == nullptr ? r == 0 : g->grouping.index_in_group(static_cast<std::int64_t>(r)) == 0;
+      if (first)
+        std::memcpy(host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes,
+                    replicas_[r]->address(t), bytes);
+    }
+  }
   host_stale_ = false;
 }
 
 void Engine::weights_from_host_locked() {
-  for (const auto& replica : replicas_)
-    for (const auto& [t, host] : host_weights_)
-      std::memcpy(replica->address(t), host.bytes().data(), host.nbytes());
+  for (std::size_t r = 0; r < replicas_.size(); ++r)
+    for (const auto& [t, host] : host_weights_) {
+      const std::size_t bytes = view_.spec(t).nbytes();
+      std::memcpy(replicas_[r]->address(t),
+                  host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes, bytes);
+    }
 }
 
 void Engine::weights_to_host() {
@@ -173,7 +195,10 @@ std::map<Tensor, HostTensor> Engine::get_tensors_data(const std::vector<Tensor>&
   std::map<Tensor, HostTensor> r;
   for (const auto& t : ts) {
     const TensorId id = IrView::id(t);
-    if (view_.kind(id) == TensorKind::variable)
+    const VariableGrouping* g = view_.grouping(id);
+    if (g && g->retrieval_mode == RetrievalMode::all_replicas)
+      r.emplace(t, all_replicas_value(id));
+    else if (view_.kind(id) == TensorKind::variable)
       r.emplace(t, host_weights_.at(id));
     else
       r.emplace(t, view_.data(id) ? *view_.data(id) : HostTensor(view_.spec(id)));
@@ -193,9 +218,12 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
       throw DTypeError(std::string(what) + ": variable " + describe(t) + " needs " +
                        std::string(name(t.dtype())) + " data, got " +
                        std::string(name(value.dtype())) + "; convert it with astype");
-    if (value.shape() != t.shape())
+    const Shape& host_shape = host_weights_.at(IrView::id(t)).shape();
+    if (value.shape() != host_shape)
       throw ShapeError(std::string(what) + ": variable " + describe(t) + " needs data of shape " +
-                       to_string(t.shape()) + ", got " + to_string(value.shape()));
+                       to_string(host_shape) +
+                       (host_shape != t.shape() ? " (one value per replica group)" : "") +
+                       ", got " + to_string(value.shape()));
   }
   for (const auto& [t, value] : data) {
     // Variables live in the main graph, which always runs: the device holds every one.
@@ -203,9 +231,60 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
     host_weights_.at(id) = value;
     // Only these variables go to the device, so the others keep what runs did to them.
     if (attach_depth_ > 0)
-      for (const auto& replica : replicas_)
-        std::memcpy(replica->address(id), value.bytes().data(), value.nbytes());
+      for (std::size_t r = 0; r < replicas_.size(); ++r)
+        std::memcpy(replicas_[r]->address(id),
+                    value.bytes().data() +
+                        static_cast<std::size_t>(host_slot(id, r)) * view_.spec(id).nbytes(),
+                    view_.spec(id).nbytes());
   }
+}
+
+HostTensor Engine::all_replicas_value(TensorId t) const {
+  // Read from the device while attached (replicas of a group may differ), else each replica's
+  // group value from the host copy.
+  const std::size_t bytes = view_.spec(t).nbytes();
+  Shape shape = view_.spec(t).shape;
+  shape.insert(shape.begin(), static_cast<std::int64_t>(replicas_.size()));
+  HostTensor all(shape, view_.spec(t).dtype);
+  const HostTensor& host = host_weights_.at(t);
+  for (std::size_t r = 0; r < replicas_.size(); ++r)
+    std::memcpy(all.bytes().data() + r * bytes,
+                attach_depth_ > 0
+                    ? replicas_[r]->address(t)
+                    : host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes,
+                bytes);
+  return all;
+}
+
+std::vector<ReplicaDrift> Engine::check_replicas_in_sync() {
+  std::lock_guard lock(mutex_);
+  require_attached("Session::check_replicas_in_sync");
+  std::vector<ReplicaDrift> drift;
+  for (const auto& [t, host] : host_weights_) {
+    const TensorSpec& spec = view_.spec(t);
+    const VariableGrouping* g = view_.grouping(t);
+    for (std::size_t r = 0; r < replicas_.size(); ++r) {
+      // Every replica must equal the first replica of its group (replica 0 when ungrouped).
+      const auto first = static_cast<std::size_t>(
+          g == nullptr
+              ? 0
+              : g->grouping.replicas(g->grouping.group_of(static_cast<std::int64_t>(r)))[0]);
+      if (first == r ||
+          std::memcmp(replicas_[r]->address(t), replicas_[first]->address(t), spec.nbytes()) == 0)
+        continue;
+      HostTensor a(spec), b(spec);
+      std::memcpy(a.bytes().data(), replicas_[r]->address(t), spec.nbytes());
+      std::memcpy(b.bytes().data(), replicas_[first]->address(t), spec.nbytes());
+      double worst = 0;
+      for (std::int64_t i = 0; i < a.nelms(); ++i)
+        worst = std::max(worst, std::abs(a.item(i) - b.item(i)));
+      drift.push_back(
+          {view_.id(t), static_cast<std::int64_t>(r), static_cast<std::int64_t>(first), worst});
+    }
+  }
+  std::ranges::sort(drift, {},
+                    [](const ReplicaDrift& d) { return std::pair(d.variable, d.replica); });
+  return drift;
 }
 
 } // namespace pxl::emu::detail

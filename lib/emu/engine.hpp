@@ -45,6 +45,7 @@ public:
   void write_variables_data(const std::map<Tensor, HostTensor>& data);
   void weights_to_host();
   void weights_from_host();
+  std::vector<ReplicaDrift> check_replicas_in_sync();
 
   /// One replica's memory: every replica has the same program on its own IPUs.
   const MemoryReport& memory_report() const { return program_.memory; }
@@ -67,6 +68,10 @@ private:
   const std::vector<DeviceToHostStream>& expected_outputs_locked() const;
   void weights_to_host_locked();
   void weights_from_host_locked();
+  /// Which of `t`'s host values replica `replica` holds: its group's, or the only one.
+  std::int64_t host_slot(TensorId t, std::size_t replica) const;
+  /// (replicas, *shape): every replica's value of `t` (RetrievalMode::all_replicas).
+  HostTensor all_replicas_value(TensorId t) const;
   /// Checks a run's arguments (the caller holds the lock): attachment, then the input arrays,
   /// then the output arrays unless `outputs` is null (they are then made by the run).
   void validate_run(std::string_view what, const StreamInputs& inputs,
@@ -89,7 +94,8 @@ private:
   std::unique_ptr<Executor> executor_;
   std::vector<HostToDeviceStream> expected_in_;
   std::vector<DeviceToHostStream> expected_out_;
-  std::unordered_map<TensorId, HostTensor> host_weights_; ///< by variable
+  /// By variable: its value, or one per group for a grouped variable ((num_groups, *shape)).
+  std::unordered_map<TensorId, HostTensor> host_weights_;
   int attach_depth_ = 0;
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host
   /// Completes when the latest run_async has finished: the next one waits for it (FIFO), and

@@ -106,6 +106,9 @@ void Session::write_variables_data(const std::map<Tensor, HostTensor>& data) {
 }
 void Session::weights_to_host() { engine().weights_to_host(); }
 void Session::weights_from_host() { engine().weights_from_host(); }
+std::vector<ReplicaDrift> Session::check_replicas_in_sync() {
+  return engine().check_replicas_in_sync();
+}
 
 emu::MemoryReport Session::memory_report() const { return engine().memory_report(); }
 const emu::Target& Session::target() const { return engine().target(); }

@@ -134,6 +134,39 @@ Tensor variable(const HostTensor& data, DType dtype, std::string name) {
   return variable(data.astype(dtype), std::move(name));
 }
 
+Tensor variable(HostTensor data, std::string name, const VariableOptions& options) {
+  if (!options.replica_grouping) {
+    if (options.retrieval_mode)
+      throw ValueError("variable: a retrieval mode was given for '" + name +
+                       "', which has no replica grouping; retrieval modes choose how a grouped "
+                       "variable is read back (give VariableOptions::replica_grouping too)");
+    return variable(std::move(data), std::move(name));
+  }
+  const ReplicaGrouping& grouping = *options.replica_grouping;
+  const auto g = detail::require_graph("variable");
+  const Ir& ir = detail::HandleAccess::ir(*g.ir, "variable");
+  if (grouping.ir_id() != ir.id() || grouping.replication_factor() != ir.replication_factor())
+    throw ValueError("variable: " + grouping.to_string() + " for '" + name +
+                     "' was not made by this Ir's replica_grouping (replication factor " +
+                     std::to_string(ir.replication_factor()) + ")");
+  TensorSpec spec = data.spec();
+  if (grouping.num_groups() > 1) {
+    if (spec.shape.empty() || spec.shape.front() != grouping.num_groups())
+      throw ShapeError("variable: '" + name + "' has a replica grouping of " +
+                       std::to_string(grouping.num_groups()) +
+                       " groups, so its data needs one value per group, shaped (" +
+                       std::to_string(grouping.num_groups()) + ", *shape); got " +
+                       to_string(spec.shape));
+    spec.shape.erase(spec.shape.begin());
+  }
+  const Tensor t = variable(HostTensor(spec), std::move(name));
+  auto& node = g.ir->tensor(IrView::id(t));
+  node.data = std::move(data);
+  node.grouping =
+      VariableGrouping{grouping, options.retrieval_mode.value_or(RetrievalMode::one_per_group)};
+  return t;
+}
+
 Tensor constant(HostTensor data, std::string name) {
   const auto g = detail::require_graph("constant");
   detail::require_mutable(*g.ir, "constant: adding constant '" + name + "' to graph '" +

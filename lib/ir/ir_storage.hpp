@@ -6,6 +6,7 @@
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/replica_grouping.hpp"
 #include "pxl/ir/view.hpp"
 
 #include <atomic>
@@ -30,6 +31,9 @@ struct TensorNode {
   std::optional<OpId> producer; ///< none for graph inputs, variables and constants
   std::int64_t ipu = 0;
   std::optional<HostTensor> data; ///< initial value of variables and constants
+  /// Variables with a replica grouping (data then holds one value per group when there are
+  /// several: (num_groups, *spec.shape)).
+  std::optional<VariableGrouping> grouping;
 };
 
 struct OpNode {

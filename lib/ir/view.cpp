@@ -56,6 +56,10 @@ const HostTensor* IrView::data(TensorId t) const {
   const auto& d = ir_->tensor(t).data;
   return d ? &*d : nullptr;
 }
+const VariableGrouping* IrView::grouping(TensorId t) const {
+  const auto& g = ir_->tensor(t).grouping;
+  return g ? &*g : nullptr;
+}
 
 const std::string& IrView::name(StreamId s) const { return ir_->stream(s).name; }
 const TensorSpec& IrView::spec(StreamId s) const { return ir_->stream(s).spec; }

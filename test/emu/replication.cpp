@@ -1,6 +1,7 @@
 // Replication: replicas with their own variables and their own slice of every stream array,
 // stepped in lockstep; bitwise equal to single-replica runs.
 #include "helpers.hpp"
+#include "replicated_reference.hpp"
 
 #include <doctest/doctest.h>
 
@@ -171,4 +172,84 @@ TEST_CASE("Replicas share one compiled program: the memory report does not grow 
   REQUIRE(r8.ipus.size() == r1.ipus.size());
   CHECK(r8.ipus[0].total() == r1.ipus[0].total());
   CHECK(r8.tensors.size() == r1.tensors.size());
+}
+
+TEST_CASE("Variables with a replica grouping: one value per group, read back as asked") {
+  const std::int64_t replicas = 4;
+  Ir ir(replicas);
+  HostToDeviceStream x;
+  Tensor per_group, every, plain;
+  const auto pairs = ir.replica_grouping(1, 2); // groups {0, 1} and {2, 3}
+  {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({2}, float32, "x");
+    per_group = variable(HostTensor({1.f, 2.f, 10.f, 20.f}, {2, 2}), "per_group",
+                         {.replica_grouping = pairs});
+    every = variable(HostTensor({1.f, 2.f, 10.f, 20.f}, {2, 2}), "every",
+                     {.replica_grouping = pairs, .retrieval_mode = RetrievalMode::all_replicas});
+    plain = variable(HostTensor({0.f, 0.f}, {2}), "plain");
+    const Tensor xi = ops::host_load(x);
+    ops::add_(per_group, xi);
+    ops::add_(every, xi);
+    ops::add_(plain, xi);
+  }
+  for (unsigned workers : {1u, 2u}) {
+    CAPTURE(workers);
+    Session s(ir, "ipu_model", {.workers = workers});
+    CHECK(s.get_tensor_data(per_group).shape() == Shape{2, 2});
+    {
+      auto attached = s.attach();
+      CHECK(s.check_replicas_in_sync().empty());
+      // Replica r adds r to both elements.
+      HostTensor xs({replicas, 2}, float32);
+      for (std::int64_t r = 0; r < replicas; ++r)
+        for (std::int64_t i = 0; i < 2; ++i)
+          xs.data<float>()[static_cast<std::size_t>(r * 2 + i)] = static_cast<float>(r);
+      s.run({{x, xs}});
+      // Each group reads back from its first replica: group 0 from replica 0, group 1 from 2.
+      CHECK(s.get_tensor_data(per_group) == HostTensor({1.f, 2.f, 12.f, 22.f}, {2, 2}));
+      CHECK(s.get_tensor_data(every) ==
+            HostTensor({1.f, 2.f, 2.f, 3.f, 12.f, 22.f, 13.f, 23.f}, {4, 2}));
+      // Replicas 1 and 3 drifted from their groups' first replicas; every replica but 0 from
+      // the ungrouped variable's.
+      const auto drift = s.check_replicas_in_sync();
+      REQUIRE(drift.size() == 2 + 2 + 3);
+      CHECK(drift[0].variable == "every");
+      CHECK(drift[0].replica == 1);
+      CHECK(drift[0].reference_replica == 0);
+      CHECK(drift[0].max_abs_difference == 1.0);
+      // Writing takes one value per group and reaches every replica of the group.
+      s.write_variable_data(every, HostTensor({5.f, 5.f, 7.f, 7.f}, {2, 2}));
+      CHECK(s.get_tensor_data(every) ==
+            HostTensor({5.f, 5.f, 5.f, 5.f, 7.f, 7.f, 7.f, 7.f}, {4, 2}));
+      CHECK_THROWS_WITH_AS(s.write_variable_data(per_group, HostTensor({1.f, 2.f}, {2})),
+                           doctest::Contains("(2, 2) (one value per replica group), got (2,)"),
+                           ShapeError);
+    }
+    CHECK_THROWS_WITH_AS(s.check_replicas_in_sync(), doctest::Contains("must be attached"),
+                         SessionError);
+  }
+  // The reference evaluator starts each replica from its group's value too.
+  HostTensor xs({replicas, 2}, float32);
+  std::vector<std::unique_ptr<testing::ReferenceEvaluator>> evs;
+  testing::run_replicated(ir, {{"x", xs}}, &evs);
+  CHECK(evs[3]->variable(per_group) == HostTensor({10.f, 20.f}, {2}));
+}
+
+TEST_CASE("Grouped variables: mistakes are named") {
+  Ir ir(4), other(4);
+  auto in_main = ir.main_graph().scope();
+  CHECK_THROWS_WITH_AS(
+      variable(HostTensor({1.f, 2.f}, {2}), "v", {.retrieval_mode = RetrievalMode::all_replicas}),
+      doctest::Contains("has no replica grouping"), ValueError);
+  CHECK_THROWS_WITH_AS(variable(HostTensor({1.f, 2.f, 3.f}, {3}), "v",
+                                {.replica_grouping = ir.replica_grouping(1, 2)}),
+                       doctest::Contains("one value per group, shaped (2, *shape); got (3,)"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(
+      variable(HostTensor({1.f}, {1}), "v", {.replica_grouping = other.replica_grouping()}),
+      doctest::Contains("was not made by this Ir's replica_grouping"), ValueError);
+  // One group: the data is the value itself.
+  CHECK(variable(HostTensor({1.f, 2.f}, {2}), "one", {.replica_grouping = ir.replica_grouping()})
+            .shape() == Shape{2});
 }

@@ -72,9 +72,21 @@ std::vector<HostTensor> ReferenceEvaluator::exchange(const HostTensor& value, st
 Value ReferenceEvaluator::variable_value(std::uint32_t index) {
   auto it = variables_.find(index);
   if (it == variables_.end()) {
-    const HostTensor* data = IrView(ir_).data(TensorId{index});
+    const IrView view(ir_);
+    const HostTensor* data = view.data(TensorId{index});
     PXL_ASSERT(data != nullptr);
-    it = variables_.emplace(index, std::make_shared<HostTensor>(*data)).first;
+    HostTensor value = *data;
+    // A grouped variable starts from its group's value (this evaluator's replica).
+    if (const VariableGrouping* g = view.grouping(TensorId{index});
+        g && g->grouping.num_groups() > 1) {
+      value = HostTensor(view.spec(TensorId{index}));
+      const std::size_t bytes = value.nbytes();
+      std::memcpy(value.bytes().data(),
+                  data->bytes().data() +
+                      static_cast<std::size_t>(g->grouping.group_of(replica_)) * bytes,
+                  bytes);
+    }
+    it = variables_.emplace(index, std::make_shared<HostTensor>(std::move(value))).first;
   }
   return it->second;
 }

@@ -3,10 +3,12 @@
 
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/ir/op.hpp"
+#include "pxl/ir/replica_grouping.hpp"
 #include "pxl/ir/scope.hpp"
 #include "pxl/ir/tensor.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,18 @@ void graph_output(const Tensor& t);
 Tensor variable(HostTensor data, std::string name = "");
 /// `data` converted to `dtype`.
 Tensor variable(const HostTensor& data, DType dtype, std::string name = "");
+
+/// How a variable is shared by replicas (PopXL's `replica_grouping` and `retrieval_mode`).
+struct VariableOptions {
+  /// One value per group of replicas; none: one value for every replica.
+  std::optional<ReplicaGrouping> replica_grouping;
+  /// Only with a grouping (ValueError otherwise); one_per_group when not given.
+  std::optional<RetrievalMode> retrieval_mode;
+};
+/// A variable with one value per replica group: with more than one group, `data` is shaped
+/// (num_groups, *shape) and group g's replicas start from data[g] (the variable's shape is
+/// `shape`); with one group, `data` is the value. ShapeError when dim 0 is not the group count.
+Tensor variable(HostTensor data, std::string name, const VariableOptions& options);
 /// A constant of the current graph.
 Tensor constant(HostTensor data, std::string name = "");
 Tensor constant(const HostTensor& data, DType dtype, std::string name = "");

@@ -53,4 +53,18 @@ private:
   std::int64_t replicas_ = 1, stride_ = 1, group_size_ = 1;
 };
 
+/// What Session::get_tensor_data returns for a variable with a replica grouping (PopXL's
+/// `retrieval_mode`).
+enum class RetrievalMode : std::uint8_t {
+  one_per_group, ///< (num_groups, *shape): each group's value, read from its first replica
+  all_replicas,  ///< (replicas, *shape): every replica's value, read from the device
+};
+
+/// How a variable is shared by the replicas (see pxl::variable): one value per group of
+/// `grouping`.
+struct VariableGrouping {
+  ReplicaGrouping grouping;
+  RetrievalMode retrieval_mode = RetrievalMode::one_per_group;
+};
+
 } // namespace pxl

@@ -6,6 +6,7 @@
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/op.hpp"
 #include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/replica_grouping.hpp"
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"
 
@@ -98,8 +99,11 @@ public:
   std::int64_t ipu(TensorId t) const;
   /// The op writing `t`; none for graph inputs, variables and constants.
   std::optional<OpId> producer(TensorId t) const;
-  /// Initial value of a variable or constant (null for other tensors).
+  /// Initial value of a variable or constant (null for other tensors); for a variable with a
+  /// replica grouping of several groups, one value per group: (num_groups, *spec(t).shape).
   const HostTensor* data(TensorId t) const;
+  /// The replica grouping of a variable created with one (null otherwise).
+  const VariableGrouping* grouping(TensorId t) const;
 
   // Streams.
   const std::string& name(StreamId s) const;
