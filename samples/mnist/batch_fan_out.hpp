@@ -13,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,10 +26,14 @@ namespace mnist {
 /// keeps the other half for its partner. Each producer thread calls `fill` for its own side;
 /// the pipeline is only touched under the lock.
 ///
+/// With R replicas a batch is a global batch of R·b rows, and the device takes R elements of
+/// each stream per step, replica 0's first: a batch then gives R elements per side, element r
+/// being rows r·b … r·b+b−1 (replica r's part).
+///
 /// Bounded: a producer runs at most its queue depth ahead of the device, and the device takes
-/// image k and label k in the same step, so one side is never more than `depth + 1` batches
-/// ahead of the other; the halves kept for the lagging side are a ring of that many
-/// preallocated tensors.
+/// a step's images and labels together, so one side is never more than `depth + R` elements
+/// ahead of the other; the parts kept for each side are a ring of (depth + 2)·R preallocated
+/// tensors, enough for that plus the rest of the batch being split.
 class BatchFanOut {
 public:
   enum Side : std::size_t { images = 0, labels = 1 };
@@ -36,18 +41,24 @@ public:
   /// the next call (BatchView reuses one buffer).
   using Next = std::function<const pxl::addons::data::Batch*()>;
 
-  /// `depth` is the queue depth of both streams; `batches_per_run` only words the errors.
+  /// `images_spec` and `labels_spec` are a whole batch's (the global batch), which `replicas`
+  /// divides into the streams' elements. `depth` is the queue depth of both streams;
+  /// `batches_per_run` only words the errors.
   BatchFanOut(Next next, const pxl::TensorSpec& images_spec, const pxl::TensorSpec& labels_spec,
-              std::int64_t depth, std::int64_t batches_per_run)
-      : next_(std::move(next)), specs_{images_spec, labels_spec},
-        batches_per_run_(batches_per_run) {
-    for (std::size_t s = 0; s < 2; ++s)
-      rings_[s].slots.assign(static_cast<std::size_t>(depth) + 1, pxl::HostTensor(specs_[s]));
+              std::int64_t depth, std::int64_t batches_per_run, std::int64_t replicas = 1)
+      : next_(std::move(next)), specs_{images_spec, labels_spec}, batches_per_run_(batches_per_run),
+        replicas_(static_cast<std::size_t>(replicas)) {
+    for (std::size_t s = 0; s < 2; ++s) {
+      pxl::TensorSpec part = specs_[s];
+      part.shape.at(0) /= replicas;
+      rings_[s].slots.assign((static_cast<std::size_t>(depth) + 2) * replicas_,
+                             pxl::HostTensor(part));
+    }
   }
 
-  /// Copies `side`'s half of that side's next batch into `element` (of the stream's spec).
+  /// Copies `side`'s part of that side's next element into `element` (of the stream's spec).
   /// StreamError when the pipeline has ended or a batch does not fit the streams; the error
-  /// sticks: either side rethrows it once the halves kept for it are used up.
+  /// sticks: either side rethrows it once the parts kept for it are used up.
   void fill(Side side, pxl::HostTensor& element) {
     std::lock_guard lock(mutex_);
     Ring& mine = rings_[side];
@@ -75,22 +86,33 @@ public:
     }
     ++pulled_;
     const pxl::HostTensor* halves[2] = {&batch->images, &batch->labels};
-    copy(*halves[side], element);
+    copy_part(*halves[side], 0, element.bytes());
+    for (std::size_t r = 1; r < replicas_; ++r)
+      copy_part(*halves[side], r, mine.push());
     Ring& other = rings_[1 - side];
-    PXL_ASSERT(other.count < other.slots.size());
-    copy(*halves[1 - side], other.slots[(other.head + other.count) % other.slots.size()]);
-    ++other.count;
+    for (std::size_t r = 0; r < replicas_; ++r)
+      copy_part(*halves[1 - side], r, other.push());
   }
 
 private:
   struct Ring {
     std::vector<pxl::HostTensor> slots;
-    std::size_t head = 0;  ///< oldest kept half
-    std::size_t count = 0; ///< halves kept
+    std::size_t head = 0;  ///< oldest kept part
+    std::size_t count = 0; ///< parts kept
+    /// The bytes of a new slot at the back.
+    std::span<std::byte> push() {
+      PXL_ASSERT(count < slots.size());
+      return slots[(head + count++) % slots.size()].bytes();
+    }
   };
 
   static void copy(const pxl::HostTensor& src, pxl::HostTensor& dst) {
     std::ranges::copy(src.bytes(), dst.bytes().begin());
+  }
+  /// Part `r` of `replicas_` equal parts of `src`'s bytes into `dst`.
+  void copy_part(const pxl::HostTensor& src, std::size_t r, std::span<std::byte> dst) const {
+    PXL_ASSERT(dst.size() * replicas_ == src.bytes().size());
+    std::ranges::copy(src.bytes().subspan(r * dst.size(), dst.size()), dst.begin());
   }
 
   void check(const pxl::addons::data::Batch& batch) const {
@@ -110,6 +132,7 @@ private:
   std::array<pxl::TensorSpec, 2> specs_;
   std::array<Ring, 2> rings_;
   std::int64_t batches_per_run_;
+  std::size_t replicas_;
   std::int64_t pulled_ = 0; ///< batches taken from the pipeline
   std::exception_ptr error_;
 };

@@ -2,6 +2,7 @@
 // Fashion-MNIST on the built-in IPU emulator.
 //
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
+//     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -27,6 +28,7 @@ struct Options {
   double learning_rate = 0.05;
   std::int64_t steps_per_execution = 1;
   std::int64_t gradient_accumulation = 1;
+  std::int64_t replicas = 1;
   std::string data_dir = data::fashion_mnist_default_dir;
   std::optional<std::int64_t> limit;
   std::optional<std::int64_t> test_limit;
@@ -39,6 +41,10 @@ struct Options {
 };
 
 int train_and_test(const Options& o) {
+  // Checked here rather than by CLI11, so that the mistake gets pxl's message and exit code.
+  if (o.replicas < 1)
+    throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
+                          std::to_string(o.replicas));
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
   const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
   std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
@@ -49,10 +55,16 @@ int train_and_test(const Options& o) {
                                 .learning_rate = o.learning_rate,
                                 .steps_per_execution = o.steps_per_execution,
                                 .gradient_accumulation = o.gradient_accumulation,
+                                .replicas = o.replicas,
                                 .seed = o.seed,
                                 .workers = o.workers});
-  std::printf("Emulator: %u worker(s); batch %lld, learning rate %g, %lld step(s) per run",
-              train.session().num_workers(), static_cast<long long>(o.batch_size), o.learning_rate,
+  const std::int64_t global_batch = train.global_batch_size();
+  std::printf("Emulator: %u worker(s), %lld replica(s); batch %lld", train.session().num_workers(),
+              static_cast<long long>(o.replicas), static_cast<long long>(o.batch_size));
+  if (o.replicas > 1)
+    std::printf(" per replica (%lld in all, gradients averaged across replicas)",
+                static_cast<long long>(global_batch));
+  std::printf(", learning rate %g, %lld step(s) per run", o.learning_rate,
               static_cast<long long>(o.steps_per_execution));
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
@@ -77,10 +89,22 @@ int train_and_test(const Options& o) {
     epoch_log.progress->update(epoch_log.steps, loss);
   };
 
+  // One micro-batch is a global batch: replica r trains on its rows r·B … r·B+B−1.
+  const std::int64_t per_run_images = train.micro_batches_per_run() * global_batch;
+  if (o.epochs > 0 && train_data.size() < per_run_images)
+    throw pxl::ValueError(
+        "the training set has " + std::to_string(train_data.size()) +
+        " images, fewer than one run takes: " + std::to_string(o.replicas) + " replica(s) x " +
+        std::to_string(o.batch_size) + " images x " +
+        std::to_string(train.micro_batches_per_run()) +
+        " micro-batch(es) per run = " + std::to_string(per_run_images) +
+        "; lower --replicas, --batch-size, --steps-per-execution or --gradient-accumulation, "
+        "or raise --limit");
+
   double train_seconds = 0;
   std::int64_t trained = 0;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    const data::BatchOptions batching{.batch_size = o.batch_size,
+    const data::BatchOptions batching{.batch_size = global_batch,
                                       .seed = o.seed,
                                       .epoch = static_cast<std::uint64_t>(epoch),
                                       .flatten = true};
@@ -103,7 +127,7 @@ int train_and_test(const Options& o) {
         train.run();
     }
     train_seconds += epoch_log.progress->elapsed();
-    trained += epoch_log.steps * o.batch_size;
+    trained += epoch_log.steps * global_batch;
     std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s\n", epoch + 1,
                 epoch_log.steps > 0 ? epoch_log.loss_sum / static_cast<double>(epoch_log.steps)
                                     : 0.0,
@@ -134,7 +158,7 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", o.epochs, "Passes over the training set (0: test only)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size, "Images per training step")
+  app.add_option("--batch-size", o.batch_size, "Images per training step and replica")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--learning-rate", o.learning_rate, "SGD learning rate")
@@ -147,6 +171,10 @@ int main(int argc, char** argv) {
   app.add_option("--gradient-accumulation", o.gradient_accumulation,
                  "Micro-batches of --batch-size whose mean gradient makes one update")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--replicas", o.replicas,
+                 "Data-parallel replicas: each trains on its --batch-size images of every "
+                 "global batch of replicas x batch-size, gradients averaged across them")
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/data/batches.hpp"
+#include "pxl/addons/data_parallel.hpp"
 #include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/ir/graph.hpp"
@@ -39,7 +40,7 @@ constexpr pxl::ops::CallOptions inlined{.inline_graph = true};
 
 /// Traces one micro-batch into the current graph: loads images and labels, runs the forward
 /// and gradient graphs with `weights`, stores the loss, and returns the weights' gradients
-/// by name.
+/// by name (this replica's: the mean over its rows).
 NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
                              const pxl::addons::GraphWithNamedArgs& bwd,
                              const NamedTensors& weights, const pxl::HostToDeviceStream& images,
@@ -55,19 +56,27 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
   return bwd.grads(bwd_info);
 }
 
+/// SGD on the gradients averaged across replicas (with one replica, the gradients as they
+/// are: no op is added, so the update still folds into the gradient's matmul).
 void sgd_update(const NamedTensors& weights, const NamedTensors& grads, double learning_rate) {
+  const NamedTensors averaged = pxl::addons::average_across_replicas(grads);
   for (const auto& [name, w] : weights.to_dict())
-    pxl::ops::scaled_add_(w, grads.at(name), 1.0, -learning_rate);
+    pxl::ops::scaled_add_(w, averaged.at(name), 1.0, -learning_rate);
 }
 
 } // namespace
 
 TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(options) {
   if (options.batch_size < 1 || options.steps_per_execution < 1 ||
-      options.gradient_accumulation < 1)
-    throw pxl::ValueError("mnist TrainingOptions: batch_size, steps_per_execution and "
-                          "gradient_accumulation must be at least 1");
+      options.gradient_accumulation < 1 || options.replicas < 1)
+    throw pxl::ValueError("mnist TrainingOptions: batch_size, steps_per_execution, "
+                          "gradient_accumulation and replicas must be at least 1, got " +
+                          std::to_string(options.batch_size) + ", " +
+                          std::to_string(options.steps_per_execution) + ", " +
+                          std::to_string(options.gradient_accumulation) + " and " +
+                          std::to_string(options.replicas));
   const std::int64_t b = options.batch_size;
+  ir_.set_replication_factor(options.replicas);
   {
     auto in_main = ir_.main_graph().scope();
     images_ = pxl::h2d_stream({b, image_size}, pxl::float32, "images");
@@ -102,7 +111,8 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
                    options.learning_rate);
       } else {
         // N micro-batches accumulate the mean gradient, then one update with it: the same
-        // step as one batch of N·b.
+        // step as one batch of N·b. Replicas average the accumulated gradient, once per
+        // update.
         pxl::Graph micro = ir_.create_empty_graph("micro_step");
         {
           auto in_micro = micro.scope();
@@ -114,10 +124,12 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
         auto in_step = step.scope();
         auto s = pxl::addons::named_graph_inputs(state);
         pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
-        pxl::addons::apply_accumulated(s.filter_keys(variables_.keys_flat()), s,
-                                       [&](const std::string&, const Tensor& w, const Tensor& g) {
-                                         pxl::ops::scaled_add_(w, g, 1.0, -options.learning_rate);
-                                       });
+        pxl::addons::apply_accumulated(
+            s.filter_keys(variables_.keys_flat()), s,
+            pxl::addons::averaged_across_replicas(
+                [&](const std::string&, const Tensor& w, const Tensor& g) {
+                  pxl::ops::scaled_add_(w, g, 1.0, -options.learning_rate);
+                }));
       }
       pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());
     }
@@ -127,11 +139,42 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
   attachment_.emplace(session_->attach());
 }
 
+std::optional<pxl::HostTensor>
+TrainingProgram::per_replica(const pxl::HostTensor& array,
+                             const pxl::HostToDeviceStream& stream) const {
+  const std::int64_t n = options_.replicas, m = micro_batches_per_run();
+  if (n == 1)
+    return std::nullopt;
+  const pxl::Shape& element = stream.spec().shape;
+  pxl::Shape global = element, split = element;
+  global.at(0) *= n;
+  split.insert(split.begin(), n);
+  if (m > 1) {
+    global.insert(global.begin(), m);
+    split.insert(split.begin(), m);
+  }
+  if (array.shape() != global)
+    return std::nullopt;
+  return array.reshaped(split);
+}
+
 std::vector<float> TrainingProgram::run(const pxl::HostTensor& images,
                                         const pxl::HostTensor& labels) {
-  auto out = session_->run({{*images_, images}, {*labels_, labels}});
+  const auto split_images = per_replica(images, *images_);
+  const auto split_labels = per_replica(labels, *labels_);
+  auto out = session_->run({{*images_, split_images ? *split_images : images},
+                            {*labels_, split_labels ? *split_labels : labels}});
+  // [micro-batches, replicas] losses, step-major: each micro-batch's is the replicas' mean.
   const auto losses = out.at(*loss_).data<float>();
-  return {losses.begin(), losses.end()};
+  const auto n = static_cast<std::size_t>(options_.replicas);
+  std::vector<float> means;
+  for (std::size_t i = 0; i < losses.size(); i += n) {
+    double sum = 0;
+    for (std::size_t r = 0; r < n; ++r)
+      sum += losses[i + r];
+    means.push_back(static_cast<float>(sum / static_cast<double>(n)));
+  }
+  return means;
 }
 
 void TrainingProgram::bind_feed(std::function<const pxl::addons::data::Batch*()> next,
@@ -139,20 +182,35 @@ void TrainingProgram::bind_feed(std::function<const pxl::addons::data::Batch*()>
   if (!on_loss)
     throw pxl::ValueError("mnist TrainingProgram::feed_from: the loss callback is empty; pass "
                           "one taking (index, loss)");
-  auto fan_out = std::make_shared<BatchFanOut>(std::move(next), images_->spec(), labels_->spec(),
-                                               infeed_depth, micro_batches_per_run());
-  const pxl::FeedOptions feed{.depth = infeed_depth};
+  const std::int64_t replicas = options_.replicas;
+  auto global = [replicas](pxl::TensorSpec spec) {
+    spec.shape.at(0) *= replicas;
+    return spec;
+  };
+  auto fan_out = std::make_shared<BatchFanOut>(std::move(next), global(images_->spec()),
+                                               global(labels_->spec()), infeed_depth * replicas,
+                                               micro_batches_per_run(), replicas);
+  // Each step takes one element per replica: the queues hold infeed_depth steps.
+  const pxl::FeedOptions feed{.depth = infeed_depth * replicas};
   session_->set_h2d_callback(
       *images_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::images, e); }, feed);
   session_->set_h2d_callback(
       *labels_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::labels, e); }, feed);
-  // Room for a whole run's losses: the device never waits for the callback within a run.
+  // Room for a whole run's losses: the device never waits for the callback within a run. The
+  // replicas' losses of a step arrive one after the other (step-major); their mean is the
+  // step's loss on the global batch.
   session_->set_d2h_callback(
       *loss_,
-      [on_loss = std::move(on_loss), index = std::int64_t{0}](const pxl::HostTensor& loss) mutable {
-        on_loss(index++, loss.data<float>()[0]);
+      [on_loss = std::move(on_loss), replicas, index = std::int64_t{0}, seen = std::int64_t{0},
+       sum = 0.0](const pxl::HostTensor& loss) mutable {
+        sum += loss.data<float>()[0];
+        if (++seen < replicas)
+          return;
+        on_loss(index++, static_cast<float>(sum / static_cast<double>(replicas)));
+        seen = 0;
+        sum = 0;
       },
-      {.depth = micro_batches_per_run()});
+      {.depth = micro_batches_per_run() * replicas});
   fed_ = true;
 }
 

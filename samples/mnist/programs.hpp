@@ -28,6 +28,7 @@ namespace mnist {
 inline constexpr std::int64_t image_size = 28 * 28;
 
 struct TrainingOptions {
+  /// Images per replica and micro-batch.
   std::int64_t batch_size = 8;
   double learning_rate = 0.05;
   /// Training steps per `session.run`: the step is a device loop (`ops::repeat`) fed by
@@ -36,6 +37,10 @@ struct TrainingOptions {
   /// Micro-batches whose mean gradient makes one SGD update (effective batch
   /// batch_size × gradient_accumulation); each takes its own host transfer.
   std::int64_t gradient_accumulation = 1;
+  /// Data-parallel replicas: each trains on its own batch_size rows of a global batch of
+  /// replicas × batch_size, and the gradients are averaged across replicas before the
+  /// update, so a step equals one replica's on the global batch (to float rounding).
+  std::int64_t replicas = 1;
   /// Seeds the weights' initialisers.
   std::uint64_t seed = 42;
   /// Emulator worker threads (0: one per core).
@@ -57,7 +62,10 @@ using LossCallback = std::function<void(std::int64_t index, float loss)>;
 /// The training Ir of PopXL's MNIST tutorial: images and labels come in on h2d streams, the
 /// Net's gradient graph comes from autodiff, the loss gradient from cross_entropy_with_grad,
 /// and every variable is updated in place with `scaled_add_(w, grad, 1, -lr)`; the loss goes
-/// back on a d2h stream. One run performs `steps_per_execution` steps.
+/// back on a d2h stream. One run performs `steps_per_execution` steps. With several replicas
+/// the Ir is replicated and the gradients are mean-all-reduced before the update
+/// (addons::average_across_replicas); replica r takes rows r·batch … r·batch+batch−1 of each
+/// global batch.
 ///
 /// It is fed either with host arrays per run (`run(images, labels)`), or, as PopXL and TF
 /// users feed a device loop, from an infeed (`feed_from(batches, on_loss)`, then `run()`):
@@ -68,17 +76,22 @@ public:
   explicit TrainingProgram(const TrainingOptions& options);
 
   /// Runs `steps_per_execution` steps of `gradient_accumulation` micro-batches each. `images`
-  /// is [micro_batches_per_run(), batch, 784] float32 and `labels` [micro_batches_per_run(),
-  /// batch] int32 (leading dim dropped when 1). Returns each micro-batch's loss. After
-  /// feed_from the streams are fed from the batches instead: StreamError.
+  /// is [micro_batches_per_run(), global_batch_size(), 784] float32 and `labels`
+  /// [micro_batches_per_run(), global_batch_size()] int32 (leading dim dropped when 1): with
+  /// replicas, replica r takes rows r·batch … r·batch+batch−1 of each (arrays already in the
+  /// streams' [micro-batches, replicas, batch, ...] layout are taken as they are). Returns each
+  /// micro-batch's loss over its global batch (the replicas' mean). After feed_from the
+  /// streams are fed from the batches instead: StreamError.
   std::vector<float> run(const pxl::HostTensor& images, const pxl::HostTensor& labels);
 
   /// Feeds both the images and the labels stream from one pass over `batches` (one epoch of
-  /// `data::batches(...)` with `.flatten = true` and `.drop_remainder = true`, say): each run
-  /// takes the next micro_batches_per_run() of them. Two producer threads (one per stream)
-  /// share the pipeline through a fan-out, so it runs once, and prepare up to eight batches
+  /// `data::batches(...)` with `.batch_size = global_batch_size()`, `.flatten = true` and
+  /// `.drop_remainder = true`, say): each run takes the next micro_batches_per_run() of them,
+  /// and replica r trains on rows r·batch … r·batch+batch−1 of each. Two producer threads (one per
+  /// stream) share the pipeline through a fan-out, so it runs once, and prepare up to eight batches
   /// ahead of the device; batches prepared ahead stay queued for the next run. Every loss goes
-  /// to `on_loss` (ValueError when it is empty), from index 0.
+  /// to `on_loss` (ValueError when it is empty), from index 0: with replicas, the mean of the
+  /// replicas' losses, once every replica's has arrived.
   ///
   /// Replaces an earlier feed, dropping what it had prepared ahead: with one feed per epoch
   /// and ⌊batches / micro_batches_per_run()⌋ runs on each, those are the batches of the
@@ -121,9 +134,11 @@ public:
   std::int64_t micro_batches_per_run() const {
     return options_.steps_per_execution * options_.gradient_accumulation;
   }
-  /// The variables (fc1.weight … fc4.bias) of the training Ir.
+  /// Images per micro-batch over all replicas: replicas × batch_size.
+  std::int64_t global_batch_size() const { return options_.replicas * options_.batch_size; }
+  /// The variables (fc1.weight … fc4.bias) of the training Ir (identical on every replica).
   const pxl::addons::NamedTensors& variables() const { return variables_; }
-  /// Current weights by name (copied from the device).
+  /// Current weights by name (copied from the device; replica 0's).
   pxl::addons::NamedTensorData weights();
   /// Replaces the weights; ValueError when names or shapes do not match the Net's.
   void load_weights(const pxl::addons::NamedTensorData& weights);
@@ -132,6 +147,11 @@ public:
   const TrainingOptions& options() const { return options_; }
 
 private:
+  /// A [micro-batches, global batch, ...] array as the stream's [micro-batches, replicas,
+  /// batch, ...] (dims of 1 dropped); nullopt when the array is to be passed as it is (one
+  /// replica, or another shape, for the session to check).
+  std::optional<pxl::HostTensor> per_replica(const pxl::HostTensor& array,
+                                             const pxl::HostToDeviceStream& stream) const;
   void bind_feed(std::function<const pxl::addons::data::Batch*()> next, LossCallback on_loss);
 
   TrainingOptions options_;
@@ -151,7 +171,7 @@ public:
   TestProgram(std::int64_t batch_size, unsigned workers = 0);
 
   /// Copies the training session's weights into this session by name (the tutorial's
-  /// `to_mapping` + `write_variables_data`).
+  /// `to_mapping` + `write_variables_data`); from replica 0 when training is replicated.
   void copy_weights_from(TrainingProgram& training);
   /// Fraction of `data`'s images classified correctly, in whole batches (the last partial
   /// batch is evaluated too, padded).

@@ -30,3 +30,16 @@ expect_error "truncated image file" "train-images-idx3-ubyte" --data-dir "$tmp/c
 
 printf 'not a checkpoint' >"$tmp/bad.safetensors"
 expect_error "corrupt checkpoint" "bad.safetensors" --limit 16 --test-limit 16 --epochs 0 --load "$tmp/bad.safetensors"
+
+expect_error "zero replicas" "--replicas: expected at least 1 replica, got 0" --replicas 0
+expect_error "negative replicas" "--replicas: expected at least 1 replica, got -2" --replicas -2
+expect_error "training set too small for the replicas" \
+  "the training set has 10 images, fewer than one run takes: 4 replica(s) x 4 images" \
+  --replicas 4 --batch-size 4 --limit 10 --test-limit 16
+
+# The startup output names the replica count.
+"$mnist" --replicas 2 --batch-size 4 --limit 16 --test-limit 16 >"$tmp/out" 2>"$tmp/err" ||
+  fail "--replicas 2: exit code $?; stderr: $(cat "$tmp/err")"
+grep -q "2 replica(s); batch 4 per replica (8 in all" "$tmp/out" ||
+  fail "--replicas 2: the startup output does not name the replicas: $(cat "$tmp/out")"
+echo "ok: --replicas 2 named at startup"

@@ -11,7 +11,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -266,4 +269,109 @@ TEST_CASE("infeed mistakes are refused with what was expected") {
                          ".drop_remainder = true and .flatten = true)",
                          pxl::StreamError);
   }
+}
+
+namespace {
+
+/// Max |a − b| / (|b| + 1e-3) over every weight, for the messages.
+double max_relative_difference(const std::map<std::string, pxl::HostTensor>& a,
+                               const std::map<std::string, pxl::HostTensor>& b) {
+  double worst = 0;
+  for (const auto& [name, t] : a) {
+    const auto x = t.data<float>(), y = b.at(name).data<float>();
+    for (std::size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) /
+                                  (std::abs(static_cast<double>(y[i])) + 1e-3));
+  }
+  return worst;
+}
+
+void check_same_weights(mnist::TrainingProgram& expected, mnist::TrainingProgram& actual) {
+  const auto e = expected.weights().to_dict();
+  const auto a = actual.weights().to_dict();
+  REQUIRE(e.size() == 8);
+  MESSAGE("largest relative weight difference " << max_relative_difference(a, e));
+  for (const auto& [name, t] : e) {
+    CAPTURE(name);
+    CHECK(pxl::allclose(a.at(name), t, 1e-5, 1e-6));
+  }
+}
+
+} // namespace
+
+TEST_CASE("2 replicas at batch 4 train as one replica at batch 8, with host arrays") {
+  for (const std::int64_t accumulation : {1, 2}) {
+    CAPTURE(accumulation);
+    mnist::TrainingProgram one({.batch_size = 8, .seed = 13});
+    mnist::TrainingProgram two({.batch_size = 4 / accumulation,
+                                .gradient_accumulation = accumulation,
+                                .replicas = 2,
+                                .seed = 13});
+    REQUIRE(two.global_batch_size() == 8 / accumulation);
+    // Two epochs of the 100 images: 24 steps of 8.
+    for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+      const auto l1 = train_epoch_from_arrays(one, small_data(), batching(8, epoch));
+      const auto l2 =
+          train_epoch_from_arrays(two, small_data(), batching(two.global_batch_size(), epoch));
+      REQUIRE(l2.size() == l1.size() * static_cast<std::size_t>(accumulation));
+      if (accumulation == 1)
+        for (std::size_t i = 0; i < l1.size(); ++i)
+          CHECK(l2[i] == doctest::Approx(l1[i]).epsilon(1e-5)); // the replicas' mean loss
+    }
+    check_same_weights(one, two);
+    mnist::TestProgram test1(100), test2(100);
+    test1.copy_weights_from(one);
+    test2.copy_weights_from(two);
+    CHECK(test2.accuracy(test_data()) ==
+          doctest::Approx(test1.accuracy(test_data())).epsilon(2e-3));
+  }
+}
+
+TEST_CASE("replicas fed by the infeed train bitwise as the same batches fed as arrays") {
+  // Replica r of every step gets rows r·4 … r·4+3 of the global batch of 8 either way.
+  for (const mnist::TrainingOptions& options :
+       {mnist::TrainingOptions{
+            .batch_size = 4, .steps_per_execution = 3, .replicas = 2, .seed = 17},
+        mnist::TrainingOptions{.batch_size = 2,
+        .steps_per_execution = 2,
+        .gradient_accumulation = 2,
+        .replicas = 2,
+        .seed = 17},
+        mnist::TrainingOptions{.batch_size = 2, .replicas = 4, .seed = 17}}) {
+    CAPTURE(options.replicas);
+    CAPTURE(options.steps_per_execution);
+    LossLog log;
+    mnist::TrainingProgram from_arrays(options);
+    mnist::TrainingProgram from_infeed(options);
+    const std::int64_t per_run = from_infeed.micro_batches_per_run();
+    const auto batch_options = batching(from_infeed.global_batch_size());
+    const std::int64_t runs = data::num_batches(small_data(), batch_options) / per_run;
+    const auto expected = train_epoch_from_arrays(from_arrays, small_data(), batch_options);
+    REQUIRE(expected.size() == static_cast<std::size_t>(runs * per_run));
+    from_infeed.feed_from(data::batches(small_data(), batch_options), log.callback());
+    for (std::int64_t r = 0; r < runs; ++r)
+      from_infeed.run();
+    REQUIRE(log.calls.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      CHECK(log.calls[i].second == expected[i]);
+    const auto a = from_arrays.weights().to_dict();
+    const auto f = from_infeed.weights().to_dict();
+    for (const auto& [name, t] : a) {
+      CAPTURE(name);
+      CHECK(same_bits(t, f.at(name)));
+    }
+    // And as one replica at the global batch, to float rounding.
+    mnist::TrainingProgram one({.batch_size = from_infeed.global_batch_size(),
+                                .steps_per_execution = options.steps_per_execution,
+                                .gradient_accumulation = options.gradient_accumulation,
+                                .seed = 17});
+    train_epoch_from_arrays(one, small_data(), batch_options);
+    check_same_weights(one, from_infeed);
+  }
+}
+
+TEST_CASE("replicas below 1 are refused") {
+  CHECK_THROWS_WITH_AS(mnist::TrainingProgram({.replicas = 0}),
+                       doctest::Contains("replicas must be at least 1, got 8, 1, 1 and 0"),
+                       pxl::ValueError);
 }

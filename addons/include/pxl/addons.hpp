@@ -3,6 +3,7 @@
 
 #include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/autodiff.hpp"
+#include "pxl/addons/data_parallel.hpp"
 #include "pxl/addons/dot_tree.hpp"
 #include "pxl/addons/graph_cache.hpp"
 #include "pxl/addons/graph_with_named_args.hpp"

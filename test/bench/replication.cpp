@@ -1,0 +1,135 @@
+// Data-parallel training throughput of the main job on the emulator: images/s at replicas 1,
+// 2 and 4, and the ratio to replicas 1, (a) at the same per-replica batch (the global batch
+// grows with the replicas, as data-parallel training scales out) and (b) at the same global
+// batch (split across the replicas). The emulated replicas share the host's cores, so the
+// ratio measures what collectives and lockstep cost: the gradients' mean all-reduce and the
+// loss of the SGD update's fold into the gradient matmul. Prints medians of `--reps` timings,
+// the replica counts interleaved within each repetition; asserts nothing.
+//
+//     build/test/bench/replication [--workers N] [--reps 5] [--batch 8] [--global-batch 32]
+#include "programs.hpp"
+
+#include "pxl/addons/data/batch.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace {
+
+namespace data = pxl::addons::data;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> xs) {
+  std::ranges::sort(xs);
+  return xs[xs.size() / 2];
+}
+
+/// `count` global batches of random images and labels.
+std::vector<data::Batch> random_batches(std::int64_t batch, int count) {
+  std::mt19937 gen(1);
+  std::normal_distribution<float> pixel(0.0f, 1.0f);
+  std::uniform_int_distribution<std::int32_t> label(0, 9);
+  std::vector<data::Batch> out;
+  for (int i = 0; i < count; ++i) {
+    data::Batch b{pxl::HostTensor({batch, mnist::image_size}, pxl::float32),
+                  pxl::HostTensor({batch}, pxl::int32)};
+    for (auto& x : b.images.data<float>())
+      x = pixel(gen);
+    for (auto& y : b.labels.data<std::int32_t>())
+      y = label(gen);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+/// One replica count's program and data; `images_per_second` times `steps` single-step runs.
+struct Config {
+  std::int64_t replicas, batch;
+  mnist::TrainingProgram program;
+  std::vector<data::Batch> batches;
+
+  Config(std::int64_t r, std::int64_t b, unsigned workers)
+      : replicas(r), batch(b), program({.batch_size = b, .replicas = r, .workers = workers}),
+        batches(random_batches(r * b, 8)) {
+    run(3); // warm-up
+  }
+  void run(std::int64_t steps) {
+    for (std::int64_t i = 0; i < steps; ++i) {
+      const auto& g = batches[static_cast<std::size_t>(i) % batches.size()];
+      program.run(g.images, g.labels);
+    }
+  }
+  double images_per_second(std::int64_t steps) {
+    const auto t0 = Clock::now();
+    run(steps);
+    return static_cast<double>(steps * replicas * batch) /
+           std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+};
+
+/// Times every replica count `reps` times, interleaved, and prints the medians and ratios.
+void measure(const char* title, const std::vector<std::array<std::int64_t, 2>>& shapes,
+             unsigned workers, int reps) {
+  std::printf("\n%s\n%-9s %-10s %-12s %12s %8s\n", title, "replicas", "batch/rep", "global batch",
+              "images/s", "ratio");
+  std::vector<std::unique_ptr<Config>> configs;
+  for (const auto& [r, b] : shapes)
+    configs.push_back(std::make_unique<Config>(r, b, workers));
+  std::vector<std::vector<double>> rates(configs.size());
+  for (int rep = 0; rep < reps; ++rep)
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      // About 2,000 images per timing.
+      const std::int64_t steps =
+          std::max<std::int64_t>(20, 2000 / (configs[i]->replicas * configs[i]->batch));
+      rates[i].push_back(configs[i]->images_per_second(steps));
+    }
+  const double base = median(rates[0]);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const double rate = median(rates[i]);
+    std::printf(
+        "%-9lld %-10lld %-12lld %12.0f %8.2f\n", static_cast<long long>(configs[i]->replicas),
+        static_cast<long long>(configs[i]->batch),
+        static_cast<long long>(configs[i]->replicas * configs[i]->batch), rate, rate / base);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  unsigned workers = 1;
+  int reps = 5;
+  std::int64_t batch = 8, global_batch = 32;
+  CLI::App app{"Data-parallel MNIST training throughput on pxl's emulator at 1, 2 and 4 replicas"};
+  app.add_option("--workers", workers, "Emulator worker threads (0: one per core)")
+      ->capture_default_str();
+  app.add_option("--reps", reps, "Timings per figure (the median is printed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", batch, "Per-replica batch of table (a)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--global-batch", global_batch, "Global batch of table (b) (4 must divide it)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (global_batch % 4 != 0) {
+    std::fprintf(stderr, "replication: --global-batch must be a multiple of 4, got %lld\n",
+                 static_cast<long long>(global_batch));
+    return 1;
+  }
+
+  std::printf("MNIST Net data-parallel training, SGD lr 0.05, one step per run on random data, "
+              "%u emulator worker(s); median of %d\n",
+              workers, reps);
+  measure("(a) same per-replica batch", {{1, batch}, {2, batch}, {4, batch}}, workers, reps);
+  measure("(b) same global batch",
+          {{1, global_batch}, {2, global_batch / 2}, {4, global_batch / 4}}, workers, reps);
+  return 0;
+}
