@@ -6,8 +6,10 @@
 // outputs makes the in-place all-reduce safe.
 #include "../compile_context.hpp"
 #include "common.hpp"
+#include "vector_math.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -158,12 +160,64 @@ StepFn dispatch_reduce(const KernelOp& op, DType d, Build build) {
   }
 }
 
+PXL_VECTOR_CLONES void widen_f32(double* acc, const float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    acc[i] = x[i];
+}
+PXL_VECTOR_CLONES void add_f32(double* acc, const float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    acc[i] += x[i];
+}
+/// out = acc / divisor, rounded once; a power-of-two divisor is applied as its exact reciprocal
+/// (the same result, without a division per element).
+PXL_VECTOR_CLONES void narrow_f32(const double* acc, float* out, std::int64_t n, double divisor) {
+  if (std::bit_cast<std::uint64_t>(divisor) << 12 == 0) { // a power of two: mantissa all zero
+    const double reciprocal = 1.0 / divisor;
+    for (std::int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<float>(acc[i] * reciprocal);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<float>(acc[i] / divisor);
+  }
+}
+
+/// The float32 add and mean all-reduce, the data-parallel gradient path: the same sums as
+/// reduce_step (double, in replica order, one rounding), a block at a time so that the loops
+/// over a block vectorise and each input is read in order.
+StepFn float_sum_step(const CompileContext& ctx, const Group& g, bool mean, const OpBuffers& own,
+                      std::int64_t n) {
+  if (!g.leader())
+    return [](unsigned, unsigned) {};
+  auto in = std::make_shared<const std::vector<const float*>>(
+      member_buffers<const float>(ctx, g, false, own));
+  auto out = std::make_shared<const std::vector<float*>>(member_buffers<float>(ctx, g, true, own));
+  const double divisor = mean ? static_cast<double>(g.members.size()) : 1.0;
+  return [in, out, n, divisor](unsigned w, unsigned nw) {
+    constexpr std::int64_t block = 512;
+    const auto [b, e] = worker_range(n, w, nw);
+    alignas(64) double acc[block];
+    for (std::int64_t at = b; at < e; at += block) {
+      const std::int64_t m = std::min(block, e - at);
+      widen_f32(acc, (*in)[0] + at, m);
+      for (std::size_t j = 1; j < in->size(); ++j)
+        add_f32(acc, (*in)[j] + at, m);
+      // Every input of this block is read: the first output may alias an input (in place).
+      narrow_f32(acc, (*out)[0] + at, m, divisor);
+      for (std::size_t k = 1; k < out->size(); ++k)
+        std::memcpy((*out)[k] + at, (*out)[0] + at, static_cast<std::size_t>(m) * sizeof(float));
+    }
+  };
+}
+
 StepFn all_reduce(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
   const Group g = group_of(a, ctx.replica, ctx.peers.size());
   const std::int64_t n = op.input(0).nelms();
   if (a.variant == AllReduceVariant::identical_inputs || g.members.size() == 1)
     return copy_step(buffers.outputs[0], buffers.inputs[0], n, size_of(op.input(0).dtype()));
+  if (op.input(0).dtype() == float32 &&
+      (a.op == CollectiveOperator::add || a.op == CollectiveOperator::mean))
+    return float_sum_step(ctx, g, a.op == CollectiveOperator::mean, buffers, n);
   return dispatch_reduce(op, op.input(0).dtype(), [&](auto type) {
     using T = typename decltype(type)::type;
     return reduce_step<T>(ctx, g, a.op, buffers, n, 0,
