@@ -1,5 +1,6 @@
 #include "replicated_reference.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -49,7 +50,6 @@ std::map<std::string, HostTensor>
 run_replicated(const Ir& ir, const std::map<std::string, HostTensor>& h2d,
                std::vector<std::unique_ptr<ReferenceEvaluator>>* evaluators) {
   const std::int64_t replicas = ir.replication_factor(), transfers = ir.num_host_transfers();
-  const IrView view(ir);
   auto rendezvous = std::make_shared<Rendezvous>(replicas);
   std::vector<std::unique_ptr<ReferenceEvaluator>> evs;
   std::vector<std::map<std::string, HostTensor>> outs(static_cast<std::size_t>(replicas));
@@ -96,7 +96,6 @@ run_replicated(const Ir& ir, const std::map<std::string, HostTensor>& h2d,
                     bytes);
     result.emplace(s.name(), std::move(a));
   }
-  (void)view;
   if (evaluators)
     *evaluators = std::move(evs);
   return result;
