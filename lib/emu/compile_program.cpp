@@ -135,6 +135,7 @@ private:
     FlatSchedule flat = flatten(ir_, g);
     fuse_transposes(ir_, flat);
     fuse_matmul_updates(ir_, flat);
+    fuse_all_reduce_updates(ir_, flat);
     // Inputs every call site binds to the same variable by reference live in its buffer.
     for (std::size_t i = 0; i < flat.inputs.size(); ++i)
       if (const std::uint32_t t = binding_[g.value][i]; t != no_binding) {
@@ -253,7 +254,9 @@ private:
         for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
           live[ipu][static_cast<std::size_t>(s)] += callee_plan.peak[ipu];
       } else {
-        out.info.kind = step.is_fused() ? StepKind::fused_matmul : StepKind::kernel;
+        out.info.kind = !step.is_fused()                     ? StepKind::kernel
+                        : out.info.op_kind == OpKind::MatMul ? StepKind::fused_matmul
+                                                             : StepKind::fused_all_reduce;
         out.info.flops = flops_of(ir_, op);
         out.fusion = step.fusion;
       }

@@ -203,4 +203,45 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
     compact(schedule, removed);
 }
 
+void fuse_all_reduce_updates(const IrView& ir, FlatSchedule& schedule) {
+  auto& steps = schedule.steps;
+  const std::size_t none = steps.size();
+  const std::vector<std::size_t> readers = count_readers(schedule);
+  std::vector<std::size_t> reduce_of(schedule.values.size(), none); // the step that wrote it
+  std::vector<bool> removed(steps.size(), false);
+  // Whether `op` is a float32 add or mean all-reduce that really reduces in the forward.
+  auto foldable_reduce = [&](OpId op) {
+    if (ir.kind(op) != OpKind::ReplicatedAllReduce || ir.spec(ir.inputs(op)[0]).dtype != float32)
+      return false;
+    const auto& a = ir.attrs_as<CollectiveAttrs>(op);
+    return a.variant != AllReduceVariant::identical_inputs &&
+           (a.op == CollectiveOperator::add || a.op == CollectiveOperator::mean);
+  };
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    FlatStep& step = steps[j];
+    if (!step.is_copy() && ir.kind(*step.op) == OpKind::ScaledAddInplace) {
+      const auto op_inputs = ir.inputs(*step.op);
+      const std::size_t target = step.inputs[0], product = step.inputs[1];
+      const std::size_t m = reduce_of[product];
+      if (m != none && readers[product] == 1 && ir.spec(op_inputs[0]).dtype == float32 &&
+          ir.spec(op_inputs[0]).shape == ir.spec(op_inputs[1]).shape &&
+          steps[m].inputs[0] != target && steps[m].ipu == step.ipu &&
+          unchanged_between(ir, steps, m, j, {steps[m].inputs[0]})) {
+        const auto& s = ir.attrs_as<ScalarAttrs>(*step.op);
+        FlatStep merged = std::move(steps[m]);
+        merged.inputs = {merged.inputs[0], target};
+        merged.outputs = {target};
+        merged.fusion.update = MatMulFusion::Update{s.a, s.b};
+        step = std::move(merged);
+        removed[m] = true;
+      }
+    }
+    const bool reduced = !step.is_copy() && !step.is_fused() && foldable_reduce(*step.op);
+    for (auto v : step.outputs)
+      reduce_of[v] = reduced ? j : none;
+  }
+  if (std::ranges::any_of(removed, [](bool r) { return r; }))
+    compact(schedule, removed);
+}
+
 } // namespace pxl::emu::detail

@@ -21,4 +21,13 @@ void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 /// the matmul's operands unchanged up to the update, and w not among them.
 void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule);
 
+/// Folds `scaled_add_(w, p, a, b)` on float32 into the add or mean ReplicatedAllReduce that
+/// computes `p`, when `p` has no other reader and has w's shape: the all-reduce moves to the
+/// update's place and updates every replica's w directly (the SGD step of data-parallel
+/// training), the reduced gradient is never stored. Results are bitwise those of the two
+/// steps: the reduction rounds to float, then the update computes a·w + b·p in double and
+/// rounds once, as scaled_add_ does. Needs the all-reduce's input unchanged up to the update,
+/// and w not its input.
+void fuse_all_reduce_updates(const IrView& ir, FlatSchedule& schedule);
+
 } // namespace pxl::emu::detail

@@ -86,5 +86,10 @@ struct MatMulFusion {
 /// The fused-matmul step's kernel (kernels/matmul.cpp); compile_MatMul is it with no fusion.
 StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMulFusion& fusion,
                             const OpBuffers& buffers);
+/// The fused all-reduce step's kernel (kernels/collectives.cpp): buffers are the all-reduce's
+/// input and the updated tensor (inputs), the updated tensor (output); the update is
+/// output = keep·output + scale·all_reduce(input).
+StepFn compile_fused_all_reduce(CompileContext& ctx, const KernelOp& op,
+                                const MatMulFusion::Update& update, const OpBuffers& buffers);
 
 } // namespace pxl::emu::detail

@@ -99,6 +99,10 @@ void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view
   case StepKind::fused_matmul:
     bound.run = compile_fused_matmul(ctx, KernelOp(view, *step.info.op), step.fusion, buffers);
     break;
+  case StepKind::fused_all_reduce:
+    bound.run =
+        compile_fused_all_reduce(ctx, KernelOp(view, *step.info.op), *step.fusion.update, buffers);
+    break;
   case StepKind::kernel: {
     const CompileFn compile = kernel_table[static_cast<std::size_t>(step.info.op_kind)];
     PXL_ASSERT(compile != nullptr);

@@ -275,3 +275,48 @@ TEST_CASE("Autodiff refuses collectives whose operator has no gradient") {
   CHECK_THROWS_WITH_AS(transforms::autodiff(g), doctest::Contains("other than add or mean"),
                        GraphError);
 }
+
+namespace {
+struct StepKinds final : emu::StepObserver {
+  std::vector<emu::StepKind> kinds;
+  void on_step(const emu::StepInfo& info, const emu::StepTiming&, std::int64_t) override {
+    kinds.push_back(info.kind);
+  }
+};
+
+/// w -= 0.1 · mean over replicas of g; with `store_reduced` the reduced gradient also goes to
+/// a stream, so it has a second reader and the update cannot be folded.
+HostTensor sgd_on_reduced(bool store_reduced, unsigned workers, StepKinds& kinds) {
+  const std::int64_t R = 4;
+  Ir ir(R);
+  HostToDeviceStream gs;
+  Tensor w;
+  {
+    auto main = ir.main_graph().scope();
+    gs = h2d_stream({3, 7}, float32, "g");
+    w = variable(per_replica(1, {3, 7}, 11).reshaped({3, 7}), "w");
+    const Tensor reduced = replicated_all_reduce(ops::host_load(gs), CollectiveOperator::mean);
+    if (store_reduced)
+      ops::host_store(d2h_stream({3, 7}, float32, "reduced"), reduced);
+    ops::scaled_add_(w, reduced, 0.9, -0.1);
+  }
+  Session s(ir, "ipu_model", {.workers = workers});
+  auto attached = s.attach();
+  s.run({{gs, per_replica(R, {3, 7}, 12)}}, &kinds);
+  CHECK(s.check_replicas_in_sync().empty()); // every replica got the same update
+  return s.get_tensor_data(w);
+}
+} // namespace
+
+TEST_CASE("An in-place update of an all-reduce is folded into it, bitwise as the two steps") {
+  StepKinds fused_kinds, plain_kinds;
+  const HostTensor fused = sgd_on_reduced(false, 1, fused_kinds);
+  const HostTensor plain = sgd_on_reduced(true, 1, plain_kinds);
+  CHECK(std::ranges::count(fused_kinds.kinds, emu::StepKind::fused_all_reduce) == 1);
+  CHECK(std::ranges::count(plain_kinds.kinds, emu::StepKind::fused_all_reduce) == 0);
+  CHECK(fused == plain);
+  for (unsigned workers : {2u, 3u}) {
+    StepKinds k;
+    CHECK(sgd_on_reduced(false, workers, k) == fused);
+  }
+}

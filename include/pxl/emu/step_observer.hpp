@@ -13,11 +13,12 @@ namespace pxl::emu {
 
 /// How the emulator executes a step.
 enum class StepKind : std::uint8_t {
-  kernel,       ///< one op's kernel
-  fused_matmul, ///< a MatMul with transposes read in place and/or an in-place update folded in
-  copy,         ///< a buffer copy the compiler added (inlined-call boundaries)
-  call,         ///< an outlined call: arguments in, the callee's steps, results out
-  repeat,       ///< a loop over an outlined body
+  kernel,           ///< one op's kernel
+  fused_matmul,     ///< a MatMul with transposes read in place and/or an in-place update folded in
+  fused_all_reduce, ///< an all-reduce with the in-place update of its result folded in
+  copy,             ///< a buffer copy the compiler added (inlined-call boundaries)
+  call,             ///< an outlined call: arguments in, the callee's steps, results out
+  repeat,           ///< a loop over an outlined body
 };
 
 /// A compiled step, fixed at compile time. Byte and flop counts are per replica.

@@ -209,6 +209,13 @@ StepFn float_sum_step(const CompileContext& ctx, const Group& g, bool mean, cons
   };
 }
 
+/// w = a·w + b·r with the products and the sum in double and one rounding, as scaled_add_
+/// computes it. Not cloned per ISA: an FMA would round differently from scaled_add_.
+void scaled_update_f32(float* w, const float* r, std::int64_t n, double a, double b) {
+  for (std::int64_t i = 0; i < n; ++i)
+    w[i] = static_cast<float>(a * static_cast<double>(w[i]) + b * static_cast<double>(r[i]));
+}
+
 StepFn all_reduce(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
   const Group g = group_of(a, ctx.replica, ctx.peers.size());
@@ -269,6 +276,42 @@ StepFn slice_step(const OpBuffers& buffers, std::int64_t k, std::int64_t outer, 
 }
 
 } // namespace
+
+StepFn compile_fused_all_reduce(CompileContext& ctx, const KernelOp& op,
+                                const MatMulFusion::Update& update, const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  if (!g.leader())
+    return [](unsigned, unsigned) {};
+  const std::int64_t n = op.input(0).nelms();
+  std::vector<const float*> grads;
+  std::vector<float*> targets;
+  for (std::int64_t m : g.members) {
+    const OpBuffers& b = ctx.peers.empty() ? buffers : ctx.peers[static_cast<std::size_t>(m)];
+    grads.push_back(reinterpret_cast<const float*>(b.inputs[0]));
+    targets.push_back(reinterpret_cast<float*>(b.outputs[0]));
+  }
+  auto in = std::make_shared<const std::vector<const float*>>(std::move(grads));
+  auto out = std::make_shared<const std::vector<float*>>(std::move(targets));
+  const double divisor =
+      a.op == CollectiveOperator::mean ? static_cast<double>(g.members.size()) : 1.0;
+  const double keep = update.keep, scale = update.scale;
+  return [in, out, n, divisor, keep, scale](unsigned w, unsigned nw) {
+    constexpr std::int64_t block = 512;
+    const auto [b, e] = worker_range(n, w, nw);
+    alignas(64) double acc[block];
+    alignas(64) float reduced[block];
+    for (std::int64_t at = b; at < e; at += block) {
+      const std::int64_t m = std::min(block, e - at);
+      widen_f32(acc, (*in)[0] + at, m);
+      for (std::size_t j = 1; j < in->size(); ++j)
+        add_f32(acc, (*in)[j] + at, m);
+      narrow_f32(acc, reduced, m, divisor);
+      for (float* t : *out)
+        scaled_update_f32(t + at, reduced, m, keep, scale);
+    }
+  };
+}
 
 StepFn compile_ReplicatedAllReduce(CompileContext& ctx, const KernelOp& op,
                                    const OpBuffers& buffers) {
