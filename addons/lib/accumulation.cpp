@@ -24,7 +24,7 @@ NamedTensors accumulators_of(const NamedTensors& tree, std::string_view fn) {
   if (!tree.contains(prefix) || tree.is_leaf(prefix))
     throw ValueError(std::string(fn) + ": expected the accumulators under '" + prefix +
                      ".<variable>' (as accumulator_factories names them); found keys: " +
-                     detail::join_keys(tree.keys_flat()));
+                     impl::join_keys(tree.keys_flat()));
   return tree.sub(prefix);
 }
 
@@ -41,7 +41,7 @@ void check_same_keys(std::string_view fn, std::string_view a_what, const NamedTe
   if (only_a.empty() && only_b.empty())
     return;
   auto list = [](const std::vector<std::string>& ks) {
-    return ks.empty() ? std::string("none") : detail::join_keys(ks);
+    return ks.empty() ? std::string("none") : impl::join_keys(ks);
   };
   throw ValueError(std::string(fn) + ": the " + std::string(a_what) + " and the " +
                    std::string(b_what) + " must have the same names; " + std::string(a_what) +

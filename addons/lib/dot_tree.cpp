@@ -3,7 +3,7 @@
 
 #include <cctype>
 
-namespace pxl::addons::detail {
+namespace pxl::addons::impl {
 
 std::vector<std::string> split_key(std::string_view key, std::string_view what) {
   std::vector<std::string> parts;
@@ -40,4 +40,4 @@ std::string join_keys(const std::vector<std::string>& keys) {
   return r;
 }
 
-} // namespace pxl::addons::detail
+} // namespace pxl::addons::impl

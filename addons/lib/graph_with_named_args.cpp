@@ -49,7 +49,7 @@ CallSiteInfo call_bound(const GraphWithNamedArgs& g, std::map<Tensor, Tensor> bo
   }
   if (!missing.empty())
     throw GraphError("call of " + graph.name() +
-                     ": named inputs not bound: " + detail::join_keys(missing) +
+                     ": named inputs not bound: " + impl::join_keys(missing) +
                      " (bind them with bind(named_tensors) or pass them as args)");
   if (open.size() != inputs.size())
     throw GraphError("call of " + graph.name() + ": expected " + std::to_string(open.size()) +

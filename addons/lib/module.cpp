@@ -8,7 +8,7 @@
 
 namespace pxl::addons {
 
-namespace detail {
+namespace impl {
 
 namespace {
 thread_local std::vector<BuildFrame> frames;
@@ -71,13 +71,13 @@ std::string short_type_name(const std::type_info& type) {
   return full.substr(start);
 }
 
-} // namespace detail
+} // namespace impl
 
 Tensor add_variable_input(std::string_view name, init::Initializer initializer, DType dtype,
                           bool by_ref) {
-  auto& frame = detail::current_frame("add_variable_input('" + std::string(name) + "')");
-  auto parts = detail::split_key(name, "add_variable_input");
-  const std::string key = detail::full_name(frame, name);
+  auto& frame = impl::current_frame("add_variable_input('" + std::string(name) + "')");
+  auto parts = impl::split_key(name, "add_variable_input");
+  const std::string key = impl::full_name(frame, name);
   if (frame.factories.contains(key))
     throw ValueError("add_variable_input: a variable named '" + key +
                      "' was already added in this module");
@@ -96,12 +96,12 @@ Tensor add_variable_input(std::string_view name, init::Initializer initializer, 
 
 NamedTensors add_variable_inputs(std::string_view name, const NamedVariableFactories& factories,
                                  bool reuse_existing) {
-  auto& frame = detail::current_frame("add_variable_inputs('" + std::string(name) + "')");
-  detail::split_key(name, "add_variable_inputs");
+  auto& frame = impl::current_frame("add_variable_inputs('" + std::string(name) + "')");
+  impl::split_key(name, "add_variable_inputs");
   NamedTensors r;
   const std::string prefix(name);
   for (const auto& [key, f] : factories.items()) {
-    const std::string full = detail::full_name(frame, prefix + "." + key);
+    const std::string full = impl::full_name(frame, prefix + "." + key);
     if (reuse_existing && frame.args.is_leaf(full) && frame.factories.at(full).spec() == f.spec()) {
       r.insert(key, frame.args.at(full));
       continue;

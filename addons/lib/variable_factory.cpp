@@ -21,7 +21,7 @@ std::ostream& operator<<(std::ostream& os, const VariableFactory& f) {
 
 NamedTensors NamedVariableFactories::init(std::string_view prefix, std::uint64_t seed) const {
   if (!prefix.empty())
-    detail::split_key(prefix, "NamedVariableFactories::init prefix");
+    impl::split_key(prefix, "NamedVariableFactories::init prefix");
   auto in_main = main_graph().scope();
   NamedTensors vars;
   for (const auto& [key, factory] : to_dict()) {

@@ -24,3 +24,4 @@
 #include "pxl/ops/shape.hpp"
 #include "pxl/ops/var_updates.hpp"
 #include "pxl/session.hpp"
+#include "pxl/version.hpp"

@@ -35,11 +35,9 @@ DType dtype_from_name(std::string_view s) {
 
 std::ostream& operator<<(std::ostream& os, DType d) { return os << name(d); }
 
-namespace detail {
 void assertion_failed(const char* cond, const char* file, int line) {
   std::fprintf(stderr, "pxl internal error: %s failed at %s:%d\n", cond, file, line);
   std::abort();
 }
-} // namespace detail
 
 } // namespace pxl

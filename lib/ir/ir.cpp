@@ -74,18 +74,16 @@ Graph Ir::create_empty_graph(std::string_view name) {
                                 "Ir::create_empty_graph('" + std::string(name) + "')"));
 }
 
-namespace detail {
-Graph begin_traced_graph(Ir& ir, std::string_view stem) {
-  auto& storage = *HandleAccess::storage(ir);
+Graph Ir::begin_traced_graph(std::string_view stem) {
+  auto& storage = *storage_;
   require_mutable(storage, "Ir::create_graph('" + std::string(stem) + "')");
   auto& stems = storage.graph_name_stems;
   std::size_t n = 0;
   for (const auto& s : stems)
     n += s == stem;
   stems.emplace_back(stem);
-  return ir.create_empty_graph(std::string(stem) + "_subgraph(" + std::to_string(n) + ")");
+  return create_empty_graph(std::string(stem) + "_subgraph(" + std::to_string(n) + ")");
 }
-} // namespace detail
 
 std::vector<Graph> Ir::graphs() const {
   std::vector<Graph> gs;

@@ -10,7 +10,7 @@ namespace addons = pxl::addons;
 
 // The tutorial's layer (pxl::addons::Linear is the same thing).
 struct Linear : addons::Module<Linear> {
-  explicit Linear(std::int64_t out) : out(out) {}
+  explicit Linear(std::int64_t out_features) : out(out_features) {}
   std::int64_t out;
   pxl::Tensor build(pxl::Tensor x) {
     auto w = add_variable_input("weight", addons::init::normal(0, 0.02, {x.shape().back(), out}),

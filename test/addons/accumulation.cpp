@@ -141,7 +141,9 @@ Result train_accumulated(std::int64_t micro, std::int64_t updates,
 }
 
 void check_same_weights(const Result& accumulated, const Result& plain) {
-  for (const auto& [key, w] : plain.data) {
+  for (const auto& entry : plain.data) {
+    const auto& key = entry.first;
+    const auto& w = entry.second;
     CAPTURE(key);
     CHECK(allclose(accumulated.data.at(key), w, 1e-5, 1e-6));
   }

@@ -80,7 +80,9 @@ TEST_CASE("BoundGraph: extra args override bound ones; rebinding; inputs_dict bi
   Ir ir;
   auto main = ir.main_graph().scope();
   auto x = constant(HostTensor({1.f, 2.f}, {1, 2}), "x");
-  auto [facts, graph] = Linear(2).create_graph(x);
+  auto created = Linear(2).create_graph(x);
+  auto& facts = created.first;
+  auto& graph = created.second;
   auto a = facts.init("a");
   auto b = facts.init("b");
   const auto bound = graph.bind(a);

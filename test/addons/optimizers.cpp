@@ -143,7 +143,9 @@ void check_trace(const Trace& got, const Trace& want) {
     CAPTURE(k);
     CHECK(max_error(got.w[k], want.w[k]) < 1e-6);
     REQUIRE(got.state[k].size() == want.state[k].size());
-    for (const auto& [key, v] : want.state[k]) {
+    for (const auto& entry : want.state[k]) {
+      const auto& key = entry.first;
+      const auto& v = entry.second;
       CAPTURE(key);
       REQUIRE(got.state[k].count(key));
       CHECK(max_error(got.state[k].at(key), v) < 1e-6);

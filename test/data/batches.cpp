@@ -155,12 +155,12 @@ TEST_CASE("batches are deterministic per seed and epoch, and unshuffled on reque
 TEST_CASE("normalisation is (p / 255 - mean) / std rounded to float32") {
   // 128 examples of 4 pixels: every pixel value 0..255, twice.
   Dataset d = synthetic(128);
-  const auto check_all = [&](float mean, float std) {
-    BatchOptions o{.batch_size = 128, .shuffle = false, .mean = mean, .std = std};
+  const auto check_all = [&](float m, float s) {
+    BatchOptions o{.batch_size = 128, .shuffle = false, .mean = m, .std = s};
     for (auto& b : batches(d, o)) {
       const auto x = b.images.data<float>();
       for (int p = 0; p < 256; ++p)
-        CHECK(x[static_cast<std::size_t>(p)] == static_cast<float>(normalised(p, mean, std)));
+        CHECK(x[static_cast<std::size_t>(p)] == static_cast<float>(normalised(p, m, s)));
     }
   };
   check_all(pxl::addons::data::fashion_mnist_mean, pxl::addons::data::fashion_mnist_std);

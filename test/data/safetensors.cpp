@@ -92,7 +92,9 @@ TEST_CASE("save then load is bitwise identical for every dtype") {
 
   const auto loaded = load_safetensors(path);
   REQUIRE(loaded.size() == tensors.size());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& entry : tensors) {
+    const auto& name = entry.first;
+    const auto& t = entry.second;
     CAPTURE(name);
     CHECK(loaded.at(name) == t); // shape, dtype and every byte
   }

@@ -99,7 +99,9 @@ std::vector<std::pair<std::string, std::function<void(Built&)>>> changes() {
 } // namespace
 
 TEST_CASE("while an IrHold lives, every change to its Ir throws, naming the change") {
-  for (const auto& [what, change] : changes()) {
+  for (const auto& entry : changes()) {
+    const auto& what = entry.first;
+    const auto& change = entry.second;
     CAPTURE(what);
     auto b = build();
     const auto ops_before = IrView(b->ir).num_ops();

@@ -52,7 +52,9 @@ TEST_CASE("binary kernels broadcast like NumPy and match the reference for every
     for (DType d : {float32, float16, int32}) {
       if (d == int32 && !c.int32_too)
         continue;
-      for (const auto& [sa, sb] : shape_pairs) {
+      for (const auto& shapes : shape_pairs) {
+        const auto& sa = shapes.first;
+        const auto& sb = shapes.second;
         CAPTURE(std::string(c.name));
         CAPTURE(d);
         CAPTURE(to_string(sa));

@@ -28,7 +28,9 @@ TEST_CASE("matmul matches the reference over shapes, batch broadcasting and dtyp
       {{4, 5}, {2, 3, 5, 6}}, {{8, 784}, {784, 257}}, {{1, 1}, {1, 1}},
   };
   for (DType d : {float32, float16})
-    for (const auto& [sa, sb] : shapes) {
+    for (const auto& pair : shapes) {
+      const auto& sa = pair.first;
+      const auto& sb = pair.second;
       CAPTURE(d);
       CAPTURE(to_string(sa));
       CAPTURE(to_string(sb));

@@ -10,8 +10,10 @@ using namespace pxl::testing;
 
 TEST_CASE("softmax and log_softmax along any axis match the reference") {
   for (DType d : {float32, float16})
-    for (const auto& [shape, axis] : std::vector<std::pair<Shape, std::int64_t>>{
+    for (const auto& c : std::vector<std::pair<Shape, std::int64_t>>{
              {{7}, 0}, {{13, 10}, -1}, {{13, 10}, 0}, {{3, 5, 7}, 1}, {{2, 3, 4}, 2}}) {
+      const auto& shape = c.first;
+      const std::int64_t axis = c.second;
       CAPTURE(d);
       CAPTURE(to_string(shape));
       CAPTURE(axis);

@@ -16,8 +16,10 @@ TEST_CASE("reductions over any axes match the reference for every dtype and work
       {{3, 4, 5}, Axes{{0, 2}}}, {{3, 4, 5}, Axes{{1}}}, {{2, 3, 4, 5}, Axes{{1, 3}}},
       {{13, 7}, std::nullopt}};
   for (DType d : {float32, float16, int32})
-    for (const auto& [shape, axes] : cases)
+    for (const auto& c : cases)
       for (bool keep : {false, true}) {
+        const auto& shape = c.first;
+        const auto& axes = c.second;
         CAPTURE(d);
         CAPTURE(to_string(shape));
         CAPTURE(keep);

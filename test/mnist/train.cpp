@@ -129,7 +129,9 @@ TEST_CASE("a device loop of N steps gives bitwise the weights of N single-step r
   const auto w1 = single.weights().to_dict();
   const auto wn = looped.weights().to_dict();
   REQUIRE(w1.size() == 8);
-  for (const auto& [name, t] : w1) {
+  for (const auto& entry : w1) {
+    const auto& name = entry.first;
+    const auto& t = entry.second;
     CAPTURE(name);
     CHECK(same_bits(t, wn.at(name)));
   }
@@ -161,7 +163,9 @@ TEST_CASE("accumulating 4 micro-batches of 2 is one SGD step on the batch of 8")
   }
   const auto w8 = big.weights().to_dict();
   const auto w2x4 = accumulated.weights().to_dict();
-  for (const auto& [name, t] : w8) {
+  for (const auto& entry : w8) {
+    const auto& name = entry.first;
+    const auto& t = entry.second;
     CAPTURE(name);
     CHECK(pxl::allclose(t, w2x4.at(name), 1e-5, 1e-7));
   }
@@ -211,7 +215,9 @@ TEST_CASE("a device loop fed by the infeed trains bitwise as the same batches fe
     const auto a = from_arrays.weights().to_dict();
     const auto f = from_infeed.weights().to_dict();
     REQUIRE(a.size() == 8);
-    for (const auto& [name, t] : a) {
+    for (const auto& entry : a) {
+      const auto& name = entry.first;
+      const auto& t = entry.second;
       CAPTURE(name);
       CHECK(same_bits(t, f.at(name)));
     }

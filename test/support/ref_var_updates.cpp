@@ -24,7 +24,8 @@ void ref_AddInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* 
 
 void ref_ScaledAdd(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
                    std::span<HostTensor* const> outputs) {
-  const auto [a, b] = op.attrs_as<ScalarAttrs>();
+  const auto attrs = op.attrs_as<ScalarAttrs>();
+  const double a = attrs.a, b = attrs.b;
   binary_update(*inputs[0], *inputs[1], *outputs[0],
                 [a, b](double x, double y) { return a * x + b * y; });
 }

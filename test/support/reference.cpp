@@ -215,10 +215,12 @@ ReferenceEvaluator::run(const std::map<std::string, HostTensor>& h2d) {
   for (auto s : loaded)
     if (!h2d.contains(ir.name(StreamId{s})))
       missing.insert(ir.name(StreamId{s}));
-  for (const auto& [name, array] : h2d)
+  for (const auto& entry : h2d) {
+    const auto& name = entry.first;
     if (std::none_of(loaded.begin(), loaded.end(),
                      [&](std::uint32_t s) { return ir.name(StreamId{s}) == name; }))
       unexpected.insert(name);
+  }
   if (!missing.empty() || !unexpected.empty())
     throw StreamError("ReferenceEvaluator::run: the arrays given do not match the h2d streams "
                       "the Ir loads; missing: " +

@@ -8,7 +8,8 @@
 
 namespace pxl::addons {
 
-Dropout::Dropout(double p, bool training) : p(p), training(training) {
+Dropout::Dropout(double drop_probability, bool is_training)
+    : p(drop_probability), training(is_training) {
   if (!(p >= 0.0 && p < 1.0)) {
     std::ostringstream os;
     os << "Dropout: the drop probability p must satisfy 0 <= p < 1, got " << p;

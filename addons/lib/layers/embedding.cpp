@@ -5,8 +5,8 @@
 
 namespace pxl::addons {
 
-Embedding::Embedding(std::int64_t vocab_size, std::int64_t hidden_size, DType dtype)
-    : vocab_size(vocab_size), hidden_size(hidden_size), dtype(dtype) {
+Embedding::Embedding(std::int64_t vocab, std::int64_t hidden, DType table_dtype)
+    : vocab_size(vocab), hidden_size(hidden), dtype(table_dtype) {
   if (vocab_size <= 0 || hidden_size <= 0)
     throw ValueError("Embedding: vocab_size and hidden_size must be positive, got " +
                      std::to_string(vocab_size) + " and " + std::to_string(hidden_size));

@@ -7,7 +7,7 @@
 
 namespace pxl::addons {
 
-LayerNorm::LayerNorm(double eps) : eps(eps) {
+LayerNorm::LayerNorm(double epsilon) : eps(epsilon) {
   if (!(eps >= 0.0)) {
     std::ostringstream os;
     os << "LayerNorm: eps must be >= 0, got " << eps;

@@ -8,7 +8,7 @@
 
 namespace pxl::addons::optimizers {
 
-namespace detail {
+namespace impl {
 
 namespace {
 Tensor as(const Tensor& t, DType d) { return t.dtype() == d ? t : ops::cast(t, d); }
@@ -69,20 +69,20 @@ void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool
   ops::scaled_add_(w, as(update, var.dtype()), 1.0, -o.lr);
 }
 
-} // namespace detail
+} // namespace impl
 
-Adam::Adam(AdamOptions o) : options(o) { detail::check_adam_options(o, "Adam"); }
+Adam::Adam(AdamOptions o) : options(o) { impl::check_adam_options(o, "Adam"); }
 
 void Adam::build(const Tensor& var, const Tensor& grad) {
-  detail::adam_step(var, grad, options, /*decoupled=*/false, graph_name());
+  impl::adam_step(var, grad, options, /*decoupled=*/false, graph_name());
 }
 
 AdamW::AdamW(AdamWOptions o) : options(o) {
-  detail::check_adam_options(detail::as_adam(o), "AdamW");
+  impl::check_adam_options(impl::as_adam(o), "AdamW");
 }
 
 void AdamW::build(const Tensor& var, const Tensor& grad) {
-  detail::adam_step(var, grad, detail::as_adam(options), /*decoupled=*/true, graph_name());
+  impl::adam_step(var, grad, impl::as_adam(options), /*decoupled=*/true, graph_name());
 }
 
 } // namespace pxl::addons::optimizers

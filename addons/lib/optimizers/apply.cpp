@@ -1,7 +1,7 @@
 // Errors of optimizers::apply.
 #include "pxl/addons/optimizers/apply.hpp"
 
-namespace pxl::addons::optimizers::detail {
+namespace pxl::addons::optimizers::impl {
 
 void check_apply_in_main_graph() {
   const Graph g = current_graph();
@@ -17,4 +17,4 @@ void missing_grad(const std::string& key, const Tensor& var) {
                    "filter_keys");
 }
 
-} // namespace pxl::addons::optimizers::detail
+} // namespace pxl::addons::optimizers::impl

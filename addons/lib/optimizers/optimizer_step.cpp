@@ -1,7 +1,7 @@
 // Operand checks shared by every optimizer step.
 #include "pxl/addons/optimizers/optimizer_step.hpp"
 
-namespace pxl::addons::optimizers::detail {
+namespace pxl::addons::optimizers::impl {
 
 void check_step_operands(std::string_view who, const TensorSpec& var, const TensorSpec& grad) {
   const std::string prefix = std::string(who) + ": ";
@@ -18,4 +18,4 @@ void check_step_operands(std::string_view who, const TensorSpec& var, const Tens
                      " for variable " + pxl::to_string(var));
 }
 
-} // namespace pxl::addons::optimizers::detail
+} // namespace pxl::addons::optimizers::impl

@@ -24,7 +24,7 @@ SGD::SGD(SGDOptions o) : options(o) {
 }
 
 void SGD::build(const Tensor& var, const Tensor& grad) {
-  detail::check_step_operands(graph_name(), var.spec(), grad.spec());
+  impl::check_step_operands(graph_name(), var.spec(), grad.spec());
   const auto& o = options;
   Tensor g = o.weight_decay != 0.0 ? ops::scaled_add(grad, var, 1.0, o.weight_decay) : grad;
   Tensor step = g;

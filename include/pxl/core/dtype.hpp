@@ -1,6 +1,8 @@
 // pxl::DType: the element types a tensor can hold, and their map to C++ types.
 #pragma once
 
+#include "pxl/core/half.hpp"
+
 #include <boost/hana.hpp>
 
 #include <cstddef>
@@ -10,9 +12,6 @@
 #include <type_traits>
 
 namespace pxl {
-
-/// IEEE 754 binary16. Arithmetic on it goes through float.
-using half = _Float16;
 
 enum class DType : std::uint8_t { float32, float16, int32, uint32, uint8, bool_ };
 

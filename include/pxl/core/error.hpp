@@ -67,9 +67,11 @@ public:
 #define PXL_ASSERT(cond)                                                                           \
   do {                                                                                             \
     if (!(cond))                                                                                   \
-      ::pxl::detail::assertion_failed(#cond, __FILE__, __LINE__);                                  \
+      ::pxl::assertion_failed(#cond, __FILE__, __LINE__);                                          \
   } while (false)
 
-namespace pxl::detail {
+namespace pxl {
+/// Reports a failed PXL_ASSERT on stderr and aborts. Out of line and exported, since the macro
+/// expands in users' code too (through pxl's inline functions).
 [[noreturn]] void assertion_failed(const char* cond, const char* file, int line);
-} // namespace pxl::detail
+} // namespace pxl

@@ -94,13 +94,14 @@ public:
 
 private:
   friend struct detail::HandleAccess;
+  /// A new empty subgraph named after `stem` for create_graph to trace into (out of line, so
+  /// the template needs nothing from the library's internals).
+  Graph begin_traced_graph(std::string_view stem);
   /// Shared with the IrHolds of Sessions, which keep it readable after the Ir is gone.
   std::shared_ptr<detail::IrStorage> storage_;
 };
 
 namespace detail {
-Graph begin_traced_graph(Ir& ir, std::string_view name);
-
 inline Tensor trace_arg(const TensorSpec& s) { return graph_input(s); }
 inline Tensor trace_arg(const Tensor& t) { return graph_input(t.spec()); }
 inline std::vector<Tensor> trace_arg(const std::vector<TensorSpec>& v) {
@@ -138,7 +139,7 @@ void mark_outputs(R&& r) {
 
 template <typename Fn, typename... Args>
 Graph Ir::create_graph(std::string_view name, Fn&& fn, Args&&... args) {
-  Graph g = detail::begin_traced_graph(*this, name);
+  Graph g = begin_traced_graph(name);
   auto in_g = g.scope();
   // Braced initialisation evaluates the arguments left to right, so inputs keep their order.
   auto traced = std::tuple<decltype(detail::as_trace_arg(std::forward<Args>(args)))...>{

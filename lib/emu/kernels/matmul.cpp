@@ -141,23 +141,34 @@ struct HalfTileScratch {
 };
 
 /// float16 tile: widen op(A)'s rows and op(B)'s columns to float, sgemm, round the result to
-/// half.
+/// half. Contiguous rows convert with pxl::convert (F16C or AVX-512 when present).
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols) {
+  const auto k = static_cast<std::size_t>(p.k);
+  const auto ncols = static_cast<std::size_t>(cols);
   const auto [ta, lda] = a_tile(p, a, bt, r0);
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t q = 0; q < p.k; ++q)
-      s.a[static_cast<std::size_t>(i * p.k + q)] = p.trans_a ? ta[q * lda + i] : ta[i * lda + q];
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float* row = s.a.data() + static_cast<std::size_t>(i) * k;
+    if (p.trans_a)
+      for (std::int64_t q = 0; q < p.k; ++q)
+        row[q] = ta[q * lda + i];
+    else
+      convert(ta + i * lda, row, k);
+  }
   const auto [tb, ldb] = b_tile(p, b, bt, c0);
-  for (std::int64_t q = 0; q < p.k; ++q)
-    for (std::int64_t j = 0; j < cols; ++j)
-      s.b[static_cast<std::size_t>(q * cols + j)] = p.trans_b ? tb[j * ldb + q] : tb[q * ldb + j];
+  for (std::int64_t q = 0; q < p.k; ++q) {
+    float* row = s.b.data() + static_cast<std::size_t>(q) * ncols;
+    if (p.trans_b)
+      for (std::int64_t j = 0; j < cols; ++j)
+        row[j] = tb[j * ldb + q];
+    else
+      convert(tb + q * ldb, row, ncols);
+  }
   sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
   for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j)
-      tc[i * p.n + j] = static_cast<half>(s.c[static_cast<std::size_t>(i * cols + j)]);
+    convert(s.c.data() + static_cast<std::size_t>(i) * ncols, tc + i * p.n, ncols);
 }
 
 } // namespace

@@ -19,7 +19,9 @@
 
 namespace pxl::addons {
 
-namespace detail {
+// impl: what the templates here call out of line. Exported, since the templates are
+// instantiated in users' code, but not API (`detail` namespaces are private to the binary).
+namespace impl {
 /// Splits "a.b.c" into its components; ValueError unless every component is a non-empty run
 /// of letters, digits and underscores (an identifier or a non-negative index).
 std::vector<std::string> split_key(std::string_view key, std::string_view what);
@@ -27,7 +29,7 @@ std::vector<std::string> split_key(std::string_view key, std::string_view what);
 bool key_under(std::string_view key, std::string_view prefix);
 /// "a, b, c" for error messages.
 std::string join_keys(const std::vector<std::string>& keys);
-} // namespace detail
+} // namespace impl
 
 /// A nested name → value tree (popxl.addons' DotTree). Leaves are addressed by dotted keys
 /// ("fc1.weight"); every key prefix ("fc1") names a sub-tree. Order is insertion order, kept
@@ -78,7 +80,7 @@ public:
   /// Adds a leaf. Without `overwrite` an existing leaf `key` is an error; with it the value is
   /// replaced in place. A key that is, or lies under, the other kind of node is always an error.
   void insert(std::string_view key, T value, bool overwrite = false) {
-    const auto parts = detail::split_key(key, "DotTree::insert");
+    const auto parts = impl::split_key(key, "DotTree::insert");
     const std::string k(key);
     std::size_t insert_at = items_.size();
     std::size_t best_depth = 0;
@@ -91,14 +93,14 @@ public:
         items_[i].second = std::move(value);
         return;
       }
-      if (detail::key_under(other, k))
+      if (impl::key_under(other, k))
         throw ValueError("DotTree::insert: '" + k + "' is a sub-tree (it holds '" + other +
                          "'), not a leaf");
-      if (detail::key_under(k, other))
+      if (impl::key_under(k, other))
         throw ValueError("DotTree::insert: '" + other + "' is a leaf, so '" + k +
                          "' cannot be placed under it");
       // Keep sub-trees contiguous: go right after the last leaf sharing the deepest prefix.
-      const auto other_parts = detail::split_key(other, "DotTree::insert");
+      const auto other_parts = impl::split_key(other, "DotTree::insert");
       std::size_t depth = 0;
       while (depth < parts.size() && depth < other_parts.size() &&
              parts[depth] == other_parts[depth])
@@ -113,7 +115,7 @@ public:
   }
   /// Adds every leaf of `tree` under `key` ("key.<leaf key>").
   void insert(std::string_view key, const DotTree& tree, bool overwrite = false) {
-    detail::split_key(key, "DotTree::insert");
+    impl::split_key(key, "DotTree::insert");
     for (const auto& [k, v] : tree.items_)
       insert(std::string(key) + "." + k, v, overwrite);
   }
@@ -125,13 +127,13 @@ public:
   /// Removes a leaf or a whole sub-tree; ValueError if `key` is neither.
   void erase(std::string_view key) {
     require(key, "DotTree::erase");
-    std::erase_if(items_, [&](const Item& it) { return detail::key_under(it.first, key); });
+    std::erase_if(items_, [&](const Item& it) { return impl::key_under(it.first, key); });
   }
 
   /// Whether `key` names a leaf or a sub-tree.
   bool contains(std::string_view key) const {
     return std::any_of(items_.begin(), items_.end(),
-                       [&](const Item& it) { return detail::key_under(it.first, key); });
+                       [&](const Item& it) { return impl::key_under(it.first, key); });
   }
   bool is_leaf(std::string_view key) const { return find(key) != nullptr; }
 
@@ -236,7 +238,7 @@ public:
     DotTree r;
     for (const auto& item : items_)
       if (std::any_of(keys.begin(), keys.end(),
-                      [&](const std::string& key) { return detail::key_under(item.first, key); }))
+                      [&](const std::string& key) { return impl::key_under(item.first, key); }))
         r.items_.push_back(item);
     return r;
   }
@@ -289,7 +291,7 @@ private:
   void require(std::string_view key, std::string_view what) const {
     if (!contains(key))
       throw ValueError(std::string(what) + ": no key '" + std::string(key) +
-                       "'; available: " + detail::join_keys(keys_flat()));
+                       "'; available: " + impl::join_keys(keys_flat()));
   }
   const T& leaf(std::string_view key, std::string_view what) const {
     if (const T* v = find(key))

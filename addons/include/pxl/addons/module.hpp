@@ -12,7 +12,9 @@
 
 namespace pxl::addons {
 
-namespace detail {
+// impl: what the templates here call out of line. Exported, since the templates are
+// instantiated in users' code, but not API (`detail` namespaces are private to the binary).
+namespace impl {
 
 /// The variables one `create_graph` trace collects, on a thread-local stack (traces nest when
 /// a build outlines a sub-module).
@@ -52,7 +54,7 @@ private:
 /// The class name of a type, without namespaces or enclosing functions ("Linear").
 std::string short_type_name(const std::type_info& type);
 
-} // namespace detail
+} // namespace impl
 
 /// Adds a variable input to the graph being traced by `Module::create_graph` and records its
 /// factory, both under `name` prefixed by the inlined sub-modules' names ("fc1.weight"). The
@@ -122,7 +124,7 @@ public:
   template <typename... Args>
   std::pair<NamedVariableFactories, GraphWithNamedArgs> create_graph(Args&&... args) {
     Ir& ir = current_graph().ir();
-    detail::BuildScope trace;
+    impl::BuildScope trace;
     Graph g = ir.create_graph(
         graph_name(),
         [this](auto&&... ts) { return self().build(std::forward<decltype(ts)>(ts)...); },
@@ -134,12 +136,12 @@ public:
   /// Inlines `build` in the current graph under this module's name (as a sub-module).
   template <typename... Args>
   decltype(auto) operator()(Args&&... args) {
-    detail::SubmoduleScope scope(name());
+    impl::SubmoduleScope scope(name());
     return self().build(std::forward<Args>(args)...);
   }
 
   /// The name graphs traced from this module get (before "_subgraph(n)").
-  std::string graph_name() const { return detail::short_type_name(typeid(Derived)); }
+  std::string graph_name() const { return impl::short_type_name(typeid(Derived)); }
 
 private:
   Derived& self() { return static_cast<Derived&>(*this); }

@@ -12,8 +12,8 @@ namespace pxl::addons {
 /// (out_features), zero initialised, both of the input's dtype; in_features is x's last dim.
 class Linear : public Module<Linear> {
 public:
-  explicit Linear(std::int64_t out_features, bool bias = true)
-      : out_features(out_features), bias(bias) {}
+  explicit Linear(std::int64_t outputs, bool with_bias = true)
+      : out_features(outputs), bias(with_bias) {}
 
   /// x: (..., in_features) → (..., out_features). ShapeError for a rank-0 x.
   Tensor build(const Tensor& x);

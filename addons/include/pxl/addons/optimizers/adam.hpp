@@ -35,14 +35,16 @@ struct AdamWOptions {
   std::optional<DType> first_order_dtype;
 };
 
-namespace detail {
+// impl: what the templates here call out of line. Exported, since the templates are
+// instantiated in users' code, but not API (`detail` namespaces are private to the binary).
+namespace impl {
 /// The step both classes build: `decoupled` selects AdamW's weight decay.
 void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool decoupled,
                std::string_view who);
 /// ValueError for lr < 0, betas outside [0, 1), eps ≤ 0, weight_decay < 0, or a non-floating
 /// first_order_dtype (DTypeError).
 void check_adam_options(const AdamOptions& o, std::string_view who);
-} // namespace detail
+} // namespace impl
 
 /// One Adam step for one variable, as PyTorch's `torch.optim.Adam`:
 ///

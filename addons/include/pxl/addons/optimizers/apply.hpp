@@ -9,12 +9,14 @@
 
 namespace pxl::addons::optimizers {
 
-namespace detail {
+// impl: what the templates here call out of line. Exported, since the templates are
+// instantiated in users' code, but not API (`detail` namespaces are private to the binary).
+namespace impl {
 /// GraphError unless the current graph is the main graph (state variables live there).
 void check_apply_in_main_graph();
 /// ValueError naming the variable without a gradient.
 [[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
-} // namespace detail
+} // namespace impl
 
 /// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
 /// `vars` with its gradient in `grads` (keyed by variable, as
@@ -36,7 +38,7 @@ void check_apply_in_main_graph();
 template <typename Optimizer>
 NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
                    const std::map<Tensor, Tensor>& grads) {
-  detail::check_apply_in_main_graph();
+  impl::check_apply_in_main_graph();
   // One module object for the whole loop: the cache keys graphs by module object and specs.
   std::remove_cvref_t<Optimizer> step_module = optimizer;
   GraphCache cache;
@@ -44,7 +46,7 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
   for (const auto& [key, var] : vars.to_dict()) {
     const auto grad = grads.find(var);
     if (grad == grads.end())
-      detail::missing_grad(key, var);
+      impl::missing_grad(key, var);
     auto [facts, step] = cache.create_graph(step_module, var, grad->second);
     auto vars_state = facts.init(key);
     step.bind(vars_state).call({var, grad->second});
@@ -60,7 +62,7 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedT
   std::map<Tensor, Tensor> by_var;
   for (const auto& [key, var] : vars.items()) {
     if (!grads.is_leaf(key))
-      detail::missing_grad(key, var);
+      impl::missing_grad(key, var);
     by_var.emplace(var, grads.at(key));
   }
   return apply(optimizer, vars, by_var);

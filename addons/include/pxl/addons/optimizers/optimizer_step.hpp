@@ -8,11 +8,13 @@
 
 namespace pxl::addons::optimizers {
 
-namespace detail {
+// impl: what the templates here call out of line. Exported, since the templates are
+// instantiated in users' code, but not API (`detail` namespaces are private to the binary).
+namespace impl {
 /// Checks that `grad` fits `var`: DTypeError unless var is float32/float16 and grad has its
 /// dtype, ShapeError unless the shapes are equal. `who` names the optimizer in the message.
 void check_step_operands(std::string_view who, const TensorSpec& var, const TensorSpec& grad);
-} // namespace detail
+} // namespace impl
 
 /// A Module whose graph updates one variable in place from its gradient (popxl.addons'
 /// AdamOptimizerStep pattern). `Derived` implements `void build(Tensor var, Tensor grad)`,
@@ -32,11 +34,11 @@ public:
   using Result = std::pair<NamedVariableFactories, GraphWithNamedArgs>;
 
   /// Traces one step for a variable of spec `var` and a gradient of spec `grad` into a new
-  /// subgraph of the current graph's Ir. Errors as `detail::check_step_operands`.
+  /// subgraph of the current graph's Ir. Errors as `impl::check_step_operands`.
   Result create_graph(const TensorSpec& var, const TensorSpec& grad) {
-    detail::check_step_operands(this->graph_name(), var, grad);
+    impl::check_step_operands(this->graph_name(), var, grad);
     Ir& ir = current_graph().ir();
-    addons::detail::BuildScope trace;
+    addons::impl::BuildScope trace;
     // The inputs are made here rather than by tracing Tensor arguments: `var` must be by ref.
     Graph g = ir.create_graph(this->graph_name(), [this, &var, &grad] {
       Tensor v = graph_input(var, "var", /*by_ref=*/true);
