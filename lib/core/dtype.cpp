@@ -9,12 +9,18 @@ namespace pxl {
 
 std::string_view name(DType d) {
   switch (d) {
-  case DType::float32: return "float32";
-  case DType::float16: return "float16";
-  case DType::int32: return "int32";
-  case DType::uint32: return "uint32";
-  case DType::uint8: return "uint8";
-  case DType::bool_: return "bool";
+  case DType::float32:
+    return "float32";
+  case DType::float16:
+    return "float16";
+  case DType::int32:
+    return "int32";
+  case DType::uint32:
+    return "uint32";
+  case DType::uint8:
+    return "uint8";
+  case DType::bool_:
+    return "bool";
   }
   return "?";
 }
@@ -28,7 +34,8 @@ bool is_integral(DType d) { return d == DType::int32 || d == DType::uint32 || d 
 
 DType dtype_from_name(std::string_view s) {
   for (DType d : {float32, float16, int32, uint32, uint8, bool_})
-    if (name(d) == s) return d;
+    if (name(d) == s)
+      return d;
   throw DTypeError("unknown dtype '" + std::string(s) +
                    "': expected one of float32, float16, int32, uint32, uint8, bool");
 }

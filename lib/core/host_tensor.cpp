@@ -9,7 +9,8 @@ namespace pxl {
 
 HostTensor::HostTensor(TensorSpec spec) : spec_(std::move(spec)) {
   for (auto d : spec_.shape)
-    if (d < 0) throw ShapeError("HostTensor: negative dimension in shape " + pxl::to_string(spec_.shape));
+    if (d < 0)
+      throw ShapeError("HostTensor: negative dimension in shape " + pxl::to_string(spec_.shape));
   bytes_.assign(spec_.nbytes(), std::byte{0});
 }
 
@@ -17,7 +18,8 @@ HostTensor HostTensor::full(Shape shape, DType dtype, double value) {
   HostTensor t(std::move(shape), dtype);
   visit_dtype(dtype, [&](auto type) {
     using T = typename decltype(type)::type;
-    for (auto& x : t.data<T>()) x = static_cast<T>(value);
+    for (auto& x : t.data<T>())
+      x = static_cast<T>(value);
   });
   return t;
 }
@@ -70,10 +72,12 @@ HostTensor HostTensor::astype(DType to) const {
       auto src = data<F>();
       auto dst = out.data<T>();
       for (std::size_t i = 0; i < src.size(); ++i) {
-        if constexpr (std::is_same_v<T, bool>) dst[i] = src[i] != F{};
+        if constexpr (std::is_same_v<T, bool>)
+          dst[i] = src[i] != F{};
         else if constexpr (std::is_same_v<F, half> || std::is_same_v<T, half>)
           dst[i] = static_cast<T>(static_cast<float>(src[i]));
-        else dst[i] = static_cast<T>(src[i]);
+        else
+          dst[i] = static_cast<T>(src[i]);
       }
     });
   });
@@ -96,9 +100,12 @@ void print_rec(std::ostream& os, const HostTensor& t, std::size_t axis, std::int
   const auto& shape = t.shape();
   if (axis == shape.size()) {
     const double v = t.item(offset);
-    if (t.dtype() == bool_) os << (v != 0 ? "true" : "false");
-    else if (is_floating_point(t.dtype())) os << std::setprecision(6) << v;
-    else os << static_cast<long long>(v);
+    if (t.dtype() == bool_)
+      os << (v != 0 ? "true" : "false");
+    else if (is_floating_point(t.dtype()))
+      os << std::setprecision(6) << v;
+    else
+      os << static_cast<long long>(v);
     return;
   }
   const bool summarise = t.nelms() > summarise_above && shape[axis] > 2 * edge;
@@ -109,7 +116,8 @@ void print_rec(std::ostream& os, const HostTensor& t, std::size_t axis, std::int
       i = shape[axis] - edge - 1;
       continue;
     }
-    if (i) os << (axis + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
+    if (i)
+      os << (axis + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
     print_rec(os, t, axis + 1, offset + i * strides[axis], strides, indent + 1);
   }
   os << "]";
@@ -127,12 +135,18 @@ std::string HostTensor::to_string() const {
 namespace {
 std::string npy_descr(DType d) {
   switch (d) {
-  case DType::float32: return "<f4";
-  case DType::float16: return "<f2";
-  case DType::int32: return "<i4";
-  case DType::uint32: return "<u4";
-  case DType::uint8: return "|u1";
-  case DType::bool_: return "|b1";
+  case DType::float32:
+    return "<f4";
+  case DType::float16:
+    return "<f2";
+  case DType::int32:
+    return "<i4";
+  case DType::uint32:
+    return "<u4";
+  case DType::uint8:
+    return "|u1";
+  case DType::bool_:
+    return "|b1";
   }
   return "";
 }
@@ -147,29 +161,45 @@ void HostTensor::save_npy(const std::filesystem::path& path) const {
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';
   std::ofstream f(path, std::ios::binary);
-  if (!f) throw IoError("save_npy: cannot open '" + path.string() + "' for writing");
+  if (!f)
+    throw IoError("save_npy: cannot open '" + path.string() + "' for writing");
   const auto len = static_cast<std::uint16_t>(dict.size());
-  const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff),
+  const char head[10] = {'\x93',
+                         'N',
+                         'U',
+                         'M',
+                         'P',
+                         'Y',
+                         1,
+                         0,
+                         static_cast<char>(len & 0xff),
                          static_cast<char>(len >> 8)};
   f.write(head, 10);
   f.write(dict.data(), static_cast<std::streamsize>(dict.size()));
   f.write(reinterpret_cast<const char*>(bytes_.data()), static_cast<std::streamsize>(nbytes()));
-  if (!f) throw IoError("save_npy: writing '" + path.string() + "' failed");
+  if (!f)
+    throw IoError("save_npy: writing '" + path.string() + "' failed");
 }
 
 namespace {
 std::string dict_value(const std::string& dict, const std::string& key, const std::string& path) {
   const auto k = dict.find("'" + key + "'");
-  if (k == std::string::npos) throw IoError("load_npy: '" + path + "' header has no '" + key + "'");
+  if (k == std::string::npos)
+    throw IoError("load_npy: '" + path + "' header has no '" + key + "'");
   auto v = dict.find(':', k);
-  if (v == std::string::npos) throw IoError("load_npy: '" + path + "' header is malformed");
+  if (v == std::string::npos)
+    throw IoError("load_npy: '" + path + "' header is malformed");
   ++v;
-  while (v < dict.size() && dict[v] == ' ') ++v;
+  while (v < dict.size() && dict[v] == ' ')
+    ++v;
   std::size_t end = v;
-  if (dict[v] == '(') end = dict.find(')', v) + 1;
-  else if (dict[v] == '\'') end = dict.find('\'', v + 1) + 1;
+  if (dict[v] == '(')
+    end = dict.find(')', v) + 1;
+  else if (dict[v] == '\'')
+    end = dict.find('\'', v + 1) + 1;
   else
-    while (end < dict.size() && dict[end] != ',' && dict[end] != '}') ++end;
+    while (end < dict.size() && dict[end] != ',' && dict[end] != '}')
+      ++end;
   return dict.substr(v, end - v);
 }
 } // namespace
@@ -177,7 +207,8 @@ std::string dict_value(const std::string& dict, const std::string& key, const st
 HostTensor HostTensor::load_npy(const std::filesystem::path& path) {
   const std::string p = path.string();
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw IoError("load_npy: cannot open '" + p + "'");
+  if (!f)
+    throw IoError("load_npy: cannot open '" + p + "'");
   char magic[8];
   if (!f.read(magic, 8) || std::string_view(magic, 6) != "\x93NUMPY")
     throw IoError("load_npy: '" + p + "' is not a .npy file (bad magic)");
@@ -214,8 +245,10 @@ HostTensor HostTensor::load_npy(const std::filesystem::path& path) {
   Shape shape;
   std::string s = dict_value(dict, "shape", p);
   for (std::size_t i = 1; i < s.size();) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
-    if (i >= s.size() || s[i] == ')') break;
+    while (i < s.size() && (s[i] == ' ' || s[i] == ','))
+      ++i;
+    if (i >= s.size() || s[i] == ')')
+      break;
     std::size_t used = 0;
     shape.push_back(std::stoll(s.substr(i), &used));
     i += used;
@@ -228,11 +261,14 @@ HostTensor HostTensor::load_npy(const std::filesystem::path& path) {
 }
 
 bool allclose(const HostTensor& a, const HostTensor& b, double rtol, double atol) {
-  if (a.shape() != b.shape()) return false;
+  if (a.shape() != b.shape())
+    return false;
   for (std::int64_t i = 0; i < a.nelms(); ++i) {
     const double x = a.item(i), y = b.item(i);
-    if (std::isnan(x) && std::isnan(y)) continue;
-    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+    if (std::isnan(x) && std::isnan(y))
+      continue;
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y)))
+      return false;
   }
   return true;
 }

@@ -7,23 +7,27 @@ namespace pxl {
 
 std::int64_t nelms(std::span<const std::int64_t> shape) {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    n *= d;
   return n;
 }
 
 std::string to_string(std::span<const std::int64_t> shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
+    if (i)
+      s += ", ";
     s += std::to_string(shape[i]);
   }
-  if (shape.size() == 1) s += ",";
+  if (shape.size() == 1)
+    s += ",";
   return s + ")";
 }
 
 Shape strides_of(std::span<const std::int64_t> shape) {
   Shape s(shape.size(), 1);
-  for (std::size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  for (std::size_t i = shape.size(); i-- > 1;)
+    s[i - 1] = s[i] * shape[i];
   return s;
 }
 

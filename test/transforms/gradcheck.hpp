@@ -95,7 +95,7 @@ inline std::vector<HostTensor> emulator_gradients(const transforms::GradGraphInf
 /// compared.
 template <typename Fn>
 std::size_t check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, double eps = 1e-2,
-                     double rtol = 2e-2, double atol = 2e-3) {
+                            double rtol = 2e-2, double atol = 2e-3) {
   Ir ir;
   auto main = ir.main_graph().scope();
   std::vector<TensorSpec> specs;

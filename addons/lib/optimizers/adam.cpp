@@ -77,9 +77,7 @@ void Adam::build(const Tensor& var, const Tensor& grad) {
   impl::adam_step(var, grad, options, /*decoupled=*/false, graph_name());
 }
 
-AdamW::AdamW(AdamWOptions o) : options(o) {
-  impl::check_adam_options(impl::as_adam(o), "AdamW");
-}
+AdamW::AdamW(AdamWOptions o) : options(o) { impl::check_adam_options(impl::as_adam(o), "AdamW"); }
 
 void AdamW::build(const Tensor& var, const Tensor& grad) {
   impl::adam_step(var, grad, impl::as_adam(options), /*decoupled=*/true, graph_name());

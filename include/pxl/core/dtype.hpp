@@ -62,16 +62,23 @@ inline constexpr DType dtype_of =
 template <typename F>
 decltype(auto) visit_dtype(DType d, F&& f) {
   switch (d) {
-  case DType::float32: return f(boost::hana::type_c<float>);
-  case DType::float16: return f(boost::hana::type_c<half>);
-  case DType::int32: return f(boost::hana::type_c<std::int32_t>);
-  case DType::uint32: return f(boost::hana::type_c<std::uint32_t>);
-  case DType::uint8: return f(boost::hana::type_c<std::uint8_t>);
-  case DType::bool_: return f(boost::hana::type_c<bool>);
+  case DType::float32:
+    return f(boost::hana::type_c<float>);
+  case DType::float16:
+    return f(boost::hana::type_c<half>);
+  case DType::int32:
+    return f(boost::hana::type_c<std::int32_t>);
+  case DType::uint32:
+    return f(boost::hana::type_c<std::uint32_t>);
+  case DType::uint8:
+    return f(boost::hana::type_c<std::uint8_t>);
+  case DType::bool_:
+    return f(boost::hana::type_c<bool>);
   }
   __builtin_unreachable();
 }
-static_assert(decltype(boost::hana::length(detail::dtype_types))::value == 6, "visit_dtype must list every DType");
+static_assert(decltype(boost::hana::length(detail::dtype_types))::value == 6,
+              "visit_dtype must list every DType");
 
 /// PopXL's spelling: "float32", "float16", "int32", "uint32", "uint8", "bool".
 std::string_view name(DType d);

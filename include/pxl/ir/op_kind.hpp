@@ -127,8 +127,10 @@ constexpr bool is_inplace(OpKind k) {
   case OpKind::CopyVarUpdate:
   case OpKind::AccumulatorScale:
   case OpKind::AccumulatorZero:
-  case OpKind::ReplicatedAllReduceInplace: return true;
-  default: return false;
+  case OpKind::ReplicatedAllReduceInplace:
+    return true;
+  default:
+    return false;
   }
 }
 

@@ -34,13 +34,13 @@ StepFn float_pair(const KernelOp& op, DType x, DType y, F f) {
 // compiled with -ffp-contract=off, see meson.build), so every clone rounds exactly like the
 // portable loop (weights come out the same on any machine). Separate in-place and out-of-place
 // loops: an output equal to x would fail the vectoriser's overlap check and run scalar.
-PXL_VECTOR_CLONES void
-scaled_add_f32(const float* x, const float* y, float* z, std::int64_t n, double a, double b) {
+PXL_VECTOR_CLONES void scaled_add_f32(const float* x, const float* y, float* z, std::int64_t n,
+                                      double a, double b) {
   for (std::int64_t j = 0; j < n; ++j)
     z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
-PXL_VECTOR_CLONES void
-scaled_add_f32_inplace(float* x, const float* y, std::int64_t n, double a, double b) {
+PXL_VECTOR_CLONES void scaled_add_f32_inplace(float* x, const float* y, std::int64_t n, double a,
+                                              double b) {
   for (std::int64_t j = 0; j < n; ++j)
     x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
