@@ -139,7 +139,9 @@ Trained train(const Setup& s) {
     auto in_main = ir.main_graph().scope();
     xs = h2d_stream({s.batch, features}, float32, "x");
     ys = h2d_stream({s.batch}, int32, "y");
-    auto [facts, fwd] = Mlp{}.create_graph(TensorSpec{{s.batch, features}, float32});
+    auto created = Mlp{}.create_graph(TensorSpec{{s.batch, features}, float32});
+    auto& facts = created.first;
+    auto& fwd = created.second; // a reference, not a binding: lambdas below capture it
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     auto vars = facts.init("", seed);
     auto grads_of = [&](const NamedTensors& w) {
@@ -190,7 +192,9 @@ Trained train(const Setup& s) {
 /// are bitwise identical.
 void check_same_training(const Trained& single, const Trained& parallel, std::int64_t replicas) {
   REQUIRE(single.weights.size() == 4);
-  for (const auto& [key, w] : single.weights) {
+  for (const auto& entry : single.weights) {
+    const std::string& key = entry.first;
+    const auto& w = entry.second;
     CAPTURE(key);
     const auto& all = parallel.weights.at(key);
     REQUIRE(all.size() == static_cast<std::size_t>(replicas));
