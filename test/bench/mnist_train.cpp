@@ -8,6 +8,7 @@
 //
 //     build/test/bench/mnist_train [--workers N] [--reps 3]
 #include "device_loop_feed.hpp"
+#include "mnist_bench_data.hpp"
 #include "mnist_reference.hpp"
 #include "programs.hpp"
 
@@ -26,12 +27,9 @@
 namespace {
 
 namespace data = pxl::addons::data;
+using mnist::bench::median;
+using mnist::bench::random_batches;
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> xs) {
-  std::ranges::sort(xs);
-  return xs[xs.size() / 2];
-}
 
 /// Median over `reps` of steps/s, each timing `steps` calls of `step(i)` after a warm-up.
 template <typename Step>
@@ -47,24 +45,6 @@ double steps_per_second(int reps, std::int64_t steps, Step&& step) {
                     std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return median(rates);
-}
-
-/// `count` batches of normalised-looking random images and random labels.
-std::vector<data::Batch> random_batches(std::int64_t batch, int count) {
-  std::mt19937 gen(1);
-  std::normal_distribution<float> pixel(0.0f, 1.0f);
-  std::uniform_int_distribution<std::int32_t> label(0, 9);
-  std::vector<data::Batch> out;
-  for (int i = 0; i < count; ++i) {
-    data::Batch b{pxl::HostTensor({batch, mnist::image_size}, pxl::float32),
-                  pxl::HostTensor({batch}, pxl::int32)};
-    for (auto& x : b.images.data<float>())
-      x = pixel(gen);
-    for (auto& y : b.labels.data<std::int32_t>())
-      y = label(gen);
-    out.push_back(std::move(b));
-  }
-  return out;
 }
 
 std::int64_t steps_for(std::int64_t batch) { return std::max<std::int64_t>(20, 3200 / batch); }

@@ -7,6 +7,7 @@
 // the replica counts interleaved within each repetition; asserts nothing.
 //
 //     build/test/bench/replication [--workers N] [--reps 5] [--batch 8] [--global-batch 32]
+#include "mnist_bench_data.hpp"
 #include "programs.hpp"
 
 #include "pxl/addons/data/batch.hpp"
@@ -24,30 +25,9 @@
 namespace {
 
 namespace data = pxl::addons::data;
+using mnist::bench::median;
+using mnist::bench::random_batches;
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> xs) {
-  std::ranges::sort(xs);
-  return xs[xs.size() / 2];
-}
-
-/// `count` global batches of random images and labels.
-std::vector<data::Batch> random_batches(std::int64_t batch, int count) {
-  std::mt19937 gen(1);
-  std::normal_distribution<float> pixel(0.0f, 1.0f);
-  std::uniform_int_distribution<std::int32_t> label(0, 9);
-  std::vector<data::Batch> out;
-  for (int i = 0; i < count; ++i) {
-    data::Batch b{pxl::HostTensor({batch, mnist::image_size}, pxl::float32),
-                  pxl::HostTensor({batch}, pxl::int32)};
-    for (auto& x : b.images.data<float>())
-      x = pixel(gen);
-    for (auto& y : b.labels.data<std::int32_t>())
-      y = label(gen);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
 
 /// One replica count's program and data; `images_per_second` times `steps` single-step runs.
 struct Config {
