@@ -7,9 +7,28 @@ namespace pxl {
 
 std::int64_t nelms(std::span<const std::int64_t> shape) {
   std::int64_t n = 1;
-  for (auto d : shape)
-    n *= d;
+  bool overflow = false, empty = false;
+  for (auto d : shape) {
+    if (d < 0)
+      throw ShapeError("shape " + to_string(shape) + " has a negative dimension (" +
+                       std::to_string(d) + "); expected every dimension >= 0");
+    empty = empty || d == 0;
+    overflow = __builtin_mul_overflow(n, d, &n) || overflow;
+  }
+  if (empty) // (2^40, 2^40, 0) holds no element: a valid, empty shape
+    return 0;
+  if (overflow)
+    throw ShapeError("shape " + to_string(shape) +
+                     " has more elements than a 64-bit count can hold");
   return n;
+}
+
+std::int64_t nbytes(std::span<const std::int64_t> shape, DType dtype) {
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(nelms(shape), static_cast<std::int64_t>(size_of(dtype)), &bytes))
+    throw ShapeError("shape " + to_string(shape) + " of " + std::string(name(dtype)) +
+                     " has more bytes than a 64-bit count can hold");
+  return bytes;
 }
 
 std::string to_string(std::span<const std::int64_t> shape) {

@@ -15,8 +15,11 @@ namespace pxl {
 /// Dimensions of a tensor, outermost first. A scalar has the empty shape.
 using Shape = std::vector<std::int64_t>;
 
-/// Number of elements of a shape (1 for a scalar).
+/// Number of elements of a shape (1 for a scalar). The one checked place sizes come from:
+/// a negative dimension, or a count int64 cannot hold, is a ShapeError naming the shape.
 std::int64_t nelms(std::span<const std::int64_t> shape);
+/// Bytes of a tensor of `shape` and `dtype`; a ShapeError when the count overflows int64.
+std::int64_t nbytes(std::span<const std::int64_t> shape, DType dtype);
 /// PopXL's spelling: "(1, 784)", "(3,)", "()".
 std::string to_string(std::span<const std::int64_t> shape);
 /// Row-major strides in elements.
@@ -34,7 +37,7 @@ struct TensorSpec {
 
   std::int64_t nelms() const { return pxl::nelms(shape); }
   std::int64_t rank() const { return static_cast<std::int64_t>(shape.size()); }
-  std::size_t nbytes() const { return static_cast<std::size_t>(nelms()) * size_of(dtype); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(pxl::nbytes(shape, dtype)); }
   friend bool operator==(const TensorSpec&, const TensorSpec&) = default;
 };
 
