@@ -45,13 +45,18 @@ struct ReplicaDrift {
 
 /// How a session runs. An aggregate: `Session s{ir, "ipu_model", {.workers = 2}}`.
 struct SessionOptions {
-  /// Host worker threads executing the plan; 0 means one per core. Results are bitwise
-  /// identical for any count.
+  /// Host worker threads executing the plan; 0 means one per hardware thread. Results are
+  /// bitwise identical for any count. More workers than the host's hardware threads is a
+  /// SessionError unless `oversubscribe` is set: every step ends in a barrier, which would wait
+  /// for a descheduled worker (measured: 64 workers on 2 cores run 33x slower than 2).
   unsigned workers = 0;
+  /// Accept more workers than hardware threads (to test the work split, not to run fast).
+  bool oversubscribe = false;
   /// Build even when the plan exceeds the target's memory (the IPU Model's behaviour), so
   /// that `memory_report()` can be read; otherwise construction throws OutOfMemoryError.
   bool allow_out_of_memory = false;
-  /// Elements buffered between a stream callback and the device (at least 1).
+  /// Elements buffered between a stream callback and the device (at least 1; ValueError
+  /// otherwise).
   std::int64_t stream_queue_depth = 2;
   /// Copy the weights back to the host when the outermost attachment ends.
   bool weights_to_host_on_exit = true;
@@ -73,7 +78,7 @@ using D2HCallback = std::function<void(const HostTensor& element)>;
 /// How an h2d stream bound to a producer is fed (Poplar's buffering depth).
 struct FeedOptions {
   /// Elements the producer may prepare ahead of the device; 0 means
-  /// SessionOptions::stream_queue_depth.
+  /// SessionOptions::stream_queue_depth (negative: ValueError).
   std::int64_t depth = 0;
 };
 
@@ -86,7 +91,7 @@ enum class OutfeedMode {
 /// How a d2h stream bound to a consumer is drained.
 struct OutfeedOptions {
   /// Elements the device may store ahead of the consumer; 0 means
-  /// SessionOptions::stream_queue_depth.
+  /// SessionOptions::stream_queue_depth (negative: ValueError).
   std::int64_t depth = 0;
   OutfeedMode mode = OutfeedMode::all;
 };
@@ -110,7 +115,10 @@ struct FeedStats {
 /// nothing dropped. The session's consumer thread pushes each element as the device stores it
 /// and blocks while the queue is full, which in turn holds the device back once the stream's
 /// own queue is full too: pop from another thread while the run goes on (run_async), or make
-/// the capacity at least the elements one run stores. Safe to use from any thread.
+/// the capacity at least the elements one run stores. Safe to use from any thread. When the
+/// session is destroyed or the stream is bound to another consumer, the queue is closed: what
+/// it holds can still be popped, nothing more arrives, and `pop` on an empty closed queue
+/// throws SessionError instead of waiting forever.
 class OutfeedQueue {
 public:
   explicit OutfeedQueue(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {}
@@ -119,16 +127,21 @@ public:
 
   /// The oldest element, or nothing when none is queued.
   std::optional<HostTensor> try_pop();
-  /// The oldest element, waiting for one.
+  /// The oldest element, waiting for one (SessionError once the queue is closed and empty).
   HostTensor pop();
   std::size_t size() const;
   std::size_t capacity() const { return capacity_; }
+  /// Whether the session has stopped delivering to this queue.
+  bool closed() const;
 
 private:
-  friend class Session;
+  friend class emu::detail::Engine;
+  /// Waits while the queue is full; drops `element` once the queue is closed.
   void push(const HostTensor& element);
+  void close();
 
   std::size_t capacity_;
+  bool closed_ = false;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<HostTensor> elements_;

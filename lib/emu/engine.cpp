@@ -36,8 +36,18 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
 Engine::Engine(const Ir& ir, Target target, SessionOptions options)
     : hold_(ir), view_(hold_.view()), target_(std::move(target)), options_(options) {
   verify();
-  const unsigned workers =
-      options_.workers ? options_.workers : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  if (options_.workers > hardware && !options_.oversubscribe)
+    throw SessionError("Session: workers = " + std::to_string(options_.workers) +
+                       " is more than this host's " + std::to_string(hardware) +
+                       " hardware threads; every step's barrier would wait for a descheduled "
+                       "worker. Use workers = 0 (one per hardware thread) or at most " +
+                       std::to_string(hardware) +
+                       ", or set SessionOptions::oversubscribe to run anyway");
+  if (options_.stream_queue_depth < 1)
+    throw ValueError("Session: SessionOptions::stream_queue_depth must be at least 1, got " +
+                     std::to_string(options_.stream_queue_depth));
+  const unsigned workers = options_.workers ? options_.workers : hardware;
   pool_ = std::make_unique<WorkerPool>(workers);
   program_ = compile_program(view_, target_);
   if (!program_.memory.fits() && !options_.allow_out_of_memory)
@@ -68,14 +78,35 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
 }
 
 Engine::~Engine() {
-  // A run_async in flight uses this engine: let it finish first.
-  std::shared_future<void> last;
-  {
-    std::lock_guard lock(mutex_);
-    last = last_async_;
+  // A run_async in flight uses this engine: cancel it (closed queues let a device blocked on a
+  // stream go on, and the run then ends with SessionError), and let it finish first.
+  // No lock: the run in flight holds it, and only that run's thread can use the engine now
+  // (it reads, but never changes, streams_ and last_async_).
+  closing_.store(true);
+  for (auto& s : streams_) {
+    if (auto q = s.outfeed.lock())
+      q->close();
+    if (s.channel)
+      s.channel->queue().close();
   }
-  if (last.valid())
-    last.wait();
+  if (last_async_.valid())
+    last_async_.wait();
+}
+
+std::unique_lock<std::mutex> Engine::enter(std::string_view what) {
+  if (CallbackChannel::current_owner() == this)
+    throw SessionError(std::string(what) +
+                       ": called from a stream callback of the same session, which would wait "
+                       "for the run that waits for the callback; call it after the run, or "
+                       "from another thread");
+  return std::unique_lock(mutex_);
+}
+
+void Engine::check_not_closing(std::string_view what) const {
+  if (closing_.load())
+    throw SessionError(std::string(what) +
+                       ": the session was destroyed while the run was pending or in flight; "
+                       "the run was cancelled and its stream elements went nowhere");
 }
 
 void Engine::verify() const {
@@ -108,19 +139,33 @@ void Engine::require_attached(std::string_view what) const {
 }
 
 void Engine::attach() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::attach");
   if (attach_depth_++ == 0)
     weights_from_host_locked();
 }
 
 void Engine::detach() {
-  std::lock_guard lock(mutex_);
-  if (--attach_depth_ == 0 && options_.weights_to_host_on_exit && host_stale_)
-    weights_to_host_locked();
+  // Called by an Attachment's destructor, which must not wait for a run in flight: that run
+  // may be blocked on a queue nobody drains until this scope has ended (and the session with
+  // it). Such a run applies the detach when it ends; otherwise it is applied here.
+  pending_detaches_.fetch_add(1);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  while (!lock.try_lock()) {
+    if (running_.load())
+      return;
+    std::this_thread::yield(); // a short call, or a run about to set running_
+  }
+  apply_pending_detaches_locked();
+}
+
+void Engine::apply_pending_detaches_locked() {
+  for (int n = pending_detaches_.exchange(0); n > 0; --n)
+    if (--attach_depth_ == 0 && options_.weights_to_host_on_exit && host_stale_)
+      weights_to_host_locked();
 }
 
 bool Engine::attached() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::is_attached");
   return attach_depth_ > 0;
 }
 
@@ -159,13 +204,13 @@ void Engine::weights_from_host_locked() {
 }
 
 void Engine::weights_to_host() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::weights_to_host");
   require_attached("Session::weights_to_host");
   weights_to_host_locked();
 }
 
 void Engine::weights_from_host() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::weights_from_host");
   require_attached("Session::weights_from_host");
   weights_from_host_locked();
 }
@@ -179,7 +224,7 @@ void Engine::check_tensor(std::string_view what, const Tensor& t) const {
 }
 
 std::map<Tensor, HostTensor> Engine::get_tensors_data(const std::vector<Tensor>& ts) {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::get_tensor_data");
   const char* what = "Session::get_tensor_data";
   for (const auto& t : ts) {
     check_tensor(what, t);
@@ -207,7 +252,7 @@ std::map<Tensor, HostTensor> Engine::get_tensors_data(const std::vector<Tensor>&
 }
 
 void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::write_variable_data");
   const char* what = "Session::write_variable_data";
   for (const auto& [t, value] : data) {
     check_tensor(what, t);
@@ -257,7 +302,7 @@ HostTensor Engine::all_replicas_value(TensorId t) const {
 }
 
 std::vector<ReplicaDrift> Engine::check_replicas_in_sync() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::check_replicas_in_sync");
   require_attached("Session::check_replicas_in_sync");
   std::vector<ReplicaDrift> drift;
   for (const auto& [t, host] : host_weights_) {

@@ -12,6 +12,7 @@
 
 #include "pxl/session.hpp"
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,8 @@ public:
   StreamOutputs create_host_outputs();
   void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn, FeedOptions options);
   void set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn, OutfeedOptions options);
+  std::shared_ptr<OutfeedQueue> outfeed_queue(const DeviceToHostStream& stream,
+                                              OutfeedOptions options);
   void set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode);
   std::vector<FeedStats> feed_stats();
 
@@ -57,6 +60,13 @@ public:
 
 private:
   void verify() const;
+  /// Locks the session for a call named `what`; SessionError when the calling thread runs one
+  /// of this session's stream callbacks (the call would wait for the run that waits for it).
+  std::unique_lock<std::mutex> enter(std::string_view what);
+  /// Throws SessionError naming `what` once destruction has begun (the run is cancelled).
+  void check_not_closing(std::string_view what) const;
+  /// Replaces stream `s`'s channel, first closing the OutfeedQueue of the one it replaces.
+  void bind_channel(StreamState& s, std::unique_ptr<CallbackChannel> channel);
   void require_attached(std::string_view what) const;
   void check_tensor(std::string_view what, const Tensor& t) const;
   template <typename Handle>
@@ -67,6 +77,7 @@ private:
   const std::vector<HostToDeviceStream>& expected_inputs_locked() const;
   const std::vector<DeviceToHostStream>& expected_outputs_locked() const;
   void weights_to_host_locked();
+  void apply_pending_detaches_locked();
   void weights_from_host_locked();
   /// Which of `t`'s host values replica `replica` holds: its group's, or the only one.
   std::int64_t host_slot(TensorId t, std::size_t replica) const;
@@ -78,7 +89,8 @@ private:
                     const StreamOutputs* outputs) const;
   /// An output array for `s`: one element per transfer, or one for OutfeedMode::last.
   Shape output_shape(const DeviceToHostStream& s) const;
-  std::size_t queue_depth(std::int64_t requested) const;
+  /// A bound stream's queue depth: `requested`, or the session's default for 0.
+  std::size_t queue_depth(std::string_view what, std::int64_t requested) const;
   void run_locked(const StreamInputs& inputs, StreamOutputs& outputs, StepObserver* observer);
 
   pxl::detail::IrHold hold_; ///< keeps the Ir's storage alive and frozen
@@ -86,6 +98,8 @@ private:
   Target target_;
   SessionOptions options_;
   std::mutex mutex_; ///< serialises every call on the session
+  /// Set when destruction begins: stream queues close, a run in flight ends with SessionError.
+  std::atomic<bool> closing_{false};
   std::unique_ptr<WorkerPool> pool_;
   std::vector<StreamState> streams_;
   Program program_; ///< compiled once, shared by the replicas
@@ -97,6 +111,10 @@ private:
   /// By variable: its value, or one per group for a grouped variable ((num_groups, *shape)).
   std::unordered_map<TensorId, HostTensor> host_weights_;
   int attach_depth_ = 0;
+  /// Detaches not yet applied because a run held the lock (see detach); ordered against
+  /// running_ so that either the detaching thread or the run applies each one.
+  std::atomic<int> pending_detaches_{0};
+  std::atomic<bool> running_{false}; ///< run_locked is executing the program
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host
   /// Completes when the latest run_async has finished: the next one waits for it (FIFO), and
   /// destruction waits for it.

@@ -116,7 +116,7 @@ const std::vector<DeviceToHostStream>& Engine::expected_outputs_locked() const {
 }
 
 std::vector<HostToDeviceStream> Engine::expected_inputs() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::expected_inputs");
   return expected_inputs_locked();
 }
 
@@ -126,7 +126,7 @@ Shape Engine::output_shape(const DeviceToHostStream& s) const {
 }
 
 StreamOutputs Engine::create_host_outputs() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::create_host_outputs");
   StreamOutputs r;
   for (const auto& s : expected_outputs_locked())
     r.emplace(s, HostTensor(output_shape(s), s.dtype()));
@@ -141,38 +141,69 @@ std::uint32_t Engine::stream_index(std::string_view what, const Handle& s) const
   return s.index();
 }
 
-std::size_t Engine::queue_depth(std::int64_t requested) const {
-  return static_cast<std::size_t>(
-      std::max<std::int64_t>(1, requested > 0 ? requested : options_.stream_queue_depth));
+std::size_t Engine::queue_depth(std::string_view what, std::int64_t requested) const {
+  if (requested < 0)
+    throw ValueError(std::string(what) +
+                     ": options.depth must be at least 1 (or 0 for "
+                     "SessionOptions::stream_queue_depth), got " +
+                     std::to_string(requested));
+  return static_cast<std::size_t>(requested > 0 ? requested : options_.stream_queue_depth);
+}
+
+void Engine::bind_channel(StreamState& s, std::unique_ptr<CallbackChannel> channel) {
+  // An earlier producer stops first; an earlier consumer delivers what it still had queued
+  // (to an OutfeedQueue only if its user still pops, so the queue is closed first).
+  if (auto q = std::exchange(s.outfeed, {}).lock())
+    q->close();
+  s.channel = std::move(channel);
+  refresh_expected();
 }
 
 void Engine::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn,
                               FeedOptions options) {
-  std::lock_guard lock(mutex_);
-  auto& s = streams_[stream_index("Session::set_h2d_callback", stream)];
-  s.channel.reset(); // an earlier producer stops first
-  s.channel = std::make_unique<CallbackChannel>(s.spec, queue_depth(options.depth), std::move(fn));
-  refresh_expected();
+  const char* what = "Session::set_h2d_callback";
+  auto lock = enter(what);
+  auto& s = streams_[stream_index(what, stream)];
+  const std::size_t depth = queue_depth(what, options.depth);
+  s.channel.reset(); // the earlier producer stops before the new one starts
+  bind_channel(s, std::make_unique<CallbackChannel>(this, s.spec, depth, std::move(fn)));
 }
 
 void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
                               OutfeedOptions options) {
-  std::lock_guard lock(mutex_);
-  auto& s = streams_[stream_index("Session::set_d2h_callback", stream)];
-  s.channel.reset(); // delivers what an earlier callback still had queued
-  s.channel = std::make_unique<CallbackChannel>(s.spec, queue_depth(options.depth), std::move(fn));
+  const char* what = "Session::set_d2h_callback";
+  auto lock = enter(what);
+  auto& s = streams_[stream_index(what, stream)];
+  const std::size_t depth = queue_depth(what, options.depth);
+  bind_channel(s, nullptr);
+  bind_channel(s, std::make_unique<CallbackChannel>(this, s.spec, depth, std::move(fn)));
   s.last = options.mode == OutfeedMode::last;
-  refresh_expected();
+}
+
+std::shared_ptr<OutfeedQueue> Engine::outfeed_queue(const DeviceToHostStream& stream,
+                                                    OutfeedOptions options) {
+  const char* what = "Session::outfeed_queue";
+  auto lock = enter(what);
+  auto& s = streams_[stream_index(what, stream)];
+  const std::size_t depth = queue_depth(what, options.depth);
+  auto queue = std::make_shared<OutfeedQueue>(depth);
+  bind_channel(s, nullptr);
+  bind_channel(s, std::make_unique<CallbackChannel>(
+                      this, s.spec, depth,
+                      D2HCallback([queue](const HostTensor& element) { queue->push(element); })));
+  s.outfeed = queue;
+  s.last = options.mode == OutfeedMode::last;
+  return queue;
 }
 
 void Engine::set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode) {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::set_outfeed_mode");
   auto& s = streams_[stream_index("Session::set_outfeed_mode", stream)];
   s.last = mode == OutfeedMode::last;
 }
 
 std::vector<FeedStats> Engine::feed_stats() {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::feed_stats");
   std::vector<FeedStats> r;
   for (auto& s : streams_) {
     if (!s.channel)
@@ -201,9 +232,9 @@ void Engine::validate_run(std::string_view what, const StreamInputs& inputs,
 
 void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller,
                  StepObserver* observer) {
-  std::lock_guard lock(mutex_);
-  validate_run(outputs_from_caller ? "Session::run_with_outputs" : "Session::run", inputs,
-               outputs_from_caller ? &outputs : nullptr);
+  const char* what = outputs_from_caller ? "Session::run_with_outputs" : "Session::run";
+  auto lock = enter(what);
+  validate_run(what, inputs, outputs_from_caller ? &outputs : nullptr);
   if (!outputs_from_caller)
     for (const auto& s : expected_outputs_locked())
       outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
@@ -211,7 +242,7 @@ void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool output
 }
 
 std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* observer) {
-  std::lock_guard lock(mutex_);
+  auto lock = enter("Session::run_async");
   validate_run("Session::run_async", inputs, nullptr);
   for (auto& [stream, array] : inputs)
     array = array.owned(); // the caller's arrays may be gone before the run starts
@@ -228,6 +259,7 @@ std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* 
                         previous.wait();
                       StreamOutputs outputs;
                       std::lock_guard run_lock(mutex_);
+                      check_not_closing("Session::run_async");
                       // Checked again: a call between run_async and now may have changed what the
                       // run expects.
                       validate_run("Session::run_async", inputs, nullptr);
@@ -240,6 +272,15 @@ std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* 
 
 void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
                         StepObserver* observer) {
+  // While it runs, a detach is left to the run (see detach), applied however the run ends.
+  running_.store(true);
+  struct Ended {
+    Engine& e;
+    ~Ended() {
+      e.running_.store(false);
+      e.apply_pending_detaches_locked();
+    }
+  } ended{*this};
   // Each replica works on its own slice of every array: element k of replica r is row
   // k * replicas + r of the [transfers, replicas, *shape] array.
   for (auto& s : streams_)
@@ -282,6 +323,8 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
   for (auto& s : streams_)
     if (s.channel && !s.host_to_device)
       s.channel->queue().wait_drained();
+  // Destruction closed the stream queues during the run, whose elements then went nowhere.
+  check_not_closing("Session::run_async");
   for (auto& s : streams_)
     if (s.channel)
       if (auto e = s.channel->queue().take_error())

@@ -80,12 +80,7 @@ void Session::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
 }
 std::shared_ptr<OutfeedQueue> Session::outfeed_queue(const DeviceToHostStream& stream,
                                                      OutfeedOptions options) {
-  const std::size_t capacity = static_cast<std::size_t>(
-      options.depth > 0 ? options.depth : engine().options().stream_queue_depth);
-  auto queue = std::make_shared<OutfeedQueue>(capacity);
-  set_d2h_callback(
-      stream, [queue](const HostTensor& element) { queue->push(element); }, options);
-  return queue;
+  return engine().outfeed_queue(stream, options);
 }
 void Session::set_outfeed_mode(const DeviceToHostStream& stream, OutfeedMode mode) {
   engine().set_outfeed_mode(stream, mode);

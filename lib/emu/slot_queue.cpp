@@ -40,7 +40,7 @@ HostTensor* SlotQueue::begin_push() {
 void SlotQueue::end_push(bool poisoned) {
   {
     std::lock_guard lock(mutex_);
-    poisoned_[(head_ + count_) % slots_.size()] = poisoned ? 1 : 0;
+    poisoned_[(head_ + count_) % slots_.size()] = poisoned ? failures_ : 0;
     ++count_;
     ++stats_.pushed;
     stats_.max_occupancy = std::max(stats_.max_occupancy, count_);
@@ -50,18 +50,26 @@ void SlotQueue::end_push(bool poisoned) {
 
 HostTensor* SlotQueue::begin_pop() {
   std::unique_lock lock(mutex_);
-  timed_wait(
-      changed_, lock, [&] { return closed_ || count_ > 0; }, stats_.pop_wait);
-  if (count_ == 0)
-    return nullptr;
-  return &slots_[head_];
+  for (;;) {
+    timed_wait(
+        changed_, lock, [&] { return closed_ || count_ > 0; }, stats_.pop_wait);
+    if (count_ == 0)
+      return nullptr;
+    // Poisoned by a failure a run has already raised: fetched ahead, never to be used. Dropping
+    // from the head keeps head_ + count_, the slot a producer may be filling, where it is.
+    if (poisoned_[head_] == 0 || poisoned_[head_] > acknowledged_)
+      return &slots_[head_];
+    head_ = (head_ + 1) % slots_.size();
+    --count_;
+    changed_.notify_all();
+  }
 }
 
 void SlotQueue::end_pop() {
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    if (poisoned_[head_] && error_)
+    if (poisoned_[head_] > acknowledged_)
       raised_ = true;
     head_ = (head_ + 1) % slots_.size();
     --count_;
@@ -86,20 +94,43 @@ void SlotQueue::close() {
   changed_.notify_all();
 }
 
-void SlotQueue::set_error(std::exception_ptr e, bool raise) {
+void SlotQueue::fail_producer(std::exception_ptr e) {
   std::lock_guard lock(mutex_);
-  // Keep the first error until it is raised; a later raised one replaces one already taken.
-  if (!error_ || (raise && !raised_))
+  if (failures_ == acknowledged_) { // not already failing
+    ++failures_;
+    if (!raised_) // a consumer error waiting to be raised goes first
+      error_ = std::move(e);
+  }
+}
+
+bool SlotQueue::producer_failed() {
+  std::lock_guard lock(mutex_);
+  return failures_ != acknowledged_;
+}
+
+void SlotQueue::fail_consumer(std::exception_ptr e) {
+  std::lock_guard lock(mutex_);
+  if (!raised_) {
     error_ = std::move(e);
-  raised_ = raised_ || raise;
+    raised_ = true;
+  }
 }
 
 std::exception_ptr SlotQueue::take_error() {
-  std::lock_guard lock(mutex_);
-  if (!raised_)
-    return nullptr;
-  raised_ = false;
-  return error_;
+  bool resumed = false;
+  std::exception_ptr e;
+  {
+    std::lock_guard lock(mutex_);
+    if (!raised_)
+      return nullptr;
+    raised_ = false;
+    resumed = acknowledged_ != failures_;
+    acknowledged_ = failures_;
+    e = std::exchange(error_, nullptr);
+  }
+  if (resumed)
+    changed_.notify_all();
+  return e;
 }
 
 SlotQueueStats SlotQueue::stats() {

@@ -29,9 +29,12 @@ struct SlotQueueStats {
 /// `begin_pop` returns and frees it with `end_pop`. Both sides block instead of dropping or
 /// overwriting (back-pressure). After `close`, pushes fail and pops drain what is left.
 ///
-/// Errors: a producer that cannot make an element publishes a poisoned one
-/// (`end_push(true)`) after `set_error(e, false)`; the error is raised only when the consumer
-/// pops a poisoned element, so an element fetched ahead but never needed raises nothing.
+/// Errors: a producer that cannot make an element calls `fail_producer(e)` and publishes
+/// poisoned elements (`end_push(true)`) until the failure is acknowledged; the error is raised
+/// only when the consumer pops a poisoned element, so an element fetched ahead but never needed
+/// raises nothing. `take_error` acknowledges it: the producer may then make elements again and
+/// the poisoned ones still queued are dropped, so one failure fails one run. A consumer that
+/// cannot take an element calls `fail_consumer(e)`, raised by the next `take_error`.
 class SlotQueue {
 public:
   /// `lazy_producer`: the producer is a host thread that may be woken in batches, once half
@@ -52,10 +55,13 @@ public:
   void wait_drained();
   void close();
 
-  /// Records an error (the first one until it is raised and taken); `raise` makes the next
-  /// take_error return it, otherwise it waits for a poisoned element to be popped.
-  void set_error(std::exception_ptr e, bool raise = true);
-  /// The raised error, if any; it stays recorded so that later poisoned elements raise it again.
+  /// The producer could not make an element: `e` is raised when a poisoned element is popped.
+  void fail_producer(std::exception_ptr e);
+  /// Whether the producer's last failure is still unacknowledged (it must keep poisoning).
+  bool producer_failed();
+  /// The consumer could not take an element: the next take_error returns `e` (the first one).
+  void fail_consumer(std::exception_ptr e);
+  /// The raised error, if any, which it acknowledges (see the class comment).
   std::exception_ptr take_error();
 
   SlotQueueStats stats();
@@ -64,13 +70,16 @@ private:
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<HostTensor> slots_;
-  std::vector<char> poisoned_; ///< per slot
-  std::size_t head_ = 0;       ///< oldest filled slot
-  std::size_t count_ = 0;      ///< filled slots, including one being popped
+  /// Per slot: 0, or the failure (1, 2, ...) whose error a poisoned element raises.
+  std::vector<std::uint32_t> poisoned_;
+  std::size_t head_ = 0;  ///< oldest filled slot
+  std::size_t count_ = 0; ///< filled slots, including one being popped
   bool closed_ = false;
   std::size_t wake_producer_at_ = 1; ///< free slots after a pop that wake a waiting producer
   std::exception_ptr error_;
   bool raised_ = false;
+  std::uint32_t failures_ = 0;     ///< producer failures so far
+  std::uint32_t acknowledged_ = 0; ///< producer failures whose error a run has raised
   SlotQueueStats stats_;
 };
 

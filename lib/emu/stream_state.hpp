@@ -17,16 +17,19 @@ namespace pxl::emu::detail {
 /// A host thread on the far side of a SlotQueue: for an h2d stream it calls the user's
 /// callback to fill elements ahead of the device; for a d2h stream it hands each stored
 /// element to the user's callback. Destruction closes the queue and joins the thread (a d2h
-/// channel first delivers what is queued).
+/// channel first delivers what is queued). The thread is marked with `owner` (the Engine),
+/// so that a callback calling back into its own Session is detected instead of deadlocking.
 class CallbackChannel {
 public:
-  CallbackChannel(const TensorSpec& spec, std::size_t depth, H2DCallback fn);
-  CallbackChannel(const TensorSpec& spec, std::size_t depth, D2HCallback fn);
+  CallbackChannel(const void* owner, const TensorSpec& spec, std::size_t depth, H2DCallback fn);
+  CallbackChannel(const void* owner, const TensorSpec& spec, std::size_t depth, D2HCallback fn);
   CallbackChannel(const CallbackChannel&) = delete;
   CallbackChannel& operator=(const CallbackChannel&) = delete;
   ~CallbackChannel();
 
   SlotQueue& queue() { return queue_; }
+  /// The owner of the channel whose callback the calling thread runs, or null.
+  static const void* current_owner();
 
 private:
   SlotQueue queue_;
@@ -53,6 +56,9 @@ struct StreamState {
   /// Set when callback-fed. Replicas run in lockstep, so elements pass through the queue
   /// step-major: step 0 of every replica, then step 1, ...
   std::unique_ptr<CallbackChannel> channel;
+  /// The OutfeedQueue the channel delivers to (Session::outfeed_queue), closed when the
+  /// channel is replaced or the session destroyed.
+  std::weak_ptr<OutfeedQueue> outfeed;
   /// OutfeedMode::last (d2h): an array keeps one element per replica (transfers = 1, so every
   /// store overwrites it); a channel gets each replica's last element when the run ends.
   bool last = false;

@@ -268,7 +268,7 @@ TEST_CASE("cross_entropy_with_grad on the emulator: closed form, identical for 1
   std::optional<StreamOutputs> first;
   for (unsigned workers : {1u, 2u, 3u, 4u}) {
     CAPTURE(workers);
-    Session session{ir, "ipu_model", {.workers = workers}};
+    Session session{ir, "ipu_model", {.workers = workers, .oversubscribe = true}};
     auto attached = session.attach();
     auto out = session.run({{x_s, x}, {l_s, l}});
     check_values(out.at(loss_s), {{}, float32}, {cf.loss});

@@ -37,7 +37,7 @@ TEST_CASE("run_with_outputs allocates nothing: replicas, transfers, inlined and 
   }
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
-    Session s(ir, "ipu_model", {.workers = workers});
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
     const StreamInputs in{{x, test_emu::iota({3, 2, 4, 8}, -30.f)}};
     auto out = s.create_host_outputs();

@@ -45,7 +45,7 @@ HostTensor run_checked(std::int64_t replicas, const HostTensor& x,
   HostTensor first;
   for (unsigned workers : {1u, 2u, 3u}) {
     CAPTURE(workers);
-    Session s(ir, "ipu_model", {.workers = workers});
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
     const HostTensor out = s.run({{xs, x}}).at(y);
     if (workers == 1)
@@ -300,7 +300,7 @@ HostTensor sgd_on_reduced(bool store_reduced, unsigned workers, StepKinds& kinds
       ops::host_store(d2h_stream({3, 7}, float32, "reduced"), reduced);
     ops::scaled_add_(w, reduced, 0.9, -0.1);
   }
-  Session s(ir, "ipu_model", {.workers = workers});
+  Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
   auto attached = s.attach();
   s.run({{gs, per_replica(R, {3, 7}, 12)}}, &kinds);
   CHECK(s.check_replicas_in_sync().empty()); // every replica got the same update

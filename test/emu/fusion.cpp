@@ -23,7 +23,7 @@ HostTensor pattern(const TensorSpec& spec, int salt) {
 
 /// Runs `ir`'s main graph with `inputs` on `workers` workers.
 StreamOutputs run_on(Ir& ir, unsigned workers, const StreamInputs& inputs) {
-  Session s(ir, "ipu_model", {.workers = workers});
+  Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
   auto attached = s.attach();
   return s.run(inputs);
 }
@@ -184,7 +184,7 @@ TEST_CASE("An in-place update of a matmul's product is folded into the matmul") 
     ref.run({{"x", x}, {"g", g}});
     std::vector<HostTensor> results;
     for (unsigned workers = 1; workers <= 4; ++workers) {
-      Session s(ir, "ipu_model", {.workers = workers});
+      Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
       if (workers == 1) {
         const auto report = s.memory_report();
         CHECK_FALSE(has_tensor(report, product_id));
@@ -242,7 +242,7 @@ TEST_CASE("No update folding when the product is read again, its operands change
     testing::ReferenceEvaluator ref(ir);
     const auto want = ref.run({{"x", x}});
     for (unsigned workers : {1u, 3u}) {
-      Session s(ir, "ipu_model", {.workers = workers});
+      Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
       auto attached = s.attach();
       const auto out = s.run({{sx, x}});
       CHECK(allclose(s.get_tensor_data(w), ref.variable(w), 1e-5, 1e-6));

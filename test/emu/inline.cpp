@@ -30,7 +30,7 @@ struct Twice {
 
 HostTensor run_once(Ir& ir, unsigned workers, const StreamInputs& inputs,
                     const DeviceToHostStream& out) {
-  Session s(ir, "ipu_model", {.workers = workers});
+  Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
   auto attached = s.attach();
   return s.run(inputs).at(out);
 }
@@ -154,7 +154,7 @@ TEST_CASE("Inlined graphs may call graphs inlined or outlined, and host streams 
     auto c = constant(HostTensor({1.f, 2.f, 3.f}), "c");
     ops::host_store(y, ops::call(mid, {c}, {}, {.inline_graph = true})[0]);
   }
-  Session s(ir, "ipu_model", {.workers = 3});
+  Session s(ir, "ipu_model", {.workers = 3, .oversubscribe = true});
   CHECK(s.expected_inputs() == std::vector<HostToDeviceStream>{x});
   CHECK(s.create_host_outputs().size() == 2);
   auto attached = s.attach();
@@ -220,8 +220,8 @@ TEST_CASE("Autodiff through inlined calls: the gradient calls are inlined, resul
   const HostTensor x = iota({2, 3}, -3.f);
   for (unsigned workers : {1u, 2u, 3u, 4u}) {
     CAPTURE(workers);
-    Session a(outlined.ir, "ipu_model", {.workers = workers});
-    Session b(inlined.ir, "ipu_model", {.workers = workers});
+    Session a(outlined.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+    Session b(inlined.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto att_a = a.attach();
     auto att_b = b.attach();
     const auto ra = a.run({{outlined.x, x}});

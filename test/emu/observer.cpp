@@ -35,7 +35,7 @@ TEST_CASE("An observer sees every step with its op, bytes and flops") {
   }
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
-    Session s(ir, "ipu_model", {.workers = workers});
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
     Recorder rec;
     const auto out = s.run({{a_stream, HostTensor::full({4, 8}, float32, 1.0)}}, &rec);

@@ -104,7 +104,7 @@ TEST_CASE("repeat carries outputs to inputs, even when an output is an input") {
     ops::host_store(o, ops::concat({r[0], r[1]}, 0));
   }
   for (unsigned workers : {1u, 3u}) {
-    Session s(ir, "ipu_model", {.workers = workers});
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
     CHECK(s.run().at(o) == HostTensor({5.f, 8.f}, {2}));
   }

@@ -90,13 +90,13 @@ TEST_CASE("Replicas with num_host_transfers > 1 equal single-replica runs on the
     xd[i] = static_cast<float>((i * 37) % 23) / 7.f - 1.3f;
   for (unsigned workers : {1u, 2u, 3u, 4u}) {
     CAPTURE(workers);
-    Session s(replicated.ir, "ipu_model", {.workers = workers});
+    Session s(replicated.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     CHECK(s.create_host_outputs().at(replicated.y).shape() == Shape{3, 2, 2, 3});
     auto attached = s.attach();
     const auto out = s.run({{replicated.x, x}}).at(replicated.y);
     for (std::int64_t r = 0; r < replicas; ++r) {
       CAPTURE(r);
-      Session one(single.ir, "ipu_model", {.workers = workers});
+      Session one(single.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
       auto att = one.attach();
       const auto expected =
           one.run({{single.x, replica_slice(x, transfers, replicas, r, {2, 3})}}).at(single.y);
@@ -150,7 +150,7 @@ TEST_CASE("Replicas in lockstep: callback-fed streams go step-major, as [steps, 
   }
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
-    Session s(ir, "ipu_model", {.workers = workers});
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
     float next = 0.f;
     s.set_h2d_callback(x, [&](HostTensor& e) { e.data<float>()[0] = next++; });
@@ -195,7 +195,7 @@ TEST_CASE("Variables with a replica grouping: one value per group, read back as 
   }
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
-    Session s(ir, "ipu_model", {.workers = workers});
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     CHECK(s.get_tensor_data(per_group).shape() == Shape{2, 2});
     {
       auto attached = s.attach();

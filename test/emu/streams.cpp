@@ -91,7 +91,7 @@ TEST_CASE("num_host_transfers > 1: a host_load inside repeat takes successive el
     ops::repeat(body, 3, {zero});
   }
   ir.set_num_host_transfers(3);
-  Session s(ir, "ipu_model", {.workers = 3});
+  Session s(ir, "ipu_model", {.workers = 3, .oversubscribe = true});
   auto attached = s.attach();
   auto out = s.run({{x, iota({3, 2})}});
   // Running sums of [0,1], [2,3], [4,5].

@@ -51,7 +51,7 @@ TEST_CASE("An MLP gives bitwise identical results on 1, 2, 3 and 4 workers") {
   const HostTensor x = mlp_input();
   std::vector<HostTensor> results;
   for (unsigned workers = 1; workers <= 4; ++workers) {
-    Session s(m.ir, "ipu_model", {.workers = workers});
+    Session s(m.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
     results.push_back(s.run({{m.x, x}}).at(m.y));
   }

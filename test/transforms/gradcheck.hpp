@@ -80,7 +80,7 @@ inline std::vector<HostTensor> emulator_gradients(const transforms::GradGraphInf
       ops::host_store(results.back(), grads[j]);
     }
   }
-  Session session{ir, "ipu_model", {.workers = 3}};
+  Session session{ir, "ipu_model", {.workers = 3, .oversubscribe = true}};
   auto attached = session.attach();
   auto out = session.run(feed);
   std::vector<HostTensor> r;
