@@ -49,7 +49,8 @@ struct SessionOptions {
   /// identical for any count.
   unsigned workers = 0;
   /// Build even when the plan exceeds the target's memory (the IPU Model's behaviour), so
-  /// that `memory_report()` can be read; otherwise construction throws OutOfMemoryError.
+  /// that `memory_report()` can be read; otherwise construction throws OutOfMemoryError. The
+  /// host still has to hold the plan: one it cannot allocate is an OutOfMemoryError either way.
   bool allow_out_of_memory = false;
   /// Elements buffered between a stream callback and the device (at least 1).
   std::int64_t stream_queue_depth = 2;
