@@ -53,7 +53,8 @@ struct SessionOptions {
   /// Accept more workers than hardware threads (to test the work split, not to run fast).
   bool oversubscribe = false;
   /// Build even when the plan exceeds the target's memory (the IPU Model's behaviour), so
-  /// that `memory_report()` can be read; otherwise construction throws OutOfMemoryError.
+  /// that `memory_report()` can be read; otherwise construction throws OutOfMemoryError. The
+  /// host still has to hold the plan: one it cannot allocate is an OutOfMemoryError either way.
   bool allow_out_of_memory = false;
   /// Elements buffered between a stream callback and the device (at least 1; ValueError
   /// otherwise).

@@ -8,18 +8,27 @@
 namespace pxl {
 
 HostTensor::HostTensor(TensorSpec spec) : spec_(std::move(spec)) {
-  for (auto d : spec_.shape)
-    if (d < 0)
-      throw ShapeError("HostTensor: negative dimension in shape " + pxl::to_string(spec_.shape));
-  bytes_.assign(spec_.nbytes(), std::byte{0});
+  const std::int64_t bytes = pxl::nbytes(spec_.shape, spec_.dtype, "HostTensor");
+  bool allocated = false;
+  try {
+    bytes_.assign(static_cast<std::size_t>(bytes), std::byte{0});
+    allocated = true;
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) { // beyond the vector's max_size
+  }
+  if (!allocated)
+    throw ValueError("HostTensor: cannot allocate " + std::to_string(bytes) +
+                     " bytes on the host for shape " + pxl::to_string(spec_.shape) + " of " +
+                     std::string(name(spec_.dtype)));
 }
 
 HostTensor HostTensor::full(Shape shape, DType dtype, double value) {
   HostTensor t(std::move(shape), dtype);
   visit_dtype(dtype, [&](auto type) {
     using T = typename decltype(type)::type;
+    const T v = convert_element<T>(value);
     for (auto& x : t.data<T>())
-      x = static_cast<T>(value);
+      x = v;
   });
   return t;
 }
@@ -71,14 +80,8 @@ HostTensor HostTensor::astype(DType to) const {
       using T = typename decltype(to_type)::type;
       auto src = data<F>();
       auto dst = out.data<T>();
-      for (std::size_t i = 0; i < src.size(); ++i) {
-        if constexpr (std::is_same_v<T, bool>)
-          dst[i] = src[i] != F{};
-        else if constexpr (std::is_same_v<F, half> || std::is_same_v<T, half>)
-          dst[i] = static_cast<T>(static_cast<float>(src[i]));
-        else
-          dst[i] = static_cast<T>(src[i]);
-      }
+      for (std::size_t i = 0; i < src.size(); ++i)
+        dst[i] = convert_element<T>(src[i]);
     });
   });
   return out;
@@ -94,9 +97,12 @@ HostTensor HostTensor::reshaped(Shape new_shape) const {
 }
 
 namespace {
+/// numpy.array2string's recursion (_formatArray) with separator ", " and no line width: rows
+/// of the last axis on one line, other axes one entry per line with a blank line per extra
+/// axis left, and when summarising only the first and last `edge` entries of long axes.
 void print_rec(std::ostream& os, const HostTensor& t, std::size_t axis, std::int64_t offset,
-               const Shape& strides, int indent) {
-  constexpr std::int64_t edge = 3, summarise_above = 1000;
+               const Shape& strides, int indent, bool summarise) {
+  constexpr std::int64_t edge = 3;
   const auto& shape = t.shape();
   if (axis == shape.size()) {
     const double v = t.item(offset);
@@ -108,17 +114,20 @@ void print_rec(std::ostream& os, const HostTensor& t, std::size_t axis, std::int
       os << static_cast<long long>(v);
     return;
   }
-  const bool summarise = t.nelms() > summarise_above && shape[axis] > 2 * edge;
+  const std::size_t axes_left = shape.size() - axis;
+  const std::string sep =
+      axes_left == 1 ? ", " : "," + std::string(axes_left - 1, '\n') + std::string(indent + 1, ' ');
+  const std::int64_t n = shape[axis];
+  const bool elide = summarise && n > 2 * edge;
   os << "[";
-  for (std::int64_t i = 0; i < shape[axis]; ++i) {
-    if (summarise && i == edge) {
-      os << (axis + 1 == shape.size() ? ", ..." : ",\n" + std::string(indent + 1, ' ') + "...");
-      i = shape[axis] - edge - 1;
-      continue;
-    }
+  for (std::int64_t i = 0; i < n; ++i) {
     if (i)
-      os << (axis + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
-    print_rec(os, t, axis + 1, offset + i * strides[axis], strides, indent + 1);
+      os << sep;
+    if (elide && i == edge) {
+      os << "..." << sep;
+      i = n - edge;
+    }
+    print_rec(os, t, axis + 1, offset + i * strides[axis], strides, indent + 1, summarise);
   }
   os << "]";
 }
@@ -127,7 +136,10 @@ void print_rec(std::ostream& os, const HostTensor& t, std::size_t axis, std::int
 std::string HostTensor::to_string() const {
   std::ostringstream os;
   os << "HostTensor(";
-  print_rec(os, *this, 0, 0, strides_of(shape()), 11);
+  if (nelms() == 0) // NumPy's "[]" for any empty array: never a walk over the other axes
+    os << "[]";
+  else
+    print_rec(os, *this, 0, 0, strides_of(shape()), 11, nelms() > 1000);
   os << ", shape=" << pxl::to_string(shape()) << ", dtype=" << name(dtype()) << ")";
   return os.str();
 }

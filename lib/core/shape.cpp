@@ -31,6 +31,14 @@ std::int64_t nbytes(std::span<const std::int64_t> shape, DType dtype) {
   return bytes;
 }
 
+std::int64_t nbytes(std::span<const std::int64_t> shape, DType dtype, std::string_view what) {
+  try {
+    return nbytes(shape, dtype);
+  } catch (const ShapeError& e) {
+    throw ShapeError(std::string(what) + ": " + e.what());
+  }
+}
+
 std::string to_string(std::span<const std::int64_t> shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {

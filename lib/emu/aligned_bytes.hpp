@@ -1,11 +1,14 @@
 // Zeroed, cache-line-aligned byte blocks: the storage behind every device buffer.
 #pragma once
 
+#include "pxl/core/error.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 
 namespace pxl::emu::detail {
 
@@ -18,9 +21,18 @@ struct AlignedFree {
 };
 using AlignedBytes = std::unique_ptr<std::byte[], AlignedFree>;
 
+/// Throws OutOfMemoryError when the host cannot hold the block (a plan built with
+/// SessionOptions::allow_out_of_memory may be larger than the host's memory).
 inline AlignedBytes allocate_aligned(std::size_t bytes) {
   bytes = std::max<std::size_t>(bytes, 1);
-  auto* p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{buffer_alignment}));
+  std::byte* p = nullptr;
+  try {
+    p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{buffer_alignment}));
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError("Session: the host cannot allocate " + std::to_string(bytes) +
+                           " bytes to emulate the device's memory; the plan is larger than this "
+                           "machine can run (see Session::memory_report)");
+  }
   std::memset(p, 0, bytes);
   return AlignedBytes(p);
 }

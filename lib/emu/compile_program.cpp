@@ -6,6 +6,8 @@
 
 #include "aligned_bytes.hpp"
 
+#include "pxl/core/error.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -44,6 +46,7 @@ public:
     p_.graphs.resize(ir_.num_graphs());
     p_.stream_used.assign(ir_.num_streams(), false);
     find_reachable();
+    check_total_bytes();
     layout_statics();
     bind_static_inputs();
     program_of(IrView::main_graph());
@@ -67,6 +70,32 @@ private:
           todo.push_back(*c);
         }
       }
+    }
+  }
+
+  /// Every sum of buffer sizes below (statics, arenas, liveness peaks, the report) is at most
+  /// the sum over the reachable tensors, so bounding that keeps them all from overflowing:
+  /// beyond 2^62 bytes no target, and no host running the plan, has the memory anyway.
+  void check_total_bytes() const {
+    constexpr std::int64_t limit = std::int64_t{1} << 62;
+    std::int64_t total = 0;
+    TensorId largest{0};
+    std::int64_t largest_bytes = -1;
+    for (std::uint32_t i = 0; i < ir_.num_tensors(); ++i) {
+      const TensorId t{i};
+      if (!p_.reachable[ir_.graph(t).value])
+        continue;
+      const auto bytes = static_cast<std::int64_t>(align_up(ir_.spec(t).nbytes()));
+      if (bytes > largest_bytes) {
+        largest = t;
+        largest_bytes = bytes;
+      }
+      if (__builtin_add_overflow(total, bytes, &total) || total > limit)
+        throw OutOfMemoryError(
+            "Session: the plan's tensors need more than 2^62 bytes, more than any target (or "
+            "the host emulating it) holds; the largest is '" +
+            ir_.id(largest) + "' " + to_string(ir_.spec(largest)) + " on IPU " +
+            std::to_string(ir_.ipu(largest)) + " with " + std::to_string(largest_bytes) + " bytes");
     }
   }
 

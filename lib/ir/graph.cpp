@@ -75,6 +75,10 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
   auto& ctx = detail::context();
   if (name.empty())
     name = "t" + std::to_string(index.value);
+  const char* what = kind == TensorKind::graph_input ? "graph_input"
+                     : kind == TensorKind::variable  ? "variable"
+                                                     : "constant";
+  nbytes(spec.shape, spec.dtype, std::string(what) + " '" + name + "'");
   ir.tensors.push_back(detail::TensorNode{.id = ctx.scope_prefix() + name,
                                           .name = name,
                                           .spec = std::move(spec),
@@ -90,9 +94,6 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
 
 Tensor graph_input(Shape shape, DType dtype, std::string name, bool by_ref) {
   const auto g = detail::require_graph("graph_input");
-  for (auto d : shape)
-    if (d < 0)
-      throw ShapeError("graph_input: negative dimension in " + to_string(shape));
   if (g.graph == IrView::main_graph())
     throw GraphError("graph_input: the main graph takes no inputs; use pxl::variable, "
                      "pxl::constant or ops::host_load to bring data into it");

@@ -129,12 +129,10 @@ template <typename Handle>
 Handle add_stream(Shape shape, DType dtype, std::string name, bool h2d) {
   const std::string_view what = h2d ? "h2d_stream" : "d2h_stream";
   auto& ir = *detail::require_graph(what).ir;
-  for (auto d : shape)
-    if (d < 0)
-      throw ShapeError(std::string(what) + ": negative dimension in " + to_string(shape));
   const StreamId index{static_cast<std::uint32_t>(ir.streams.size())};
   if (name.empty())
     name = std::string(what) + std::to_string(index.value);
+  nbytes(shape, dtype, std::string(what) + " '" + name + "'");
   detail::require_mutable(ir, std::string(what) + ": adding stream '" + name + "'");
   for (const auto& s : ir.streams)
     if (s.name == name)

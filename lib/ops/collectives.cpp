@@ -69,7 +69,8 @@ void check_operator(std::string_view what, const Tensor& t, CollectiveOperator o
 
 /// 1-D shard of `t` flattened over `group_size` replicas.
 TensorSpec shard_spec(const Tensor& t, std::int64_t group_size) {
-  return TensorSpec{{(t.nelms() + group_size - 1) / group_size}, t.dtype()};
+  const std::int64_t n = t.nelms(); // ceil(n / group_size), without overflowing n + group_size
+  return TensorSpec{{n / group_size + (n % group_size != 0)}, t.dtype()};
 }
 
 std::int64_t normalized_axis(std::string_view op, std::int64_t axis, std::int64_t rank) {

@@ -7,6 +7,9 @@
 #include "pxl/ops/random.hpp"
 #include "ir/op_builder.hpp"
 
+#include <charconv>
+#include <cmath>
+
 namespace pxl::ops {
 
 namespace {
@@ -24,20 +27,31 @@ Tensor generate(OpKind kind, const Tensor& seed, Shape shape, double a, double b
   if (!is_floating_point(dtype))
     throw DTypeError(std::string(op) + ": dtype must be float32 or float16, got " +
                      std::string(name(dtype)));
-  for (auto d : shape)
-    if (d < 0)
-      throw ShapeError(std::string(op) + ": negative dimension in shape " + to_string(shape));
+  nbytes(shape, dtype, op);
   TensorSpec spec{std::move(shape), dtype};
   return detail::add_op1(kind, {seed}, spec, CreateAttrs{spec, InitType::zero, a, b});
+}
+
+/// Shortest round-trip text of `x`: "0.1", not std::to_string's "0.100000".
+std::string number(double x) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
 }
 
 } // namespace
 
 Tensor random_uniform(const Tensor& seed, Shape shape, double low, double high, DType dtype) {
+  // NumPy's uniform rejects a range that is not finite; low > high it would silently swap.
+  if (!(low <= high) || !std::isfinite(high - low))
+    throw ValueError("RandomUniform: expected finite low <= high, got low = " + number(low) +
+                     " and high = " + number(high));
   return generate(OpKind::RandomUniform, seed, std::move(shape), low, high, dtype);
 }
 
 Tensor random_normal(const Tensor& seed, Shape shape, double mean, double stddev, DType dtype) {
+  if (!std::isfinite(mean) || !(stddev >= 0) || !std::isfinite(stddev))
+    throw ValueError("RandomNormal: expected a finite mean and a finite stddev >= 0, got mean = " +
+                     number(mean) + " and stddev = " + number(stddev));
   return generate(OpKind::RandomNormal, seed, std::move(shape), mean, stddev, dtype);
 }
 

@@ -83,6 +83,9 @@ Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool 
 Tensor argmax(const Tensor& t, std::int64_t axis, bool keepdims) {
   check_numeric(OpKind::ArgMax, t, true);
   const auto a = normalize_axis(axis, t.rank(), "ArgMax");
+  if (t.shape()[static_cast<std::size_t>(a)] == 0)
+    throw ValueError("ArgMax: axis " + std::to_string(a) + " of " + detail::describe(t) +
+                     " is empty, and an empty sequence has no argmax (as in NumPy)");
   Shape shape = reduced_shape(t.shape(), {a}, keepdims);
   return detail::add_op1(OpKind::ArgMax, {t}, TensorSpec{std::move(shape), int32},
                          AxisAttrs{a, keepdims});

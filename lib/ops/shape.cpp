@@ -27,7 +27,7 @@ Tensor reshape_op(const Tensor& t, Shape shape) {
 } // namespace
 
 Tensor reshape(const Tensor& t, Shape shape) {
-  std::int64_t inferred = -1, known = 1;
+  std::int64_t inferred = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (inferred >= 0)
@@ -37,10 +37,13 @@ Tensor reshape(const Tensor& t, Shape shape) {
     } else if (shape[i] < 0) {
       throw ShapeError("Reshape: negative dimension in " + to_string(shape) + " for " +
                        describe(t));
-    } else {
-      known *= shape[i];
     }
   }
+  // The given dimensions' product, checked: the result's bytes must fit an int64 too.
+  Shape given = shape;
+  std::replace(given.begin(), given.end(), std::int64_t{-1}, std::int64_t{1});
+  nbytes(given, t.dtype(), "Reshape of " + describe(t));
+  const std::int64_t known = nelms(given);
   if (inferred >= 0) {
     if (known == 0 || t.nelms() % known != 0)
       throw ShapeError("Reshape: cannot reshape " + describe(t) + " (" + std::to_string(t.nelms()) +
@@ -160,7 +163,10 @@ Tensor concat(const std::vector<Tensor>& ts, std::int64_t axis) {
       throw ShapeError("Concat: tensor " + std::to_string(i) + " " + describe(ts[i]) +
                        " does not match " + describe(first) +
                        " on every axis except the concatenation axis " + std::to_string(a));
-    shape[a] += ts[i].shape()[a];
+    if (__builtin_add_overflow(shape[a], ts[i].shape()[a], &shape[a]))
+      throw ShapeError("Concat: axis " + std::to_string(a) + " of the result would be longer " +
+                       "than a 64-bit count can hold (tensor " + std::to_string(i) + " " +
+                       describe(ts[i]) + ")");
   }
   return add_op1(OpKind::Concat, std::span<const Tensor>(ts),
                  TensorSpec{std::move(shape), first.dtype()},
@@ -186,7 +192,10 @@ std::vector<Tensor> split(const Tensor& t, std::vector<std::int64_t> sizes, std:
   for (auto s : sizes) {
     if (s < 0)
       throw ValueError("Split: negative part size in " + list(sizes));
-    total += s;
+    if (__builtin_add_overflow(total, s, &total))
+      throw ShapeError("Split: part sizes " + list(sizes) + " sum past a 64-bit count, but axis " +
+                       std::to_string(a) + " of " + describe(t) + " has size " +
+                       std::to_string(dim));
   }
   if (total != dim)
     throw ShapeError("Split: part sizes " + list(sizes) + " sum to " + std::to_string(total) +
@@ -230,9 +239,6 @@ Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& val
 }
 
 Tensor init(Shape shape, DType dtype, std::string name, InitType type) {
-  for (auto d : shape)
-    if (d < 0)
-      throw ShapeError("Init: negative dimension in " + to_string(shape));
   TensorSpec spec{std::move(shape), dtype};
   return add_op1(OpKind::Init, std::span<const Tensor>{}, spec, CreateAttrs{spec, type, 0.0, 0.0},
                  name);

@@ -2,8 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <sstream>
 
 using namespace pxl;
 
@@ -57,6 +60,51 @@ TEST_CASE("equality, conversion and reshaping") {
   CHECK_FALSE(allclose(a, HostTensor({1.5f, -2.6f}, {2})));
 }
 
+TEST_CASE("sizes: an impossible shape is a ShapeError, an unallocatable one a ValueError") {
+  constexpr std::int64_t big = std::int64_t{1} << 62;
+  CHECK_THROWS_WITH_AS(HostTensor(Shape{big, 4}, float32),
+                       doctest::Contains("HostTensor: shape (4611686018427387904, 4) has more "
+                                         "elements than a 64-bit count can hold"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(HostTensor(Shape{big}, float32),
+                       doctest::Contains("HostTensor: shape (4611686018427387904,) of float32 has "
+                                         "more bytes than a 64-bit count can hold"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(HostTensor(Shape{3, -1}, int32),
+                       doctest::Contains("shape (3, -1) has a negative dimension (-1)"),
+                       ShapeError);
+  // Valid sizes beyond any address space: never std::bad_alloc or std::length_error.
+  CHECK_THROWS_WITH_AS(HostTensor(Shape{std::int64_t{1} << 60}, uint8),
+                       doctest::Contains("HostTensor: cannot allocate 1152921504606846976 bytes "
+                                         "on the host for shape (1152921504606846976,) of uint8"),
+                       ValueError);
+  CHECK_THROWS_AS(HostTensor(Shape{std::numeric_limits<std::int64_t>::max()}, bool_), ValueError);
+  CHECK_THROWS_AS(HostTensor::full({std::int64_t{1} << 40, 1 << 20}, float32, 1.0), ValueError);
+  // A zero dimension makes any other dimensions an empty, valid shape.
+  CHECK(HostTensor(Shape{big, big, 0}, float32).nbytes() == 0);
+}
+
+TEST_CASE("conversions saturate: NaN → 0, out of range → the integer type's extremes") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const HostTensor x({NAN, inf, -inf, 3e9f, -3e9f, 2147483520.f, -2147483648.f, -0.9f, 255.9f},
+                     {9});
+  CHECK(x.astype(int32) ==
+        HostTensor(std::vector<std::int32_t>{0, 2147483647, -2147483647 - 1, 2147483647,
+                                             -2147483647 - 1, 2147483520, -2147483647 - 1, 0, 255},
+                   {9}));
+  CHECK(x.astype(uint8) ==
+        HostTensor(std::vector<std::uint8_t>{0, 255, 0, 255, 0, 255, 0, 0, 255}, {9}));
+  CHECK(x.astype(uint32) == HostTensor(std::vector<std::uint32_t>{0, 4294967295u, 0, 3000000000u, 0,
+                                                                  2147483520u, 0, 0, 255},
+                                       {9}));
+  CHECK(x.astype(float16).astype(int32).data<std::int32_t>()[3] == 2147483647); // inf in half
+  // Integer to integer wraps, as in C++ and NumPy.
+  CHECK(HostTensor(std::vector<std::int32_t>{-1, 256}, {2}).astype(uint8) ==
+        HostTensor(std::vector<std::uint8_t>{255, 0}, {2}));
+  CHECK(HostTensor::full({1}, int32, 1e300).data<std::int32_t>()[0] == 2147483647);
+  CHECK(HostTensor::full({1}, uint32, -5.0).data<std::uint32_t>()[0] == 0);
+}
+
 TEST_CASE("printing is NumPy-like and summarises long tensors") {
   HostTensor a({1.f, 2.f, 3.f, 4.f}, {2, 2});
   CHECK(a.to_string() == "HostTensor([[1, 2],\n            [3, 4]], shape=(2, 2), dtype=float32)");
@@ -65,6 +113,59 @@ TEST_CASE("printing is NumPy-like and summarises long tensors") {
   const auto big = HostTensor::full({2000}, int32, 1).to_string();
   CHECK(big.find("...") != std::string::npos);
   CHECK(big.size() < 100);
+}
+
+namespace {
+HostTensor arange(std::int32_t n, Shape shape) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (std::int32_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = i;
+  return HostTensor(v, std::move(shape));
+}
+} // namespace
+
+// The expected strings are NumPy 1.24's, from
+//   "HostTensor(" + np.array2string(a, separator=', ', threshold=1000, edgeitems=3,
+//       max_line_width=sys.maxsize, formatter={'int': str}, prefix='HostTensor(') + ...
+// (NumPy's defaults but for line wrapping and padding, which pxl does not do).
+TEST_CASE("printing summarises with NumPy's rules: over 1000 elements, 3 at each end") {
+  CHECK(arange(2000, {2000}).to_string() ==
+        "HostTensor([0, 1, 2, ..., 1997, 1998, 1999], shape=(2000,), dtype=int32)");
+  CHECK(arange(10000, {100, 100}).to_string() ==
+        "HostTensor([[0, 1, 2, ..., 97, 98, 99],\n"
+        "            [100, 101, 102, ..., 197, 198, 199],\n"
+        "            [200, 201, 202, ..., 297, 298, 299],\n"
+        "            ...,\n"
+        "            [9700, 9701, 9702, ..., 9797, 9798, 9799],\n"
+        "            [9800, 9801, 9802, ..., 9897, 9898, 9899],\n"
+        "            [9900, 9901, 9902, ..., 9997, 9998, 9999]], shape=(100, 100), dtype=int32)");
+  CHECK(arange(1200, {2, 3, 200}).to_string() ==
+        "HostTensor([[[0, 1, 2, ..., 197, 198, 199],\n"
+        "             [200, 201, 202, ..., 397, 398, 399],\n"
+        "             [400, 401, 402, ..., 597, 598, 599]],\n"
+        "\n"
+        "            [[600, 601, 602, ..., 797, 798, 799],\n"
+        "             [800, 801, 802, ..., 997, 998, 999],\n"
+        "             [1000, 1001, 1002, ..., 1197, 1198, 1199]]], shape=(2, 3, 200), "
+        "dtype=int32)");
+  // 1000 elements or fewer: everything, with NumPy's blank line between 2-D blocks.
+  CHECK(arange(12, {2, 2, 3}).to_string() == "HostTensor([[[0, 1, 2],\n"
+                                             "             [3, 4, 5]],\n"
+                                             "\n"
+                                             "            [[6, 7, 8],\n"
+                                             "             [9, 10, 11]]], shape=(2, 2, 3), "
+                                             "dtype=int32)");
+  CHECK(arange(1000, {1000}).to_string().find("...") == std::string::npos);
+}
+
+TEST_CASE("printing an empty tensor is O(1), whatever its other dimensions") {
+  // NumPy prints "[]" for every empty array; walking the (100000, 100000) rows would hang.
+  CHECK(HostTensor(Shape{100000, 100000, 0}, float32).to_string() ==
+        "HostTensor([], shape=(100000, 100000, 0), dtype=float32)");
+  CHECK(HostTensor(Shape{0}, int32).to_string() == "HostTensor([], shape=(0,), dtype=int32)");
+  std::ostringstream os;
+  os << HostTensor(Shape{0, std::int64_t{1} << 40}, uint8);
+  CHECK(os.str() == "HostTensor([], shape=(0, 1099511627776), dtype=uint8)");
 }
 
 TEST_CASE(".npy round trip for every dtype") {

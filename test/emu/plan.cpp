@@ -188,3 +188,45 @@ TEST_CASE("A plan larger than the target throws OutOfMemoryError unless allowed"
   auto attached = s.attach(); // it still runs, as the IPU Model does
   CHECK(s.run().size() == 2);
 }
+
+TEST_CASE("A 4 TiB tensor is an OutOfMemoryError naming it and its IPU, before any allocation") {
+  constexpr std::int64_t tib4 = std::int64_t{1} << 42;
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto huge = ops::init({tib4 / 4}, float32, "huge");
+    ops::host_store(d2h_stream({1}, float32, "o"), ops::slice(huge, {0}, {1}));
+  }
+  CHECK_THROWS_WITH_AS(Session(ir, emu::ipu2()), doctest::Contains("IPU 0 needs"),
+                       OutOfMemoryError);
+  CHECK_THROWS_WITH_AS(Session(ir, emu::ipu2()),
+                       doctest::Contains("largest tensors: 'huge' 4398046511104 bytes"),
+                       OutOfMemoryError);
+}
+
+TEST_CASE("A plan the host cannot hold is an OutOfMemoryError even when allowed") {
+  // 2^60 bytes: beyond any host's address space, whatever its overcommit policy.
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto huge = ops::init({std::int64_t{1} << 58}, float32, "huge");
+    ops::host_store(d2h_stream({1}, float32, "o"), ops::slice(huge, {0}, {1}));
+  }
+  CHECK_THROWS_WITH_AS(Session(ir, emu::ipu2(), {.allow_out_of_memory = true}),
+                       doctest::Contains("the host cannot allocate"), OutOfMemoryError);
+}
+
+TEST_CASE("Plans beyond 2^62 bytes in all are refused before their sizes are summed") {
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    for (const char* name : {"a", "b"}) {
+      auto t = ops::init({std::int64_t{1} << 60}, float32, name); // 2^62 bytes each
+      ops::host_store(d2h_stream({1}, float32, name), ops::slice(t, {0}, {1}));
+    }
+  }
+  CHECK_THROWS_WITH_AS(Session(ir, emu::ipu2(), {.allow_out_of_memory = true}),
+                       doctest::Contains("need more than 2^62 bytes"), OutOfMemoryError);
+  CHECK_THROWS_WITH_AS(Session(ir, emu::ipu2()),
+                       doctest::Contains("(1152921504606846976,) float32"), OutOfMemoryError);
+}

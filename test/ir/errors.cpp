@@ -94,3 +94,41 @@ TEST_CASE("shape and dtype mismatches show both operands") {
   CHECK_THROWS_WITH_AS(ops::matmul(m, m), doctest::Contains("contraction dimensions differ"),
                        ShapeError);
 }
+
+TEST_CASE("sizes: a shape whose count or bytes overflow is a ShapeError naming the thing") {
+  constexpr std::int64_t big = std::int64_t{1} << 62;
+  CHECK_THROWS_WITH_AS(TensorSpec({big, 4}, float32).nelms(),
+                       doctest::Contains("shape (4611686018427387904, 4) has more elements"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(TensorSpec({big}, float32).nbytes(),
+                       doctest::Contains("has more bytes than a 64-bit count can hold"),
+                       ShapeError);
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  CHECK_THROWS_WITH_AS(h2d_stream({big, 4}, float32, "images"),
+                       doctest::Contains("h2d_stream 'images': shape (4611686018427387904, 4)"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(d2h_stream({big}, int32, "out"),
+                       doctest::Contains("d2h_stream 'out': shape (4611686018427387904,) of int32 "
+                                         "has more bytes"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(h2d_stream({2, -3}, float32, "neg"),
+                       doctest::Contains("h2d_stream 'neg': shape (2, -3) has a negative "
+                                         "dimension (-3)"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::init({big, big}, float32, "buf"),
+                       doctest::Contains("Init: output 'buf': shape (4611686018427387904, "
+                                         "4611686018427387904) has more elements"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::init({big}, float16), doctest::Contains("of float16 has more bytes"),
+                       ShapeError);
+  // A variable's data is a HostTensor, which refuses the shape before the variable exists.
+  CHECK_THROWS_WITH_AS(variable(HostTensor(Shape{big, 4}, float32), "w"),
+                       doctest::Contains("HostTensor: shape (4611686018427387904, 4)"), ShapeError);
+  CHECK(ir.main_graph().variables().empty());
+  CHECK(ir.main_graph().ops().empty());
+  // The empty shapes are fine, however large the other dimensions.
+  CHECK(ops::init({big, big, 0}, float32).nelms() == 0);
+  CHECK_THROWS_WITH_AS(ir.create_graph([](Tensor x) { return x; }, TensorSpec{{big, big}, float32}),
+                       doctest::Contains("graph_input"), ShapeError);
+}

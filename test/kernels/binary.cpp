@@ -103,6 +103,22 @@ TEST_CASE("int32 add and mul wrap around") {
   check_values(check_kernel(div, 0, false)[0], {{1}, int32}, {-2147483648.0});
 }
 
+TEST_CASE("int32 division's undefined cases have NumPy's values, in kernel and reference alike") {
+  // x / 0 is 0 (NumPy's floor_divide: 0 with a warning) and INT32_MIN / -1 wraps to INT32_MIN.
+  const double lo = -2147483648.0, hi = 2147483647.0;
+  const auto a = tensor({7}, int32, {lo, lo, 5, -5, 0, hi, lo});
+  const auto b = tensor({7}, int32, {-1, 0, 0, 0, 0, -1, 1});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::div(x, y); }, {a, b})[0],
+               {{7}, int32}, {lo, 0, 0, 0, 0, -hi, lo});
+  // Broadcast divisors take the same path.
+  const auto zero = tensor({}, int32, {0});
+  const auto minus_one = tensor({1}, int32, {-1});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::div(x, y); }, {a, zero})[0],
+               {{7}, int32}, {0, 0, 0, 0, 0, 0, 0});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::div(x, y); }, {a, minus_one})[0],
+               {{7}, int32}, {lo, lo, -5, 5, 0, -hi, lo});
+}
+
 TEST_CASE("maximum propagates NaN") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto a = tensor({3}, float32, {nan, 1, 2});

@@ -53,3 +53,19 @@ TEST_CASE("split_random_seed") {
     CHECK(outs[k].data<std::uint32_t>()[1] == pxl::detail::split_seed_word(9, 10, k, 1));
   }
 }
+
+TEST_CASE("random_uniform with low == high and random_normal with stddev 0 are constants") {
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    CHECK(check_kernel(
+              [d](Tensor s) {
+                return ops::random_uniform(s, {13, 7}, 1.5, 1.5, d);
+              },
+              {seed(3, 4)})[0] == HostTensor::full({13, 7}, d, 1.5));
+    CHECK(check_kernel(
+              [d](Tensor s) {
+                return ops::random_normal(s, {13, 7}, -2.0, 0.0, d);
+              },
+              {seed(3, 4)})[0] == HostTensor::full({13, 7}, d, -2.0));
+  }
+}

@@ -69,3 +69,25 @@ TEST_CASE("float32 sums are accurate over long reductions") {
   CHECK(check_kernel([](Tensor t) { return ops::mean(t); }, {x})[0].item() ==
         doctest::Approx(term).epsilon(1e-7));
 }
+
+TEST_CASE("reducing zero elements gives the fold's identity, in kernel and reference alike") {
+  // sum 0, mean NaN, max -inf / min +inf (int32: INT32_MIN / INT32_MAX): NumPy raises for an
+  // empty max or min, pxl defines them.
+  const double inf = INFINITY;
+  for (DType d : {float32, float16, int32}) {
+    CAPTURE(d);
+    const bool f = d != int32;
+    const HostTensor x(Shape{3, 0}, d);
+    const double lowest = f ? -inf : -2147483648.0, highest = f ? inf : 2147483647.0;
+    check_values(check_kernel([](Tensor t) { return ops::sum(t, Axes{{1}}); }, {x})[0], {{3}, d},
+                 {0, 0, 0});
+    check_values(check_kernel([](Tensor t) { return ops::max(t, Axes{{1}}); }, {x})[0], {{3}, d},
+                 {lowest, lowest, lowest});
+    check_values(check_kernel([](Tensor t) { return ops::min(t); }, {x})[0], {{}, d}, {highest});
+    if (f)
+      check_values(check_kernel([](Tensor t) { return ops::mean(t, Axes{{1}}, true); }, {x})[0],
+                   {{3, 1}, d}, {NAN, NAN, NAN});
+    // Reducing the empty axis away leaves nothing: an empty result, no work.
+    CHECK(check_kernel([](Tensor t) { return ops::sum(t, Axes{{0}}); }, {x})[0].nelms() == 0);
+  }
+}

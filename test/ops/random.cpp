@@ -196,7 +196,11 @@ TEST_CASE("random op errors name the op and what the seed or dtype must be") {
                        doctest::Contains("RandomNormal: dtype must be float32 or float16"),
                        DTypeError);
   CHECK_THROWS_WITH_AS(ops::random_uniform(sd, {2, -1}),
-                       doctest::Contains("RandomUniform: negative dimension in shape (2, -1)"),
+                       doctest::Contains("RandomUniform: shape (2, -1) has a negative dimension"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::random_normal(sd, {std::int64_t{1} << 62, 4}),
+                       doctest::Contains("RandomNormal: shape (4611686018427387904, 4) has more "
+                                         "elements than a 64-bit count can hold"),
                        ShapeError);
   CHECK_THROWS_WITH_AS(ops::split_random_seed(s.input({2}, float32)),
                        doctest::Contains("SplitRandomSeed: the seed must be uint32"), DTypeError);
@@ -207,4 +211,26 @@ TEST_CASE("random op errors name the op and what the seed or dtype must be") {
                        doctest::Contains("SplitRandomSeed: the number of seeds n must be >= 1, "
                                          "got 0"),
                        ValueError);
+}
+
+TEST_CASE("random_uniform needs finite low <= high; random_normal a finite stddev >= 0") {
+  ScratchGraph s;
+  const Tensor sd = s.input({2}, uint32);
+  CHECK_THROWS_WITH_AS(ops::random_uniform(sd, {3}, 2.0, 1.0),
+                       doctest::Contains("RandomUniform: expected finite low <= high, got low = 2 "
+                                         "and high = 1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::random_uniform(sd, {3}, 0.5, 0.25),
+                       doctest::Contains("low = 0.5 and high = 0.25"), ValueError);
+  CHECK_THROWS_AS(ops::random_uniform(sd, {3}, NAN, 1.0), ValueError);
+  CHECK_THROWS_AS(ops::random_uniform(sd, {3}, 0.0, INFINITY), ValueError);
+  CHECK_THROWS_AS(ops::random_uniform(sd, {3}, -1e308, 1e308), ValueError); // high - low is inf
+  CHECK_THROWS_WITH_AS(ops::random_normal(sd, {3}, 0.0, -1.0),
+                       doctest::Contains("RandomNormal: expected a finite mean and a finite "
+                                         "stddev >= 0, got mean = 0 and stddev = -1"),
+                       ValueError);
+  CHECK_THROWS_AS(ops::random_normal(sd, {3}, NAN, 1.0), ValueError);
+  // low == high is a constant tensor; stddev 0 the mean.
+  CHECK(ops::random_uniform(sd, {3}, 1.5, 1.5).shape() == Shape{3});
+  CHECK(ops::random_normal(sd, {3}, 1.5, 0.0).shape() == Shape{3});
 }

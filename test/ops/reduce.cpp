@@ -178,3 +178,11 @@ TEST_CASE("reduction errors name the op, the dtype or the rank") {
                        ValueError);
   CHECK_THROWS_WITH_AS(ops::argmax(s.input({})), doctest::Contains("ArgMax: axis 0"), ValueError);
 }
+
+TEST_CASE("argmax over an empty axis is a ValueError, as in NumPy") {
+  ScratchGraph s;
+  const Tensor x = s.input({3, 0}, float32);
+  CHECK_THROWS_WITH_AS(ops::argmax(x, 1), doctest::Contains("ArgMax: axis 1 of"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::argmax(x, -1), doctest::Contains("is empty"), ValueError);
+  CHECK(ops::argmax(x, 0).shape() == Shape{0}); // a non-empty axis of an empty tensor is fine
+}

@@ -1,4 +1,5 @@
 // Shape and data-movement ops: inference, reference results and every user error.
+#include "op_test.hpp"
 #include "reference.hpp"
 
 #include <doctest/doctest.h>
@@ -293,10 +294,27 @@ TEST_CASE("init: a fresh zero tensor") {
     CHECK(t.producer()->attrs_as<CreateAttrs>().spec == t.spec());
     CHECK(ops::init({4}, float32, "", InitType::undef).producer()->attrs_as<CreateAttrs>().init ==
           InitType::undef);
-    CHECK_THROWS_WITH_AS(ops::init({2, -1}, float32), Contains("negative dimension in (2, -1)"),
-                         ShapeError);
+    CHECK_THROWS_WITH_AS(ops::init({2, -1}, float32),
+                         Contains("shape (2, -1) has a negative dimension (-1)"), ShapeError);
   }
   Graph g = ir.create_graph([] { return ops::init({2, 2}, float32); });
   ReferenceEvaluator ev(ir);
   CHECK(ev.evaluate(g)[0] == HostTensor({2, 2}, float32));
+}
+
+TEST_CASE("sizes: shape inference that would overflow is a ShapeError, not a wrapped count") {
+  constexpr std::int64_t big = std::int64_t{1} << 62;
+  pxl::testing::ScratchGraph s;
+  const Tensor a = s.input({big}, uint8);
+  CHECK_THROWS_WITH_AS(ops::concat({a, a}, 0),
+                       Contains("Concat: axis 0 of the result would be longer than a 64-bit "
+                                "count can hold"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::split(a, std::vector<std::int64_t>{big, big, big, big, 1}),
+                       Contains("Split: part sizes"), ShapeError);
+  const Tensor empty = s.input({0}, float32);
+  CHECK_THROWS_WITH_AS(ops::reshape(empty, {big, big, -1}), Contains("Reshape of '"), ShapeError);
+  CHECK(ops::reshape(empty, {big, big, 0}).shape() == Shape{big, big, 0});
+  CHECK_THROWS_WITH_AS(ops::onehot(s.input({big / 8}, int32), 8, s.input({2}, float32)),
+                       Contains("OneHot: output"), ShapeError);
 }

@@ -3,11 +3,11 @@
 //
 // Conventions the emulator must match:
 // - int32 arithmetic wraps around (two's complement); Div on integers truncates toward zero
-//   (C++ `/`) and an integer division by zero yields 0.
+//   (C++ `/`), an integer division by zero yields 0 and INT32_MIN / -1 wraps to INT32_MIN.
 // - Maximum and Relu propagate NaN.
 // - Pow is std::pow (NaN where it is NaN, e.g. a negative base with a fractional exponent).
-// - Cast rounds to nearest for float targets, truncates toward zero for integer targets (no
-//   saturation), and gives `x != 0` for bool.
+// - Cast is pxl::convert_element: nearest for float targets, toward zero and saturating for
+//   float → integer (NaN → 0), modulo 2^bits for integer → integer, `x != 0` for bool.
 #include "ref_util.hpp"
 
 #include <cmath>
@@ -92,9 +92,23 @@ PXL_REF_KERNEL(LogicalNot) {
 PXL_REF_KERNEL(IsNan) {
   unary(inputs, outputs, [](double x) { return std::isnan(x) ? 1.0 : 0.0; });
 }
-// store() rounds or truncates to the target dtype, which is exactly Cast's rule.
+// Cast from the source value as a double: every float32/float16 value is exact there, and
+// convert_element's bounds (2^31, 2^32, ...) are the same numbers in double as in float.
 PXL_REF_KERNEL(Cast) {
-  unary(inputs, outputs, [](double x) { return x; });
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  visit_dtype(y.dtype(), [&](auto type) {
+    using T = typename decltype(type)::type;
+    const bool from_int = is_integral(x.dtype());
+    for (std::int64_t i = 0; i < y.nelms(); ++i) {
+      const double v = ref::load(x, i);
+      // Integer → integer wraps: do it in int64, where every int32/uint32/uint8 value fits.
+      y.data<T>()[static_cast<std::size_t>(i)] =
+          from_int && std::is_integral_v<T> && !std::is_same_v<T, bool>
+              ? static_cast<T>(static_cast<std::int64_t>(v))
+              : convert_element<T>(v);
+    }
+  });
 }
 PXL_REF_KERNEL(Identity) { copy(inputs, outputs); }
 PXL_REF_KERNEL(Detach) { copy(inputs, outputs); }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <string_view>
 #include <type_traits>
@@ -79,6 +80,42 @@ decltype(auto) visit_dtype(DType d, F&& f) {
 }
 static_assert(decltype(boost::hana::length(detail::dtype_types))::value == 6,
               "visit_dtype must list every DType");
+
+/// The element conversion of every pxl cast (ops::cast, HostTensor::astype, HostTensor::full):
+/// - to bool: `x != 0` (NaN is true);
+/// - to a float: rounded to nearest;
+/// - integer to integer: modulo 2^bits (two's complement), as C++ and NumPy convert;
+/// - float to integer: truncated toward zero and saturated: NaN gives 0, +inf and values above
+///   the type's range its maximum, -inf and values below it its minimum (so float32 3e9 → int32
+///   2147483647, -1.5 → uint32 0). C++ leaves these undefined and NumPy unspecified; this is
+///   what Rust's `as`, ARM's FCVTZS and Poplar's saturating casts do.
+/// `From` may also be double (HostTensor::full's value, the reference evaluator's).
+template <Element To, typename From>
+requires Element<From> || std::is_same_v<From, double>
+constexpr To convert_element(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_same_v<From, half>)
+      return static_cast<float>(x) != 0.0f;
+    else
+      return x != From{};
+  } else if constexpr (std::is_same_v<From, half>) {
+    return convert_element<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, half>) {
+    return half(x);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    // hi is 2^bits (signed: 2^(bits-1)) exactly, as From rounds the maximum up to it; below
+    // hi and at or above lo, truncation lands in range. Selects, not branches: loops over this
+    // still vectorise.
+    constexpr From hi = static_cast<From>(std::numeric_limits<To>::max()) + From{1};
+    constexpr From lo = static_cast<From>(std::numeric_limits<To>::min());
+    const From clamped = x < lo ? lo : x;
+    return x != x         ? To{0}
+           : clamped < hi ? static_cast<To>(clamped)
+                          : std::numeric_limits<To>::max();
+  } else {
+    return static_cast<To>(x);
+  }
+}
 
 /// PopXL's spelling: "float32", "float16", "int32", "uint32", "uint8", "bool".
 std::string_view name(DType d);

@@ -22,7 +22,8 @@ class HostTensor {
 public:
   /// An empty float32 tensor of shape (0,).
   HostTensor() : HostTensor(TensorSpec{{0}, float32}) {}
-  /// Zero-filled.
+  /// Zero-filled. A shape with a negative dimension or more bytes than int64 counts is a
+  /// ShapeError; one the host cannot allocate, a ValueError naming the shape and bytes.
   explicit HostTensor(TensorSpec spec);
   HostTensor(Shape shape, DType dtype) : HostTensor(TensorSpec{std::move(shape), dtype}) {}
 
@@ -49,7 +50,8 @@ public:
   static HostTensor scalar(T value) {
     return HostTensor(std::span<const T>(&value, 1), Shape{});
   }
-  /// Every element set to `value` converted to `dtype`.
+  /// Every element set to `value` converted to `dtype` (by convert_element: saturating for
+  /// integer dtypes).
   static HostTensor full(Shape shape, DType dtype, double value);
 
   const TensorSpec& spec() const { return spec_; }
@@ -85,7 +87,8 @@ public:
     return data<T>()[static_cast<std::size_t>(flat_index(index))];
   }
 
-  /// Element-wise conversion, as C++ converts (float → int truncates).
+  /// Element-wise conversion by convert_element: floats round to nearest, float → integer
+  /// truncates toward zero and saturates (NaN → 0), integers wrap modulo 2^bits.
   HostTensor astype(DType dtype) const;
   /// Same data, another shape of the same element count (ShapeError otherwise).
   HostTensor reshaped(Shape shape) const;
@@ -95,7 +98,10 @@ public:
     return a.spec_ == b.spec_ && a.bytes_ == b.bytes_;
   }
 
-  /// NumPy-like rendering; long tensors are summarised with "...".
+  /// NumPy's layout (`numpy.array2string` with separator ", " and no line wrapping): tensors of
+  /// more than 1000 elements show the first and last 3 entries of every axis longer than 6,
+  /// with "..." between; an empty tensor prints `[]`. Costs O(printed elements), however
+  /// large the tensor. Elements print as `%g` with 6 digits, bools as true/false.
   std::string to_string() const;
   friend std::ostream& operator<<(std::ostream& os, const HostTensor& t) {
     return os << t.to_string();

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pxl {
@@ -20,6 +21,8 @@ using Shape = std::vector<std::int64_t>;
 std::int64_t nelms(std::span<const std::int64_t> shape);
 /// Bytes of a tensor of `shape` and `dtype`; a ShapeError when the count overflows int64.
 std::int64_t nbytes(std::span<const std::int64_t> shape, DType dtype);
+/// nbytes for the thing `what` names ("variable 'w'"), which leads the ShapeError's message.
+std::int64_t nbytes(std::span<const std::int64_t> shape, DType dtype, std::string_view what);
 /// PopXL's spelling: "(1, 784)", "(3,)", "()".
 std::string to_string(std::span<const std::int64_t> shape);
 /// Row-major strides in elements.

@@ -21,6 +21,10 @@ Tensor geluerf(const Tensor& t);
 Tensor logical_not(const Tensor& t);
 /// bool tensor, true where `t` is NaN.
 Tensor isnan(const Tensor& t);
+/// Converts every element by pxl::convert_element: floats round to nearest; float → integer
+/// truncates toward zero and saturates (NaN → 0, +inf and too large → the maximum, -inf and
+/// too small → the minimum; NumPy leaves these unspecified, Poplar saturates); integer →
+/// integer wraps modulo 2^bits; → bool is x != 0.
 Tensor cast(const Tensor& t, DType to);
 /// A copy; gradients flow through it.
 Tensor identity(const Tensor& t);
@@ -29,9 +33,13 @@ Tensor detach(const Tensor& t);
 
 // Binary, NumPy broadcasting, equal dtypes. A double operand becomes a constant of the
 // tensor's dtype.
+// int32 add, sub, mul and negate wrap around (two's complement), never overflow.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
+/// a / b. Floats follow IEEE (x / 0 is ±inf, 0 / 0 NaN). int32 truncates toward zero (C++'s
+/// `/`, Poplar's divide), with NumPy's values where C++ has none: x / 0 is 0 (NumPy's
+/// floor_divide gives 0 with a warning) and INT32_MIN / -1 wraps to INT32_MIN.
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);

@@ -8,7 +8,10 @@
 
 namespace pxl::ops {
 
-/// Reduces over `axes` (negative counts from the end; empty or nullopt: every axis).
+/// Reduces over `axes` (negative counts from the end; empty or nullopt: every axis). max and
+/// min propagate NaN. Reducing zero elements gives the identity of the fold: sum 0, mean NaN
+/// (0 / 0), max -inf and min +inf for floats, INT32_MIN and INT32_MAX for int32 (NumPy raises
+/// for max/min of nothing; pxl keeps running).
 Tensor sum(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
            bool keepdims = false);
 Tensor mean(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
@@ -17,7 +20,8 @@ Tensor max(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std:
            bool keepdims = false);
 Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
            bool keepdims = false);
-/// Index of the first maximum along `axis`, as int32.
+/// Index of the first maximum along `axis` (a NaN counts as the maximum), as int32. An axis of
+/// size 0 is a ValueError, as in NumPy.
 Tensor argmax(const Tensor& t, std::int64_t axis = 0, bool keepdims = false);
 
 } // namespace pxl::ops

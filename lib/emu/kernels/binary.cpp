@@ -95,7 +95,9 @@ StepFn compile_Mul(CompileContext&, const KernelOp& op, const OpBuffers& buffers
 }
 
 StepFn compile_Div(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  // int32 truncates toward zero like C++; x / 0 is 0 rather than a trap, as on the device.
+  // int32 truncates toward zero like C++, whose two undefined cases get NumPy's values (see
+  // ops::div): x / 0 is 0 rather than a trap, and INT32_MIN / -1, done in int64, wraps back
+  // to INT32_MIN. The branch is int32's only; the float loops stay branch-free.
   return arith(
       op, buffers, [](float a, float b) { return a / b; },
       [](std::int32_t a, std::int32_t b) { return b == 0 ? 0 : wrap(std::int64_t{a} / b); });

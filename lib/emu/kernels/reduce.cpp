@@ -75,7 +75,11 @@ StepFn sum_like(const KernelOp& op, const OpBuffers& buffers) {
     if constexpr (std::is_same_v<T, std::int32_t>) {
       // Sums wrap around like int32 arithmetic; an int32 mean truncates toward zero.
       const auto n = p.n_reduced;
-      const auto add64 = [](std::int64_t acc, std::int32_t v) { return acc + v; };
+      // Modulo 2^64, so even 2^32 terms cannot overflow; the low 32 bits are the int32 sum.
+      const auto add64 = [](std::int64_t acc, std::int32_t v) {
+        return static_cast<std::int64_t>(static_cast<std::uint64_t>(acc) +
+                                         static_cast<std::uint64_t>(std::int64_t{v}));
+      };
       return reduce_step<T, T>(p, buffers, std::int64_t{0}, add64, [n](std::int64_t s) {
         return static_cast<std::int32_t>(static_cast<std::uint32_t>(Mean ? (n ? s / n : 0) : s));
       });
@@ -97,7 +101,8 @@ StepFn sum_like(const KernelOp& op, const OpBuffers& buffers) {
   }
 }
 
-/// Max (`Greater` true) or min; NaN propagates.
+/// Max (`Greater` true) or min; NaN propagates. An output folding no element keeps `init`:
+/// -inf/+inf for floats, INT32_MIN/INT32_MAX for int32 (see ops::max).
 template <bool Greater>
 StepFn extremum(const KernelOp& op, const OpBuffers& buffers) {
   const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));

@@ -47,14 +47,6 @@ std::int32_t wrap_negate(std::int32_t x) {
   return static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(x));
 }
 
-template <typename To, typename From>
-To convert(From x) {
-  if constexpr (std::is_same_v<To, bool>)
-    return static_cast<compute_t<From>>(x) != 0;
-  else
-    return static_cast<To>(static_cast<compute_t<From>>(x));
-}
-
 /// tanh in double, branch-free: (1 - e) / (1 + e) with e = exp(-2|x|), which cannot overflow
 /// (beyond |x| = 350 the quotient is 1 in double anyway, hence the clamp). Below |x| = 1e-3,
 /// where 1 - e would cancel, the series x - x^3/3 + 2x^5/15 is exact to far beyond float.
@@ -149,6 +141,8 @@ StepFn compile_IsNan(CompileContext&, const KernelOp& op, const OpBuffers& buffe
   }
 }
 
+// Cast converts as pxl::convert_element defines: float → integer truncates and saturates (NaN
+// → 0, ±inf → the extremes), which C++'s own conversion leaves undefined.
 StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& in = op.input(0).spec();
   const DType to = op.output(0).dtype();
@@ -164,7 +158,7 @@ StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffer
       return StepFn([=](unsigned w, unsigned nw) {
         const auto [b, e] = worker_range(n, w, nw);
         for (std::int64_t i = b; i < e; ++i)
-          y[i] = convert<To>(x[i]);
+          y[i] = convert_element<To>(x[i]);
       });
     });
   });
