@@ -5,12 +5,18 @@
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using pxl::HostTensor;
@@ -353,4 +359,95 @@ TEST_CASE("hostile safetensors files are IoErrors naming the file and the proble
       check_error(whole.substr(0, n), n < whole.size() - 8 ? "truncated" : "out of range");
     }
   }
+}
+
+namespace {
+
+/// The names of `dir`'s entries.
+std::vector<std::string> listing(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// A child process that sleeps until killed.
+pid_t sleeping_child() {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (;;)
+      ::pause();
+  }
+  return pid;
+}
+
+void kill_and_reap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+} // namespace
+
+TEST_CASE("a save removes the temporaries of dead writers of the same file, never a live one's") {
+  TempDir dir;
+  const auto path = dir / "ckpt.safetensors";
+  const pid_t live = sleeping_child();
+  const pid_t dead = sleeping_child();
+  kill_and_reap(dead); // its pid now names no process
+  const auto tmp = [&](pid_t pid) {
+    return dir.write("ckpt.safetensors.tmp." + std::to_string(pid), "half a checkpoint");
+  };
+  tmp(live);
+  tmp(dead);
+  dir.write("other.safetensors.tmp." + std::to_string(dead), "another file's"); // not ours
+  dir.write("ckpt.safetensors.tmp.notapid", "not a temporary of ours");
+
+  save_safetensors(path, {{"v", HostTensor({1.0f})}});
+  CHECK(listing(dir.path()) ==
+        std::vector<std::string>{"ckpt.safetensors", "ckpt.safetensors.tmp." + std::to_string(live),
+                                 "ckpt.safetensors.tmp.notapid",
+                                 "other.safetensors.tmp." + std::to_string(dead)});
+
+  kill_and_reap(live); // the writer died: the next save removes its leftover
+  save_safetensors(path, {{"v", HostTensor({2.0f})}});
+  CHECK(listing(dir.path()) ==
+        std::vector<std::string>{"ckpt.safetensors", "ckpt.safetensors.tmp.notapid",
+                                 "other.safetensors.tmp." + std::to_string(dead)});
+  CHECK(load_safetensors(path).at("v") == HostTensor({2.0f}));
+}
+
+TEST_CASE("a save killed with SIGKILL leaves the previous checkpoint whole; the next save cleans "
+          "up after it") {
+  TempDir dir;
+  const auto path = dir / "ckpt.safetensors";
+  const HostTensor big(Shape{1 << 20}, pxl::float32); // 4 MiB: a save takes a while
+  save_safetensors(path, {{"w", HostTensor({7.0f})}});
+  const pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    try {
+      for (;;)
+        save_safetensors(path, {{"w", big}});
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  // Kill it mid-write: once its temporary exists.
+  const auto tmp = dir / ("ckpt.safetensors.tmp." + std::to_string(writer));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!std::filesystem::exists(tmp) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  kill_and_reap(writer);
+  const auto loaded = load_safetensors(path); // whole: the old checkpoint or a complete new one
+  CHECK((loaded.at("w") == HostTensor({7.0f}) || loaded.at("w") == big));
+
+  save_safetensors(path, {{"w", HostTensor({8.0f})}});
+  for (const auto& name : listing(dir.path())) {
+    CAPTURE(name);
+    CHECK(name.find("ckpt.safetensors.tmp.") == std::string::npos);
+  }
+  CHECK(load_safetensors(path).at("w") == HostTensor({8.0f}));
 }

@@ -3,12 +3,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -329,6 +331,29 @@ Parsed parse(const std::filesystem::path& path) {
   return p;
 }
 
+/// Removes `<path>.tmp.<pid>` files whose writer no longer runs: what a save killed mid-write
+/// (SIGKILL, a crash) leaves behind. A running writer's file is left alone (kill(pid, 0) finds
+/// it, or is not allowed to signal it), and so is this process's own (the save reuses it).
+void remove_stale_temporaries(const std::filesystem::path& path) {
+  const std::string prefix = path.filename().string() + ".tmp.";
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const char* last = name.data() + name.size();
+    pid_t pid = 0;
+    const auto parsed = std::from_chars(name.data() + prefix.size(), last, pid);
+    if (parsed.ec != std::errc() || parsed.ptr != last || pid <= 0 || pid == ::getpid())
+      continue;
+    if (::kill(pid, 0) == -1 && errno == ESRCH) {
+      std::error_code ignored; // another save may have removed it first
+      std::filesystem::remove(it->path(), ignored);
+    }
+  }
+}
+
 } // namespace
 
 void save_safetensors(const std::filesystem::path& path,
@@ -362,6 +387,7 @@ void save_safetensors(const std::filesystem::path& path,
   for (std::size_t i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(std::uint64_t{text.size()} >> (8 * i));
 
+  remove_stale_temporaries(path);
   TempFile tmp(path.string() + ".tmp." + std::to_string(::getpid()));
   const auto io_error = [&](const char* step) {
     return IoError("save_safetensors: cannot " + std::string(step) + " '" + path.string() +

@@ -16,7 +16,10 @@ namespace pxl::addons {
 /// name order. Dtypes are written as F32, F16, I32, U32, U8 and BOOL.
 ///
 /// The file appears atomically: the data go to `<path>.tmp.<pid>`, are flushed to disk and
-/// the file is renamed over `path`, so a reader never sees a half-written checkpoint.
+/// the file is renamed over `path`, so a reader never sees a half-written checkpoint, and a
+/// save that is interrupted (even by SIGKILL) leaves the previous checkpoint whole. Each save
+/// first removes the temporaries of `path` left by such interrupted saves: those whose process
+/// no longer exists (a running writer's file is never touched).
 /// Throws IoError naming the path when it cannot be written, and ValueError for a tensor name
 /// the format cannot hold (empty, "__metadata__", or not UTF-8; loading refuses the same
 /// names, so whatever loads can be saved back) or for metadata that is not UTF-8.
