@@ -4,6 +4,7 @@
 #include "pxl/core/dtype.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/core/host_tensor.hpp"
+#include "pxl/core/read_options.hpp"
 #include "pxl/core/shape.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"

@@ -203,3 +203,137 @@ TEST_CASE("bad .npy files are clear errors") {
   CHECK_THROWS_WITH_AS(HostTensor::load_npy(path), doctest::Contains("truncated"), IoError);
   std::filesystem::remove(path);
 }
+
+// Hostile .npy files: each is an IoError naming the file and what is wrong, never another
+// exception, a crash or an allocation of what the file does not hold.
+namespace {
+
+/// A .npy file of format `major`.0 with header `dict` (as given: no padding) and `data`.
+std::string npy_file(const std::string& dict, const std::string& data, int major = 1) {
+  std::string s("\x93NUMPY", 6);
+  s += {static_cast<char>(major), 0};
+  for (int i = 0; i < (major == 1 ? 2 : 4); ++i)
+    s += static_cast<char>((dict.size() >> (8 * i)) & 0xff);
+  return s + dict + data;
+}
+
+std::string npy_dict(const std::string& shape, const std::string& descr = "<f4") {
+  return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }\n";
+}
+
+/// Loads `bytes` as a .npy file and checks the IoError names the file and has `expected`.
+void check_npy_error(const std::string& bytes, const std::string& expected,
+                     const ReadOptions& options = {}) {
+  CAPTURE(expected);
+  const auto path = temp_path("hostile.npy");
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size()));
+  try {
+    (void)HostTensor::load_npy(path, options);
+    FAIL("no IoError");
+  } catch (const IoError& e) {
+    const std::string msg = e.what();
+    CAPTURE(msg);
+    CHECK(msg.find("load_npy: '" + path.string() + "'") != std::string::npos);
+    CHECK(msg.find(expected) != std::string::npos);
+  }
+  std::filesystem::remove(path);
+}
+
+} // namespace
+
+TEST_CASE("hostile .npy files are IoErrors naming the file and the problem") {
+  const std::string f32x2(8, '\0');
+  SUBCASE("a shape number that does not parse") {
+    check_npy_error(npy_file(npy_dict("(2, x)"), f32x2),
+                    "expected a dimension (a non-negative integer), found \"x)");
+  }
+  SUBCASE("a shape number that overflows int64") {
+    check_npy_error(npy_file(npy_dict("(99999999999999999999,)"), ""),
+                    "shape dimension \"99999999999999999999\", which does not fit in 64 bits");
+  }
+  SUBCASE("a negative shape number") {
+    check_npy_error(npy_file(npy_dict("(-2,)"), f32x2), "negative shape dimension -2");
+  }
+  SUBCASE("a shape whose byte count overflows") {
+    check_npy_error(npy_file(npy_dict("(4611686018427387904, 4)"), ""),
+                    "has a shape whose size overflows");
+  }
+  SUBCASE("a shape promising 2^60 bytes of data in a small file: refused, not allocated") {
+    check_npy_error(npy_file(npy_dict("(288230376151711744,)"), f32x2),
+                    "is truncated: its shape \"(288230376151711744,)\" of float32 needs "
+                    "1152921504606846976 bytes of data, found 8");
+  }
+  SUBCASE("a header length promising 4 GB") {
+    check_npy_error(npy_file("", "", 2).substr(0, 8) + std::string(4, '\xff') + "{}",
+                    "is truncated: its header length is 4294967295 bytes but only 2 bytes follow");
+  }
+  SUBCASE("trailing bytes after the data") {
+    check_npy_error(npy_file(npy_dict("(2,)"), f32x2 + "xyz"),
+                    "has 3 trailing bytes: its shape \"(2,)\" of float32 needs 8 bytes of data, "
+                    "found 11");
+  }
+  SUBCASE("every truncation of a valid file") {
+    const auto whole = npy_file(npy_dict("(2,)"), f32x2);
+    for (std::size_t n = 0; n < whole.size(); ++n) {
+      CAPTURE(n);
+      check_npy_error(whole.substr(0, n), n < 6 ? "bad magic" : "is truncated");
+    }
+  }
+  SUBCASE("an unknown format version") {
+    check_npy_error(npy_file(npy_dict("(2,)"), f32x2, 9),
+                    "has format version 9.0; expected 1.0, 2.0 or 3.0");
+  }
+  SUBCASE("headers that are not the dict NumPy writes") {
+    check_npy_error(npy_file("{'descr': '<f4', 'shape': (2,), }\n", f32x2),
+                    "header has no 'fortran_order' key");
+    check_npy_error(npy_file("{'descr': '<f4', 'descr': '<f4', }\n", f32x2),
+                    "header has key 'descr' twice");
+    check_npy_error(
+        npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", f32x2),
+        "header has key \"x\"; expected only 'descr', 'fortran_order' and 'shape'");
+    check_npy_error(npy_file("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}", f32x2),
+                    "expected True or False, found \"Maybe");
+    check_npy_error(npy_file("{'descr': '<f4", f32x2), "expected a closing '");
+    check_npy_error(npy_file(npy_dict("(2,)") + "junk", f32x2),
+                    "expected the end of the header, found \"junk\"");
+    check_npy_error(npy_file(npy_dict("(2 3)"), f32x2), "expected ',', found \"3)");
+  }
+  SUBCASE("unsupported dtype and order") {
+    check_npy_error(npy_file(npy_dict("(1,)", ">f8"), f32x2),
+                    "has dtype \">f8\"; expected one of <f4, <f2, <i4, <u4, |u1, |b1");
+    check_npy_error(npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n", f32x2),
+                    "is in Fortran order");
+  }
+  SUBCASE("bool bytes other than 0 and 1") {
+    check_npy_error(npy_file(npy_dict("(3,)", "|b1"), std::string("\x01\x00\x07", 3)),
+                    "has bool byte 7 at element 2; expected 0 or 1");
+  }
+  SUBCASE("more data than ReadOptions::max_bytes") {
+    check_npy_error(npy_file(npy_dict("(2,)"), f32x2),
+                    "is too large: its shape \"(2,)\" of float32 needs 8 bytes of data, more "
+                    "than ReadOptions::max_bytes (4)",
+                    {.max_bytes = 4});
+  }
+  SUBCASE("a directory") {
+    CHECK_THROWS_WITH_AS(HostTensor::load_npy(std::filesystem::temp_directory_path()),
+                         doctest::Contains("cannot be read"), IoError);
+  }
+}
+
+TEST_CASE(".npy files NumPy may write that pxl's writer does not: Python 2 longs, format 2.0") {
+  const auto path = temp_path("variants.npy");
+  const std::string data("\x00\x00\x80\x3f\x00\x00\x00\x40", 8); // 1.0f, 2.0f
+  std::ofstream(path, std::ios::binary) << npy_file(npy_dict("(1L, 2L)"), data);
+  CHECK(HostTensor::load_npy(path) == HostTensor({1.f, 2.f}, {1, 2}));
+  std::ofstream(path, std::ios::binary) << npy_file(npy_dict("(2,)"), data, 2);
+  CHECK(HostTensor::load_npy(path) == HostTensor({1.f, 2.f}, {2}));
+  // A header over 64 KiB does not fit format 1.0's length: save_npy writes 2.0.
+  const HostTensor deep(Shape(30000, 1), uint8);
+  deep.save_npy(path);
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  CHECK(bytes[6] == 2);
+  CHECK((bytes.size() - 1) % 64 == 0); // 12-byte preamble + header, then one data byte
+  CHECK(HostTensor::load_npy(path) == deep);
+  std::filesystem::remove(path);
+}

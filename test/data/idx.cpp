@@ -176,3 +176,51 @@ TEST_CASE("read_idx names the file and the problem for missing and malformed fil
                 "is truncated: expected the 4-byte magic number, found only 0 of 4 bytes (zlib:");
   }
 }
+
+TEST_CASE("read_idx refuses hostile sizes before allocating them") {
+  TempDir dir;
+  const auto check_error = [](const std::filesystem::path& p, const std::string& expected,
+                              const pxl::ReadOptions& options = {}) {
+    CAPTURE(expected);
+    try {
+      (void)read_idx(p, options);
+      FAIL("no IoError for " << p);
+    } catch (const IoError& e) {
+      const std::string msg = e.what();
+      CAPTURE(msg);
+      CHECK(msg.find("IDX file '" + p.string() + "'") != std::string::npos);
+      CHECK(msg.find(expected) != std::string::npos);
+    }
+  };
+  SUBCASE("a raw file promising 2^60 bytes") {
+    check_error(dir.write("huge", idx_header(0x08, {0x40000000, 0x40000000}) + "x"),
+                "is truncated: dimensions (1073741824, 1073741824) need 1152921504606846988 "
+                "bytes, found 13");
+  }
+  SUBCASE("dimensions whose byte count overflows int64 but not uint64") {
+    // (2^32-1)^2 elements: above 2^63, below 2^64.
+    check_error(dir.write("o", idx_header(0x0D, {0xffffffff, 0xffffffff})),
+                "has dimensions (4294967295, 4294967295) whose byte count overflows 64 bits");
+  }
+  SUBCASE("more data than ReadOptions::max_bytes") {
+    check_error(dir.write("big", idx_header(0x08, {2, 3}) + "123456"),
+                "is too large: dimensions (2, 3) need 6 data bytes, more than "
+                "ReadOptions::max_bytes (5)",
+                {.max_bytes = 5});
+    CHECK(read_idx(dir / "big", {.max_bytes = 6}).shape() == Shape{2, 3});
+  }
+  SUBCASE("every truncation of a valid file") {
+    const auto whole = idx_header(0x0C, {2, 1}) + std::string(8, '\x01');
+    for (std::size_t n = 0; n < whole.size(); ++n) {
+      CAPTURE(n);
+      check_error(dir.write("cut", whole.substr(0, n)), "is truncated");
+    }
+  }
+}
+
+TEST_CASE("read_idx: dimensions that overflow next to a zero hold no element and load empty") {
+  TempDir dir;
+  const auto t = read_idx(dir.write("z", idx_header(0x08, {0xffffffff, 0xffffffff, 0})));
+  CHECK(t.shape() == Shape{0xffffffff, 0xffffffff, 0});
+  CHECK(t.nbytes() == 0);
+}

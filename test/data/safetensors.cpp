@@ -5,11 +5,18 @@
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using pxl::HostTensor;
@@ -141,8 +148,12 @@ TEST_CASE("save_safetensors replaces the file atomically and leaves no temporary
       IoError);
   CHECK_THROWS_WITH_AS(save_safetensors(path, {{"__metadata__", HostTensor({1})}}),
                        doctest::Contains("tensor name '__metadata__'"), pxl::ValueError);
-  CHECK_THROWS_WITH_AS(save_safetensors(path, {{"", HostTensor({1})}}),
-                       doctest::Contains("is reserved or empty"), pxl::ValueError);
+  CHECK_THROWS_WITH_AS(
+      save_safetensors(path, {{"", HostTensor({1})}}),
+      doctest::Contains(("tensor name '' for '" + path.string() + "' is empty").c_str()),
+      pxl::ValueError);
+  CHECK_THROWS_WITH_AS(save_safetensors(path, {{"a\xff", HostTensor({1})}}),
+                       doctest::Contains("is not valid UTF-8"), pxl::ValueError);
   CHECK_THROWS_WITH_AS(save_safetensors(path, {{"v", HostTensor({1})}}, {{"k", "\xff\xfe"}}),
                        doctest::Contains("must be valid UTF-8"), pxl::ValueError);
   // The failed saves left the previous file intact.
@@ -250,4 +261,193 @@ TEST_CASE("load_safetensors names the file and the problem for every corrupt fil
     check_error(st_file(R"({"__metadata__":[1]})", ""),
                 "__metadata__ [1]; expected an object of strings");
   }
+}
+
+TEST_CASE("hostile safetensors files are IoErrors naming the file and the problem") {
+  TempDir dir;
+  const auto check_error = [&](const std::string& bytes, const std::string& expected,
+                               const pxl::ReadOptions& options = {}) {
+    CAPTURE(expected);
+    const auto path = dir.write("hostile.safetensors", bytes);
+    try {
+      (void)load_safetensors(path, options);
+      FAIL("no IoError");
+    } catch (const IoError& e) {
+      const std::string msg = e.what();
+      CAPTURE(msg);
+      CHECK(msg.find("safetensors file '" + path.string() + "'") != std::string::npos);
+      CHECK(msg.find(expected) != std::string::npos);
+    }
+  };
+  const auto entry = [](const std::string& shape, const std::string& offsets) {
+    return R"({"a":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+  };
+  SUBCASE("a number out of range (1e400)") {
+    check_error(st_file(entry("[1e400]", "[0,4]"), "1234"),
+                "has a header that is not valid JSON: [json.exception.out_of_range.406] number "
+                "overflow parsing '1e400'");
+    check_error(st_file(R"({"__metadata__":{"k":"v"},"x":-1e400})", ""),
+                "number overflow parsing '-1e400'");
+  }
+  SUBCASE("an integer beyond 64 bits") {
+    check_error(st_file(entry("[18446744073709551616]", "[0,4]"), "1234"),
+                "tensor 'a' with shape [1.8446744073709552e+19]; expected an array of "
+                "non-negative integers");
+  }
+  SUBCASE("a shape number that is not a number") {
+    check_error(st_file(entry(R"(["2"])", "[0,8]"), std::string(8, '\0')),
+                R"(tensor 'a' with shape ["2"]; expected an array of non-negative integers)");
+  }
+  SUBCASE("deep nesting: 100000 '['") {
+    check_error(st_file(std::string(100000, '['), ""),
+                "has a header nested more than 64 levels deep");
+    check_error(st_file(R"({"a":)" + std::string(100000, '['), ""),
+                "has a header nested more than 64 levels deep");
+    check_error(st_file(std::string(100000, '{'), ""), "not valid JSON");
+  }
+  SUBCASE("a shape whose byte count overflows") {
+    check_error(st_file(entry("[4611686018427387904,4]", "[0,0]"), ""),
+                "tensor 'a' of F32 shape [4611686018427387904,4] whose byte count overflows 64 "
+                "bits");
+  }
+  SUBCASE("a tensor promising 2^60 bytes in a small file: refused, not allocated") {
+    check_error(st_file(R"({"a":{"dtype":"U8","shape":[1152921504606846976],)"
+                        R"("data_offsets":[0,1152921504606846976]}})",
+                        "1234"),
+                "tensor 'a' with data_offsets [0, 1152921504606846976) out of range: the data "
+                "section has 4 bytes");
+  }
+  SUBCASE("a header length promising 2^60 bytes") {
+    check_error(std::string("\0\0\0\0\0\0\0\x10{}", 10),
+                "is truncated: its header length is 1152921504606846976 bytes but only 2 bytes "
+                "follow");
+  }
+  SUBCASE("a header longer than the format allows (a sparse file, never read)") {
+    const auto path = dir / "sparse.safetensors";
+    std::ofstream(path, std::ios::binary) << std::string("\x01\xe1\xf5\x05\0\0\0\0", 8);
+    std::filesystem::resize_file(path, 8 + 100'000'001);
+    CHECK_THROWS_WITH_AS(load_safetensors_metadata(path),
+                         doctest::Contains("has a header of 100000001 bytes; expected at most "
+                                           "100000000, the format's limit"),
+                         IoError);
+  }
+  SUBCASE("names the writer refuses are refused on load too") {
+    check_error(st_file(R"({"":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "x"),
+                "has a tensor '', a name that is empty");
+  }
+  SUBCASE("a key given twice") {
+    check_error(st_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                        R"("a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+                        "x"),
+                "has key 'a' twice in one object of its header");
+    check_error(
+        st_file(R"({"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "x"),
+        "has key 'dtype' twice");
+  }
+  SUBCASE("invalid UTF-8 in the header") {
+    check_error(st_file("{\"a\xff\":{}}", ""), "not valid JSON");
+  }
+  SUBCASE("more data than ReadOptions::max_bytes") {
+    check_error(st_file(entry("[2]", "[0,8]"), std::string(8, '\0')),
+                "is too large: its tensors hold 8 bytes, more than ReadOptions::max_bytes (7)",
+                {.max_bytes = 7});
+  }
+  SUBCASE("every truncation of a valid file") {
+    const auto whole = st_file(entry("[2]", "[0,8]"), std::string(8, '\0'));
+    for (std::size_t n = 0; n < whole.size(); ++n) {
+      CAPTURE(n);
+      check_error(whole.substr(0, n), n < whole.size() - 8 ? "truncated" : "out of range");
+    }
+  }
+}
+
+namespace {
+
+/// The names of `dir`'s entries.
+std::vector<std::string> listing(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// A child process that sleeps until killed.
+pid_t sleeping_child() {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (;;)
+      ::pause();
+  }
+  return pid;
+}
+
+void kill_and_reap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+} // namespace
+
+TEST_CASE("a save removes the temporaries of dead writers of the same file, never a live one's") {
+  TempDir dir;
+  const auto path = dir / "ckpt.safetensors";
+  const pid_t live = sleeping_child();
+  const pid_t dead = sleeping_child();
+  kill_and_reap(dead); // its pid now names no process
+  const auto tmp = [&](pid_t pid) {
+    return dir.write("ckpt.safetensors.tmp." + std::to_string(pid), "half a checkpoint");
+  };
+  tmp(live);
+  tmp(dead);
+  dir.write("other.safetensors.tmp." + std::to_string(dead), "another file's"); // not ours
+  dir.write("ckpt.safetensors.tmp.notapid", "not a temporary of ours");
+
+  save_safetensors(path, {{"v", HostTensor({1.0f})}});
+  CHECK(listing(dir.path()) ==
+        std::vector<std::string>{"ckpt.safetensors", "ckpt.safetensors.tmp." + std::to_string(live),
+                                 "ckpt.safetensors.tmp.notapid",
+                                 "other.safetensors.tmp." + std::to_string(dead)});
+
+  kill_and_reap(live); // the writer died: the next save removes its leftover
+  save_safetensors(path, {{"v", HostTensor({2.0f})}});
+  CHECK(listing(dir.path()) ==
+        std::vector<std::string>{"ckpt.safetensors", "ckpt.safetensors.tmp.notapid",
+                                 "other.safetensors.tmp." + std::to_string(dead)});
+  CHECK(load_safetensors(path).at("v") == HostTensor({2.0f}));
+}
+
+TEST_CASE("a save killed with SIGKILL leaves the previous checkpoint whole; the next save cleans "
+          "up after it") {
+  TempDir dir;
+  const auto path = dir / "ckpt.safetensors";
+  const HostTensor big(Shape{1 << 20}, pxl::float32); // 4 MiB: a save takes a while
+  save_safetensors(path, {{"w", HostTensor({7.0f})}});
+  const pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    try {
+      for (;;)
+        save_safetensors(path, {{"w", big}});
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  // Kill it mid-write: once its temporary exists.
+  const auto tmp = dir / ("ckpt.safetensors.tmp." + std::to_string(writer));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!std::filesystem::exists(tmp) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  kill_and_reap(writer);
+  const auto loaded = load_safetensors(path); // whole: the old checkpoint or a complete new one
+  CHECK((loaded.at("w") == HostTensor({7.0f}) || loaded.at("w") == big));
+
+  save_safetensors(path, {{"w", HostTensor({8.0f})}});
+  for (const auto& name : listing(dir.path())) {
+    CAPTURE(name);
+    CHECK(name.find("ckpt.safetensors.tmp.") == std::string::npos);
+  }
+  CHECK(load_safetensors(path).at("w") == HostTensor({8.0f}));
 }

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <new>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -41,7 +43,8 @@ std::string hex_byte(unsigned v) {
 
 class IdxReader {
 public:
-  explicit IdxReader(const std::filesystem::path& path) : path_(path) {}
+  IdxReader(const std::filesystem::path& path, const ReadOptions& options)
+      : path_(path), options_(options) {}
 
   HostTensor read() {
     std::error_code ec;
@@ -71,25 +74,33 @@ public:
       fail("has rank 0; expected at least one dimension");
 
     Shape shape(magic[3]);
-    std::uint64_t count = 1;
     for (std::size_t i = 0; i < shape.size(); ++i) {
       std::array<unsigned char, 4> d{};
       read_exactly(d.data(), d.size(), "dimension " + std::to_string(i));
-      const std::uint32_t dim =
-          (std::uint32_t{d[0]} << 24) | (std::uint32_t{d[1]} << 16) | (d[2] << 8) | d[3];
-      shape[i] = dim;
-      if (__builtin_mul_overflow(count, std::uint64_t{dim}, &count))
-        fail("has dimensions " + to_string(shape) + " whose element count overflows");
+      shape[i] = (std::int64_t{d[0]} << 24) | (d[1] << 16) | (d[2] << 8) | d[3];
+    }
+    std::uint64_t payload = 0;
+    try {
+      payload = static_cast<std::uint64_t>(nbytes(shape, type->dtype));
+    } catch (const ShapeError&) {
+      fail("has dimensions " + to_string(shape) + " whose byte count overflows 64 bits");
     }
     const std::size_t item = size_of(type->dtype);
     const std::uint64_t header = 4 + 4 * std::uint64_t{magic[3]};
-    std::uint64_t payload = 0;
-    if (__builtin_mul_overflow(count, std::uint64_t{item}, &payload) ||
-        payload > std::numeric_limits<std::uint64_t>::max() - header)
-      fail("has dimensions " + to_string(shape) + " whose byte count overflows");
     check_length(shape, header, payload);
+    if (payload > options_.max_bytes)
+      fail("is too large: dimensions " + to_string(shape) + " need " + std::to_string(payload) +
+           " data bytes, more than ReadOptions::max_bytes (" + std::to_string(options_.max_bytes) +
+           ")");
 
-    HostTensor out(shape, type->dtype);
+    std::optional<HostTensor> allocated;
+    try {
+      allocated.emplace(shape, type->dtype);
+    } catch (const std::bad_alloc&) {
+      fail("is too large: dimensions " + to_string(shape) + " need " + std::to_string(payload) +
+           " data bytes, which could not be allocated");
+    }
+    HostTensor& out = *allocated;
     read_exactly(out.bytes().data(), out.nbytes(),
                  std::to_string(payload) + " data bytes for dimensions " + to_string(shape));
     unsigned char extra = 0;
@@ -101,7 +112,7 @@ public:
            " bytes its dimensions " + to_string(shape) + " describe");
     if (item > 1 && std::endian::native == std::endian::little)
       byteswap32(out);
-    return out;
+    return std::move(out);
   }
 
 private:
@@ -164,12 +175,15 @@ private:
   }
 
   std::filesystem::path path_;
+  ReadOptions options_;
   std::uint64_t file_size_ = 0;
   GzFile file_;
 };
 
 } // namespace
 
-HostTensor read_idx(const std::filesystem::path& path) { return IdxReader(path).read(); }
+HostTensor read_idx(const std::filesystem::path& path, const ReadOptions& options) {
+  return IdxReader(path, options).read();
+}
 
 } // namespace pxl::addons::data

@@ -3,15 +3,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <optional>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -36,6 +41,40 @@ constexpr std::array<DTypeCode, 6> dtype_codes{{{float32, "F32"},
                                                 {uint8, "U8"},
                                                 {bool_, "BOOL"}}};
 constexpr const char* metadata_key = "__metadata__";
+/// The reference implementation's limit on the header, which bounds what parsing it costs.
+constexpr std::uint64_t max_header_bytes = 100'000'000;
+/// A header is three levels deep (the object, an entry, its shape); deeper JSON is not one,
+/// and stops here, before anything recursive (printing it in a message) meets it.
+constexpr int max_json_depth = 64;
+
+/// `v` for an error message: compact JSON, invalid UTF-8 replaced, cut after `limit` bytes.
+std::string show(const json& v, std::size_t limit = 100) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > limit ? s.substr(0, limit) + "..." : s;
+}
+
+/// A name or key for an error message, in single quotes, escaped as JSON escapes it and cut
+/// after `limit` bytes.
+std::string quoted(const std::string& name, std::size_t limit = 100) {
+  std::string s = json(name).dump(-1, ' ', false, json::error_handler_t::replace);
+  s = s.substr(1, s.size() - 2);
+  return "'" + (s.size() > limit ? s.substr(0, limit) + "..." : s) + "'";
+}
+
+/// Why `name` cannot name a tensor, or an empty string when it can. Saving and loading both
+/// ask, so whatever loads can be saved back.
+std::string name_problem(const std::string& name) {
+  if (name.empty())
+    return "is empty";
+  if (name == metadata_key)
+    return "is reserved for the metadata";
+  try {
+    (void)json(name).dump(); // nlohmann's UTF-8 check, the one its parser applies
+  } catch (const json::type_error&) {
+    return "is not valid UTF-8";
+  }
+  return {};
+}
 
 const char* code_of(DType d) {
   for (const auto& c : dtype_codes)
@@ -93,12 +132,14 @@ struct Entry {
   std::uint64_t end;
 };
 
-/// A parsed and validated file: its entries, metadata and data section.
+/// A parsed and validated header: its entries (in data order), metadata and where the data
+/// section starts, in a file still open at that point.
 struct Parsed {
   std::vector<Entry> entries;
   std::map<std::string, std::string> metadata;
-  std::vector<char> bytes;
-  std::size_t data_start = 0;
+  std::ifstream in;
+  std::uint64_t data_start = 0;
+  std::uint64_t data_size = 0;
 };
 
 std::uint64_t unsigned_of(const json& v, bool& ok) {
@@ -111,51 +152,57 @@ std::uint64_t unsigned_of(const json& v, bool& ok) {
 }
 
 Entry parse_entry(const std::filesystem::path& path, const std::string& name, const json& v) {
-  const std::string what = "tensor '" + name + "'";
+  const std::string what = "tensor " + quoted(name);
+  if (const auto problem = name_problem(name); !problem.empty())
+    fail(path, "has a " + what + ", a name that " + problem +
+                   " (save_safetensors refuses it too); expected a non-empty UTF-8 name other "
+                   "than \"__metadata__\"");
   if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
     fail(path, "has a header entry for " + what +
-                   " that is not an object with dtype, shape and data_offsets: " + v.dump());
+                   " that is not an object with dtype, shape and data_offsets: " + show(v));
   const json& dt = v["dtype"];
   if (!dt.is_string())
-    fail(path, "has " + what + " with dtype " + dt.dump() + "; expected a string");
+    fail(path, "has " + what + " with dtype " + show(dt) + "; expected a string");
   const auto code = dt.get<std::string>();
   const auto* found = std::find_if(dtype_codes.begin(), dtype_codes.end(),
                                    [&](const DTypeCode& c) { return code == c.code; });
   if (found == dtype_codes.end())
-    fail(path, "has " + what + " with dtype '" + code +
-                   "', which pxl does not hold; expected F32, F16, I32, U32, U8 or BOOL");
+    fail(path, "has " + what + " with dtype " + quoted(code) +
+                   ", which pxl does not hold; expected F32, F16, I32, U32, U8 or BOOL");
 
   const json& sh = v["shape"];
   bool ok = sh.is_array();
   Shape shape;
-  std::uint64_t count = 1;
   for (const json& d : ok ? sh : json::array()) {
     const std::uint64_t dim = unsigned_of(d, ok);
-    if (!ok || dim > static_cast<std::uint64_t>(INT64_MAX) ||
-        __builtin_mul_overflow(count, dim, &count)) {
+    if (!ok || dim > static_cast<std::uint64_t>(INT64_MAX)) {
       ok = false;
       break;
     }
     shape.push_back(static_cast<std::int64_t>(dim));
   }
   if (!ok)
-    fail(path, "has " + what + " with shape " + sh.dump() +
+    fail(path, "has " + what + " with shape " + show(sh) +
                    "; expected an array of non-negative integers");
+  std::uint64_t nbytes = 0;
+  try {
+    nbytes = static_cast<std::uint64_t>(pxl::nbytes(shape, found->dtype));
+  } catch (const ShapeError&) {
+    fail(path, "has " + what + " of " + code + " shape " + show(sh) +
+                   " whose byte count overflows 64 bits");
+  }
 
   const json& off = v["data_offsets"];
   ok = off.is_array() && off.size() == 2;
   const std::uint64_t begin = ok ? unsigned_of(off[0], ok) : 0;
   const std::uint64_t end = ok ? unsigned_of(off[1], ok) : 0;
   if (!ok || begin > end)
-    fail(path, "has " + what + " with data_offsets " + off.dump() +
+    fail(path, "has " + what + " with data_offsets " + show(off) +
                    "; expected [begin, end] with 0 <= begin <= end");
-  std::uint64_t nbytes = 0;
-  if (__builtin_mul_overflow(count, std::uint64_t{size_of(found->dtype)}, &nbytes) ||
-      nbytes != end - begin)
-    fail(path,
-         "has " + what + " of " + code + " shape " + sh.dump() + " with data_offsets " +
-             off.dump() + " spanning " + std::to_string(end - begin) + " bytes; the shape needs " +
-             (nbytes == end - begin ? std::string("more than 2^64") : std::to_string(nbytes)));
+  if (nbytes != end - begin)
+    fail(path, "has " + what + " of " + code + " shape " + show(sh) + " with data_offsets " +
+                   show(off) + " spanning " + std::to_string(end - begin) +
+                   " bytes; the shape needs " + std::to_string(nbytes));
   return {name, found->dtype, std::move(shape), begin, end};
 }
 
@@ -170,17 +217,17 @@ void check_layout(const std::filesystem::path& path, std::vector<Entry>& entries
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
     if (e.end > data_size)
-      fail(path, "has tensor '" + e.name + "' with data_offsets [" + std::to_string(e.begin) +
+      fail(path, "has tensor " + quoted(e.name) + " with data_offsets [" + std::to_string(e.begin) +
                      ", " + std::to_string(e.end) + ") out of range: the data section has " +
                      std::to_string(data_size) + " bytes");
     if (e.begin < at)
-      fail(path, "has overlapping tensors '" + previous->name + "' and '" + e.name +
-                     "': one ends at byte " + std::to_string(at) + " and the other begins at " +
+      fail(path, "has overlapping tensors " + quoted(previous->name) + " and " + quoted(e.name) +
+                     ": one ends at byte " + std::to_string(at) + " and the other begins at " +
                      std::to_string(e.begin));
     if (e.begin > at)
       fail(path, "has a gap in its data section: bytes [" + std::to_string(at) + ", " +
-                     std::to_string(e.begin) + ") before tensor '" + e.name +
-                     "' belong to no tensor");
+                     std::to_string(e.begin) + ") before tensor " + quoted(e.name) +
+                     " belong to no tensor");
     at = e.end;
     previous = &e;
   }
@@ -189,54 +236,122 @@ void check_layout(const std::filesystem::path& path, std::vector<Entry>& entries
                    std::to_string(at) + " of " + std::to_string(data_size) + " data bytes");
 }
 
+/// Parses the header with nlohmann's DOM parser (iterative, so deep input cannot overflow the
+/// stack while parsing), refusing nesting deeper than `max_json_depth` and a key given twice
+/// in one object, which the DOM would silently collapse.
+json parse_json(const std::filesystem::path& path, const std::string& text) {
+  std::vector<std::set<std::string>> keys; // one set per object being parsed
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& v) {
+    switch (event) {
+    case json::parse_event_t::object_start:
+    case json::parse_event_t::array_start:
+      if (depth >= max_json_depth)
+        fail(path, "has a header nested more than " + std::to_string(max_json_depth) +
+                       " levels deep; expected a flat object of tensor entries");
+      if (event == json::parse_event_t::object_start)
+        keys.emplace_back();
+      break;
+    case json::parse_event_t::object_end:
+      keys.pop_back();
+      break;
+    case json::parse_event_t::key:
+      if (!keys.back().insert(v.get<std::string>()).second)
+        fail(path,
+             "has key " + quoted(v.get<std::string>()) + " twice in one object of its header");
+      break;
+    default:
+      break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, check);
+  } catch (const json::exception& e) {
+    // Syntax errors and numbers out of range (1e400) alike.
+    std::string why = e.what();
+    if (why.size() > 200)
+      why = why.substr(0, 200) + "...";
+    fail(path, "has a header that is not valid JSON: " + why);
+  }
+}
+
+/// Opens `path`, reads and validates its header against the file's size, and leaves the file
+/// at the start of the data section. Nothing is allocated for what the file does not hold.
 Parsed parse(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(path, std::filesystem::exists(path) ? "cannot be opened" : "does not exist");
   Parsed p;
+  p.in.open(path, std::ios::binary);
   std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
+  if (!p.in)
+    fail(path, std::filesystem::exists(path, ec) ? "cannot be opened" : "does not exist");
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
   if (ec)
     fail(path, "cannot be read: " + ec.message());
-  p.bytes.resize(static_cast<std::size_t>(file_size));
-  if (!in.read(p.bytes.data(), static_cast<std::streamsize>(p.bytes.size())))
-    fail(path, "could not be read");
-  const std::uint64_t size = p.bytes.size();
   if (size < 8)
     fail(path,
          "is truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+  std::array<unsigned char, 8> len{};
+  if (!p.in.read(reinterpret_cast<char*>(len.data()), 8))
+    fail(path, "could not be read: its 8-byte header length");
   std::uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i)
-    header_len = (header_len << 8) | static_cast<unsigned char>(p.bytes[static_cast<size_t>(i)]);
+  for (std::size_t i = 8; i-- > 0;)
+    header_len = (header_len << 8) | len[i];
   if (header_len > size - 8)
     fail(path, "is truncated: its header length is " + std::to_string(header_len) +
                    " bytes but only " + std::to_string(size - 8) + " bytes follow");
-  p.data_start = 8 + static_cast<std::size_t>(header_len);
+  if (header_len > max_header_bytes)
+    fail(path, "has a header of " + std::to_string(header_len) + " bytes; expected at most " +
+                   std::to_string(max_header_bytes) + ", the format's limit");
+  p.data_start = 8 + header_len;
+  p.data_size = size - p.data_start;
 
-  json header;
-  try {
-    header = json::parse(p.bytes.begin() + 8, p.bytes.begin() + static_cast<long>(p.data_start));
-  } catch (const json::parse_error& e) {
-    fail(path, std::string("has a header that is not valid JSON: ") + e.what());
-  }
+  std::string text(static_cast<std::size_t>(header_len), '\0');
+  if (!p.in.read(text.data(), static_cast<std::streamsize>(text.size())))
+    fail(path, "could not be read: its " + std::to_string(header_len) + "-byte header");
+  const json header = parse_json(path, text);
   if (!header.is_object())
     fail(path, std::string("has a header that is a JSON ") + header.type_name() +
                    "; expected an object mapping tensor names to entries");
-  for (const auto& [name, v] : header.items()) {
+  for (const auto& item : header.items()) {
+    const std::string& name = item.key();
+    const json& v = item.value();
     if (name == metadata_key) {
       if (!v.is_object())
-        fail(path, "has __metadata__ " + v.dump() + "; expected an object of strings");
-      for (const auto& [k, s] : v.items()) {
-        if (!s.is_string())
-          fail(path, "has __metadata__ entry '" + k + "' = " + s.dump() + "; expected a string");
-        p.metadata.emplace(k, s.get<std::string>());
+        fail(path, "has __metadata__ " + show(v) + "; expected an object of strings");
+      for (const auto& m : v.items()) {
+        if (!m.value().is_string())
+          fail(path, "has __metadata__ entry " + quoted(m.key()) + " = " + show(m.value()) +
+                         "; expected a string");
+        p.metadata.emplace(m.key(), m.value().get<std::string>());
       }
       continue;
     }
     p.entries.push_back(parse_entry(path, name, v));
   }
-  check_layout(path, p.entries, size - p.data_start);
+  check_layout(path, p.entries, p.data_size);
   return p;
+}
+
+/// Removes `<path>.tmp.<pid>` files whose writer no longer runs: what a save killed mid-write
+/// (SIGKILL, a crash) leaves behind. A running writer's file is left alone (kill(pid, 0) finds
+/// it, or is not allowed to signal it), and so is this process's own (the save reuses it).
+void remove_stale_temporaries(const std::filesystem::path& path) {
+  const std::string prefix = path.filename().string() + ".tmp.";
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const char* last = name.data() + name.size();
+    pid_t pid = 0;
+    const auto parsed = std::from_chars(name.data() + prefix.size(), last, pid);
+    if (parsed.ec != std::errc() || parsed.ptr != last || pid <= 0 || pid == ::getpid())
+      continue;
+    if (::kill(pid, 0) == -1 && errno == ESRCH) {
+      std::error_code ignored; // another save may have removed it first
+      std::filesystem::remove(it->path(), ignored);
+    }
+  }
 }
 
 } // namespace
@@ -249,9 +364,10 @@ void save_safetensors(const std::filesystem::path& path,
     header[metadata_key] = metadata;
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (name.empty() || name == metadata_key)
-      throw ValueError("save_safetensors: tensor name '" + name + "' for '" + path.string() +
-                       "' is reserved or empty; choose another name");
+    if (const auto problem = name_problem(name); !problem.empty())
+      throw ValueError("save_safetensors: tensor name " + quoted(name) + " for '" + path.string() +
+                       "' " + problem + "; choose a non-empty UTF-8 name other than " +
+                       "\"__metadata__\"");
     header[name] = {{"dtype", code_of(t.dtype())},
                     {"shape", t.shape()},
                     {"data_offsets", json::array({offset, offset + t.nbytes()})}};
@@ -271,6 +387,7 @@ void save_safetensors(const std::filesystem::path& path,
   for (std::size_t i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(std::uint64_t{text.size()} >> (8 * i));
 
+  remove_stale_temporaries(path);
   TempFile tmp(path.string() + ".tmp." + std::to_string(::getpid()));
   const auto io_error = [&](const char* step) {
     return IoError("save_safetensors: cannot " + std::string(step) + " '" + path.string() +
@@ -291,24 +408,39 @@ void save_safetensors(const std::filesystem::path& path,
   tmp.commit();
 }
 
-std::map<std::string, HostTensor> load_safetensors(const std::filesystem::path& path) {
+std::map<std::string, HostTensor> load_safetensors(const std::filesystem::path& path,
+                                                   const ReadOptions& options) {
   Parsed p = parse(path);
+  // The tensors tile the data section exactly (checked), so it is what loading allocates.
+  if (p.data_size > options.max_bytes)
+    fail(path, "is too large: its tensors hold " + std::to_string(p.data_size) +
+                   " bytes, more than ReadOptions::max_bytes (" +
+                   std::to_string(options.max_bytes) + ")");
   std::map<std::string, HostTensor> out;
-  for (const Entry& e : p.entries) {
-    HostTensor t(e.shape, e.dtype);
-    const char* src = p.bytes.data() + p.data_start + e.begin;
+  for (const Entry& e : p.entries) { // in data order: the reads are sequential
+    std::optional<HostTensor> t;
+    try {
+      t.emplace(e.shape, e.dtype);
+    } catch (const std::bad_alloc&) {
+      fail(path, "has tensor " + quoted(e.name) + " of " + std::to_string(e.end - e.begin) +
+                     " bytes, which could not be allocated");
+    }
+    const auto bytes = t->bytes();
+    if (!p.in.read(reinterpret_cast<char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size())))
+      fail(path, "could not be read: the " + std::to_string(bytes.size()) + " bytes of tensor " +
+                     quoted(e.name) + " (was it changed while being read?)");
     if (e.dtype == bool_) {
       // Any other byte would be an invalid bool object in memory.
-      const auto* bad =
-          std::find_if(src, src + t.nbytes(), [](char c) { return c != 0 && c != 1; });
-      if (bad != src + t.nbytes())
-        fail(path, "has BOOL tensor '" + e.name + "' with byte " +
-                       std::to_string(static_cast<unsigned char>(*bad)) + " at element " +
-                       std::to_string(bad - src) + "; expected 0 or 1");
+      const auto bad = std::find_if(bytes.begin(), bytes.end(), [](std::byte b) {
+        return b != std::byte{0} && b != std::byte{1};
+      });
+      if (bad != bytes.end())
+        fail(path, "has BOOL tensor " + quoted(e.name) + " with byte " +
+                       std::to_string(static_cast<unsigned>(*bad)) + " at element " +
+                       std::to_string(bad - bytes.begin()) + "; expected 0 or 1");
     }
-    if (t.nbytes() > 0) // an empty tensor's data pointer may be null
-      std::memcpy(t.bytes().data(), src, t.nbytes());
-    out.emplace(e.name, std::move(t));
+    out.emplace(e.name, std::move(*t));
   }
   return out;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pxl/core/error.hpp"
+#include "pxl/core/read_options.hpp"
 #include "pxl/core/shape.hpp"
 
 #include <cstring>
@@ -109,7 +110,12 @@ public:
 
   /// NumPy `.npy` (format 1.0/2.0, little-endian, C order). Throws IoError with the path.
   void save_npy(const std::filesystem::path& path) const;
-  static HostTensor load_npy(const std::filesystem::path& path);
+  /// Reads a `.npy` file written by NumPy or `save_npy`. Any file that is not one (a header
+  /// that does not parse, an unsupported dtype or order, a shape whose size overflows, data
+  /// shorter or longer than the shape, more than `options.max_bytes` of data) is an IoError
+  /// naming the file, what was expected and what was found; nothing is allocated for data
+  /// the file does not hold.
+  static HostTensor load_npy(const std::filesystem::path& path, const ReadOptions& options = {});
 
 private:
   void check_count(std::size_t n) const;

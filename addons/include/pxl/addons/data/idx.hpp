@@ -15,11 +15,13 @@ namespace pxl::addons::data {
 /// Throws IoError, naming the file and what was expected and found, when the file does not
 /// exist or cannot be read, when its magic number is not 0x00 0x00 <type> <rank>, when the
 /// type code is unsupported, when the rank is 0, when the dimensions describe more data than
-/// the file can hold, or when the data are shorter (truncated) or longer (trailing bytes) than
-/// the dimensions say.
+/// the file can hold (a raw file exactly; a gzip file at most 1032 bytes per compressed byte,
+/// deflate's best ratio) or more than `options.max_bytes`, or when the data are shorter
+/// (truncated) or longer (trailing bytes) than the dimensions say. Sizes are checked before
+/// the tensor is allocated.
 ///
 ///     auto labels = read_idx("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
 ///     labels.shape() == Shape{10000};
-HostTensor read_idx(const std::filesystem::path& path);
+HostTensor read_idx(const std::filesystem::path& path, const ReadOptions& options = {});
 
 } // namespace pxl::addons::data
