@@ -97,10 +97,10 @@ TEST_CASE("shape and dtype mismatches show both operands") {
 
 TEST_CASE("sizes: a shape whose count or bytes overflow is a ShapeError naming the thing") {
   constexpr std::int64_t big = std::int64_t{1} << 62;
-  CHECK_THROWS_WITH_AS(TensorSpec({big, 4}, float32).nelms(),
+  CHECK_THROWS_WITH_AS((TensorSpec{{big, 4}, float32}.nelms()),
                        doctest::Contains("shape (4611686018427387904, 4) has more elements"),
                        ShapeError);
-  CHECK_THROWS_WITH_AS(TensorSpec({big}, float32).nbytes(),
+  CHECK_THROWS_WITH_AS((TensorSpec{{big}, float32}.nbytes()),
                        doctest::Contains("has more bytes than a 64-bit count can hold"),
                        ShapeError);
   Ir ir;

@@ -78,7 +78,7 @@ inline std::vector<HostTensor> run_kernel(const KernelCase& c, unsigned workers,
   const bool inplace = is_inplace(c.op.kind());
   for (std::size_t k = 0; k < c.op.num_outputs(); ++k) {
     HostTensor o(c.op.output(k).spec());
-    if (o.dtype() != bool_)
+    if (o.dtype() != bool_ && o.nbytes() > 0) // an empty tensor has no data pointer
       std::memset(o.bytes().data(), 0xA5, o.nbytes());
     outs.push_back(std::move(o));
   }
