@@ -25,14 +25,13 @@ using AlignedBytes = std::unique_ptr<std::byte[], AlignedFree>;
 /// SessionOptions::allow_out_of_memory may be larger than the host's memory).
 inline AlignedBytes allocate_aligned(std::size_t bytes) {
   bytes = std::max<std::size_t>(bytes, 1);
-  std::byte* p = nullptr;
-  try {
-    p = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{buffer_alignment}));
-  } catch (const std::bad_alloc&) {
+  // The nothrow form: a sanitizer's throwing new aborts on sizes it cannot serve.
+  auto* p = static_cast<std::byte*>(
+      ::operator new[](bytes, std::align_val_t{buffer_alignment}, std::nothrow));
+  if (p == nullptr)
     throw OutOfMemoryError("Session: the host cannot allocate " + std::to_string(bytes) +
                            " bytes to emulate the device's memory; the plan is larger than this "
                            "machine can run (see Session::memory_report)");
-  }
   std::memset(p, 0, bytes);
   return AlignedBytes(p);
 }

@@ -41,7 +41,14 @@ inline double exp_bounded(double t) {
 // A clone may contract multiply-adds into FMAs, so the last bit can differ between machines,
 // but within a process every element of a loop goes through one clone, whose vector body and
 // remainder loop contract alike: results do not depend on the number of workers.
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) // GCC
+#define PXL_TSAN_BUILD 1
+#elif defined(__has_feature) // clang
+#if __has_feature(thread_sanitizer)
+#define PXL_TSAN_BUILD 1
+#endif
+#endif
+#ifdef PXL_TSAN_BUILD
 #define PXL_VECTOR_CLONES
 #else
 #define PXL_VECTOR_CLONES                                                                          \
