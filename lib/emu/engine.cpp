@@ -65,8 +65,9 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
     s.host_to_device = view_.host_to_device(id);
     s.used = program_.stream_used[i];
   }
-  replicas_ = make_replicas(program_, view_, streams_, workers, replicas);
-  executor_ = std::make_unique<Executor>(*pool_);
+  // Kernels are compiled for the executor's chunks, which it hands out to the workers.
+  replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas);
+  executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
 
   refresh_expected();
 
