@@ -39,38 +39,41 @@ void WorkerPool::start(std::uint64_t base) {
   generation_.notify_all();
 }
 
-void WorkerPool::wait_for(std::uint64_t end) const {
-  for (unsigned i = 0; i < spins; ++i) {
-    if (completed(end))
+template <typename Ready>
+void WorkerPool::wait_on(const std::atomic<std::uint32_t>& word, Ready ready) {
+  constexpr unsigned pauses = 256, yields = 64; // about 3 µs, then about 50 µs
+  for (unsigned i = 0; i < pauses; ++i) {
+    if (ready())
       return;
     __builtin_ia32_pause();
   }
-  for (;;) {
-    // The epoch read before the check: a publish after it changes the epoch, so the wait
-    // returns at once.
-    const std::uint32_t e = epoch_.load(std::memory_order_acquire);
-    if (completed(end))
+  for (unsigned i = 0; i < yields; ++i) {
+    if (ready())
       return;
-    epoch_.wait(e, std::memory_order_acquire);
+    std::this_thread::yield();
   }
+  for (;;) {
+    // The word read before the check: a change after it makes the wait return at once.
+    const std::uint32_t seen = word.load(std::memory_order_acquire);
+    if (ready())
+      return;
+    word.wait(seen, std::memory_order_acquire);
+  }
+}
+
+void WorkerPool::wait_for(std::uint64_t end) const {
+  wait_on(epoch_, [this, end] { return completed(end); });
 }
 
 void WorkerPool::loop(unsigned worker) {
   std::uint32_t seen = 0;
   for (;;) {
-    std::uint32_t g = generation_.load(std::memory_order_acquire);
-    for (unsigned i = 0; g == seen && i < spins; ++i) {
-      __builtin_ia32_pause();
-      g = generation_.load(std::memory_order_acquire);
-    }
-    while (g == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      g = generation_.load(std::memory_order_acquire);
-    }
+    wait_on(generation_,
+            [this, seen] { return generation_.load(std::memory_order_acquire) != seen; });
     if (stop_.load(std::memory_order_relaxed))
       return;
-    seen = g;
-    // The base of run `g` or of a later one: either way a run this worker may join (a late
+    seen = generation_.load(std::memory_order_acquire);
+    // The base of run `seen` or of a later one: either way a run this worker may join (a late
     // one finds it complete and returns).
     job_(worker, run_base_.load(std::memory_order_acquire));
   }

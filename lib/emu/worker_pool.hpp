@@ -66,16 +66,19 @@ public:
   bool completed(std::uint64_t end) const {
     return completed_.load(std::memory_order_acquire) >= end;
   }
-  /// Waits until the phase ending at `end` is complete: spins for a while, then sleeps.
+  /// Waits until the phase ending at `end` is complete (see wait_on).
   void wait_for(std::uint64_t end) const;
 
 private:
   void loop(unsigned worker);
-
-  /// About 50 µs of pauses on current x86 cores: a thread that sleeps can take tens of
-  /// microseconds to wake on a virtual machine, longer than most phases; sleeping after the
-  /// spin keeps a long wait (a slow step, a host stream) from burning a core.
-  static constexpr unsigned spins = 1u << 12;
+  /// Waits until `ready()`, which becomes true only with a change of `word` (notified): spins
+  /// for a few microseconds (a handoff between running workers), then polls while yielding
+  /// the core for a few tens (a short step: another process on the core runs meanwhile, where
+  /// a spinning wait would take the core from it or from a worker with work), then sleeps (a
+  /// long wait: a slow step, a host stream). A thread that sleeps can take tens of
+  /// microseconds to wake on a virtual machine, longer than most steps.
+  template <typename Ready>
+  static void wait_on(const std::atomic<std::uint32_t>& word, Ready ready);
 
   unsigned n_;
   Job job_;
