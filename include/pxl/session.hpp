@@ -46,9 +46,10 @@ struct ReplicaDrift {
 /// How a session runs. An aggregate: `Session s{ir, "ipu_model", {.workers = 2}}`.
 struct SessionOptions {
   /// Host worker threads executing the plan; 0 means one per hardware thread. Results are
-  /// bitwise identical for any count. More workers than the host's hardware threads is a
-  /// SessionError unless `oversubscribe` is set: every step ends in a barrier, which would wait
-  /// for a descheduled worker (measured: 64 workers on 2 cores run 33x slower than 2).
+  /// bitwise identical for any count. Workers share each step's work out in chunks, so one
+  /// that another process keeps off its core delays the rest by at most its chunk. More
+  /// workers than the host's hardware threads is a SessionError unless `oversubscribe` is set:
+  /// the extra threads would only compete with the workers for the cores.
   unsigned workers = 0;
   /// Accept more workers than hardware threads (to test the work split, not to run fast).
   bool oversubscribe = false;

@@ -10,6 +10,8 @@
 namespace pxl::emu::detail {
 
 struct CompileContext {
+  /// The most chunks a step is split into (max_chunks of the pool's workers): per-chunk state
+  /// (stream positions, scratch) is sized by it.
   unsigned num_workers = 1;
   std::span<StreamState> streams; ///< shared by every replica, indexed by stream index
   std::span<StreamPort> ports;    ///< this replica's side of each stream

@@ -11,6 +11,8 @@ class CopyList {
 public:
   void add(std::byte* dst, const std::byte* src, std::size_t bytes);
   bool empty() const { return copies_.empty(); }
+  /// Bytes copied in all.
+  std::size_t bytes() const { return total_; }
   /// Small lists go one copy per worker; large ones split every copy by byte range.
   void run(unsigned worker, unsigned num_workers) const;
 

@@ -40,8 +40,8 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
   if (options_.workers > hardware && !options_.oversubscribe)
     throw SessionError("Session: workers = " + std::to_string(options_.workers) +
                        " is more than this host's " + std::to_string(hardware) +
-                       " hardware threads; every step's barrier would wait for a descheduled "
-                       "worker. Use workers = 0 (one per hardware thread) or at most " +
+                       " hardware threads; the extra workers would only compete with the others "
+                       "for its cores. Use workers = 0 (one per hardware thread) or at most " +
                        std::to_string(hardware) +
                        ", or set SessionOptions::oversubscribe to run anyway");
   if (options_.stream_queue_depth < 1)
@@ -65,8 +65,9 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
     s.host_to_device = view_.host_to_device(id);
     s.used = program_.stream_used[i];
   }
-  replicas_ = make_replicas(program_, view_, streams_, workers, replicas);
-  executor_ = std::make_unique<Executor>(*pool_);
+  // Kernels are compiled for the executor's chunks, which it hands out to the workers.
+  replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas);
+  executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
 
   refresh_expected();
 

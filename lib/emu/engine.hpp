@@ -105,6 +105,7 @@ private:
   Program program_; ///< compiled once, shared by the replicas
   /// The program bound to each replica's device memory, stepped together by the executor.
   std::vector<std::unique_ptr<Replica>> replicas_;
+  /// Declared after the program and replicas: destroying it stops the workers first.
   std::unique_ptr<Executor> executor_;
   std::vector<HostToDeviceStream> expected_in_;
   std::vector<DeviceToHostStream> expected_out_;

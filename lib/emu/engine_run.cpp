@@ -294,7 +294,7 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
     for (auto& port : ports)
       port.reset_positions();
   }
-  executor_->run(program_, replicas_, observer);
+  executor_->run(observer);
   host_stale_ = true;
   // OutfeedMode::last: each replica's last stored element goes out now that the run has
   // ended, in replica order.

@@ -1,96 +1,226 @@
 #include "executor.hpp"
 
-#include <chrono>
+#include <algorithm>
 
 namespace pxl::emu::detail {
 
 namespace {
+using Clock = std::chrono::steady_clock;
 
-/// One run, shared by the workers: what they step through and who watches.
-class Run {
+/// Work (flops plus bytes moved, as StepInfo counts them) below which a step is not cut
+/// further: a chunk of a few microseconds, worth more than its claim.
+constexpr std::int64_t chunk_work = 64 * 1024;
+} // namespace
+
+/// One worker's walk through one run (or, counting, through the program): every worker walks
+/// the same deterministic sequence of phases, so each computes the same item ranges.
+class Executor::Walk {
 public:
-  Run(WorkerPool& pool, const Program& program, std::span<const std::unique_ptr<Replica>> replicas,
-      StepObserver* observer)
-      : pool_(pool), program_(program), replicas_(replicas), observer_(observer) {}
+  enum class Mode { count, single, shared };
 
-  /// Worker `w`'s part of the run.
-  void operator()(unsigned w) const { graph(program_.main(), w, pool_.size()); }
+  Walk(Executor& e, Mode mode, unsigned worker, std::uint64_t base)
+      : e_(e), mode_(mode), cursor_(base), run_end_(base + e.items_per_run_),
+        holder_(worker == 0 && mode != Mode::count), start_pending_(worker == 0) {}
 
-  void graph(const GraphProgram& g, unsigned w, unsigned n) const {
-    for (std::size_t i = 0; i < g.steps.size(); ++i) {
-      const ProgramStep& step = g.steps[i];
-      const auto start = observer_ && w == 0 ? std::chrono::steady_clock::now()
-                                             : std::chrono::steady_clock::time_point{};
-      switch (step.info.kind) {
-      case StepKind::call:
-        for (const auto& r : replicas_)
-          r->step(g, i).call->in.run(w, n);
-        pool_.barrier();
-        graph(*step.callee, w, n);
-        copies_out(g, i, w, n);
-        break;
-      case StepKind::repeat:
-        loop(g, i, w, n);
-        break;
-      default:
-        for (const auto& r : replicas_)
-          r->step(g, i).run(w, n);
-      }
-      pool_.barrier();
-      if (observer_) {
-        if (w == 0)
-          observer_->on_step(step.info, {start, std::chrono::steady_clock::now()},
-                             static_cast<std::int64_t>(replicas_.size()));
-        pool_.barrier(); // the next step's timing starts with every worker
-      }
-    }
+  /// Worker 0's walk: starts the run, and returns once the run is complete.
+  void lead(const GraphProgram& g) {
+    graph(g, 0);
+    if (mode_ != Mode::shared)
+      return;
+    flush();
+    e_.pool_.wait_for(run_end_);
   }
+  /// Another worker's walk: returns once it has nothing left to claim.
+  void follow(const GraphProgram& g) {
+    graph(g, 0);
+    flush();
+  }
+
+  std::uint64_t cursor() const { return cursor_; }
+  std::size_t max_depth() const { return max_depth_; }
 
 private:
-  void copies_out(const GraphProgram& g, std::size_t i, unsigned w, unsigned n) const {
-    for (const auto& r : replicas_) {
-      const CallCopies& c = *r->step(g, i).call;
-      c.out.run(w, n);
-      c.back.run(w, n);
+  void graph(const GraphProgram& g, std::size_t depth) {
+    max_depth_ = std::max(max_depth_, depth);
+    for (std::size_t i = 0; i < g.steps.size(); ++i) {
+      const ProgramStep& step = g.steps[i];
+      // The holder is the only worker at this boundary that may time it: every other one
+      // waits for the phase it has not yet published.
+      StepObserver* const observer =
+          holder_ ? e_.observer_.load(std::memory_order_relaxed) : nullptr;
+      if (observer)
+        e_.starts_[depth] = Clock::now();
+      switch (step.info.kind) {
+      case StepKind::call:
+        copies(g, i, &CallCopies::in);
+        graph(*step.callee, depth + 1);
+        copies(g, i, &CallCopies::out, &CallCopies::back);
+        break;
+      case StepKind::repeat:
+        loop(g, i, depth);
+        break;
+      default:
+        kernel(g, i);
+      }
+      // Whoever completed the step's last phase reports it, before publishing that phase.
+      if (holder_)
+        if (StepObserver* o = e_.observer_.load(std::memory_order_relaxed))
+          o->on_step(step.info, {e_.starts_[depth], Clock::now()},
+                     static_cast<std::int64_t>(e_.replicas_.size()));
     }
   }
 
-  void loop(const GraphProgram& g, std::size_t i, unsigned w, unsigned n) const {
+  void loop(const GraphProgram& g, std::size_t i, std::size_t depth) {
     const ProgramStep& step = g.steps[i];
-    for (const auto& r : replicas_)
-      r->step(g, i).call->in.run(w, n);
-    pool_.barrier();
-    const bool staged = !replicas_.front()->step(g, i).call->unstage.empty();
+    copies(g, i, &CallCopies::in);
+    const bool staged = !e_.replicas_.front()->step(g, i).call->unstage.empty();
     for (std::int64_t k = 0; k < step.info.trips; ++k) {
       if (k > 0) {
         // Loop-carried values: iteration k-1's outputs are iteration k's first inputs.
-        for (const auto& r : replicas_)
-          r->step(g, i).call->carry.run(w, n);
-        pool_.barrier();
-        if (staged) {
-          for (const auto& r : replicas_)
-            r->step(g, i).call->unstage.run(w, n);
-          pool_.barrier();
-        }
+        copies(g, i, &CallCopies::carry);
+        if (staged)
+          copies(g, i, &CallCopies::unstage);
       }
-      graph(*step.callee, w, n);
+      graph(*step.callee, depth + 1);
     }
-    copies_out(g, i, w, n);
+    copies(g, i, &CallCopies::out, &CallCopies::back);
   }
 
-  WorkerPool& pool_;
-  const Program& program_;
-  std::span<const std::unique_ptr<Replica>> replicas_;
-  StepObserver* observer_;
+  void kernel(const GraphProgram& g, std::size_t i) {
+    const StepInfo& info = g.steps[i].info;
+    if (host_io(info)) {
+      // Item c is chunk c of every replica, in replica order: a callback-fed stream's chunk 0
+      // takes the replicas' elements from one queue, step-major and then replica by replica.
+      const unsigned c = e_.max_chunks_;
+      phase(c, [&](std::uint64_t item) {
+        for (const auto& r : e_.replicas_)
+          r->step(g, i).run(static_cast<unsigned>(item), c);
+      });
+      return;
+    }
+    const unsigned c = chunks_for(info.flops + info.bytes_read + info.bytes_written);
+    phase(e_.replicas_.size() * c, [&](std::uint64_t item) {
+      e_.replicas_[item / c]->step(g, i).run(static_cast<unsigned>(item % c), c);
+    });
+  }
+
+  /// One phase of the call copies `lists` of step `i` in every replica; none when they are
+  /// empty.
+  template <typename... Lists>
+  void copies(const GraphProgram& g, std::size_t i, Lists... lists) {
+    std::size_t bytes = 0;
+    for (const auto& r : e_.replicas_) {
+      const CallCopies& c = *r->step(g, i).call;
+      bytes = std::max(bytes, ((c.*lists).bytes() + ...));
+    }
+    if (bytes == 0)
+      return;
+    const unsigned c = chunks_for(2 * static_cast<std::int64_t>(bytes));
+    phase(e_.replicas_.size() * c, [&](std::uint64_t item) {
+      const CallCopies& copies = *e_.replicas_[item / c]->step(g, i).call;
+      const auto chunk = static_cast<unsigned>(item % c);
+      ((copies.*lists).run(chunk, c), ...);
+    });
+  }
+
+  /// A host_load or host_store: every chunk counts the stream's position, so every step on a
+  /// stream must use the same chunks (all of them).
+  static bool host_io(const StepInfo& info) {
+    return info.op && (info.op_kind == OpKind::HostLoad || info.op_kind == OpKind::HostStore);
+  }
+  unsigned chunks_for(std::int64_t work) const {
+    const std::int64_t c = std::clamp<std::int64_t>(work / chunk_work, 1, e_.max_chunks_);
+    return static_cast<unsigned>(c);
+  }
+
+  /// Runs `count` items, `body(k)` for k in [0, count): this worker's claims of them.
+  template <typename Body>
+  void phase(std::uint64_t count, Body&& body) {
+    const std::uint64_t begin = cursor_, end = cursor_ + count;
+    cursor_ = end;
+    switch (mode_) {
+    case Mode::count:
+      return;
+    case Mode::single:
+      for (std::uint64_t k = 0; k < count; ++k)
+        body(k);
+      return;
+    case Mode::shared:
+      break;
+    }
+    if (stale_)
+      return;
+    WorkerPool& pool = e_.pool_;
+    std::uint64_t item = 0;
+    // A worker holding the previous phase's completion (or the run's start) takes the first
+    // item before it lets the others in: a run of one-chunk steps stays on one core, as it
+    // would on one worker, instead of moving its data between cores at every step.
+    const bool first = (pending_ || start_pending_) && pool.claim(end, item);
+    flush();
+    holder_ = false;
+    if (!first) {
+      pool.wait_for(begin);
+      if (pool.completed(run_end_)) { // a worker woken late: the run is over
+        stale_ = true;
+        return;
+      }
+      if (!pool.claim(end, item))
+        return;
+    }
+    do {
+      body(item - begin);
+      if (pool.finish(end)) {
+        holder_ = true;
+        pending_ = end;
+      }
+    } while (pool.claim(end, item));
+  }
+
+  /// Publishes what this worker holds: the run's start (worker 0) or the completion of the
+  /// last phase it finished.
+  void flush() {
+    if (start_pending_) {
+      start_pending_ = false;
+      e_.pool_.start(run_end_ - e_.items_per_run_);
+    }
+    if (pending_) {
+      e_.pool_.publish(pending_);
+      pending_ = 0;
+    }
+  }
+
+  Executor& e_;
+  const Mode mode_;
+  std::uint64_t cursor_;        ///< the next phase's first item
+  const std::uint64_t run_end_; ///< one past the run's last item
+  /// This worker started the run or completed the latest phase: it alone may report the
+  /// steps ending, and time the steps starting, at the current boundary.
+  bool holder_;
+  bool start_pending_;
+  bool stale_ = false;
+  std::uint64_t pending_ = 0; ///< the end of a completed phase not yet published, or 0
+  std::size_t max_depth_ = 0;
 };
 
-} // namespace
+Executor::Executor(WorkerPool& pool, const Program& program,
+                   std::span<const std::unique_ptr<Replica>> replicas)
+    : pool_(pool), program_(program), replicas_(replicas), max_chunks_(max_chunks(pool.size())) {
+  Walk count(*this, Walk::Mode::count, 0, 0);
+  count.lead(program_.main());
+  items_per_run_ = count.cursor();
+  starts_.resize(count.max_depth() + 1);
+  pool_.set_job([this](unsigned worker, std::uint64_t base) {
+    Walk(*this, Walk::Mode::shared, worker, base).follow(program_.main());
+  });
+}
 
-void Executor::run(const Program& program, std::span<const std::unique_ptr<Replica>> replicas,
-                   StepObserver* observer) {
-  const Run run(pool_, program, replicas, observer);
-  // One reference: small enough for std::function to hold without allocating.
-  pool_.run([&run](unsigned w) { run(w); });
+void Executor::run(StepObserver* observer) {
+  observer_.store(observer, std::memory_order_relaxed); // published by the run's start
+  if (pool_.size() == 1) {
+    Walk(*this, Walk::Mode::single, 0, 0).lead(program_.main());
+    return;
+  }
+  Walk(*this, Walk::Mode::shared, 0, pool_.next_base()).lead(program_.main());
 }
 
 } // namespace pxl::emu::detail

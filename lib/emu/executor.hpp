@@ -7,27 +7,52 @@
 
 #include "pxl/emu/step_observer.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <span>
 #include <vector>
 
 namespace pxl::emu::detail {
 
-/// Runs the main graph's program on every replica at once: each step is executed by every
-/// worker on every replica (each replica's kernel splits its work over the workers) and ends
-/// in one barrier, so all replicas finish step i before any starts step i+1. A step may
-/// therefore read a peer replica's buffers (collectives), and streams see elements
-/// step-major. Calls and loops are stepped here, their callees in lockstep too.
+/// How many chunks a step's work is cut into at most on `workers` workers: the number of
+/// workers kernels are compiled for (CompileContext::num_workers). Several per worker, so
+/// that a worker another process keeps off its core holds up at most one small chunk while
+/// the others take the rest; exactly one for one worker, which then runs each step whole.
+constexpr unsigned max_chunks(unsigned workers) { return workers > 1 ? 4 * workers : 1; }
+
+/// Runs the main graph's program on every replica at once. Each step is a phase of items, one
+/// per replica and chunk (a kernel called as chunk c of C, C <= max_chunks: results do not
+/// depend on the split); workers claim items in any order, and no item of a phase is claimed
+/// before the phase before it is complete, so all replicas finish step i before any starts
+/// step i+1. A step may therefore read a peer replica's buffers (collectives), and streams
+/// see elements step-major. Calls and loops are stepped here, their callees in lockstep too.
 class Executor {
 public:
-  explicit Executor(WorkerPool& pool) : pool_(pool) {}
+  /// Installs itself as `pool`'s job; `program` and `replicas` must outlive it.
+  Executor(WorkerPool& pool, const Program& program,
+           std::span<const std::unique_ptr<Replica>> replicas);
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+  /// Stops the pool: no worker reads the program after this.
+  ~Executor() { pool_.stop(); }
 
-  /// One run of `program` on `replicas`; `observer` (may be null) sees every step.
-  void run(const Program& program, std::span<const std::unique_ptr<Replica>> replicas,
-           StepObserver* observer);
+  /// One run; `observer` (may be null) sees every step, on whichever worker completes it.
+  void run(StepObserver* observer);
 
 private:
+  class Walk;
+  friend class Walk;
+
   WorkerPool& pool_;
+  const Program& program_;
+  std::span<const std::unique_ptr<Replica>> replicas_;
+  unsigned max_chunks_;
+  std::uint64_t items_per_run_ = 0; ///< every phase's items, fixed by the program
+  /// By call depth: when the step being run at that depth started (observed runs only).
+  std::vector<std::chrono::steady_clock::time_point> starts_;
+  /// The current run's observer, read only by workers that complete a phase of that run.
+  std::atomic<StepObserver*> observer_{nullptr};
 };
 
 } // namespace pxl::emu::detail

@@ -22,9 +22,10 @@ struct OpBuffers {
   std::vector<std::byte*> outputs;
 };
 
-/// A compiled step: every worker calls it with its index; it does its share of the work
-/// (split by output element, never by reduction index, so results do not depend on the
-/// number of workers) and allocates nothing.
+/// A compiled step: the Executor calls it once for each of `num_workers` chunks (any count up
+/// to CompileContext::num_workers, each on whichever worker claims it); it does that chunk's
+/// share of the work (split by output element, never by reduction index, so results do not
+/// depend on the split) and allocates nothing.
 using StepFn = std::function<void(unsigned worker, unsigned num_workers)>;
 
 /// What a kernel may need beyond its op and buffers (host IO: the replica's stream ports;

@@ -36,8 +36,9 @@ private:
   std::thread thread_;
 };
 
-/// Each worker counts the stream's element position itself, in its own cache line, so a
-/// host_load needs no extra barrier: every worker executes the same steps, so they agree.
+/// Each chunk of a step (CompileContext::num_workers of them; see Executor) counts the
+/// stream's element position itself, in its own cache line, so a host_load needs no extra
+/// synchronisation: every chunk of every host_load runs once, so they agree.
 struct alignas(64) WorkerPosition {
   std::int64_t value = 0;
 };
@@ -70,7 +71,7 @@ struct StreamPort {
   /// The replica's element 0 in the host array of the current run.
   const std::byte* in_array = nullptr;
   std::byte* out_array = nullptr;
-  std::vector<WorkerPosition> position; ///< one per worker
+  std::vector<WorkerPosition> position; ///< one per chunk
   HostTensor last_element;
   bool has_last = false; ///< a store filled last_element during this run
 

@@ -7,54 +7,75 @@
 
 namespace pxl::emu::detail {
 
-WorkerPool::WorkerPool(unsigned n) : n_(n == 0 ? 1 : n), start_(n_), step_(n_), done_(n_) {
+WorkerPool::WorkerPool(unsigned n) : n_(n == 0 ? 1 : n) {
   threads_.reserve(n_ - 1);
   for (unsigned w = 1; w < n_; ++w) {
     try {
       threads_.emplace_back([this, w] { loop(w); });
     } catch (const std::system_error& e) {
-      // The started workers wait at the start barrier: release them with the stop flag set,
-      // arriving for the workers that never started, then join them.
-      stop_.store(true, std::memory_order_relaxed);
-      for (unsigned absent = w; absent < n_; ++absent)
-        start_.arrive_for_absent();
-      start_.arrive_and_wait();
-      threads_.clear();
+      stop(); // the started workers wait for a run: they see the stop flag and return
       throw SessionError("Session: could not start worker thread " + std::to_string(w) + " of " +
                          std::to_string(n_) + " (" + e.what() + "); use fewer workers");
     }
   }
 }
 
-WorkerPool::~WorkerPool() {
-  if (n_ == 1)
+void WorkerPool::stop() {
+  if (threads_.empty())
     return;
   stop_.store(true, std::memory_order_relaxed);
-  // The start barrier releases the waiting workers, which then see the stop flag (the barrier
-  // orders the store before their load).
-  start_.arrive_and_wait();
+  generation_.fetch_add(1, std::memory_order_release); // orders the flag before the wake
+  generation_.notify_all();
   threads_.clear(); // joins
 }
 
-void WorkerPool::run(const std::function<void(unsigned)>& job) {
-  if (n_ == 1) {
-    job(0);
+void WorkerPool::start(std::uint64_t base) {
+  if (n_ == 1)
     return;
+  // Release: a worker that reads this base (even one woken for an earlier run) sees what the
+  // caller wrote for the run.
+  run_base_.store(base, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+}
+
+template <typename Ready>
+void WorkerPool::wait_on(const std::atomic<std::uint32_t>& word, Ready ready) {
+  constexpr unsigned pauses = 256, yields = 64; // about 3 µs, then about 50 µs
+  for (unsigned i = 0; i < pauses; ++i) {
+    if (ready())
+      return;
+    __builtin_ia32_pause();
   }
-  job_ = &job;
-  start_.arrive_and_wait();
-  job(0);
-  done_.arrive_and_wait();
-  job_ = nullptr;
+  for (unsigned i = 0; i < yields; ++i) {
+    if (ready())
+      return;
+    std::this_thread::yield();
+  }
+  for (;;) {
+    // The word read before the check: a change after it makes the wait return at once.
+    const std::uint32_t seen = word.load(std::memory_order_acquire);
+    if (ready())
+      return;
+    word.wait(seen, std::memory_order_acquire);
+  }
+}
+
+void WorkerPool::wait_for(std::uint64_t end) const {
+  wait_on(epoch_, [this, end] { return completed(end); });
 }
 
 void WorkerPool::loop(unsigned worker) {
+  std::uint32_t seen = 0;
   for (;;) {
-    start_.arrive_and_wait();
+    wait_on(generation_,
+            [this, seen] { return generation_.load(std::memory_order_acquire) != seen; });
     if (stop_.load(std::memory_order_relaxed))
       return;
-    (*job_)(worker);
-    done_.arrive_and_wait();
+    seen = generation_.load(std::memory_order_acquire);
+    // The base of run `seen` or of a later one: either way a run this worker may join (a late
+    // one finds it complete and returns).
+    job_(worker, run_base_.load(std::memory_order_acquire));
   }
 }
 

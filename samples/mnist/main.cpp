@@ -35,8 +35,9 @@ struct Options {
   std::uint64_t seed = 42;
   std::string save;
   std::string load;
-  // One worker: more are faster on an idle machine, but every step of the plan ends in a
-  // barrier, and a worker that another process keeps off its core stalls them all (README).
+  // One worker: at the default batch of 8 most steps are too small to share, so two workers
+  // gain little on an idle machine and lose beside a busy process (test/bench/contention);
+  // from batch 32 two are faster idle and as fast under contention.
   unsigned workers = 1;
 };
 
@@ -186,8 +187,8 @@ int main(int argc, char** argv) {
   app.add_option("--save", o.save, "Save the trained weights to this safetensors file");
   app.add_option("--load", o.load, "Start from the weights in this safetensors file");
   app.add_option("--workers", o.workers,
-                 "Emulator worker threads (0: one per core, fastest on an idle machine; 1 is "
-                 "safest on a shared one)")
+                 "Emulator worker threads (0: one per core: from batch 32 faster, busy machine "
+                 "or not; at batch 8 barely faster idle and slower beside a busy process)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

@@ -3,6 +3,13 @@
 
 #include "pxl/pxl.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <memory>
+#include <thread>
 #include <vector>
 
 namespace pxl::test_emu {
@@ -30,6 +37,27 @@ inline HostTensor iota(Shape shape, float start = 0.f) {
   for (std::size_t i = 0; i < d.size(); ++i)
     d[i] = start + static_cast<float>(i);
   return t;
+}
+
+/// Runs `fn` on its own thread and waits up to `limit`; a case that does not finish has hung,
+/// and the whole test binary exits with a message instead of hanging CI.
+inline void finishes_within(std::chrono::seconds limit, std::function<void()> fn) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread([done, fn = std::move(fn)] {
+    try {
+      fn();
+      done->set_value();
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (finished.wait_for(limit) == std::future_status::timeout) {
+    std::fprintf(stderr, "test hung: not finished within %lld s\n",
+                 static_cast<long long>(limit.count()));
+    std::_Exit(1);
+  }
+  finished.get(); // rethrows what fn threw, for doctest to report
 }
 
 } // namespace pxl::test_emu

@@ -18,6 +18,7 @@
 
 using namespace pxl;
 using namespace std::chrono_literals;
+using test_emu::finishes_within;
 using test_emu::iota;
 
 namespace {
@@ -39,26 +40,6 @@ struct Loop {
 
 HostTensor one(float v) { return HostTensor({v}, {1}); }
 
-/// Runs `fn` on its own thread and waits up to `limit`; a case that does not finish has hung,
-/// and the whole test binary exits with a message instead of hanging CI.
-void finishes_within(std::chrono::seconds limit, std::function<void()> fn) {
-  auto done = std::make_shared<std::promise<void>>();
-  auto finished = done->get_future();
-  std::thread([done, fn = std::move(fn)] {
-    try {
-      fn();
-      done->set_value();
-    } catch (...) {
-      done->set_exception(std::current_exception());
-    }
-  }).detach();
-  if (finished.wait_for(limit) == std::future_status::timeout) {
-    std::fprintf(stderr, "test hung: not finished within %lld s\n",
-                 static_cast<long long>(limit.count()));
-    std::_Exit(1);
-  }
-  finished.get(); // rethrows what fn threw, for doctest to report
-}
 } // namespace
 
 TEST_CASE("Destroying a session cancels a run blocked on an undrained outfeed queue") {

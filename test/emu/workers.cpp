@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <thread>
 
 using namespace pxl;
@@ -106,4 +107,47 @@ TEST_CASE("Concurrent runs on one session are serialised") {
   CHECK(ok[0]);
   CHECK(ok[1]);
   CHECK(s.get_tensor_data(w).data<float>()[1] == 0.5f);
+}
+
+TEST_CASE("Workers kept off their cores by a busy thread neither deadlock nor change anything") {
+  using namespace std::chrono_literals;
+  // Records the op of every step, in the order reported.
+  struct Steps final : emu::StepObserver {
+    std::vector<OpKind> ops;
+    void on_step(const emu::StepInfo& info, const emu::StepTiming&, std::int64_t) override {
+      ops.push_back(info.op_kind);
+    }
+  };
+  test_emu::finishes_within(120s, [] {
+    Mlp m;
+    const HostTensor x = mlp_input();
+    HostTensor expected;
+    Steps expected_steps;
+    {
+      Session s(m.ir, "ipu_model", {.workers = 1});
+      auto attached = s.attach();
+      expected = s.run({{m.x, x}}, &expected_steps).at(m.y);
+    }
+    // A third thread competing for the two cores of a small machine.
+    std::atomic<bool> stop{false};
+    std::thread busy([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+    bool same = true, same_steps = true;
+    for (unsigned workers : {2u, 3u}) {
+      Session s(m.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+      auto attached = s.attach();
+      for (int i = 0; i < 300; ++i) {
+        Steps steps;
+        same = same && s.run({{m.x, x}}, i % 10 == 0 ? &steps : nullptr).at(m.y) == expected;
+        if (i % 10 == 0)
+          same_steps = same_steps && steps.ops == expected_steps.ops;
+      }
+    }
+    stop.store(true);
+    busy.join();
+    CHECK(same);
+    CHECK(same_steps);
+  });
 }

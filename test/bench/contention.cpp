@@ -1,0 +1,147 @@
+// Workers under contention: Fashion-MNIST MLP training steps/s at batch 8, 32 and 128 on 1 and
+// 2 emulator workers, on an idle machine and with one competing busy process (a forked child
+// spinning on a core), with the ratios 2 workers / 1 worker; plus the emulator's measured SGEMM
+// peak per worker and the fraction of it each figure reaches. Timings of the four cases are
+// interleaved, repetition by repetition, so that drift in the machine's load hits them alike.
+// Prints medians of `--reps` timings; asserts nothing.
+//
+//     build/test/bench/contention [--reps 5]
+#include "mnist_bench_data.hpp"
+#include "programs.hpp"
+
+#include <pxl/pxl.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using mnist::bench::median;
+using mnist::bench::random_batches;
+using Clock = std::chrono::steady_clock;
+
+/// A child process spinning on a core for as long as this lives: another tenant's busy job.
+class BusyProcess {
+public:
+  BusyProcess() : pid_(fork()) {
+    if (pid_ == 0)
+      for (;;)
+        asm volatile("" ::: "memory");
+  }
+  BusyProcess(const BusyProcess&) = delete;
+  BusyProcess& operator=(const BusyProcess&) = delete;
+  ~BusyProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+private:
+  pid_t pid_;
+};
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// The emulator's float32 matmul throughput on one worker, in GFLOP/s: the best of `reps`
+/// runs of eight independent 512x512x512 products (the MLP's hidden layers at batch 512).
+double sgemm_peak_gflops(int reps) {
+  constexpr std::int64_t n = 512;
+  constexpr int products = 8;
+  pxl::Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    pxl::HostTensor a({n, n}, pxl::float32), b({n, n}, pxl::float32);
+    for (auto& x : a.data<float>())
+      x = 0.01f;
+    for (auto& x : b.data<float>())
+      x = 0.02f;
+    const pxl::Tensor va = pxl::variable(a), vb = pxl::variable(b);
+    pxl::Tensor last;
+    for (int i = 0; i < products; ++i)
+      last = pxl::ops::matmul(va, vb);
+    pxl::ops::host_store(pxl::d2h_stream(last.shape(), last.dtype(), "out"), last);
+  }
+  pxl::Session s(ir, "ipu_model", {.workers = 1});
+  auto attached = s.attach();
+  auto out = s.create_host_outputs();
+  s.run_with_outputs({}, out);
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    s.run_with_outputs({}, out);
+    best = std::max(best, 2.0 * n * n * n * products / seconds_since(t0) * 1e-9);
+  }
+  return best;
+}
+
+/// Matmul flops of one training step per image of the 784-512-512-512-10 MLP: forward, weight
+/// gradients, and input gradients of every layer but the first (the rest is a few percent).
+constexpr double flops_per_image() {
+  constexpr double all = 784 * 512 + 512 * 512 + 512 * 512 + 512 * 10, first = 784 * 512;
+  return 2 * (all + all + (all - first));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5;
+  CLI::App app{"MNIST training on 1 and 2 emulator workers, idle and under contention"};
+  app.add_option("--reps", reps, "Timings per figure (the median is printed)")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  const double peak = sgemm_peak_gflops(2 * reps);
+  std::printf("SGEMM peak: %.1f GFLOP/s per worker (emulator float32 matmul 512x512x512, one "
+              "worker, idle)\n",
+              peak);
+  std::printf("MNIST MLP training step (SGD), random data; median of %d; busy = one competing "
+              "process spinning\n",
+              reps);
+  std::printf("%-6s %-5s %12s %12s %8s %9s %9s\n", "batch", "load", "1w steps/s", "2w steps/s",
+              "2w/1w", "1w %peak", "2w %peak");
+
+  for (const std::int64_t batch : {8, 32, 128}) {
+    std::vector<std::unique_ptr<mnist::TrainingProgram>> programs;
+    for (const unsigned workers : {1u, 2u})
+      programs.push_back(std::make_unique<mnist::TrainingProgram>(
+          mnist::TrainingOptions{.batch_size = batch, .workers = workers}));
+    const auto data = random_batches(batch, 16);
+    const std::int64_t steps = std::max<std::int64_t>(20, 1600 / batch);
+    const auto rate = [&](mnist::TrainingProgram& p) {
+      for (std::size_t i = 0; i < 3; ++i) // warm-up
+        p.run(data[i].images, data[i].labels);
+      const auto t0 = Clock::now();
+      for (std::int64_t i = 0; i < steps; ++i) {
+        const auto& b = data[static_cast<std::size_t>(i) % data.size()];
+        p.run(b.images, b.labels);
+      }
+      return static_cast<double>(steps) / seconds_since(t0);
+    };
+    // rates[load][workers - 1]
+    std::vector<double> rates[2][2];
+    for (int r = 0; r < reps; ++r)
+      for (int load = 0; load < 2; ++load) {
+        const auto busy = load ? std::make_unique<BusyProcess>() : nullptr;
+        for (std::size_t w = 0; w < 2; ++w)
+          rates[load][w].push_back(rate(*programs[w]));
+      }
+    for (int load = 0; load < 2; ++load) {
+      const double one = median(rates[load][0]), two = median(rates[load][1]);
+      const double flops = flops_per_image() * static_cast<double>(batch);
+      std::printf("%-6lld %-5s %12.1f %12.1f %8.2f %8.1f%% %8.1f%%\n",
+                  static_cast<long long>(batch), load ? "busy" : "idle", one, two, two / one,
+                  100 * one * flops / (peak * 1e9), 100 * two * flops / (2 * peak * 1e9));
+    }
+  }
+}
