@@ -294,7 +294,13 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
     for (auto& port : ports)
       port.reset_positions();
   }
-  executor_->run(observer);
+  // An exception the observer threw ends the run only once its streams are settled.
+  std::exception_ptr observer_error;
+  try {
+    executor_->run(observer);
+  } catch (...) {
+    observer_error = std::current_exception();
+  }
   host_stale_ = true;
   // OutfeedMode::last: each replica's last stored element goes out now that the run has
   // ended, in replica order.
@@ -329,6 +335,8 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
     if (s.channel)
       if (auto e = s.channel->queue().take_error())
         std::rethrow_exception(e);
+  if (observer_error)
+    std::rethrow_exception(observer_error);
 }
 
 } // namespace pxl::emu::detail

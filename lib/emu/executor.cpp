@@ -1,6 +1,8 @@
 #include "executor.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <utility>
 
 namespace pxl::emu::detail {
 
@@ -65,8 +67,19 @@ private:
       // Whoever completed the step's last phase reports it, before publishing that phase.
       if (holder_)
         if (StepObserver* o = e_.observer_.load(std::memory_order_relaxed))
-          o->on_step(step.info, {e_.starts_[depth], Clock::now()},
-                     static_cast<std::int64_t>(e_.replicas_.size()));
+          report(*o, step.info, depth);
+    }
+  }
+
+  /// Calls the observer; an exception it throws (on whichever worker reports) is kept for
+  /// Executor::run to rethrow once the run is over, and the observer is not called again.
+  void report(StepObserver& o, const StepInfo& info, std::size_t depth) {
+    try {
+      o.on_step(info, {e_.starts_[depth], Clock::now()},
+                static_cast<std::int64_t>(e_.replicas_.size()));
+    } catch (...) {
+      e_.observer_error_ = std::current_exception();
+      e_.observer_.store(nullptr, std::memory_order_relaxed);
     }
   }
 
@@ -216,11 +229,14 @@ Executor::Executor(WorkerPool& pool, const Program& program,
 
 void Executor::run(StepObserver* observer) {
   observer_.store(observer, std::memory_order_relaxed); // published by the run's start
-  if (pool_.size() == 1) {
+  observer_error_ = nullptr;
+  if (pool_.size() == 1)
     Walk(*this, Walk::Mode::single, 0, 0).lead(program_.main());
-    return;
-  }
-  Walk(*this, Walk::Mode::shared, 0, pool_.next_base()).lead(program_.main());
+  else
+    Walk(*this, Walk::Mode::shared, 0, pool_.next_base()).lead(program_.main());
+  // Written by a reporting worker before it published a phase, which the run's end follows.
+  if (observer_error_)
+    std::rethrow_exception(std::exchange(observer_error_, nullptr));
 }
 
 } // namespace pxl::emu::detail

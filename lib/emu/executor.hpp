@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <span>
 #include <vector>
@@ -53,6 +54,8 @@ private:
   std::vector<std::chrono::steady_clock::time_point> starts_;
   /// The current run's observer, read only by workers that complete a phase of that run.
   std::atomic<StepObserver*> observer_{nullptr};
+  /// What the observer threw in the current run (written by the reporting worker).
+  std::exception_ptr observer_error_;
 };
 
 } // namespace pxl::emu::detail

@@ -113,3 +113,35 @@ TEST_CASE("Fused steps say so: a transpose read in place and an update folded in
   CHECK(rec.events[1].info.op_kind == OpKind::MatMul);
   CHECK(rec.events[1].info.flops == 2 * 8 * 8 * 4);
 }
+
+TEST_CASE("An observer that throws fails that run after it has ended; the next run is whole") {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+  {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({64}, float32, "x");
+    y = d2h_stream({64}, float32, "y");
+    ops::host_store(y, ops::exp(ops::relu(ops::host_load(x))) * 2.0);
+  }
+  struct Throwing final : emu::StepObserver {
+    int calls = 0;
+    void on_step(const emu::StepInfo&, const emu::StepTiming&, std::int64_t) override {
+      if (++calls == 2)
+        throw ValueError("observer gave up");
+    }
+  };
+  for (unsigned workers : {1u, 2u}) {
+    CAPTURE(workers);
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+    auto attached = s.attach();
+    Throwing throwing;
+    CHECK_THROWS_WITH_AS(s.run({{x, HostTensor::full({64}, float32, 0.0)}}, &throwing),
+                         "observer gave up", ValueError);
+    CHECK(throwing.calls == 2); // not called again in that run
+    Recorder rec;
+    const auto out = s.run({{x, HostTensor::full({64}, float32, 0.0)}}, &rec);
+    CHECK(out.at(y) == HostTensor::full({64}, float32, 2.0));
+    CHECK(rec.events.size() == 5);
+  }
+}

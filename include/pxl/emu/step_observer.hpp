@@ -41,20 +41,22 @@ struct StepInfo {
 };
 
 /// Host timing of one executed step: from the start of the step on every replica to the
-/// barrier that ends it.
+/// completion of its last piece of work.
 struct StepTiming {
   std::chrono::steady_clock::time_point start, end;
 };
 
 /// Sees every step a run executes, in execution order (a callee's steps before the call step
 /// that encloses them completes; a loop body's steps once per iteration). Called on one
-/// emulator thread while the other workers wait, so an observer needs no locking of its own
-/// but should be quick; it must not call back into the Session. Without an observer a run
+/// emulator worker at a time, before the next step starts, so an observer needs no locking of
+/// its own but should be quick; it must not call back into the Session. Without an observer a run
 /// pays nothing for this.
 class StepObserver {
 public:
   virtual ~StepObserver() = default;
-  /// `replicas` replicas executed the step together.
+  /// `replicas` replicas executed the step together. Called on whichever emulator worker
+  /// completed the step, one step at a time, in program order. If it throws, the observer is
+  /// not called again in that run, the run goes on to its end and then throws the exception.
   virtual void on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) = 0;
 };
 
