@@ -6,6 +6,8 @@
 #include <pxl/session.hpp>
 #include <pxl/transforms/autodiff.hpp>
 
+#include "sgemm_peak.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -65,6 +67,7 @@ double autodiff_time(std::int64_t n) {
 } // namespace
 
 int main() {
+  pxl::bench::print_sgemm_peak(); // for comparing machines: compile times are not a fraction of it
   const double t25 = compile_time(25'000, 1), t100 = compile_time(100'000, 1);
   std::printf("Session construction, chain of  25k element-wise ops: %.3f s (median of 3)\n", t25);
   std::printf("Session construction, chain of 100k element-wise ops: %.3f s (median of 3)\n", t100);

@@ -8,6 +8,7 @@
 //     build/test/bench/contention [--reps 5]
 #include "mnist_bench_data.hpp"
 #include "programs.hpp"
+#include "sgemm_peak.hpp"
 
 #include <pxl/pxl.hpp>
 
@@ -25,6 +26,7 @@
 namespace {
 
 using mnist::bench::median;
+using mnist::bench::mlp_flops_per_image;
 using mnist::bench::random_batches;
 using Clock = std::chrono::steady_clock;
 
@@ -53,45 +55,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// The emulator's float32 matmul throughput on one worker, in GFLOP/s: the best of `reps`
-/// runs of eight independent 512x512x512 products (the MLP's hidden layers at batch 512).
-double sgemm_peak_gflops(int reps) {
-  constexpr std::int64_t n = 512;
-  constexpr int products = 8;
-  pxl::Ir ir;
-  {
-    auto in_main = ir.main_graph().scope();
-    pxl::HostTensor a({n, n}, pxl::float32), b({n, n}, pxl::float32);
-    for (auto& x : a.data<float>())
-      x = 0.01f;
-    for (auto& x : b.data<float>())
-      x = 0.02f;
-    const pxl::Tensor va = pxl::variable(a), vb = pxl::variable(b);
-    pxl::Tensor last;
-    for (int i = 0; i < products; ++i)
-      last = pxl::ops::matmul(va, vb);
-    pxl::ops::host_store(pxl::d2h_stream(last.shape(), last.dtype(), "out"), last);
-  }
-  pxl::Session s(ir, "ipu_model", {.workers = 1});
-  auto attached = s.attach();
-  auto out = s.create_host_outputs();
-  s.run_with_outputs({}, out);
-  double best = 0;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = Clock::now();
-    s.run_with_outputs({}, out);
-    best = std::max(best, 2.0 * n * n * n * products / seconds_since(t0) * 1e-9);
-  }
-  return best;
-}
-
-/// Matmul flops of one training step per image of the 784-512-512-512-10 MLP: forward, weight
-/// gradients, and input gradients of every layer but the first (the rest is a few percent).
-constexpr double flops_per_image() {
-  constexpr double all = 784 * 512 + 512 * 512 + 512 * 512 + 512 * 10, first = 784 * 512;
-  return 2 * (all + all + (all - first));
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -101,10 +64,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  const double peak = sgemm_peak_gflops(2 * reps);
-  std::printf("SGEMM peak: %.1f GFLOP/s per worker (emulator float32 matmul 512x512x512, one "
-              "worker, idle)\n",
-              peak);
+  const double peak = pxl::bench::print_sgemm_peak(2 * reps);
   std::printf("MNIST MLP training step (SGD), random data; median of %d; busy = one competing "
               "process spinning\n",
               reps);
@@ -138,10 +98,11 @@ int main(int argc, char** argv) {
       }
     for (int load = 0; load < 2; ++load) {
       const double one = median(rates[load][0]), two = median(rates[load][1]);
-      const double flops = flops_per_image() * static_cast<double>(batch);
+      const double flops = mlp_flops_per_image() * static_cast<double>(batch);
       std::printf("%-6lld %-5s %12.1f %12.1f %8.2f %8.1f%% %8.1f%%\n",
                   static_cast<long long>(batch), load ? "busy" : "idle", one, two, two / one,
-                  100 * one * flops / (peak * 1e9), 100 * two * flops / (2 * peak * 1e9));
+                  pxl::bench::percent_of_peak(one * flops, peak, 1),
+                  pxl::bench::percent_of_peak(two * flops, peak, 2));
     }
   }
 }

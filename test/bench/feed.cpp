@@ -5,6 +5,8 @@
 // Prints figures; asserts nothing.
 #include <pxl/pxl.hpp>
 
+#include "sgemm_peak.hpp"
+
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/transform.hpp>
 
@@ -52,6 +54,7 @@ struct Consumer {
 } // namespace
 
 int main() {
+  pxl::bench::print_sgemm_peak(); // for comparing machines: feeding is not a fraction of it
   const double samples = static_cast<double>(batch * steps * runs);
   std::printf("feed benchmark: batches of %lldx%lld float32, %lld steps per run, %d runs\n",
               static_cast<long long>(batch), static_cast<long long>(features),

@@ -4,6 +4,8 @@
 #include <pxl/pxl.hpp>
 #include <pxl/session.hpp>
 
+#include "sgemm_peak.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -47,21 +49,31 @@ double time_chain(pxl::Shape shape, pxl::DType dtype,
   return cpu[50];
 }
 
-void compare(const char* what, pxl::Shape shape,
-             const std::function<pxl::Tensor(pxl::Tensor)>& op) {
+/// Times `op` in both dtypes; with `flops` (per op), also the fraction of `peak` each reaches.
+void compare(const char* what, pxl::Shape shape, const std::function<pxl::Tensor(pxl::Tensor)>& op,
+             double flops = 0, double peak = 0) {
   const double f32 = time_chain(shape, pxl::float32, op);
   const double f16 = time_chain(shape, pxl::float16, op);
-  std::printf("%-28s float32 %8.1f us  float16 %8.1f us  ratio %5.2f\n", what, f32, f16, f16 / f32);
+  std::printf("%-28s float32 %8.1f us  float16 %8.1f us  ratio %5.2f", what, f32, f16, f16 / f32);
+  if (flops > 0)
+    std::printf("  %%peak float32 %5.1f%%  float16 %5.1f%%",
+                pxl::bench::percent_of_peak(flops / (f32 * 1e-6), peak, 1),
+                pxl::bench::percent_of_peak(flops / (f16 * 1e-6), peak, 1));
+  std::printf("\n");
 }
 
 } // namespace
 
 int main() {
+  const double peak = pxl::bench::print_sgemm_peak();
   compare("gelu (128, 512)", {128, 512}, [](pxl::Tensor t) { return pxl::ops::gelu(t); });
   compare("add (128, 512) + (128, 512)", {128, 512}, [](pxl::Tensor t) { return t + t; });
   compare("mul by scalar (128, 512)", {128, 512}, [](pxl::Tensor t) { return t * 0.5; });
-  compare("matmul 128x512x512", {128, 512}, [](pxl::Tensor t) {
-    return pxl::ops::matmul(t,
-                            pxl::variable(pxl::HostTensor::full({512, 512}, t.dtype(), 1.0 / 512)));
-  });
+  compare(
+      "matmul 128x512x512", {128, 512},
+      [](pxl::Tensor t) {
+        return pxl::ops::matmul(
+            t, pxl::variable(pxl::HostTensor::full({512, 512}, t.dtype(), 1.0 / 512)));
+      },
+      2.0 * 128 * 512 * 512, peak);
 }

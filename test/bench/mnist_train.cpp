@@ -11,6 +11,7 @@
 #include "mnist_bench_data.hpp"
 #include "mnist_reference.hpp"
 #include "programs.hpp"
+#include "sgemm_peak.hpp"
 
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
@@ -28,6 +29,7 @@ namespace {
 
 namespace data = pxl::addons::data;
 using mnist::bench::median;
+using mnist::bench::mlp_flops_per_image;
 using mnist::bench::random_batches;
 using Clock = std::chrono::steady_clock;
 
@@ -64,10 +66,11 @@ int main(int argc, char** argv) {
       data::load_fashion_mnist(data::fashion_mnist_default_dir, data::Split::train, 20000);
   const unsigned threads =
       workers == 0 ? std::max(1u, std::thread::hardware_concurrency()) : workers;
+  const double peak = pxl::bench::print_sgemm_peak();
   std::printf("MNIST Net training, SGD lr 0.05, %u emulator worker(s); median of %d\n", threads,
               reps);
-  std::printf("%-6s %-7s %12s %12s %14s %10s\n", "batch", "data", "steps/s", "images/s",
-              "LibTorch st/s", "pxl/torch");
+  std::printf("%-6s %-7s %12s %12s %7s %14s %10s\n", "batch", "data", "steps/s", "images/s",
+              "%peak", "LibTorch st/s", "pxl/torch");
 
   for (std::int64_t batch : {8, 32, 128}) {
     mnist::TrainingProgram program({.batch_size = batch, .workers = workers});
@@ -108,8 +111,10 @@ int main(int argc, char** argv) {
       }
     }
     for (auto [name, rate] : {std::pair{"random", random_rate}, std::pair{"real", real_rate}}) {
-      std::printf("%-6lld %-7s %12.1f %12.0f", static_cast<long long>(batch), name, rate,
-                  rate * static_cast<double>(batch));
+      const double images = rate * static_cast<double>(batch);
+      std::printf("%-6lld %-7s %12.1f %12.0f %6.1f%%", static_cast<long long>(batch), name, rate,
+                  images,
+                  pxl::bench::percent_of_peak(images * mlp_flops_per_image(), peak, threads));
       if (torch_rate > 0)
         std::printf(" %14.1f %10.2f\n", torch_rate, rate / torch_rate);
       else

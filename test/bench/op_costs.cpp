@@ -5,6 +5,8 @@
 // shared machine). Prints; asserts nothing.
 #include <pxl/pxl.hpp>
 
+#include "sgemm_peak.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -40,6 +42,9 @@ Timing measure(int reps, const std::function<void()>& fn) {
   return {wall[static_cast<std::size_t>(mid)], cpu[static_cast<std::size_t>(mid)]};
 }
 
+/// The SGEMM peak per worker the GFLOP/s figures are compared with (set by main).
+double peak_gflops = 0;
+
 pxl::HostTensor filled(pxl::Shape shape, float v) {
   pxl::HostTensor t(std::move(shape), pxl::float32);
   for (auto& x : t.data<float>())
@@ -62,7 +67,8 @@ void report(const char* what, int ops, double flop, const std::function<pxl::Ten
   const Timing t = measure(100, [&] { s.run_with_outputs({}, out); });
   std::printf("%-34s %9.1f us wall %9.1f us cpu", what, t.wall_us / ops, t.cpu_us / ops);
   if (flop > 0)
-    std::printf("  %6.1f GFLOP/s (cpu)", flop / (t.cpu_us / ops) * 1e-3);
+    std::printf("  %6.1f GFLOP/s (cpu), %5.1f%% of peak", flop / (t.cpu_us / ops) * 1e-3,
+                pxl::bench::percent_of_peak(flop / (t.cpu_us / ops) * 1e6, peak_gflops, 1));
   std::printf("\n");
 }
 
@@ -113,6 +119,7 @@ void mlp(std::int64_t batch) {
 } // namespace
 
 int main() {
+  peak_gflops = pxl::bench::print_sgemm_peak();
   for (std::int64_t batch : {8, 128}) {
     matmul_chain(batch, 784, 512);
     matmul_chain(batch, 512, 512);

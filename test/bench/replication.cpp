@@ -9,6 +9,7 @@
 //     build/test/bench/replication [--workers N] [--reps 5] [--batch 8] [--global-batch 32]
 #include "mnist_bench_data.hpp"
 #include "programs.hpp"
+#include "sgemm_peak.hpp"
 
 #include "pxl/addons/data/batch.hpp"
 
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -56,9 +58,9 @@ struct Config {
 
 /// Times every replica count `reps` times, interleaved, and prints the medians and ratios.
 void measure(const char* title, const std::vector<std::array<std::int64_t, 2>>& shapes,
-             unsigned workers, int reps) {
-  std::printf("\n%s\n%-9s %-10s %-12s %12s %8s\n", title, "replicas", "batch/rep", "global batch",
-              "images/s", "ratio");
+             unsigned workers, int reps, double peak) {
+  std::printf("\n%s\n%-9s %-10s %-12s %12s %8s %7s\n", title, "replicas", "batch/rep",
+              "global batch", "images/s", "ratio", "%peak");
   std::vector<std::unique_ptr<Config>> configs;
   for (const auto& [r, b] : shapes)
     configs.push_back(std::make_unique<Config>(r, b, workers));
@@ -73,10 +75,13 @@ void measure(const char* title, const std::vector<std::array<std::int64_t, 2>>& 
   const double base = median(rates[0]);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const double rate = median(rates[i]);
+    const unsigned threads =
+        workers == 0 ? std::max(1u, std::thread::hardware_concurrency()) : workers;
     std::printf(
-        "%-9lld %-10lld %-12lld %12.0f %8.2f\n", static_cast<long long>(configs[i]->replicas),
-        static_cast<long long>(configs[i]->batch),
-        static_cast<long long>(configs[i]->replicas * configs[i]->batch), rate, rate / base);
+        "%-9lld %-10lld %-12lld %12.0f %8.2f %6.1f%%\n",
+        static_cast<long long>(configs[i]->replicas), static_cast<long long>(configs[i]->batch),
+        static_cast<long long>(configs[i]->replicas * configs[i]->batch), rate, rate / base,
+        pxl::bench::percent_of_peak(rate * mnist::bench::mlp_flops_per_image(), peak, threads));
   }
 }
 
@@ -108,8 +113,9 @@ int main(int argc, char** argv) {
   std::printf("MNIST Net data-parallel training, SGD lr 0.05, one step per run on random data, "
               "%u emulator worker(s); median of %d\n",
               workers, reps);
-  measure("(a) same per-replica batch", {{1, batch}, {2, batch}, {4, batch}}, workers, reps);
+  const double peak = pxl::bench::print_sgemm_peak();
+  measure("(a) same per-replica batch", {{1, batch}, {2, batch}, {4, batch}}, workers, reps, peak);
   measure("(b) same global batch",
-          {{1, global_batch}, {2, global_batch / 2}, {4, global_batch / 4}}, workers, reps);
+          {{1, global_batch}, {2, global_batch / 2}, {4, global_batch / 4}}, workers, reps, peak);
   return 0;
 }

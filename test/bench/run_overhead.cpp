@@ -6,6 +6,8 @@
 
 #include <pxl/pxl.hpp>
 
+#include "sgemm_peak.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -91,6 +93,7 @@ void mlp(std::int64_t batch, unsigned workers) {
 } // namespace
 
 int main() {
+  pxl::bench::print_sgemm_peak(); // for comparing machines: overheads are not a fraction of it
   for (unsigned w : {1u, 0u})
     trivial(w);
   for (std::int64_t batch : {8, 128})
