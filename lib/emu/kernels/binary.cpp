@@ -1,12 +1,44 @@
 // Element-wise binary kernels with NumPy broadcasting, and where.
 #include "common.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace pxl::emu::detail {
 
 namespace {
+
+/// Elements widened to float: a contiguous run through `convert` (F16C or AVX-512 where the
+/// CPU has them), a broadcast one repeated, a strided one one by one.
+void widen(const half* x, std::int64_t stride, float* out, std::int64_t n) {
+  if (stride == 1)
+    convert(x, out, static_cast<std::size_t>(n));
+  else if (stride == 0)
+    std::fill_n(out, n, static_cast<float>(x[0]));
+  else
+    for (std::int64_t k = 0; k < n; ++k)
+      out[k] = static_cast<float>(x[k * stride]);
+}
+
+/// A run of a float16 binary op in float registers, block by block: bitwise what converting
+/// each element, computing in float and rounding back gives, without a conversion call per
+/// element.
+template <typename F>
+void half_run(const half* a, std::int64_t stride_a, const half* b, std::int64_t stride_b, half* y,
+              std::int64_t len, F f) {
+  constexpr std::int64_t block = 256;
+  float fa[block], fb[block], fy[block];
+  for (std::int64_t j = 0; j < len; j += block) {
+    const std::int64_t m = std::min(block, len - j);
+    widen(a + j * stride_a, stride_a, fa, m);
+    widen(b + j * stride_b, stride_b, fb, m);
+    for (std::int64_t k = 0; k < m; ++k)
+      fy[k] = f(fa[k], fb[k]);
+    convert(fy, y + j, static_cast<std::size_t>(m));
+  }
+}
 
 /// y = f(a, b) broadcast to the output shape, computing in compute_t<T>. Runs where both
 /// operands are contiguous or one is constant get loops the compiler can vectorise.
@@ -19,30 +51,39 @@ StepFn binary_step(const KernelOp& op, const OpBuffers& buffers, F f) {
   Out* y = typed<Out>(buffers.outputs[0]);
   const std::int64_t n = op.output(0).nelms();
   using C = compute_t<T>;
-  return [=](unsigned w, unsigned nw) {
-    const auto [begin, end] = worker_range(n, w, nw);
-    map.for_runs(begin, end,
-                 [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
-                   const T* pa = a + off[0];
-                   const T* pb = b + off[1];
-                   Out* py = y + pos;
-                   if (inner[0] == 1 && inner[1] == 1) {
-                     for (std::int64_t j = 0; j < len; ++j)
-                       py[j] = static_cast<Out>(f(C(pa[j]), C(pb[j])));
-                   } else if (inner[0] == 1 && inner[1] == 0) {
-                     const C vb = C(pb[0]);
-                     for (std::int64_t j = 0; j < len; ++j)
-                       py[j] = static_cast<Out>(f(C(pa[j]), vb));
-                   } else if (inner[0] == 0 && inner[1] == 1) {
-                     const C va = C(pa[0]);
-                     for (std::int64_t j = 0; j < len; ++j)
-                       py[j] = static_cast<Out>(f(va, C(pb[j])));
-                   } else {
-                     for (std::int64_t j = 0; j < len; ++j)
-                       py[j] = static_cast<Out>(f(C(pa[j * inner[0]]), C(pb[j * inner[1]])));
-                   }
-                 });
-  };
+  if constexpr (std::is_same_v<T, half> && std::is_same_v<Out, half>)
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      map.for_runs(begin, end,
+                   [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                     half_run(a + off[0], inner[0], b + off[1], inner[1], y + pos, len, f);
+                   });
+    };
+  else
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      map.for_runs(begin, end,
+                   [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                     const T* pa = a + off[0];
+                     const T* pb = b + off[1];
+                     Out* py = y + pos;
+                     if (inner[0] == 1 && inner[1] == 1) {
+                       for (std::int64_t j = 0; j < len; ++j)
+                         py[j] = static_cast<Out>(f(C(pa[j]), C(pb[j])));
+                     } else if (inner[0] == 1 && inner[1] == 0) {
+                       const C vb = C(pb[0]);
+                       for (std::int64_t j = 0; j < len; ++j)
+                         py[j] = static_cast<Out>(f(C(pa[j]), vb));
+                     } else if (inner[0] == 0 && inner[1] == 1) {
+                       const C va = C(pa[0]);
+                       for (std::int64_t j = 0; j < len; ++j)
+                         py[j] = static_cast<Out>(f(va, C(pb[j])));
+                     } else {
+                       for (std::int64_t j = 0; j < len; ++j)
+                         py[j] = static_cast<Out>(f(C(pa[j * inner[0]]), C(pb[j * inner[1]])));
+                     }
+                   });
+    };
 }
 
 /// Arithmetic: float32 and float16 with `f`, int32 with `fi` (wrap-around, never UB).
