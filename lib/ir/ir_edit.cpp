@@ -79,29 +79,6 @@ std::size_t replace_from(IrStorage& ir, GraphId g, std::size_t first, TensorId f
   return n;
 }
 
-/// Inputs of `g` that its ops may modify: in place, or through a by-ref input of a call.
-std::vector<bool> inputs_written(const IrStorage& ir, GraphId g) {
-  const GraphNode& node = ir.graph(g);
-  std::unordered_map<std::uint32_t, std::size_t> input_of;
-  for (std::size_t i = 0; i < node.inputs.size(); ++i)
-    input_of.emplace(node.inputs[i].value, i);
-  std::vector<bool> written(node.inputs.size(), false);
-  for (const OpId o : node.ops) {
-    const OpNode& op = ir.op(o);
-    if (is_inplace(op.kind) && !op.inputs.empty())
-      if (auto it = input_of.find(op.inputs[0].value); it != input_of.end()) {
-        written[it->second] = true;
-        input_of.emplace(op.outputs[0].value, it->second);
-      }
-    if (const auto* c = std::get_if<CallAttrs>(&op.attrs)) {
-      const auto& by_ref = ir.graph(GraphId{c->graph}).input_by_ref;
-      for (std::size_t k = 0; k < op.inputs.size() && k < by_ref.size(); ++k)
-        if (auto it = input_of.find(op.inputs[k].value); by_ref[k] && it != input_of.end())
-          written[it->second] = true;
-    }
-  }
-  return written;
-}
 } // namespace
 
 void require_mutable(const Ir& ir, std::string_view what) {
@@ -140,6 +117,31 @@ OpId clone_op(Ir& ir_, OpId op, GraphId into, std::span<const TensorId> inputs) 
                      ir.graph(into).name + "'");
 }
 
+TensorId copy_tensor(Ir& ir_, TensorId t, std::optional<OpId> before) {
+  IrStorage& ir = arena(ir_);
+  const GraphId g = ir.tensor(t).graph;
+  const std::string what = "IrRewriter::copy_tensor: copying '" + ir.tensor(t).id + "' in graph '" +
+                           ir.graph(g).name + "'";
+  require_mutable(ir_, what);
+  const OpNode like = before ? ir.op(*before)
+                             : OpNode{.kind = OpKind::Identity,
+                                      .name = ir.tensor(t).name,
+                                      .graph = g,
+                                      .inputs = {},
+                                      .outputs = {},
+                                      .attrs = NoAttrs{},
+                                      .ipu = ir.tensor(t).ipu,
+                                      .after = {}};
+  const TensorId copy = copy_tensor(ir, g, t, like, what);
+  if (before) {
+    auto& sched = ir.graph(g).ops;
+    const OpId op = sched.back();
+    sched.pop_back();
+    sched.insert(sched.begin() + static_cast<std::ptrdiff_t>(position(ir.graph(g), *before)), op);
+  }
+  return copy;
+}
+
 std::size_t replace_uses(Ir& ir_, TensorId from, TensorId to) {
   IrStorage& ir = arena(ir_);
   const GraphId g = ir.tensor(from).graph;
@@ -163,14 +165,14 @@ std::vector<TensorId> inline_call(Ir& ir_, OpId call) {
 
   const std::size_t first_new = ir.graph(caller).ops.size();
   std::unordered_map<std::uint32_t, TensorId> value; // callee tensor -> caller tensor
-  const auto written = inputs_written(ir, callee);
+  const IrView view(ir_);
   const std::vector<TensorId> body_inputs = ir.graph(callee).inputs;
   for (std::size_t i = 0; i < body_inputs.size(); ++i) {
     // By-ref inputs alias the caller's tensor. A by-value one must not see writes: neither
     // its own nor those through another input bound to the same caller tensor.
     bool copy = false;
     for (std::size_t j = 0; j < body_inputs.size() && !ir.graph(callee).input_by_ref[i]; ++j)
-      copy = copy || (written[j] && site.inputs[j] == site.inputs[i]);
+      copy = copy || (view.input_is_written(callee, j) && site.inputs[j] == site.inputs[i]);
     value.emplace(body_inputs[i].value,
                   copy ? copy_tensor(ir, caller, site.inputs[i], site, what) : site.inputs[i]);
   }

@@ -5,6 +5,7 @@
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/view.hpp"
 
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,9 @@ void require_mutable(const Ir& ir, std::string_view what);
 std::vector<TensorId> add_output(Ir& ir, GraphId g, TensorId t);
 /// A copy of `op` at the end of `into`'s schedule reading `inputs`.
 OpId clone_op(Ir& ir, OpId op, GraphId into, std::span<const TensorId> inputs);
+/// An Identity op copying `t`, scheduled just before `before` (an op of t's graph) or at the
+/// end of t's graph.
+TensorId copy_tensor(Ir& ir, TensorId t, std::optional<OpId> before);
 /// Uses of `from` after `to` is available, and graph outputs, now read `to`.
 std::size_t replace_uses(Ir& ir, TensorId from, TensorId to);
 /// Replaces Call op `call` by copies of its graph's ops; returns the tensors now holding the

@@ -70,5 +70,9 @@ Tensor operator/(double a, const Tensor& b) { return ops::div(scalar_like(b, a),
 Tensor operator-(const Tensor& a) { return ops::negate(a); }
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a = ops::add_(a, b); }
 Tensor& operator+=(Tensor& a, double b) { return a = ops::add_(a, scalar_like(a, b)); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a = ops::sub_(a, b); }
+Tensor& operator-=(Tensor& a, double b) { return a = ops::sub_(a, scalar_like(a, b)); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a = ops::mul_(a, b); }
+Tensor& operator*=(Tensor& a, double b) { return a = ops::mul_(a, scalar_like(a, b)); }
 
 } // namespace pxl

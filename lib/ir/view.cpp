@@ -22,6 +22,20 @@ std::span<const TensorId> IrView::outputs(GraphId g) const { return ir_->graph(g
 bool IrView::input_is_by_ref(GraphId g, std::size_t i) const {
   return ir_->graph(g).input_by_ref[i];
 }
+bool IrView::input_is_written(GraphId g, std::size_t i) const {
+  const TensorId target = ir_->graph(g).inputs[i];
+  for (const OpId o : ir_->graph(g).ops) {
+    const auto ins = inputs(o);
+    if (is_inplace(kind(o)) && !ins.empty() && alias_root(ins[0]) == target)
+      return true;
+    if (const auto called = called_graph(o))
+      for (std::size_t k = 0; k < ins.size(); ++k)
+        if (alias_root(ins[k]) == target && input_is_by_ref(*called, k) &&
+            input_is_written(*called, k))
+          return true;
+  }
+  return false;
+}
 std::span<const TensorId> IrView::tensors(GraphId g) const { return ir_->graph(g).tensors; }
 std::span<const OpId> IrView::call_sites(GraphId g) const { return ir_->graph(g).call_sites; }
 bool IrView::is_differentiated(GraphId g) const {
@@ -45,6 +59,11 @@ std::optional<GraphId> IrView::called_graph(OpId o) const {
   return std::nullopt;
 }
 
+TensorId IrView::alias_root(TensorId t) const {
+  for (auto p = producer(t); p && is_inplace(kind(*p)) && !inputs(*p).empty(); p = producer(t))
+    t = inputs(*p)[0];
+  return t;
+}
 const TensorSpec& IrView::spec(TensorId t) const { return ir_->tensor(t).spec; }
 TensorKind IrView::kind(TensorId t) const { return ir_->tensor(t).kind; }
 const std::string& IrView::id(TensorId t) const { return ir_->tensor(t).id; }

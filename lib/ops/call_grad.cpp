@@ -54,7 +54,7 @@ vector<Tensor> grad_Call(GradContext& c) {
       info, [&](std::size_t k) { return c.grad_output(k); },
       [&](const Tensor& t) {
         if (auto i = position(ins, t); i < ins.size())
-          return c.fwd(op.input(i));
+          return c.fwd_input(i);
         return c.fwd(op.output(position(outs, t)));
       },
       // An inlined forward call gets an inlined gradient call.

@@ -74,7 +74,11 @@ std::vector<Tensor> grad_ReplicatedAllReduce(GradContext& c) {
     only_add_or_mean(c.op());
   return {replicated_all_reduce(g, a.op, group_of(c.op()))};
 }
-PXL_NOT_DIFFERENTIABLE(ReplicatedAllReduceInplace)
+
+// The same reduction, into its input's buffer: the same rule.
+std::vector<Tensor> grad_ReplicatedAllReduceInplace(GradContext& c) {
+  return grad_ReplicatedAllReduce(c);
+}
 
 std::vector<Tensor> grad_ReplicatedReduceScatter(GradContext& c) {
   const auto& a = c.op().attrs_as<CollectiveAttrs>();

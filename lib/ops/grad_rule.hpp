@@ -31,9 +31,14 @@ public:
   virtual ~GradContext() = default;
   /// The forward op being differentiated.
   virtual const Op& op() const = 0;
-  /// A forward tensor made available in the gradient graph (an activation input).
+  /// Forward output `i` (or any tensor no in-place op changes after it is made) made available
+  /// in the gradient graph (an activation input).
   virtual Tensor fwd(const Tensor& forward_tensor) = 0;
-  Tensor fwd_input(std::size_t i) { return fwd(op().input(i)); }
+  /// The value forward input `i` had when the op ran, made available in the gradient graph.
+  /// It may differ from `fwd(op().input(i))`: an in-place op scheduled before this one may
+  /// have changed the input's buffer since the handle was made, or one after it may change it
+  /// before the gradient runs.
+  virtual Tensor fwd_input(std::size_t i) = 0;
   Tensor fwd_output(std::size_t i) { return fwd(op().output(i)); }
   /// Gradient of forward output `i`; zeros when nothing flows into it.
   virtual Tensor grad_output(std::size_t i) = 0;

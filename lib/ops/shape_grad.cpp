@@ -1,4 +1,4 @@
-// Gradient rules of the shape and data-movement ops, and the non-differentiable updates.
+// Gradient rules of the shape and data-movement ops.
 #include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
@@ -98,20 +98,7 @@ vector<Tensor> grad_Gather(GradContext& c) {
 
 PXL_NOT_DIFFERENTIABLE(OneHot)
 PXL_NOT_DIFFERENTIABLE(Init)
-PXL_NOT_DIFFERENTIABLE(AddInplace)
-PXL_NOT_DIFFERENTIABLE(ScaledAddInplace)
-PXL_NOT_DIFFERENTIABLE(Accumulate)
-PXL_NOT_DIFFERENTIABLE(CopyVarUpdate)
-PXL_NOT_DIFFERENTIABLE(AccumulatorScale)
-PXL_NOT_DIFFERENTIABLE(AccumulatorZero)
 PXL_NOT_DIFFERENTIABLE(HostLoad)
 PXL_NOT_DIFFERENTIABLE(HostStore)
-
-vector<Tensor> grad_ScaledAdd(GradContext& c) {
-  const auto& s = c.op().attrs_as<ScalarAttrs>();
-  const Tensor g = c.grad_output(0);
-  return {unbroadcast(g * s.a, c.op().input(0).shape()),
-          unbroadcast(g * s.b, c.op().input(1).shape())};
-}
 
 } // namespace pxl::detail

@@ -40,6 +40,14 @@ Tensor add_(const Tensor& a, const Tensor& b) {
   return inplace_binary(OpKind::AddInplace, a, b, true, NoAttrs{});
 }
 
+Tensor sub_(const Tensor& a, const Tensor& b) {
+  return inplace_binary(OpKind::SubInplace, a, b, true, NoAttrs{});
+}
+
+Tensor mul_(const Tensor& a, const Tensor& b) {
+  return inplace_binary(OpKind::MulInplace, a, b, true, NoAttrs{});
+}
+
 Tensor scaled_add(const Tensor& x, const Tensor& y, double a, double b) {
   detail::check_float("ScaledAdd", x);
   detail::check_same_dtype("ScaledAdd", x, y);

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
+#include <unordered_map>
 
 namespace pxl {
 
@@ -41,10 +43,94 @@ GradCall grad_call(const transforms::GradGraphInfo& info) {
   return c;
 }
 
+/// The buffer versions of a forward graph, for in-place updates. An in-place op gives its
+/// target's buffer a new version (the tensor it makes), and so does a call or repeat writing
+/// a by-ref input (a version without a handle of its own). An op reads the version current
+/// when it runs, whatever handle it names: after `add_(y, x)`, `y * y` reads y + x. Autodiff
+/// keys gradients and saved activations by version, so the gradient of `y * y` flows through
+/// the in-place add, and an activation changed later is saved by a copy made before the change.
+class Versions {
+public:
+  /// Keys of versions without a handle start here; the others are tensor indices.
+  static constexpr std::uint32_t unnamed_base = 1u << 31;
+
+  /// A version a call or repeat made by writing its by-ref input `input`.
+  struct Unnamed {
+    Op call;
+    std::size_t input;
+    Tensor handle; ///< a handle of the buffer (the call's input)
+  };
+
+  explicit Versions(const Graph& fwd) {
+    const IrView view(fwd.ir());
+    for (const Op& op : fwd.ops()) {
+      for (std::size_t i = 0; i < op.num_inputs(); ++i) {
+        const Tensor t = op.input(i);
+        const std::uint32_t now = current(view, t);
+        if (now != t.index())
+          reads_.emplace(std::pair{op.index(), i}, now);
+      }
+      if (is_inplace(op.kind())) {
+        const TensorId root = view.alias_root(IrView::id(op.input(0)));
+        next_writer_.emplace(current(view, op.input(0)), op);
+        current_[root.value] = op.output(0).index();
+      }
+      if (const auto called = op.called_graph())
+        for (std::size_t k = 0; k < op.num_inputs(); ++k) {
+          if (!called->input_is_by_ref(k) || !view.input_is_written(IrView::id(*called), k))
+            continue;
+          const TensorId root = view.alias_root(IrView::id(op.input(k)));
+          next_writer_.emplace(current(view, op.input(k)), op);
+          const auto key = unnamed_base + static_cast<std::uint32_t>(unnamed_.size());
+          unnamed_.push_back({op, k, op.input(k)});
+          written_by_[op.index()].push_back(key);
+          current_[root.value] = key;
+        }
+    }
+    for (const auto& t : fwd.outputs())
+      final_.emplace(t.index(), current(view, t));
+  }
+
+  /// The version input `i` of `op` reads.
+  std::uint32_t read(const Op& op, std::size_t i) const {
+    const auto it = reads_.find(std::pair{op.index(), i});
+    return it != reads_.end() ? it->second : op.input(i).index();
+  }
+  /// The version graph output `t` holds when the graph ends.
+  std::uint32_t final_version(const Tensor& t) const { return final_.at(t.index()); }
+  /// The op that next changes version `key`'s buffer; none if it lasts to the end.
+  std::optional<Op> next_writer(std::uint32_t key) const {
+    const auto it = next_writer_.find(key);
+    return it != next_writer_.end() ? std::optional<Op>(it->second) : std::nullopt;
+  }
+  static bool is_unnamed(std::uint32_t key) { return key >= unnamed_base; }
+  const Unnamed& unnamed(std::uint32_t key) const { return unnamed_.at(key - unnamed_base); }
+  /// The versions call or repeat `op` makes by writing by-ref inputs.
+  std::span<const std::uint32_t> written_by(const Op& op) const {
+    const auto it = written_by_.find(op.index());
+    return it != written_by_.end() ? std::span<const std::uint32_t>(it->second)
+                                   : std::span<const std::uint32_t>();
+  }
+
+private:
+  std::uint32_t current(const IrView& view, const Tensor& t) const {
+    const TensorId root = view.alias_root(IrView::id(t));
+    const auto it = current_.find(root.value);
+    return it != current_.end() ? it->second : t.index();
+  }
+
+  std::map<std::pair<std::uint32_t, std::size_t>, std::uint32_t> reads_;
+  std::unordered_map<std::uint32_t, std::uint32_t> current_; // buffer root -> version
+  std::unordered_map<std::uint32_t, Op> next_writer_;
+  std::unordered_map<std::uint32_t, std::uint32_t> final_;
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> written_by_;
+  std::vector<Unnamed> unnamed_;
+};
+
 class Autodiff final : public GradContext {
 public:
   Autodiff(const Graph& fwd, std::map<Graph, transforms::GradGraphInfo>& cache)
-      : rewriter_(fwd.ir()), fwd_(fwd), cache_(cache) {}
+      : rewriter_(fwd.ir()), fwd_(fwd), cache_(cache), versions_(fwd) {}
 
   transforms::GradGraphInfo run(const std::vector<Tensor>& provided,
                                 const std::vector<Tensor>& required) {
@@ -54,7 +140,7 @@ public:
     for (const auto& o : provided) {
       Tensor g = graph_input(o.spec(), "grad_" + o.name());
       expected_inputs_.push_back({o, transforms::ExpectedConnection::Kind::fwd_grad});
-      accumulate(o, g);
+      accumulate(versions_.final_version(o), g);
     }
     mark_needed(required);
     const auto ops = fwd_.ops();
@@ -71,30 +157,8 @@ public:
 
   const Op& op() const override { return op_; }
 
-  Tensor fwd(const Tensor& t) override {
-    if (auto it = activations_.find(t.index()); it != activations_.end())
-      return it->second;
-    Tensor in_grad;
-    const IrView view = rewriter_.view();
-    const TensorId id = IrView::id(t);
-    if (t.is_constant()) {
-      in_grad = constant(*view.data(id), t.name());
-    } else {
-      PXL_ASSERT(fwd_.contains(t));
-      const auto ins = view.inputs(IrView::id(fwd_));
-      const auto outs = view.outputs(IrView::id(fwd_));
-      const bool visible = std::find(ins.begin(), ins.end(), id) != ins.end() ||
-                           std::find(outs.begin(), outs.end(), id) != outs.end();
-      // An activation the gradient graph reads leaves the forward graph (and every call site
-      // of it) as an extra output.
-      if (!visible)
-        rewriter_.add_output(IrView::id(fwd_), id);
-      in_grad = graph_input(t.spec(), t.name());
-      expected_inputs_.push_back({t, transforms::ExpectedConnection::Kind::fwd});
-    }
-    activations_.emplace(t.index(), in_grad);
-    return in_grad;
-  }
+  Tensor fwd(const Tensor& t) override { return activation(t.index()); }
+  Tensor fwd_input(std::size_t i) override { return activation(versions_.read(op_, i)); }
 
   Tensor grad_output(std::size_t i) override {
     const Tensor o = op_.output(i);
@@ -105,7 +169,7 @@ public:
   bool has_grad_output(std::size_t i) const override {
     return grads_.contains(op_.output(i).index());
   }
-  bool needs_grad(std::size_t i) const override { return needed_.contains(op_.input(i).index()); }
+  bool needs_grad(std::size_t i) const override { return needed_.contains(versions_.read(op_, i)); }
 
   GradCall called_grad(const Graph& called, std::vector<Tensor> provided,
                        std::vector<Tensor> required) override {
@@ -134,10 +198,42 @@ public:
   }
 
 private:
-  void accumulate(const Tensor& fwd_tensor, const Tensor& g) {
-    auto [it, inserted] = grads_.emplace(fwd_tensor.index(), g);
+  void accumulate(std::uint32_t version, const Tensor& g) {
+    auto [it, inserted] = grads_.emplace(version, g);
     if (!inserted)
       it->second = ops::add(it->second, g);
+  }
+
+  /// Version `key` of a forward tensor as an input of the gradient graph. A version that an
+  /// in-place op changes later (or one without a handle) is saved by a copy made in the forward
+  /// graph just before the change (at the end for a final unnamed version); a tensor the
+  /// forward graph does not return becomes an extra output of it and of its call sites.
+  Tensor activation(std::uint32_t key) {
+    if (auto it = activations_.find(key); it != activations_.end())
+      return it->second;
+    const IrView view = rewriter_.view();
+    const bool unnamed = Versions::is_unnamed(key);
+    Tensor t = unnamed ? versions_.unnamed(key).handle : view.tensor(TensorId{key});
+    Tensor in_grad;
+    if (t.is_constant()) {
+      in_grad = constant(*view.data(IrView::id(t)), t.name());
+    } else {
+      PXL_ASSERT(fwd_.contains(t));
+      const auto writer = versions_.next_writer(key);
+      if (writer || unnamed)
+        t = rewriter_.copy_tensor(t, writer);
+      const TensorId id = IrView::id(t);
+      const auto ins = view.inputs(IrView::id(fwd_));
+      const auto outs = view.outputs(IrView::id(fwd_));
+      const bool visible = std::find(ins.begin(), ins.end(), id) != ins.end() ||
+                           std::find(outs.begin(), outs.end(), id) != outs.end();
+      if (!visible)
+        rewriter_.add_output(IrView::id(fwd_), id);
+      in_grad = graph_input(t.spec(), t.name());
+      expected_inputs_.push_back({t, transforms::ExpectedConnection::Kind::fwd});
+    }
+    activations_.emplace(key, in_grad);
+    return in_grad;
   }
 
   void mark_needed(const std::vector<Tensor>& required) {
@@ -146,13 +242,16 @@ private:
     for (const auto& op : fwd_.ops()) {
       if (op.kind() == OpKind::Detach)
         continue;
-      const auto ins = op.inputs();
-      if (std::none_of(ins.begin(), ins.end(),
-                       [&](const Tensor& t) { return needed_.contains(t.index()); }))
+      bool any = false;
+      for (std::size_t i = 0; i < op.num_inputs(); ++i)
+        any = any || needed_.contains(versions_.read(op, i));
+      if (!any)
         continue;
       for (const auto& o : op.outputs())
         if (is_floating_point(o.dtype()))
           needed_.insert(o.index());
+      for (const auto key : versions_.written_by(op))
+        needed_.insert(key);
     }
   }
 
@@ -163,7 +262,10 @@ private:
     for (std::size_t i = 0; i < op.num_outputs(); ++i)
       any_out |= grads_.contains(op.output(i).index());
     for (std::size_t i = 0; i < op.num_inputs(); ++i)
-      any_in |= needed_.contains(op.input(i).index());
+      any_in |= needed_.contains(versions_.read(op, i));
+    for (const auto key : versions_.written_by(op))
+      if (grads_.contains(key))
+        by_ref_update_on_gradient_path(versions_.unnamed(key));
     if (!any_out || !any_in)
       return;
     op_ = op;
@@ -172,12 +274,25 @@ private:
     PXL_ASSERT(input_grads.size() == op.num_inputs());
     for (std::size_t i = 0; i < op.num_inputs(); ++i)
       if (input_grads[i].valid() && needs_grad(i))
-        accumulate(op.input(i), input_grads[i]);
+        accumulate(versions_.read(op, i), input_grads[i]);
+  }
+
+  /// A gradient reaches a buffer version a call made by writing a by-ref input: the called
+  /// graph's gradient has no input for it.
+  [[noreturn]] void by_ref_update_on_gradient_path(const Versions::Unnamed& u) const {
+    const Graph called = *u.call.called_graph();
+    throw GraphError("autodiff: " + u.call.debug_name() + " in graph '" + fwd_.name() +
+                     "' updates " + describe(u.handle) + " in place through by-reference input " +
+                     std::to_string(u.input) + " of graph '" + called.name() +
+                     "', and a gradient flows through the updated value; a by-reference update "
+                     "cannot be differentiated: return the new value from '" +
+                     called.name() + "' as an output instead, or detach what reads it");
   }
 
   transforms::IrRewriter rewriter_;
   Graph fwd_, grad_;
   std::map<Graph, transforms::GradGraphInfo>& cache_;
+  Versions versions_;
   Op op_;
   std::map<std::uint32_t, Tensor> grads_;
   std::map<std::uint32_t, Tensor> activations_;
@@ -262,6 +377,43 @@ GradGraphInfo autodiff(const Graph& graph, AutodiffOptions options) {
   return autodiff_all(graph, std::move(options)).at(graph);
 }
 
+namespace {
+/// GraphError if an op scheduled after `fwd_call` has changed, in place, the buffer of one of
+/// `activations` (tensors of the call's graph): a gradient call made now would read the
+/// changed value, not the one the forward call saw.
+void check_activations_unchanged(const CallSiteInfo& fwd_call, const InputsDict& activations) {
+  const Op call = fwd_call.op();
+  const IrView view(call.graph().ir());
+  std::map<TensorId, Tensor> roots;
+  for (const auto& [grad_input, parent] : activations)
+    roots.emplace(view.alias_root(IrView::id(parent)), parent);
+  const auto sched = view.ops(IrView::id(call.graph()));
+  auto it = std::find(sched.begin(), sched.end(), IrView::id(call));
+  if (it == sched.end())
+    return;
+  for (++it; it != sched.end(); ++it) {
+    const auto ins = view.inputs(*it);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      const bool writes =
+          (k == 0 && is_inplace(view.kind(*it))) ||
+          (view.called_graph(*it) && view.input_is_by_ref(*view.called_graph(*it), k) &&
+           view.input_is_written(*view.called_graph(*it), k));
+      const auto hit = writes ? roots.find(view.alias_root(ins[k])) : roots.end();
+      if (hit == roots.end())
+        continue;
+      const Op writer = view.op(*it);
+      throw GraphError("GradGraphInfo::inputs_dict: the gradient of graph '" +
+                       fwd_call.called_graph().name() + "' reads " + detail::describe(hit->second) +
+                       " as " + call.debug_name() + " left it, but " + writer.debug_name() + " ('" +
+                       writer.name() +
+                       "') has changed it in place since; ops run in the order they are "
+                       "created, so call the gradient graph before that update (or update a "
+                       "copy)");
+    }
+  }
+}
+} // namespace
+
 InputsDict GradGraphInfo::inputs_dict(const CallSiteInfo& fwd_call) const {
   if (fwd_call.called_graph() != forward_graph_)
     throw GraphError("GradGraphInfo::inputs_dict: the call site calls '" +
@@ -272,6 +424,7 @@ InputsDict GradGraphInfo::inputs_dict(const CallSiteInfo& fwd_call) const {
   for (std::size_t i = 0; i < expected_inputs_.size(); ++i)
     if (expected_inputs_[i].kind == ExpectedConnection::Kind::fwd)
       dict.emplace_back(grad_inputs[i], fwd_call.graph_to_parent(expected_inputs_[i].fwd_tensor));
+  check_activations_unchanged(fwd_call, dict);
   return dict;
 }
 

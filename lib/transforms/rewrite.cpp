@@ -66,6 +66,22 @@ Op IrRewriter::clone_op(const Op& op, const Graph& into, std::span<const Tensor>
   return v.op(detail::edit::clone_op(*ir_, IrView::id(op), IrView::id(into), ids));
 }
 
+Tensor IrRewriter::copy_tensor(const Tensor& t, const std::optional<Op>& before) {
+  const IrView v = view();
+  if (!t.valid() || !v.owns(t))
+    throw GraphError("IrRewriter::copy_tensor: " + shown(t) + " must belong to the rewriter's Ir");
+  std::optional<OpId> at;
+  if (before) {
+    const auto& sched = v.ops(IrView::id(t.graph()));
+    if (!v.owns(*before) ||
+        std::find(sched.begin(), sched.end(), IrView::id(*before)) == sched.end())
+      throw GraphError("IrRewriter::copy_tensor: " + before->debug_name() +
+                       " is not scheduled in graph '" + t.graph().name() + "' of " + shown(t));
+    at = IrView::id(*before);
+  }
+  return v.tensor(detail::edit::copy_tensor(*ir_, IrView::id(t), at));
+}
+
 std::size_t IrRewriter::replace_uses(const Tensor& from, const Tensor& to) {
   const IrView v = view();
   if (!from.valid() || !to.valid() || !v.owns(from) || !v.owns(to))

@@ -17,6 +17,26 @@ TEST_CASE("add_ broadcasts its right operand into the left one") {
                  {random_tensor({13, 7}, d, -9, 9, 1), random_tensor({13, 1}, d, -9, 9, 2)});
 }
 
+TEST_CASE("sub_ and mul_ broadcast their right operand into the left one") {
+  const auto a = tensor({2, 3}, float32, {1, 2, 3, 4, 5, 6});
+  const auto b = tensor({3}, float32, {10, 20, 30});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::sub_(x, y); }, {a, b})[0],
+               a.spec(), {-9, -18, -27, -6, -15, -24});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::mul_(x, y); }, {a, b})[0],
+               a.spec(), {10, 40, 90, 40, 100, 180});
+  for (DType d : {float32, float16, int32}) {
+    check_kernel([](Tensor x, Tensor y) { return ops::sub_(x, y); },
+                 {random_tensor({13, 7}, d, -9, 9, 1), random_tensor({13, 1}, d, -9, 9, 2)});
+    check_kernel([](Tensor x, Tensor y) { return ops::mul_(x, y); },
+                 {random_tensor({13, 7}, d, -9, 9, 3), random_tensor({7}, d, -9, 9, 4)});
+  }
+  // int32 wraps around, as two's complement does.
+  const auto big = tensor({2}, int32, {2147483647, -2147483647 - 1});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::sub_(x, y); },
+                            {big, tensor({2}, int32, {-1, 1})})[0],
+               big.spec(), {-2147483647.0 - 1, 2147483647});
+}
+
 TEST_CASE("scaled_add and scaled_add_: a·x + b·y") {
   const auto x = tensor({3}, float32, {1, 2, 3});
   const auto y = tensor({3}, float32, {10, 20, 30});

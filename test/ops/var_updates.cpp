@@ -46,6 +46,29 @@ TEST_CASE("add_: output aliases input 0's spec, b broadcasts to a") {
                        DTypeError);
 }
 
+TEST_CASE("sub_ and mul_, and the -= and *= operators: as add_") {
+  Fixture f;
+  auto a = graph_input({2, 3}, float32, "a");
+  auto b = graph_input({3}, float32, "b");
+  CHECK(ops::sub_(a, b).producer()->kind() == OpKind::SubInplace);
+  CHECK(ops::mul_(a, b).producer()->kind() == OpKind::MulInplace);
+  CHECK(is_inplace(OpKind::SubInplace));
+  CHECK(is_inplace(OpKind::MulInplace));
+  Tensor c = a;
+  c -= b;
+  CHECK(c.producer()->kind() == OpKind::SubInplace);
+  c *= 2.0;
+  CHECK(c.producer()->kind() == OpKind::MulInplace);
+  CHECK(c.spec() == a.spec());
+  auto wide = graph_input({4, 2, 3}, float32, "wide");
+  CHECK_THROWS_WITH_AS(ops::sub_(a, wide), Contains("which is updated in place"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::mul_(a, wide), Contains("which is updated in place"), ShapeError);
+  auto u = graph_input({2}, uint8, "u");
+  CHECK_THROWS_WITH_AS(ops::mul_(u, u),
+                       Contains("MulLhsInplace: cannot update 'u' [(2,) uint8] in place"),
+                       DTypeError);
+}
+
 TEST_CASE("add_ in the reference evaluator: later readers see the update") {
   Ir ir;
   Tensor v, before, after;

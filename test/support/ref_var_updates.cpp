@@ -22,6 +22,16 @@ void ref_AddInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* 
   binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) { return a + b; });
 }
 
+void ref_SubInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) { return a - b; });
+}
+
+void ref_MulInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) { return a * b; });
+}
+
 void ref_ScaledAdd(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
                    std::span<HostTensor* const> outputs) {
   const auto attrs = op.attrs_as<ScalarAttrs>();

@@ -69,6 +69,8 @@ namespace pxl {
   X(Init, "Init")                                                                                  \
   /* in-place updates: output aliases input 0 */                                                   \
   X(AddInplace, "AddLhsInplace")                                                                   \
+  X(SubInplace, "SubtractLhsInplace")                                                              \
+  X(MulInplace, "MulLhsInplace")                                                                   \
   X(ScaledAdd, "ScaledAdd")                                                                        \
   X(ScaledAddInplace, "ScaledAddLhsInplace")                                                       \
   X(Accumulate, "Accumulate")                                                                      \
@@ -122,6 +124,8 @@ constexpr std::string_view op_type_name(OpKind k) {
 constexpr bool is_inplace(OpKind k) {
   switch (k) {
   case OpKind::AddInplace:
+  case OpKind::SubInplace:
+  case OpKind::MulInplace:
   case OpKind::ScaledAddInplace:
   case OpKind::Accumulate:
   case OpKind::CopyVarUpdate:

@@ -80,9 +80,14 @@ Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
 Tensor operator-(const Tensor& a);
-/// In-place add (`ops::add_`): `a` becomes the op's output, which aliases the old `a`.
+/// In-place add, subtract and multiply (`ops::add_`, `sub_`, `mul_`): `a` becomes the op's
+/// output, which aliases the old `a`. Autodiff differentiates them (`y += f(x)` residuals).
 Tensor& operator+=(Tensor& a, const Tensor& b);
 Tensor& operator+=(Tensor& a, double b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, double b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, double b);
 
 } // namespace pxl
 

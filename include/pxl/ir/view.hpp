@@ -60,6 +60,11 @@ public:
   std::span<const TensorId> outputs(GraphId g) const;
   /// Whether input `i` of `g` is passed by reference (its modifications reach the caller).
   bool input_is_by_ref(GraphId g, std::size_t i) const;
+  /// Whether the ops of `g` may modify input `i`'s buffer: in place, or through a by-ref input
+  /// of a call or repeat whose graph writes it (a by-value input written in place changes only
+  /// the callee's copy; a by-ref one reaches the caller). Cost: the ops of `g` and of the
+  /// graphs it calls.
+  bool input_is_written(GraphId g, std::size_t i) const;
   /// Every tensor owned by `g`, in creation order.
   std::span<const TensorId> tensors(GraphId g) const;
   /// The Call ops running `g` (Repeat ops are not call sites), in creation order.
@@ -99,6 +104,9 @@ public:
   std::int64_t ipu(TensorId t) const;
   /// The op writing `t`; none for graph inputs, variables and constants.
   std::optional<OpId> producer(TensorId t) const;
+  /// The tensor whose buffer `t` is: `t` itself, unless an in-place op made it (its output 0
+  /// is its input 0, modified), then the alias root of that op's input 0.
+  TensorId alias_root(TensorId t) const;
   /// Initial value of a variable or constant (null for other tensors); for a variable with a
   /// replica grouping of several groups, one value per group: (num_groups, *spec(t).shape).
   const HostTensor* data(TensorId t) const;

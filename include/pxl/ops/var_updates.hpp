@@ -7,6 +7,10 @@ namespace pxl::ops {
 
 /// a += b (b broadcast to a's shape).
 Tensor add_(const Tensor& a, const Tensor& b);
+/// a -= b (b broadcast to a's shape).
+Tensor sub_(const Tensor& a, const Tensor& b);
+/// a *= b (b broadcast to a's shape).
+Tensor mul_(const Tensor& a, const Tensor& b);
 /// a·x + b·y, a new tensor (x and y may differ in dtype from each other only if castable).
 Tensor scaled_add(const Tensor& x, const Tensor& y, double a = 1.0, double b = 1.0);
 /// x = a·x + b·y: the SGD step is `scaled_add_(w, grad, 1.0, -lr)`.

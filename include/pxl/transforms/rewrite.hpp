@@ -4,6 +4,7 @@
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/view.hpp"
 
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,12 @@ public:
   /// `inputs`: tensors of `into` with the specs of `op`'s inputs. Its outputs are new tensors
   /// with the specs and names of `op`'s. Ordering constraints (`after`) are not copied.
   Op clone_op(const Op& op, const Graph& into, std::span<const Tensor> inputs);
+
+  /// A copy of `t` (an Identity op) scheduled just before `before`, an op of t's graph, or at
+  /// the end of t's graph without one: it holds t's buffer as it is at that point, whatever
+  /// in-place ops do to the buffer later (autodiff saves activations this way). It runs on
+  /// the IPU of `before`, else of `t`.
+  Tensor copy_tensor(const Tensor& t, const std::optional<Op>& before = std::nullopt);
 
   /// Makes the ops of `from`'s graph that run once `to` exists (those after `to`'s producer;
   /// every op when `to` is an input, variable or constant) read `to` instead of `from`, and

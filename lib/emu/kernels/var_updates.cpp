@@ -89,9 +89,10 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
 
 } // namespace
 
-StepFn compile_AddInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  if (op.input(0).dtype() != int32)
-    return scaled_add_step(op, buffers, 1.0, 1.0);
+namespace {
+/// t = f(t, x) on int32 with x broadcast to t's shape; f wraps around (computed in uint32).
+template <typename F>
+StepFn int32_update(const KernelOp& op, const OpBuffers& buffers, F f) {
   const auto map =
       make_broadcast_map<2>(op.output(0).shape(), {op.input(0).shape(), op.input(1).shape()});
   const std::int64_t n = op.output(0).nelms();
@@ -99,15 +100,49 @@ StepFn compile_AddInplace(CompileContext&, const KernelOp& op, const OpBuffers& 
   const std::int32_t* b = typed<const std::int32_t>(buffers.inputs[1]);
   return [=](unsigned w, unsigned nw) {
     const auto [begin, end] = worker_range(n, w, nw);
-    map.for_runs(begin, end,
-                 [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
-                   for (std::int64_t j = 0; j < len; ++j) {
-                     const auto sum = static_cast<std::uint32_t>(a[off[0] + j * inner[0]]) +
-                                      static_cast<std::uint32_t>(b[off[1] + j * inner[1]]);
-                     a[pos + j] = static_cast<std::int32_t>(sum);
-                   }
-                 });
+    map.for_runs(
+        begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+          for (std::int64_t j = 0; j < len; ++j)
+            a[pos + j] =
+                static_cast<std::int32_t>(f(static_cast<std::uint32_t>(a[off[0] + j * inner[0]]),
+                                            static_cast<std::uint32_t>(b[off[1] + j * inner[1]])));
+        });
   };
+}
+} // namespace
+
+StepFn compile_AddInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  if (op.input(0).dtype() != int32)
+    return scaled_add_step(op, buffers, 1.0, 1.0);
+  return int32_update(op, buffers, [](std::uint32_t a, std::uint32_t b) { return a + b; });
+}
+
+StepFn compile_SubInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  if (op.input(0).dtype() != int32)
+    return scaled_add_step(op, buffers, 1.0, -1.0);
+  return int32_update(op, buffers, [](std::uint32_t a, std::uint32_t b) { return a - b; });
+}
+
+StepFn compile_MulInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  if (op.input(0).dtype() == int32)
+    return int32_update(op, buffers, [](std::uint32_t a, std::uint32_t b) { return a * b; });
+  const auto map =
+      make_broadcast_map<2>(op.output(0).shape(), {op.input(0).shape(), op.input(1).shape()});
+  const std::int64_t n = op.output(0).nelms();
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    T* a = typed<T>(buffers.outputs[0]);
+    const T* b = typed<const T>(buffers.inputs[1]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      map.for_runs(begin, end,
+                   [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                     for (std::int64_t j = 0; j < len; ++j)
+                       a[pos + j] = static_cast<T>(static_cast<double>(a[off[0] + j * inner[0]]) *
+                                                   static_cast<double>(b[off[1] + j * inner[1]]));
+                   });
+    };
+  });
 }
 
 StepFn compile_ScaledAdd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {

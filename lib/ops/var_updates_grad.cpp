@@ -1,0 +1,63 @@
+// Gradient rules of scaled_add and the in-place updates. An in-place op's output 0 is the new
+// version of its input 0's buffer: autodiff routes the gradient of every later read of that
+// buffer to it (see lib/transforms/autodiff.cpp), and these rules pass it on to the values
+// the op read.
+#include "ops/grad_rule.hpp"
+#include "pxl/ops/elementwise.hpp"
+
+namespace pxl::detail {
+
+using std::vector;
+
+namespace {
+/// g·f, without an op when f is 1.
+Tensor scaled(const Tensor& g, double f) { return f == 1.0 ? g : g * f; }
+
+/// t' = a·t + b·x (x broadcast to t's shape).
+vector<Tensor> scaled_update(GradContext& c, double a, double b) {
+  const Tensor g = c.grad_output(0);
+  return {scaled(g, a), unbroadcast(scaled(g, b), c.op().input(1).shape())};
+}
+} // namespace
+
+vector<Tensor> grad_ScaledAdd(GradContext& c) {
+  const auto& s = c.op().attrs_as<ScalarAttrs>();
+  const Tensor g = c.grad_output(0);
+  return {unbroadcast(scaled(g, s.a), c.op().input(0).shape()),
+          unbroadcast(scaled(g, s.b), c.op().input(1).shape())};
+}
+
+vector<Tensor> grad_AddInplace(GradContext& c) { return scaled_update(c, 1.0, 1.0); }
+
+vector<Tensor> grad_SubInplace(GradContext& c) { return scaled_update(c, 1.0, -1.0); }
+
+// t' = t·x: dt = g·x, dx = g·t with t's value before the update (saved by autodiff).
+vector<Tensor> grad_MulInplace(GradContext& c) {
+  const Tensor g = c.grad_output(0);
+  vector<Tensor> grads(2);
+  if (c.needs_grad(0))
+    grads[0] = g * c.fwd_input(1);
+  if (c.needs_grad(1))
+    grads[1] = unbroadcast(g * c.fwd_input(0), c.op().input(1).shape());
+  return grads;
+}
+
+vector<Tensor> grad_ScaledAddInplace(GradContext& c) {
+  const auto& s = c.op().attrs_as<ScalarAttrs>();
+  return scaled_update(c, s.a, s.b);
+}
+
+vector<Tensor> grad_Accumulate(GradContext& c) {
+  return scaled_update(c, 1.0, c.op().attrs_as<ScalarAttrs>().a);
+}
+
+// t' = x: the old value of t does not reach the result.
+vector<Tensor> grad_CopyVarUpdate(GradContext& c) { return {Tensor{}, c.grad_output(0)}; }
+
+vector<Tensor> grad_AccumulatorScale(GradContext& c) {
+  return {scaled(c.grad_output(0), c.op().attrs_as<ScalarAttrs>().a)};
+}
+
+vector<Tensor> grad_AccumulatorZero(GradContext&) { return {Tensor{}}; }
+
+} // namespace pxl::detail
