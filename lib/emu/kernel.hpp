@@ -43,10 +43,10 @@ inline std::pair<std::int64_t, std::int64_t> worker_range(std::int64_t n, unsign
 
 /// Control ops run a callee's steps; the Executor steps those itself (in lockstep over the
 /// replicas), so control ops have argument copies instead of a kernel.
-constexpr bool is_control(OpKind k) { return k == OpKind::Call || k == OpKind::Repeat; }
+constexpr bool is_control(OpKind k) { return family_of(k) == OpFamily::call; }
 
 // One compile function per op kind with a kernel; a kind without one fails to link.
-#define PXL_X(kind, name)                                                                          \
+#define PXL_X(kind, ...)                                                                           \
   StepFn compile_##kind(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers);
 PXL_OP_TABLE(PXL_X)
 #undef PXL_X
@@ -66,7 +66,7 @@ constexpr CompileFn entry(Named named) {
 
 /// compile_<Kind> for each OpKind, indexed by the kind; null for control kinds.
 inline constexpr std::array<CompileFn, num_op_kinds> kernel_table = {
-#define PXL_X(kind, name)                                                                          \
+#define PXL_X(kind, ...)                                                                           \
   kernel_table_detail::entry<OpKind::kind>([](auto) { return &compile_##kind; }),
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X

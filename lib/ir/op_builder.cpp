@@ -22,6 +22,7 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
                const std::vector<std::string>& output_names, std::string_view scope,
                std::string_view what) {
   PXL_ASSERT(output_specs.size() == output_names.size());
+  PXL_ASSERT(node.attrs.index() == attrs_index(node.kind)); // the op table row's attribute type
   for (std::size_t i = 0; i < output_specs.size(); ++i)
     nbytes(output_specs[i].shape, output_specs[i].dtype,
            std::string(what) + ": output '" + output_names[i] + "'");

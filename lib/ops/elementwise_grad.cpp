@@ -53,8 +53,6 @@ vector<Tensor> grad_GeluErf(GradContext& c) {
   const Tensor pdf = ops::exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * std::acos(-1.0)));
   return {c.grad_output(0) * (cdf + x * pdf)};
 }
-PXL_NOT_DIFFERENTIABLE(LogicalNot)
-PXL_NOT_DIFFERENTIABLE(IsNan)
 vector<Tensor> grad_Cast(GradContext& c) {
   const Tensor x = c.op().input(0);
   if (!is_floating_point(x.dtype()))
@@ -109,10 +107,6 @@ vector<Tensor> grad_Maximum(GradContext& c) {
   return {unbroadcast(ops::where(b_wins, zero, g), c.op().input(0).shape()),
           unbroadcast(ops::where(b_wins, g, zero), c.op().input(1).shape())};
 }
-PXL_NOT_DIFFERENTIABLE(Equal)
-PXL_NOT_DIFFERENTIABLE(Greater)
-PXL_NOT_DIFFERENTIABLE(LogicalAnd)
-PXL_NOT_DIFFERENTIABLE(LogicalOr)
 vector<Tensor> grad_Where(GradContext& c) {
   const Tensor g = c.grad_output(0), cond = c.fwd_input(0);
   const Tensor zero = zero_like(g);

@@ -54,14 +54,13 @@ public:
 /// A gradient rule returns one tensor per forward input: its gradient, or an empty Tensor.
 using GradRule = std::vector<Tensor> (*)(GradContext&);
 
-// One rule per op kind. Non-differentiable kinds are defined with PXL_NOT_DIFFERENTIABLE.
-#define PXL_X(kind, name) std::vector<Tensor> grad_##kind(GradContext& ctx);
+// One rule per differentiable op kind (op_flags::Grad in its row), in lib/ops/<family>_grad.cpp.
+// A gradient through any other kind is a GraphError (not_differentiable).
+#define PXL_X(kind, ...) std::vector<Tensor> grad_##kind(GradContext& ctx);
 PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 
-/// Marks an op kind as non-differentiable: asking for a gradient through it is an error.
-#define PXL_NOT_DIFFERENTIABLE(kind)                                                               \
-  std::vector<Tensor> grad_##kind(GradContext& ctx) { ::pxl::detail::not_differentiable(ctx.op()); }
+/// GraphError: `op` has no gradient rule, but a gradient is required through it.
 [[noreturn]] void not_differentiable(const Op& op);
 
 /// Sums `g` over the axes broadcasting added to reach `shape` (the inverse of broadcasting).

@@ -54,12 +54,6 @@ vector<Tensor> grad_Dropout(GradContext& c) {
           Tensor{}};
 }
 
-PXL_NOT_DIFFERENTIABLE(RandomNormal)
-PXL_NOT_DIFFERENTIABLE(RandomUniform)
-PXL_NOT_DIFFERENTIABLE(SplitRandomSeed)
-// Its second output already is a gradient; differentiating the fused op is not supported.
-PXL_NOT_DIFFERENTIABLE(NllLossWithSoftmaxGrad)
-
 vector<Tensor> grad_NllLoss(GradContext& c) {
   const auto& attrs = c.op().attrs_as<NllAttrs>();
   const Tensor probs = c.op().input(0);

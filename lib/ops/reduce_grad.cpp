@@ -35,6 +35,5 @@ std::vector<Tensor> grad_ReduceMean(GradContext& c) {
 }
 std::vector<Tensor> grad_ReduceMax(GradContext& c) { return extremum_grad(c); }
 std::vector<Tensor> grad_ReduceMin(GradContext& c) { return extremum_grad(c); }
-PXL_NOT_DIFFERENTIABLE(ArgMax)
 
 } // namespace pxl::detail

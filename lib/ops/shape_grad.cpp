@@ -96,9 +96,4 @@ vector<Tensor> grad_Gather(GradContext& c) {
   return {ops::transpose(dt, back), Tensor{}};
 }
 
-PXL_NOT_DIFFERENTIABLE(OneHot)
-PXL_NOT_DIFFERENTIABLE(Init)
-PXL_NOT_DIFFERENTIABLE(HostLoad)
-PXL_NOT_DIFFERENTIABLE(HostStore)
-
 } // namespace pxl::detail

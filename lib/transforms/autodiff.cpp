@@ -26,8 +26,21 @@ void not_differentiable(const Op& op) {
 }
 
 namespace {
+std::vector<Tensor> no_gradient_rule(GradContext& ctx) { not_differentiable(ctx.op()); }
+
+/// grad_<K>, named inside a generic lambda so that kinds without a rule never odr-use theirs.
+template <OpKind K, typename Named>
+constexpr GradRule grad_entry(Named named) {
+  if constexpr (is_differentiable(K))
+    return named(0);
+  else
+    return &no_gradient_rule;
+}
+
+/// grad_<Kind> for each differentiable OpKind, indexed by the kind; no_gradient_rule for
+/// the others.
 constexpr std::array<GradRule, num_op_kinds> grad_table = {
-#define PXL_X(kind, name) &grad_##kind,
+#define PXL_X(kind, ...) grad_entry<OpKind::kind>([](auto) { return &grad_##kind; }),
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 };

@@ -25,10 +25,12 @@ struct KernelCase {
   std::vector<HostTensor> inputs; ///< one per graph input
 };
 
-/// Calls `fn` with the tensors of `v` as separate arguments (up to four).
+/// Calls `fn` with the tensors of `v` as separate arguments (up to four), or with `v`.
 template <typename Fn>
 auto apply_tensors(Fn& fn, const std::vector<Tensor>& v) {
-  if constexpr (std::is_invocable_v<Fn&>)
+  if constexpr (std::is_invocable_v<Fn&, const std::vector<Tensor>&>)
+    return fn(v);
+  else if constexpr (std::is_invocable_v<Fn&>)
     return fn();
   else if constexpr (std::is_invocable_v<Fn&, Tensor>)
     return fn(v.at(0));

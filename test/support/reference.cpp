@@ -12,7 +12,7 @@ namespace pxl::testing {
 namespace {
 /// One entry per op kind, in table order; a kind without a ref_<Kind> fails to link.
 constexpr std::array<RefKernel, num_op_kinds> ref_kernels = {
-#define PXL_X(kind, name) &ref_##kind,
+#define PXL_X(kind, ...) &ref_##kind,
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 };

@@ -91,7 +91,7 @@ using RefKernel = void (*)(ReferenceEvaluator& ev, const Op& op,
                            std::span<const HostTensor* const> inputs,
                            std::span<HostTensor* const> outputs);
 
-#define PXL_X(kind, name)                                                                          \
+#define PXL_X(kind, ...)                                                                           \
   void ref_##kind(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor* const> inputs, \
                   std::span<HostTensor* const> outputs);
 PXL_OP_TABLE(PXL_X)

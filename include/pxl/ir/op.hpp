@@ -1,6 +1,7 @@
 // pxl::Op: a handle to an op of an Ir, for inspection and transforms.
 #pragma once
 
+#include "pxl/core/error.hpp"
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/op_kind.hpp"
 #include "pxl/ir/tensor.hpp"
@@ -29,10 +30,20 @@ public:
   std::size_t num_inputs() const;
   std::size_t num_outputs() const;
   const OpAttrs& attrs() const;
-  /// Typed attributes; asserts the op carries `A`.
+  /// The attributes of an op of kind `K`, typed as its row says (`op.attrs<OpKind::Slice>()`
+  /// is the SliceAttrs); an internal error for an op of another kind.
+  template <OpKind K>
+  const op_attrs_t<K>& attrs() const {
+    PXL_ASSERT(kind() == K);
+    return *std::get_if<op_attrs_t<K>>(&attrs());
+  }
+  /// Attributes of type `A`, for code shared by kinds with one attribute type; an internal
+  /// error if the op's kind carries another.
   template <typename A>
   const A& attrs_as() const {
-    return std::get<A>(attrs());
+    const A* a = std::get_if<A>(&attrs());
+    PXL_ASSERT(a != nullptr);
+    return *a;
   }
   std::int64_t ipu() const;
   /// Ops of the same graph that must run before this one though no data links them.

@@ -1,111 +1,146 @@
 // pxl::OpKind: the op table. Every op is declared here once; the rest is derived from it.
 #pragma once
 
+#include "pxl/ir/attrs.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 
 namespace pxl {
 
-// X(Kind, "PopXL op type")
-// The emulator's kernels and the autodiff rules are specialisations keyed by OpKind and
-// instantiated over this list, so an entry without a kernel or a grad rule fails to compile.
+/// The family an op belongs to, and the stem of its files in every layer: its builders in
+/// `include/pxl/ops/F.hpp` and `lib/ops/F.cpp`, gradient rules in `lib/ops/F_grad.cpp`,
+/// kernels in `lib/emu/kernels/F.cpp` (call ops have none: the Executor runs their callee),
+/// reference kernels in `test/support/ref_F.cpp`, tests in `test/ops/F.cpp` and
+/// `test/kernels/F.cpp`. A test checks that these files exist.
+enum class OpFamily : std::uint8_t {
+  elementwise,
+  reduce,
+  matmul,
+  nn,
+  random,
+  shape,
+  var_updates,
+  call,
+  host_io,
+  collectives,
+};
+
+/// Facts about an op kind, combined with `|` in its row.
+namespace op_flags {
+enum : unsigned {
+  Grad = 0,    ///< differentiable: `lib/ops/F_grad.cpp` defines grad_<Kind>
+  NoGrad = 1,  ///< not differentiable: a gradient through it is a GraphError naming it
+  Inplace = 2, ///< output 0 is input 0, modified in place
+};
+} // namespace op_flags
+
+// X(Kind, "PopXL op type", family, attribute type, flags)
+// The enum, names, families, flags and attribute types below are derived from the rows; the
+// emulator's kernels (compile_<Kind>), the autodiff rules (grad_<Kind>, for kinds with Grad)
+// and the test reference (ref_<Kind>) are tables instantiated over them, so a row without its
+// kernel, rule or reference fails to link.
 #define PXL_OP_TABLE(X)                                                                            \
   /* elementwise, unary */                                                                         \
-  X(Negate, "Neg")                                                                                 \
-  X(Abs, "Abs")                                                                                    \
-  X(Exp, "Exp")                                                                                    \
-  X(Log, "Log")                                                                                    \
-  X(Sqrt, "Sqrt")                                                                                  \
-  X(Tanh, "Tanh")                                                                                  \
-  X(Sigmoid, "Sigmoid")                                                                            \
-  X(Relu, "Relu")                                                                                  \
-  X(Gelu, "Gelu")                                                                                  \
-  X(GeluErf, "GeluErf")                                                                            \
-  X(LogicalNot, "Not")                                                                             \
-  X(IsNan, "IsNaN")                                                                                \
-  X(Cast, "Cast")                                                                                  \
-  X(Identity, "Identity")                                                                          \
-  X(Detach, "Detach")                                                                              \
+  X(Negate, "Neg", elementwise, NoAttrs, Grad)                                                     \
+  X(Abs, "Abs", elementwise, NoAttrs, Grad)                                                        \
+  X(Exp, "Exp", elementwise, NoAttrs, Grad)                                                        \
+  X(Log, "Log", elementwise, NoAttrs, Grad)                                                        \
+  X(Sqrt, "Sqrt", elementwise, NoAttrs, Grad)                                                      \
+  X(Tanh, "Tanh", elementwise, NoAttrs, Grad)                                                      \
+  X(Sigmoid, "Sigmoid", elementwise, NoAttrs, Grad)                                                \
+  X(Relu, "Relu", elementwise, NoAttrs, Grad)                                                      \
+  X(Gelu, "Gelu", elementwise, NoAttrs, Grad)                                                      \
+  X(GeluErf, "GeluErf", elementwise, NoAttrs, Grad)                                                \
+  X(LogicalNot, "Not", elementwise, NoAttrs, NoGrad)                                               \
+  X(IsNan, "IsNaN", elementwise, NoAttrs, NoGrad)                                                  \
+  X(Cast, "Cast", elementwise, CastAttrs, Grad)                                                    \
+  X(Identity, "Identity", elementwise, NoAttrs, Grad)                                              \
+  X(Detach, "Detach", elementwise, NoAttrs, Grad)                                                  \
   /* elementwise, binary (NumPy broadcasting) */                                                   \
-  X(Add, "Add")                                                                                    \
-  X(Sub, "Sub")                                                                                    \
-  X(Mul, "Mul")                                                                                    \
-  X(Div, "Div")                                                                                    \
-  X(Pow, "Pow")                                                                                    \
-  X(Maximum, "Max")                                                                                \
-  X(Equal, "Equal")                                                                                \
-  X(Greater, "Greater")                                                                            \
-  X(LogicalAnd, "And")                                                                             \
-  X(LogicalOr, "Or")                                                                               \
-  X(Where, "Where")                                                                                \
+  X(Add, "Add", elementwise, NoAttrs, Grad)                                                        \
+  X(Sub, "Sub", elementwise, NoAttrs, Grad)                                                        \
+  X(Mul, "Mul", elementwise, NoAttrs, Grad)                                                        \
+  X(Div, "Div", elementwise, NoAttrs, Grad)                                                        \
+  X(Pow, "Pow", elementwise, NoAttrs, Grad)                                                        \
+  X(Maximum, "Max", elementwise, NoAttrs, Grad)                                                    \
+  X(Equal, "Equal", elementwise, NoAttrs, NoGrad)                                                  \
+  X(Greater, "Greater", elementwise, NoAttrs, NoGrad)                                              \
+  X(LogicalAnd, "And", elementwise, NoAttrs, NoGrad)                                               \
+  X(LogicalOr, "Or", elementwise, NoAttrs, NoGrad)                                                 \
+  X(Where, "Where", elementwise, NoAttrs, Grad)                                                    \
   /* reductions */                                                                                 \
-  X(ReduceSum, "ReduceSum")                                                                        \
-  X(ReduceMean, "ReduceMean")                                                                      \
-  X(ReduceMax, "ReduceMax")                                                                        \
-  X(ReduceMin, "ReduceMin")                                                                        \
-  X(ArgMax, "ArgMax")                                                                              \
+  X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad)                                             \
+  X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad)                                           \
+  X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad)                                             \
+  X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad)                                             \
+  X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad)                                                   \
   /* linear algebra */                                                                             \
-  X(MatMul, "MatMul")                                                                              \
+  X(MatMul, "MatMul", matmul, NoAttrs, Grad)                                                       \
   /* nn */                                                                                         \
-  X(Softmax, "Softmax")                                                                            \
-  X(LogSoftmax, "LogSoftmax")                                                                      \
-  X(LayerNorm, "LayerNorm")                                                                        \
-  X(Dropout, "Dropout")                                                                            \
-  X(RandomNormal, "RandomNormal")                                                                  \
-  X(RandomUniform, "RandomUniform")                                                                \
-  X(SplitRandomSeed, "SplitRandomSeed")                                                            \
-  X(NllLoss, "Nll")                                                                                \
-  X(NllLossWithSoftmaxGrad, "NllWithSoftmaxGrad")                                                  \
+  X(Softmax, "Softmax", nn, AxisAttrs, Grad)                                                       \
+  X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad)                                                 \
+  X(LayerNorm, "LayerNorm", nn, ScalarAttrs, Grad)                                                 \
+  X(Dropout, "Dropout", nn, ScalarAttrs, Grad)                                                     \
+  X(NllLoss, "Nll", nn, NllAttrs, Grad)                                                            \
+  X(NllLossWithSoftmaxGrad, "NllWithSoftmaxGrad", nn, NllAttrs, NoGrad)                            \
+  /* random numbers */                                                                             \
+  X(RandomNormal, "RandomNormal", random, CreateAttrs, NoGrad)                                     \
+  X(RandomUniform, "RandomUniform", random, CreateAttrs, NoGrad)                                   \
+  X(SplitRandomSeed, "SplitRandomSeed", random, ScalarAttrs, NoGrad)                               \
   /* shape and data movement */                                                                    \
-  X(Reshape, "Reshape")                                                                            \
-  X(Transpose, "Transpose")                                                                        \
-  X(Slice, "Slice")                                                                                \
-  X(Concat, "Concat")                                                                              \
-  X(Split, "Split")                                                                                \
-  X(Gather, "Gather")                                                                              \
-  X(OneHot, "OneHot")                                                                              \
-  X(Init, "Init")                                                                                  \
-  /* in-place updates: output aliases input 0 */                                                   \
-  X(AddInplace, "AddLhsInplace")                                                                   \
-  X(SubInplace, "SubtractLhsInplace")                                                              \
-  X(MulInplace, "MulLhsInplace")                                                                   \
-  X(ScaledAdd, "ScaledAdd")                                                                        \
-  X(ScaledAddInplace, "ScaledAddLhsInplace")                                                       \
-  X(Accumulate, "Accumulate")                                                                      \
-  X(CopyVarUpdate, "CopyVarUpdate")                                                                \
-  X(AccumulatorScale, "AccumulatorScale")                                                          \
-  X(AccumulatorZero, "AccumulatorZero")                                                            \
-  /* control */                                                                                    \
-  X(Call, "Call")                                                                                  \
-  X(Repeat, "Loop")                                                                                \
+  X(Reshape, "Reshape", shape, NoAttrs, Grad)                                                      \
+  X(Transpose, "Transpose", shape, TransposeAttrs, Grad)                                           \
+  X(Slice, "Slice", shape, SliceAttrs, Grad)                                                       \
+  X(Concat, "Concat", shape, AxisAttrs, Grad)                                                      \
+  X(Split, "Split", shape, SplitAttrs, Grad)                                                       \
+  X(Gather, "Gather", shape, AxisAttrs, Grad)                                                      \
+  X(OneHot, "OneHot", shape, OneHotAttrs, NoGrad)                                                  \
+  X(Init, "Init", shape, CreateAttrs, NoGrad)                                                      \
+  /* updates: the in-place kinds' output 0 is their input 0 */                                     \
+  X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
+  X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace)                        \
+  X(MulInplace, "MulLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
+  X(ScaledAdd, "ScaledAdd", var_updates, ScalarAttrs, Grad)                                        \
+  X(ScaledAddInplace, "ScaledAddLhsInplace", var_updates, ScalarAttrs, Grad | Inplace)             \
+  X(Accumulate, "Accumulate", var_updates, ScalarAttrs, Grad | Inplace)                            \
+  X(CopyVarUpdate, "CopyVarUpdate", var_updates, NoAttrs, Grad | Inplace)                          \
+  X(AccumulatorScale, "AccumulatorScale", var_updates, ScalarAttrs, Grad | Inplace)                \
+  X(AccumulatorZero, "AccumulatorZero", var_updates, NoAttrs, Grad | Inplace)                      \
+  /* calls */                                                                                      \
+  X(Call, "Call", call, CallAttrs, Grad)                                                           \
+  X(Repeat, "Loop", call, CallAttrs, Grad)                                                         \
   /* host IO */                                                                                    \
-  X(HostLoad, "HostLoad")                                                                          \
-  X(HostStore, "HostStore")                                                                        \
+  X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad)                                            \
+  X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad)                                          \
   /* collectives across replicas */                                                                \
-  X(ReplicatedAllReduce, "ReplicatedAllReduce")                                                    \
-  X(ReplicatedAllReduceInplace, "ReplicatedAllReduceInplace")                                      \
-  X(ReplicatedReduceScatter, "ReplicatedReduceScatter")                                            \
-  X(ReplicatedAllGather, "ReplicatedAllGather")                                                    \
-  X(ReplicatedSlice, "ReplicatedSlice")                                                            \
-  X(ReplicaShardedSlice, "ReplicaShardedSlice")
+  X(ReplicatedAllReduce, "ReplicatedAllReduce", collectives, CollectiveAttrs, Grad)                \
+  X(ReplicatedAllReduceInplace, "ReplicatedAllReduceInplace", collectives, CollectiveAttrs,        \
+    Grad | Inplace)                                                                                \
+  X(ReplicatedReduceScatter, "ReplicatedReduceScatter", collectives, CollectiveAttrs, Grad)        \
+  X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad)                \
+  X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad)                        \
+  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad)
 
 enum class OpKind : std::uint8_t {
-#define PXL_X(kind, name) kind,
+#define PXL_X(kind, ...) kind,
   PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 };
 
 inline constexpr std::size_t num_op_kinds = 0
-#define PXL_X(kind, name) +1
+#define PXL_X(kind, ...) +1
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X
     ;
 
 /// All kinds, in table order (for tests and registries that walk the table).
 inline constexpr std::array<OpKind, num_op_kinds> all_op_kinds = {
-#define PXL_X(kind, name) OpKind::kind,
+#define PXL_X(kind, ...) OpKind::kind,
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 };
@@ -113,29 +148,92 @@ inline constexpr std::array<OpKind, num_op_kinds> all_op_kinds = {
 /// The op type as print_schedule shows it ("MatMul", "Add", ...).
 constexpr std::string_view op_type_name(OpKind k) {
   constexpr std::array<std::string_view, num_op_kinds> names = {
-#define PXL_X(kind, name) name,
+#define PXL_X(kind, name, ...) name,
       PXL_OP_TABLE(PXL_X)
 #undef PXL_X
   };
   return names[static_cast<std::size_t>(k)];
 }
 
-/// Ops whose output 0 is input 0, modified in place.
-constexpr bool is_inplace(OpKind k) {
-  switch (k) {
-  case OpKind::AddInplace:
-  case OpKind::SubInplace:
-  case OpKind::MulInplace:
-  case OpKind::ScaledAddInplace:
-  case OpKind::Accumulate:
-  case OpKind::CopyVarUpdate:
-  case OpKind::AccumulatorScale:
-  case OpKind::AccumulatorZero:
-  case OpKind::ReplicatedAllReduceInplace:
-    return true;
-  default:
-    return false;
+constexpr OpFamily family_of(OpKind k) {
+  constexpr std::array<OpFamily, num_op_kinds> families = {
+#define PXL_X(kind, name, family, ...) OpFamily::family,
+      PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+  };
+  return families[static_cast<std::size_t>(k)];
+}
+
+/// The family's file stem ("elementwise", "var_updates", ...).
+constexpr std::string_view family_name(OpFamily f) {
+  switch (f) {
+#define PXL_F(f)                                                                                   \
+  case OpFamily::f:                                                                                \
+    return #f;
+    PXL_F(elementwise)
+    PXL_F(reduce)
+    PXL_F(matmul)
+    PXL_F(nn)
+    PXL_F(random)
+    PXL_F(shape)
+    PXL_F(var_updates)
+    PXL_F(call)
+    PXL_F(host_io)
+    PXL_F(collectives)
+#undef PXL_F
   }
+  return "";
+}
+
+/// The row's flags (op_flags).
+constexpr unsigned flags_of(OpKind k) {
+  using namespace op_flags;
+  constexpr std::array<unsigned, num_op_kinds> flags = {
+#define PXL_X(kind, name, family, attrs, flags) (flags),
+      PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+  };
+  return flags[static_cast<std::size_t>(k)];
+}
+
+/// Ops whose output 0 is input 0, modified in place.
+constexpr bool is_inplace(OpKind k) { return (flags_of(k) & op_flags::Inplace) != 0; }
+/// Ops with a gradient rule; a gradient through any other is a GraphError naming it.
+constexpr bool is_differentiable(OpKind k) { return (flags_of(k) & op_flags::NoGrad) == 0; }
+
+/// The attribute type of each kind: `op_attrs_t<OpKind::Slice>` is SliceAttrs.
+template <OpKind K>
+struct OpRow;
+#define PXL_X(kind, name, family, attrs, flags)                                                    \
+  template <>                                                                                      \
+  struct OpRow<OpKind::kind> {                                                                     \
+    using Attrs = attrs;                                                                           \
+  };
+PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+template <OpKind K>
+using op_attrs_t = typename OpRow<K>::Attrs;
+
+namespace detail {
+template <typename T, typename... Ts>
+constexpr std::size_t index_in(std::variant<Ts...>*) {
+  constexpr bool is[] = {std::is_same_v<T, Ts>...};
+  for (std::size_t i = 0; i < sizeof...(Ts); ++i)
+    if (is[i])
+      return i;
+  return sizeof...(Ts);
+}
+} // namespace detail
+
+/// The index, in OpAttrs, of kind k's attribute type: ops are built with it (checked).
+constexpr std::size_t attrs_index(OpKind k) {
+  constexpr std::array<std::size_t, num_op_kinds> index = {
+#define PXL_X(kind, name, family, attrs, flags)                                                    \
+  detail::index_in<attrs>(static_cast<OpAttrs*>(nullptr)),
+      PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+  };
+  return index[static_cast<std::size_t>(k)];
 }
 
 } // namespace pxl

@@ -1,4 +1,4 @@
-// Reference kernels of control and host-IO ops: call, repeat, host_load, host_store.
+// Reference kernels of the call ops: call and repeat.
 #include "reference.hpp"
 
 namespace pxl::testing {
@@ -37,16 +37,6 @@ void ref_Repeat(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor
       args[k] = results[k];
   }
   copy_results(results, outputs);
-}
-
-void ref_HostLoad(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor* const>,
-                  std::span<HostTensor* const> outputs) {
-  *outputs[0] = ev.next_h2d(op.attrs_as<StreamAttrs>().stream);
-}
-
-void ref_HostStore(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor* const> inputs,
-                   std::span<HostTensor* const>) {
-  ev.push_d2h(op.attrs_as<StreamAttrs>().stream, *inputs[0]);
 }
 
 } // namespace pxl::testing

@@ -1,5 +1,5 @@
 // Kernels of host_load and host_store: stream elements in and out of device buffers.
-#include "compile_context.hpp"
+#include "../compile_context.hpp"
 
 #include <cstring>
 

@@ -1,0 +1,70 @@
+// The op table: what is derived from its rows, and the files every family has in every layer.
+#include "pxl/ir/graph.hpp"
+#include "pxl/ir/ir.hpp"
+#include "pxl/ops/shape.hpp"
+#include "pxl/ops/var_updates.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+using namespace pxl;
+
+TEST_CASE("the op table's rows give names, families, flags and attribute types") {
+  CHECK(op_type_name(OpKind::AddInplace) == "AddLhsInplace");
+  CHECK(family_of(OpKind::HostLoad) == OpFamily::host_io);
+  CHECK(family_name(family_of(OpKind::ScaledAdd)) == "var_updates");
+  CHECK(is_inplace(OpKind::Accumulate));
+  CHECK(!is_inplace(OpKind::ScaledAdd));
+  CHECK(is_differentiable(OpKind::MulInplace));
+  CHECK(!is_differentiable(OpKind::ArgMax));
+  static_assert(std::is_same_v<op_attrs_t<OpKind::Slice>, SliceAttrs>);
+  static_assert(std::is_same_v<op_attrs_t<OpKind::MatMul>, NoAttrs>);
+  CHECK(attrs_index(OpKind::Transpose) == OpAttrs{TransposeAttrs{}}.index());
+  CHECK(attrs_index(OpKind::Call) == OpAttrs{CallAttrs{}}.index());
+  std::size_t inplace = 0;
+  for (const OpKind k : all_op_kinds) {
+    CAPTURE(op_type_name(k));
+    CHECK(attrs_index(k) < std::variant_size_v<OpAttrs>);
+    inplace += is_inplace(k);
+  }
+  CHECK(inplace == 10);
+}
+
+TEST_CASE("op.attrs<K>() is typed by the row") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const Tensor x = constant(HostTensor({1.f, 2.f, 3.f, 4.f}, {2, 2}), "x");
+  const Op t = *ops::transpose(x).producer();
+  CHECK(t.attrs<OpKind::Transpose>().perm == std::vector<std::int64_t>{1, 0});
+}
+
+TEST_CASE("every op family has its file in every layer") {
+  // One stem per family, so an op is found without searching: see OpFamily.
+  const std::filesystem::path root = PXL_SOURCE_DIR;
+  std::set<OpFamily> families, differentiable;
+  for (const OpKind k : all_op_kinds) {
+    families.insert(family_of(k));
+    if (is_differentiable(k))
+      differentiable.insert(family_of(k));
+  }
+  CHECK(families.size() == 10);
+  for (const OpFamily f : families) {
+    const std::string stem(family_name(f));
+    CAPTURE(stem);
+    CHECK(std::filesystem::exists(root / "include/pxl/ops" / (stem + ".hpp")));
+    CHECK(std::filesystem::exists(root / "lib/ops" / (stem + ".cpp")));
+    CHECK(std::filesystem::exists(root / "lib/ops" / (stem + "_grad.cpp")) ==
+          differentiable.contains(f));
+    CHECK(std::filesystem::exists(root / "test/support" / ("ref_" + stem + ".cpp")));
+    CHECK(std::filesystem::exists(root / "test/ops" / (stem + ".cpp")));
+    // The Executor runs a call's callee itself: call ops have no kernels.
+    const bool has_kernels = f != OpFamily::call;
+    CHECK(std::filesystem::exists(root / "lib/emu/kernels" / (stem + ".cpp")) == has_kernels);
+    // Kernels needing replicas or streams are tested with the emulator, in test/emu.
+    if (has_kernels && f != OpFamily::collectives && f != OpFamily::host_io)
+      CHECK(std::filesystem::exists(root / "test/kernels" / (stem + ".cpp")));
+  }
+}

@@ -1,0 +1,220 @@
+// The per-op suite: every row of the op table has a case here, run through its kernel on 1-4
+// workers (bitwise equal, and equal to the reference evaluator) and, when differentiable,
+// through autodiff against central finite differences (on the reference and the emulator).
+// A new op kind fails "every op kind has a conformance case" until it gets one.
+#include "../transforms/gradcheck.hpp"
+#include "harness.hpp"
+
+#include "pxl/ops/collectives.hpp"
+#include "pxl/ops/var_updates.hpp"
+
+#include <functional>
+#include <map>
+#include <string>
+
+using namespace pxl;
+using V = std::vector<Tensor>;
+using Axes = std::vector<std::int64_t>;
+
+namespace {
+
+struct OpCase {
+  /// Builds the op under test (the last op it makes) from graph inputs of `inputs`' specs.
+  std::function<V(const V&)> build;
+  std::vector<HostTensor> inputs;
+  /// Why the kind is checked elsewhere instead (non-empty: `build` is unused).
+  std::string elsewhere;
+  /// Finite-difference step and tolerances of the gradient check.
+  double eps = 1e-2, rtol = 2e-2, atol = 2e-3;
+};
+
+HostTensor f32(Shape shape, double lo = -2.0, double hi = 2.0, std::uint64_t salt = 1) {
+  return testing::random_tensor(std::move(shape), float32, lo, hi, salt);
+}
+HostTensor i32(std::vector<std::int32_t> v, Shape shape) { return HostTensor(v, std::move(shape)); }
+HostTensor seed() { return HostTensor(std::vector<std::uint32_t>{7, 11}, {2}); }
+HostTensor bools(std::vector<std::uint8_t> v) {
+  HostTensor t({static_cast<std::int64_t>(v.size())}, bool_);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    t.data<std::uint8_t>()[i] = v[i];
+  return t;
+}
+
+OpCase unary(Tensor (*f)(const Tensor&), HostTensor x) {
+  return {[f](const V& v) { return V{f(v[0])}; }, {std::move(x)}, ""};
+}
+OpCase binary(Tensor (*f)(const Tensor&, const Tensor&), HostTensor a, HostTensor b) {
+  return {[f](const V& v) { return V{f(v[0], v[1])}; }, {std::move(a), std::move(b)}, ""};
+}
+
+const std::map<OpKind, OpCase>& op_cases() {
+  static const std::map<OpKind, OpCase> cases = [] {
+    std::map<OpKind, OpCase> c;
+    const auto x = f32({2, 3});
+    const auto positive = f32({2, 3}, 0.5, 2.0, 2);
+    const auto away_from_zero = HostTensor({-1.5f, -0.5f, 0.25f, 0.75f, 1.25f, -2.f}, {2, 3});
+    // Element-wise, unary.
+    c[OpKind::Negate] = unary(ops::negate, x);
+    c[OpKind::Abs] = unary(ops::abs, away_from_zero);
+    c[OpKind::Exp] = unary(ops::exp, x);
+    c[OpKind::Log] = unary(ops::log, positive);
+    c[OpKind::Sqrt] = unary(ops::sqrt, positive);
+    c[OpKind::Tanh] = unary(ops::tanh, x);
+    c[OpKind::Sigmoid] = unary(ops::sigmoid, x);
+    c[OpKind::Relu] = unary(ops::relu, away_from_zero);
+    c[OpKind::Gelu] = unary(ops::gelu, x);
+    c[OpKind::GeluErf] = unary(ops::geluerf, x);
+    c[OpKind::LogicalNot] = unary(ops::logical_not, bools({1, 0, 1}));
+    c[OpKind::IsNan] = unary(ops::isnan, HostTensor({1.f, NAN, -INFINITY}, {3}));
+    // float16 outputs: a coarser finite-difference step and tolerance.
+    c[OpKind::Cast] = {
+        [](const V& v) { return V{ops::cast(v[0], float16)}; }, {x}, "", 1e-1, 2e-2, 5e-3};
+    c[OpKind::Identity] = unary(ops::identity, x);
+    c[OpKind::Detach] = unary(ops::detach, x);
+    // Element-wise, binary, broadcasting.
+    const auto row = f32({3}, -2.0, 2.0, 3);
+    c[OpKind::Add] = binary(ops::add, x, row);
+    c[OpKind::Sub] = binary(ops::sub, x, row);
+    c[OpKind::Mul] = binary(ops::mul, x, row);
+    c[OpKind::Div] = binary(ops::div, x, f32({2, 1}, 0.5, 1.5, 4));
+    c[OpKind::Pow] = binary(ops::pow, positive, f32({3}, 0.5, 2.0, 5));
+    c[OpKind::Maximum] = binary(ops::maximum, away_from_zero, f32({3}, -0.1, 0.1, 6));
+    c[OpKind::Equal] = binary(ops::equal, i32({1, 2, 3, 4, 5, 6}, {2, 3}), i32({1, 0, 3}, {3}));
+    c[OpKind::Greater] = binary(ops::greater, x, row);
+    c[OpKind::LogicalAnd] = binary(ops::logical_and, bools({1, 1, 0}), bools({1, 0, 0}));
+    c[OpKind::LogicalOr] = binary(ops::logical_or, bools({1, 0, 0}), bools({0, 0, 1}));
+    c[OpKind::Where] = {
+        [](const V& v) { return V{ops::where(v[0], v[1], v[2])}; }, {bools({1, 0, 1}), x, row}, ""};
+    // Reductions.
+    const auto cube = f32({2, 3, 4}, -2.0, 2.0, 7);
+    c[OpKind::ReduceSum] = {[](const V& v) { return V{ops::sum(v[0], Axes{1})}; }, {cube}, ""};
+    c[OpKind::ReduceMean] = {[](const V& v) {
+                               return V{ops::mean(v[0], Axes{0, 2}, true)};
+                             },
+                             {cube},
+                             ""};
+    c[OpKind::ReduceMax] = {[](const V& v) { return V{ops::max(v[0], Axes{-1})}; }, {cube}, ""};
+    c[OpKind::ReduceMin] = {[](const V& v) { return V{ops::min(v[0], Axes{0})}; }, {cube}, ""};
+    c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {cube}, ""};
+    // Linear algebra.
+    c[OpKind::MatMul] = binary(ops::matmul, f32({2, 2, 3}, -1, 1, 8), f32({3, 2}, -1, 1, 9));
+    // nn.
+    c[OpKind::Softmax] = {[](const V& v) { return V{ops::softmax(v[0], 0)}; }, {x}, ""};
+    c[OpKind::LogSoftmax] = {[](const V& v) { return V{ops::log_softmax(v[0], 1)}; }, {x}, ""};
+    c[OpKind::LayerNorm] = {[](const V& v) { return V{ops::layer_norm(v[0], v[1], v[2])}; },
+                            {x, f32({3}, 0.5, 1.5, 10), row},
+                            ""};
+    c[OpKind::Dropout] = {
+        [](const V& v) { return V{ops::dropout(v[0], v[1], 0.25)}; }, {f32({4, 5}), seed()}, ""};
+    const auto probs = f32({3, 4}, 0.1, 1.0, 11);
+    const auto labels = i32({0, 3, 1}, {3});
+    c[OpKind::NllLoss] = {
+        [](const V& v) { return V{ops::nll_loss(v[0], v[1])}; }, {probs, labels}, ""};
+    c[OpKind::NllLossWithSoftmaxGrad] = {[](const V& v) {
+                                           auto [loss, grad] =
+                                               ops::nll_loss_with_softmax_grad(v[0], v[1]);
+                                           return V{loss, grad};
+                                         },
+                                         {probs, labels},
+                                         ""};
+    // Random numbers.
+    c[OpKind::RandomNormal] = {[](const V& v) {
+                                 return V{ops::random_normal(v[0], {3, 5}, 1.0, 2.0)};
+                               },
+                               {seed()},
+                               ""};
+    c[OpKind::RandomUniform] = {[](const V& v) {
+                                  return V{ops::random_uniform(v[0], {3, 5}, -1.0, 3.0)};
+                                },
+                                {seed()},
+                                ""};
+    c[OpKind::SplitRandomSeed] = {
+        [](const V& v) { return ops::split_random_seed(v[0], 3); }, {seed()}, ""};
+    // Shape and data movement.
+    c[OpKind::Reshape] = {[](const V& v) { return V{ops::reshape(v[0], {3, 2})}; }, {x}, ""};
+    c[OpKind::Transpose] = {[](const V& v) {
+                              return V{ops::transpose(v[0], {2, 0, 1})};
+                            },
+                            {cube},
+                            ""};
+    c[OpKind::Slice] = {[](const V& v) {
+                          return V{ops::slice(v[0], {0, 1, 0}, {2, 3, 4}, {1, 1, 2})};
+                        },
+                        {cube},
+                        ""};
+    c[OpKind::Concat] = {[](const V& v) {
+                           return V{ops::concat({v[0], v[1]}, 1)};
+                         },
+                         {x, f32({2, 2}, -2, 2, 12)},
+                         ""};
+    c[OpKind::Split] = {[](const V& v) { return ops::split(v[0], {1, 3}, 2); }, {cube}, ""};
+    c[OpKind::Gather] = {[](const V& v) { return V{ops::gather(v[0], v[1], 1)}; },
+                         {cube, i32({2, 0, 2, 1}, {2, 2})},
+                         ""};
+    c[OpKind::OneHot] = {[](const V& v) { return V{ops::onehot(v[0], 4, v[1])}; },
+                         {labels, HostTensor({0.f, 1.f}, {2})},
+                         ""};
+    c[OpKind::Init] = {[](const V&) { return V{ops::init({2, 3}, float32)}; }, {}, ""};
+    // Updates.
+    c[OpKind::AddInplace] = binary(ops::add_, x, row);
+    c[OpKind::SubInplace] = binary(ops::sub_, x, row);
+    c[OpKind::MulInplace] = binary(ops::mul_, x, row);
+    c[OpKind::ScaledAdd] = {
+        [](const V& v) { return V{ops::scaled_add(v[0], v[1], 0.5, -1.5)}; }, {x, row}, ""};
+    c[OpKind::ScaledAddInplace] = {
+        [](const V& v) { return V{ops::scaled_add_(v[0], v[1], 0.5, -1.5)}; }, {x, row}, ""};
+    c[OpKind::Accumulate] = {
+        [](const V& v) { return V{ops::var_updates::accumulate_(v[0], v[1], 0.25)}; },
+        {x, row},
+        ""};
+    c[OpKind::CopyVarUpdate] = {
+        [](const V& v) { return V{ops::var_updates::copy_var_update_(v[0], v[1])}; },
+        {x, f32({2, 3}, -2, 2, 13)},
+        ""};
+    c[OpKind::AccumulatorScale] = {
+        [](const V& v) { return V{ops::var_updates::accumulator_scale_(v[0], -0.5)}; }, {x}, ""};
+    c[OpKind::AccumulatorZero] = {
+        [](const V& v) { return V{ops::var_updates::accumulator_zero_(v[0])}; }, {x}, ""};
+    // Kinds whose kernels need the rest of the emulator.
+    const std::string calls = "test/emu (calls, repeat, inlining) and test/transforms/autodiff";
+    c[OpKind::Call].elsewhere = calls;
+    c[OpKind::Repeat].elsewhere = calls;
+    const std::string streams = "test/ops/host_io.cpp and test/emu (streams, feeds)";
+    c[OpKind::HostLoad].elsewhere = streams;
+    c[OpKind::HostStore].elsewhere = streams;
+    const std::string replicas = "test/emu/collectives.cpp (replicas, against the replicated "
+                                 "reference) and test/transforms (gradients)";
+    for (const OpKind k : {OpKind::ReplicatedAllReduce, OpKind::ReplicatedAllReduceInplace,
+                           OpKind::ReplicatedReduceScatter, OpKind::ReplicatedAllGather,
+                           OpKind::ReplicatedSlice, OpKind::ReplicaShardedSlice})
+      c[k].elsewhere = replicas;
+    return c;
+  }();
+  return cases;
+}
+
+} // namespace
+
+TEST_CASE("every op kind has a conformance case") {
+  for (const OpKind k : all_op_kinds) {
+    CAPTURE(op_type_name(k));
+    CHECK(op_cases().contains(k));
+  }
+}
+
+TEST_CASE("every op kind: kernel on 1-4 workers against the reference, gradient against finite "
+          "differences") {
+  for (const auto& [kind, c] : op_cases()) {
+    CAPTURE(op_type_name(kind));
+    if (!c.elsewhere.empty())
+      continue;
+    const auto kc = testing::make_case(c.build, c.inputs);
+    REQUIRE(kc.op.kind() == kind);
+    testing::check_kernel(kc, 1e-6);
+    bool float_input = false;
+    for (const auto& in : c.inputs)
+      float_input = float_input || in.dtype() == float32;
+    if (is_differentiable(kind) && float_input && kind != OpKind::Detach)
+      CHECK(testing::check_gradients(c.build, c.inputs, c.eps, c.rtol, c.atol) > 0);
+  }
+}
