@@ -33,6 +33,14 @@ Tensor binary_arith(OpKind kind, const Tensor& a, const Tensor& b) {
   return binary(kind, a, b, a.dtype());
 }
 
+/// An order comparison: bool tensors have no order.
+Tensor ordering(OpKind kind, const Tensor& a, const Tensor& b) {
+  if (a.dtype() == bool_)
+    throw DTypeError(std::string(op_type_name(kind)) + ": cannot order bool tensor " +
+                     detail::describe(a));
+  return binary(kind, a, b, bool_);
+}
+
 Tensor binary_logical(OpKind kind, const Tensor& a, const Tensor& b) {
   detail::check_dtype(op_type_name(kind), a, bool_, "the left operand");
   detail::check_dtype(op_type_name(kind), b, bool_, "the right operand");
@@ -50,6 +58,18 @@ Tensor sigmoid(const Tensor& t) { return unary_float(OpKind::Sigmoid, t); }
 Tensor relu(const Tensor& t) { return unary_float(OpKind::Relu, t); }
 Tensor gelu(const Tensor& t) { return unary_float(OpKind::Gelu, t); }
 Tensor geluerf(const Tensor& t) { return unary_float(OpKind::GeluErf, t); }
+Tensor erf(const Tensor& t) { return unary_float(OpKind::Erf, t); }
+Tensor sin(const Tensor& t) { return unary_float(OpKind::Sin, t); }
+Tensor cos(const Tensor& t) { return unary_float(OpKind::Cos, t); }
+Tensor sign(const Tensor& t) { return unary_signed(OpKind::Sign, t); }
+Tensor clip(const Tensor& t, double min, double max) {
+  detail::check_float("Clip", t);
+  if (!(min <= max))
+    throw ValueError("Clip: the lower bound " + std::to_string(min) +
+                     " must not exceed the upper bound " + std::to_string(max) + " (clipping " +
+                     detail::describe(t) + ")");
+  return add_op1(OpKind::Clip, {t}, t.spec(), ScalarAttrs{min, max});
+}
 Tensor logical_not(const Tensor& t) {
   detail::check_dtype("Not", t, bool_, "the operand");
   return add_op1(OpKind::LogicalNot, {t}, t.spec());
@@ -74,12 +94,15 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 }
 Tensor pow(const Tensor& a, double exponent) { return pow(a, constant(exponent, a.dtype())); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Minimum, a, b); }
 Tensor equal(const Tensor& a, const Tensor& b) { return binary(OpKind::Equal, a, b, bool_); }
-Tensor greater(const Tensor& a, const Tensor& b) {
-  if (a.dtype() == bool_)
-    throw DTypeError("Greater: cannot order bool tensor " + detail::describe(a));
-  return binary(OpKind::Greater, a, b, bool_);
+Tensor not_equal(const Tensor& a, const Tensor& b) { return binary(OpKind::NotEqual, a, b, bool_); }
+Tensor greater(const Tensor& a, const Tensor& b) { return ordering(OpKind::Greater, a, b); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  return ordering(OpKind::GreaterEqual, a, b);
 }
+Tensor less(const Tensor& a, const Tensor& b) { return ordering(OpKind::Less, a, b); }
+Tensor less_equal(const Tensor& a, const Tensor& b) { return ordering(OpKind::LessEqual, a, b); }
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return binary_logical(OpKind::LogicalAnd, a, b);
 }

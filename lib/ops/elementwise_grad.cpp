@@ -53,6 +53,25 @@ vector<Tensor> grad_GeluErf(GradContext& c) {
   const Tensor pdf = ops::exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * std::acos(-1.0)));
   return {c.grad_output(0) * (cdf + x * pdf)};
 }
+vector<Tensor> grad_Erf(GradContext& c) {
+  // d/dx erf(x) = 2/√π · exp(-x²).
+  const Tensor x = c.fwd_input(0);
+  return {c.grad_output(0) * ops::exp(x * x * -1.0) * (2.0 / std::sqrt(std::acos(-1.0)))};
+}
+vector<Tensor> grad_Sin(GradContext& c) { return {c.grad_output(0) * ops::cos(c.fwd_input(0))}; }
+vector<Tensor> grad_Cos(GradContext& c) {
+  return {ops::negate(c.grad_output(0) * ops::sin(c.fwd_input(0)))};
+}
+// Zero almost everywhere (PyTorch's choice at 0 too): nothing flows back.
+vector<Tensor> grad_Sign(GradContext&) { return {Tensor{}}; }
+vector<Tensor> grad_Clip(GradContext& c) {
+  // Passes where min <= x <= max, bounds included (PyTorch's clamp); NaN passes nothing.
+  const auto& s = c.op().attrs<OpKind::Clip>();
+  const Tensor x = c.fwd_input(0), g = c.grad_output(0);
+  const Tensor inside = ops::logical_and(ops::greater_equal(x, constant(s.a, x.dtype())),
+                                         ops::less_equal(x, constant(s.b, x.dtype())));
+  return {ops::where(inside, g, zero_like(g))};
+}
 vector<Tensor> grad_Cast(GradContext& c) {
   const Tensor x = c.op().input(0);
   if (!is_floating_point(x.dtype()))
@@ -103,6 +122,14 @@ vector<Tensor> grad_Maximum(GradContext& c) {
   // Ties send the gradient to the first operand.
   const Tensor g = c.grad_output(0), a = c.fwd_input(0), b = c.fwd_input(1);
   const Tensor b_wins = ops::greater(b, a);
+  const Tensor zero = zero_like(g);
+  return {unbroadcast(ops::where(b_wins, zero, g), c.op().input(0).shape()),
+          unbroadcast(ops::where(b_wins, g, zero), c.op().input(1).shape())};
+}
+vector<Tensor> grad_Minimum(GradContext& c) {
+  // Ties send the gradient to the first operand.
+  const Tensor g = c.grad_output(0), a = c.fwd_input(0), b = c.fwd_input(1);
+  const Tensor b_wins = ops::less(b, a);
   const Tensor zero = zero_like(g);
   return {unbroadcast(ops::where(b_wins, zero, g), c.op().input(0).shape()),
           unbroadcast(ops::where(b_wins, g, zero), c.op().input(1).shape())};

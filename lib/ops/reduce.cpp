@@ -80,15 +80,31 @@ Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool 
   return reduce(OpKind::ReduceMin, t, axes, keepdims, true);
 }
 
-Tensor argmax(const Tensor& t, std::int64_t axis, bool keepdims) {
-  check_numeric(OpKind::ArgMax, t, true);
-  const auto a = normalize_axis(axis, t.rank(), "ArgMax");
+namespace {
+Tensor arg_extremum(OpKind kind, const Tensor& t, std::int64_t axis, bool keepdims) {
+  const auto op = op_type_name(kind);
+  check_numeric(kind, t, true);
+  const auto a = normalize_axis(axis, t.rank(), op);
   if (t.shape()[static_cast<std::size_t>(a)] == 0)
-    throw ValueError("ArgMax: axis " + std::to_string(a) + " of " + detail::describe(t) +
-                     " is empty, and an empty sequence has no argmax (as in NumPy)");
+    throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " of " +
+                     detail::describe(t) + " is empty, and an empty sequence has no " +
+                     (kind == OpKind::ArgMax ? "argmax" : "argmin") + " (as in NumPy)");
   Shape shape = reduced_shape(t.shape(), {a}, keepdims);
-  return detail::add_op1(OpKind::ArgMax, {t}, TensorSpec{std::move(shape), int32},
-                         AxisAttrs{a, keepdims});
+  return detail::add_op1(kind, {t}, TensorSpec{std::move(shape), int32}, AxisAttrs{a, keepdims});
+}
+} // namespace
+
+Tensor argmax(const Tensor& t, std::int64_t axis, bool keepdims) {
+  return arg_extremum(OpKind::ArgMax, t, axis, keepdims);
+}
+Tensor argmin(const Tensor& t, std::int64_t axis, bool keepdims) {
+  return arg_extremum(OpKind::ArgMin, t, axis, keepdims);
+}
+
+Tensor cumsum(const Tensor& t, std::int64_t axis) {
+  check_numeric(OpKind::CumSum, t, true);
+  const auto a = normalize_axis(axis, t.rank(), "CumSum");
+  return detail::add_op1(OpKind::CumSum, {t}, t.spec(), AxisAttrs{a, false});
 }
 
 } // namespace pxl::ops

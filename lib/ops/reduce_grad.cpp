@@ -2,6 +2,7 @@
 #include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 
 namespace pxl::detail {
@@ -32,6 +33,12 @@ std::vector<Tensor> grad_ReduceMean(GradContext& c) {
   const double count =
       static_cast<double>(c.op().input(0).nelms()) / static_cast<double>(c.op().output(0).nelms());
   return {expand(keep_reduced_axes(c, c.grad_output(0)) * (1.0 / count), c.op().input(0).shape())};
+}
+// y_i = Σ_{k<=i} x_k, so dx_k = Σ_{i>=k} g_i: the total minus the running sum before k.
+std::vector<Tensor> grad_CumSum(GradContext& c) {
+  const auto axis = c.op().attrs<OpKind::CumSum>().axis;
+  const Tensor g = c.grad_output(0);
+  return {ops::sum(g, std::vector<std::int64_t>{axis}, true) - ops::cumsum(g, axis) + g};
 }
 std::vector<Tensor> grad_ReduceMax(GradContext& c) { return extremum_grad(c); }
 std::vector<Tensor> grad_ReduceMin(GradContext& c) { return extremum_grad(c); }

@@ -4,6 +4,7 @@
 #include "pxl/ir/graph.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace pxl::ops {
@@ -242,6 +243,97 @@ Tensor init(Shape shape, DType dtype, std::string name, InitType type) {
   TensorSpec spec{std::move(shape), dtype};
   return add_op1(OpKind::Init, std::span<const Tensor>{}, spec, CreateAttrs{spec, type, 0.0, 0.0},
                  name);
+}
+
+Tensor arange(double start, double stop, double step, DType dtype) {
+  if (dtype != int32 && !is_floating_point(dtype))
+    throw DTypeError("Arange: the dtype must be int32, float32 or float16, got " +
+                     std::string(name(dtype)));
+  if (step == 0.0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+    throw ValueError("Arange: start " + std::to_string(start) + ", stop " + std::to_string(stop) +
+                     " and step " + std::to_string(step) + " must be finite, and step non-zero");
+  if (dtype == int32 && (start != std::trunc(start) || step != std::trunc(step)))
+    throw ValueError("Arange: an int32 range needs an integral start and step, got start " +
+                     std::to_string(start) + " and step " + std::to_string(step));
+  const double count = std::ceil((stop - start) / step);
+  if (count > 9.0e15)
+    throw ShapeError("Arange: " + std::to_string(count) + " elements are more than a tensor holds");
+  TensorSpec spec{{std::max<std::int64_t>(0, static_cast<std::int64_t>(count))}, dtype};
+  if (dtype == int32 && spec.shape[0] > 0 &&
+      (std::abs(start) > 2147483647.0 ||
+       std::abs(start + static_cast<double>(spec.shape[0] - 1) * step) > 2147483647.0))
+    throw ValueError("Arange: the range from " + std::to_string(start) + " by " +
+                     std::to_string(step) + " leaves int32");
+  return add_op1(OpKind::Arange, std::span<const Tensor>{}, spec,
+                 CreateAttrs{spec, InitType::zero, start, step});
+}
+
+Tensor stack(const std::vector<Tensor>& ts, std::int64_t axis) {
+  if (ts.empty())
+    throw ValueError("Stack: expected at least one tensor, got none");
+  const auto a = normalize_axis(axis, ts[0].rank() + 1, "Stack");
+  std::vector<Tensor> parts;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    if (ts[i].shape() != ts[0].shape())
+      throw ShapeError("Stack: tensor " + std::to_string(i) + " " + describe(ts[i]) +
+                       " does not have the shape of " + describe(ts[0]));
+    parts.push_back(unsqueeze(ts[i], {a}));
+  }
+  return concat(parts, a);
+}
+
+namespace {
+Tensor triangle(OpKind kind, const Tensor& t, std::int64_t k) {
+  if (t.rank() < 2)
+    throw ShapeError(std::string(op_type_name(kind)) +
+                     ": expected a tensor of rank 2 or more (the triangle is taken of the last "
+                     "two axes), got " +
+                     describe(t));
+  return add_op1(kind, {t}, t.spec(), DiagonalAttrs{k});
+}
+} // namespace
+
+Tensor tril(const Tensor& t, std::int64_t k) { return triangle(OpKind::Tril, t, k); }
+Tensor triu(const Tensor& t, std::int64_t k) { return triangle(OpKind::Triu, t, k); }
+
+Tensor pad(const Tensor& t, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
+           double value) {
+  if (widths.size() != static_cast<std::size_t>(t.rank()))
+    throw ValueError("Pad: expected one {before, after} pair per axis of " + describe(t) +
+                     ", got " + std::to_string(widths.size()));
+  PadAttrs attrs;
+  attrs.value = value;
+  Shape shape = t.shape();
+  for (std::size_t a = 0; a < widths.size(); ++a) {
+    const auto [before, after] = widths[a];
+    if (before < 0 || after < 0)
+      throw ValueError("Pad: the widths of axis " + std::to_string(a) + " must be >= 0, got {" +
+                       std::to_string(before) + ", " + std::to_string(after) + "}");
+    if (__builtin_add_overflow(shape[a], before, &shape[a]) ||
+        __builtin_add_overflow(shape[a], after, &shape[a]))
+      throw ShapeError("Pad: axis " + std::to_string(a) + " of " + describe(t) +
+                       " padded would be longer than a 64-bit count can hold");
+    attrs.before.push_back(before);
+    attrs.after.push_back(after);
+  }
+  nbytes(shape, t.dtype(), "Pad of " + describe(t));
+  return add_op1(OpKind::Pad, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
+}
+
+Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats) {
+  if (repeats.size() != static_cast<std::size_t>(t.rank()))
+    throw ValueError("Tile: expected one repeat count per axis of " + describe(t) + ", got " +
+                     list(repeats));
+  Shape shape = t.shape();
+  for (std::size_t a = 0; a < repeats.size(); ++a) {
+    if (repeats[a] < 0)
+      throw ValueError("Tile: repeat counts must be >= 0, got " + list(repeats));
+    if (__builtin_mul_overflow(shape[a], repeats[a], &shape[a]))
+      throw ShapeError("Tile: axis " + std::to_string(a) + " of " + describe(t) +
+                       " repeated would be longer than a 64-bit count can hold");
+  }
+  nbytes(shape, t.dtype(), "Tile of " + describe(t));
+  return add_op1(OpKind::Tile, {t}, TensorSpec{std::move(shape), t.dtype()}, TileAttrs{repeats});
 }
 
 } // namespace pxl::ops

@@ -3,6 +3,7 @@
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/matmul.hpp"
+#include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 
 #include <numeric>
@@ -94,6 +95,38 @@ vector<Tensor> grad_Gather(GradContext& c) {
   for (std::size_t i = 0; i < back.size(); ++i)
     back[static_cast<std::size_t>(to_front[i])] = static_cast<std::int64_t>(i);
   return {ops::transpose(dt, back), Tensor{}};
+}
+
+vector<Tensor> grad_Tril(GradContext& c) {
+  return {ops::tril(c.grad_output(0), c.op().attrs<OpKind::Tril>().k)};
+}
+vector<Tensor> grad_Triu(GradContext& c) {
+  return {ops::triu(c.grad_output(0), c.op().attrs<OpKind::Triu>().k)};
+}
+
+// The input's part of the output gradient.
+vector<Tensor> grad_Pad(GradContext& c) {
+  const auto& a = c.op().attrs<OpKind::Pad>();
+  const Shape& in = c.op().input(0).shape();
+  vector<std::int64_t> stop(in.size());
+  for (std::size_t d = 0; d < in.size(); ++d)
+    stop[d] = a.before[d] + in[d];
+  return {ops::slice(c.grad_output(0), a.before, stop)};
+}
+
+// Every copy's gradient summed: the output viewed as (r0, d0, r1, d1, ...) summed over the r's.
+vector<Tensor> grad_Tile(GradContext& c) {
+  const auto& repeats = c.op().attrs<OpKind::Tile>().repeats;
+  const Shape& in = c.op().input(0).shape();
+  Shape split;
+  vector<std::int64_t> copies;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    copies.push_back(static_cast<std::int64_t>(split.size()));
+    split.push_back(repeats[d]);
+    split.push_back(in[d]);
+  }
+  const Tensor g = ops::reshape(c.grad_output(0), split);
+  return {ops::reshape(copies.empty() ? g : ops::sum(g, copies), in)};
 }
 
 } // namespace pxl::detail

@@ -64,6 +64,13 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Relu] = unary(ops::relu, away_from_zero);
     c[OpKind::Gelu] = unary(ops::gelu, x);
     c[OpKind::GeluErf] = unary(ops::geluerf, x);
+    c[OpKind::Erf] = unary(ops::erf, x);
+    c[OpKind::Sin] = unary(ops::sin, f32({2, 3}, -4.0, 4.0, 14));
+    c[OpKind::Cos] = unary(ops::cos, f32({2, 3}, -4.0, 4.0, 15));
+    c[OpKind::Sign] = unary(ops::sign, away_from_zero);
+    c[OpKind::Clip] = {[](const V& v) { return V{ops::clip(v[0], -1.0, 1.5)}; },
+                       {HostTensor({-1.7f, -0.6f, 0.3f, 1.2f, 1.9f, -0.2f}, {2, 3})},
+                       ""};
     c[OpKind::LogicalNot] = unary(ops::logical_not, bools({1, 0, 1}));
     c[OpKind::IsNan] = unary(ops::isnan, HostTensor({1.f, NAN, -INFINITY}, {3}));
     // float16 outputs: a coarser finite-difference step and tolerance.
@@ -79,6 +86,12 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Div] = binary(ops::div, x, f32({2, 1}, 0.5, 1.5, 4));
     c[OpKind::Pow] = binary(ops::pow, positive, f32({3}, 0.5, 2.0, 5));
     c[OpKind::Maximum] = binary(ops::maximum, away_from_zero, f32({3}, -0.1, 0.1, 6));
+    c[OpKind::Minimum] = binary(ops::minimum, away_from_zero, f32({3}, -0.1, 0.1, 16));
+    const auto ints = i32({1, 2, 3, 4, 5, 6}, {2, 3});
+    c[OpKind::NotEqual] = binary(ops::not_equal, ints, i32({1, 0, 3}, {3}));
+    c[OpKind::GreaterEqual] = binary(ops::greater_equal, ints, i32({1, 5, 7}, {3}));
+    c[OpKind::Less] = binary(ops::less, x, row);
+    c[OpKind::LessEqual] = binary(ops::less_equal, ints, i32({2, 2, 2}, {3}));
     c[OpKind::Equal] = binary(ops::equal, i32({1, 2, 3, 4, 5, 6}, {2, 3}), i32({1, 0, 3}, {3}));
     c[OpKind::Greater] = binary(ops::greater, x, row);
     c[OpKind::LogicalAnd] = binary(ops::logical_and, bools({1, 1, 0}), bools({1, 0, 0}));
@@ -96,6 +109,8 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::ReduceMax] = {[](const V& v) { return V{ops::max(v[0], Axes{-1})}; }, {cube}, ""};
     c[OpKind::ReduceMin] = {[](const V& v) { return V{ops::min(v[0], Axes{0})}; }, {cube}, ""};
     c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {cube}, ""};
+    c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {cube}, ""};
+    c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};
     // Linear algebra.
     c[OpKind::MatMul] = binary(ops::matmul, f32({2, 2, 3}, -1, 1, 8), f32({3, 2}, -1, 1, 9));
     // nn.
@@ -155,6 +170,13 @@ const std::map<OpKind, OpCase>& op_cases() {
                          {labels, HostTensor({0.f, 1.f}, {2})},
                          ""};
     c[OpKind::Init] = {[](const V&) { return V{ops::init({2, 3}, float32)}; }, {}, ""};
+    c[OpKind::Arange] = {
+        [](const V&) { return V{ops::arange(2.0, -1.0, -0.75, float32)}; }, {}, ""};
+    const auto square = f32({2, 3, 3}, -2, 2, 17);
+    c[OpKind::Tril] = {[](const V& v) { return V{ops::tril(v[0], -1)}; }, {square}, ""};
+    c[OpKind::Triu] = {[](const V& v) { return V{ops::triu(v[0], 1)}; }, {square}, ""};
+    c[OpKind::Pad] = {[](const V& v) { return V{ops::pad(v[0], {{1, 0}, {2, 1}}, 0.5)}; }, {x}, ""};
+    c[OpKind::Tile] = {[](const V& v) { return V{ops::tile(v[0], {2, 1, 3})}; }, {cube}, ""};
     // Updates.
     c[OpKind::AddInplace] = binary(ops::add_, x, row);
     c[OpKind::SubInplace] = binary(ops::sub_, x, row);

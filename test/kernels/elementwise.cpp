@@ -359,6 +359,41 @@ TEST_CASE("equal, greater, and, or, where") {
                {{2, 3}, float32}, {1, 2, 3, 1, 5, 2});
 }
 
+TEST_CASE("minimum, the comparisons, sign and clip at NaN, ties and signed zeros") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto a = tensor({5}, float32, {1, nan, 2, -0.0, 3});
+  const auto b = tensor({5}, float32, {2, 1, nan, 0.0, 3});
+  const auto mins = check_kernel([](Tensor x, Tensor y) { return ops::minimum(x, y); }, {a, b})[0];
+  CHECK(mins.item(0) == 1.0);
+  CHECK(std::isnan(mins.item(1)));
+  CHECK(std::isnan(mins.item(2)));
+  CHECK(mins.item(4) == 3.0);
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::not_equal(x, y); }, {a, b})[0],
+               {{5}, bool_}, {1, 1, 1, 0, 0});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::less(x, y); }, {a, b})[0],
+               {{5}, bool_}, {1, 0, 0, 0, 0});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::less_equal(x, y); }, {a, b})[0],
+               {{5}, bool_}, {1, 0, 0, 1, 1});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::greater_equal(x, y); }, {a, b})[0],
+               {{5}, bool_}, {0, 0, 0, 1, 1});
+  const auto signs = check_kernel([](Tensor x) { return ops::sign(x); }, {a})[0];
+  CHECK(signs.item(0) == 1.0);
+  CHECK(std::isnan(signs.item(1)));
+  CHECK(std::signbit(signs.data<float>()[3]));
+  check_values(
+      check_kernel([](Tensor x) { return ops::sign(x); }, {tensor({3}, int32, {-7, 0, 9})})[0],
+      {{3}, int32}, {-1, 0, 1});
+  const auto clipped = check_kernel([](Tensor x) { return ops::clip(x, 0.5, 2.5); }, {a})[0];
+  CHECK(clipped.item(0) == 1.0);
+  CHECK(std::isnan(clipped.item(1)));
+  CHECK(clipped.item(2) == 2.0);
+  CHECK(clipped.item(3) == 0.5);
+  CHECK(clipped.item(4) == 2.5);
+  for (DType d : {float32, float16})
+    for (auto f : {ops::erf, ops::sin, ops::cos})
+      check_kernel([f](Tensor x) { return f(x); }, {random_tensor({9, 7}, d, -6, 6, 3)});
+}
+
 TEST_CASE("where broadcasts all three operands for every dtype") {
   for (DType d : {float32, float16, int32, bool_}) {
     CAPTURE(d);

@@ -60,6 +60,19 @@ TEST_CASE("argmax picks the first maximum and matches the reference") {
     }
 }
 
+TEST_CASE("argmin and cumsum match the reference for every dtype, axis and worker count") {
+  for (DType d : {float32, float16, int32})
+    for (std::int64_t axis : {0, 1, 2}) {
+      CAPTURE(d);
+      CAPTURE(axis);
+      const auto x = random_tensor({3, 13, 7}, d, -100, 100);
+      check_kernel([axis](Tensor t) { return ops::argmin(t, axis); }, {x});
+      check_kernel([axis](Tensor t) { return ops::cumsum(t, axis); }, {x});
+    }
+  // A long float32 scan stays within float rounding of the exact running sum (double inside).
+  check_kernel([](Tensor t) { return ops::cumsum(t, 0); }, {random_tensor({5000}, float32)});
+}
+
 TEST_CASE("float32 sums are accurate over long reductions") {
   // 10,000 terms of 0.1: a float accumulator drifts by ~1e-4 relative; the kernel must not.
   const HostTensor x = HostTensor::full({10000}, float32, 0.1);

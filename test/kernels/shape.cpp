@@ -1,4 +1,5 @@
-// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, init.
+// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, pad, tile,
+// triangles, init and arange.
 #include "harness.hpp"
 
 #include "pxl/ops/shape.hpp"
@@ -144,4 +145,21 @@ TEST_CASE("init zero-fills; undef leaves the buffer alone") {
   for (std::int64_t i = 0; i < 4; ++i)
     CHECK(u.data<std::int32_t>()[static_cast<std::size_t>(i)] ==
           static_cast<std::int32_t>(0xA5A5A5A5u));
+}
+
+TEST_CASE("pad, tile, tril, triu and arange for every dtype and worker count") {
+  for (DType d : {float32, float16, int32, bool_}) {
+    CAPTURE(d);
+    const auto x = random_tensor({3, 5, 4}, d, -9, 9, 4);
+    check_kernel([](Tensor t) { return ops::pad(t, {{0, 2}, {1, 1}, {3, 0}}, 1.0); }, {x});
+    check_kernel([](Tensor t) { return ops::tile(t, {2, 1, 3}); }, {x});
+    for (std::int64_t k : {-2, 0, 1, 7}) {
+      check_kernel([k](Tensor t) { return ops::tril(t, k); }, {x});
+      check_kernel([k](Tensor t) { return ops::triu(t, k); }, {x});
+    }
+  }
+  for (DType d : {float32, float16, int32})
+    check_kernel([d]() { return ops::arange(-7, 300, 3, d); }, {});
+  check_values(check_kernel([]() { return ops::arange(0, 1, 0.25, float32); }, {})[0],
+               {{4}, float32}, {0, 0.25, 0.5, 0.75});
 }

@@ -280,6 +280,37 @@ TEST_CASE("identity and detach copy every byte") {
   CHECK(evaluate1([](T t) { return ops::detach(t[0]); }, {x}) == x);
 }
 
+TEST_CASE("erf, sin, cos, sign, clip, minimum and the comparisons: specs and errors") {
+  ScratchGraph s;
+  const Tensor f = s.input({2, 3});
+  const Tensor i = s.input({2, 3}, int32);
+  const Tensor b = s.input({2, 3}, bool_);
+  for (const Tensor& t : {ops::erf(f), ops::sin(f), ops::cos(f), ops::sign(f), ops::clip(f, -1, 1)})
+    CHECK(t.spec() == f.spec());
+  CHECK(ops::sign(i).dtype() == int32);
+  CHECK(ops::minimum(i, i).dtype() == int32);
+  for (const Tensor& t : {ops::not_equal(f, f), ops::less(f, f), ops::less_equal(i, i),
+                          ops::greater_equal(f, f), ops::not_equal(b, b)})
+    CHECK(t.spec() == TensorSpec{{2, 3}, bool_});
+  CHECK_THROWS_WITH_AS(ops::erf(i), doctest::Contains("Erf: expected a float32 or float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::sign(b),
+                       doctest::Contains("Sign: expected a float32, float16 or int32"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::clip(i, 0, 1), doctest::Contains("Clip: expected a float32 or float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::clip(f, 2, 1),
+                       doctest::Contains("Clip: the lower bound 2.000000 must not exceed the upper "
+                                         "bound 1.000000"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::less(b, b), doctest::Contains("Less: cannot order bool tensor"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::minimum(b, b), doctest::Contains("Min: arithmetic on bool tensor"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::greater_equal(f, i),
+                       doctest::Contains("GreaterOrEqual: operands must have the same dtype"),
+                       DTypeError);
+}
+
 TEST_CASE("element-wise errors name the op and the operands") {
   ScratchGraph s;
   const Tensor f = s.input({2, 3});

@@ -141,6 +141,24 @@ TEST_CASE("argmax counts NaN as the maximum, as NumPy does") {
   check_values(evaluate1([](T t) { return ops::argmax(t[0], 1); }, {x}), {{2}, int32}, {1, 2});
 }
 
+TEST_CASE("argmin picks the first minimum; NaN counts as the minimum") {
+  const auto x = tensor({2, 3}, float32, {4, 1, 1, NAN, 2, NAN});
+  check_values(evaluate1([](T t) { return ops::argmin(t[0], 1); }, {x}), {{2}, int32}, {1, 0});
+  check_values(evaluate1([](T t) { return ops::argmin(t[0], 0, true); }, {x}), {{1, 3}, int32},
+               {1, 0, 1});
+}
+
+TEST_CASE("cumsum: running sums along an axis") {
+  const auto x = tensor({2, 3}, float32, {1, 2, 3, 4, 5, 6});
+  check_values(evaluate1([](T t) { return ops::cumsum(t[0], 1); }, {x}), {{2, 3}, float32},
+               {1, 3, 6, 4, 9, 15});
+  check_values(evaluate1([](T t) { return ops::cumsum(t[0], -2); }, {x}), {{2, 3}, float32},
+               {1, 2, 3, 5, 7, 9});
+  const auto big = tensor({2}, int32, {2147483647, 2});
+  check_values(evaluate1([](T t) { return ops::cumsum(t[0]); }, {big}), {{2}, int32},
+               {2147483647, -2147483647});
+}
+
 TEST_CASE("int32 sums wrap around like int32 arithmetic") {
   const auto x = tensor({2}, int32, {2147483647, 2});
   check_values(evaluate1([](T t) { return ops::sum(t[0]); }, {x}), {{}, int32}, {-2147483647});
@@ -177,6 +195,11 @@ TEST_CASE("reduction errors name the op, the dtype or the rank") {
                        doctest::Contains("ArgMax: axis 2 is out of range for a tensor of rank 2"),
                        ValueError);
   CHECK_THROWS_WITH_AS(ops::argmax(s.input({})), doctest::Contains("ArgMax: axis 0"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::argmin(b), doctest::Contains("ArgMin: expected"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::cumsum(b), doctest::Contains("CumSum: expected"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::cumsum(x, 2),
+                       doctest::Contains("CumSum: axis 2 is out of range for a tensor of rank 2"),
+                       ValueError);
 }
 
 TEST_CASE("argmax over an empty axis is a ValueError, as in NumPy") {
@@ -185,4 +208,5 @@ TEST_CASE("argmax over an empty axis is a ValueError, as in NumPy") {
   CHECK_THROWS_WITH_AS(ops::argmax(x, 1), doctest::Contains("ArgMax: axis 1 of"), ValueError);
   CHECK_THROWS_WITH_AS(ops::argmax(x, -1), doctest::Contains("is empty"), ValueError);
   CHECK(ops::argmax(x, 0).shape() == Shape{0}); // a non-empty axis of an empty tensor is fine
+  CHECK_THROWS_WITH_AS(ops::argmin(x, 1), doctest::Contains("has no argmin"), ValueError);
 }

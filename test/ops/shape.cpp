@@ -302,6 +302,75 @@ TEST_CASE("init: a fresh zero tensor") {
   CHECK(ev.evaluate(g)[0] == HostTensor({2, 2}, float32));
 }
 
+TEST_CASE("arange, stack, tril, triu, pad and tile: shapes, values and errors") {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  CHECK(ops::arange(0, 5).spec() == TensorSpec{{5}, int32});
+  CHECK(ops::arange(1, 2, 0.25, float32).spec() == TensorSpec{{4}, float32});
+  CHECK(ops::arange(3, 0, -1).shape() == Shape{3});
+  CHECK(ops::arange(3, 5, -1).shape() == Shape{0}); // empty, as in NumPy
+  CHECK_THROWS_WITH_AS(ops::arange(0, 3, 0),
+                       Contains("Arange: start 0.000000, stop 3.000000 and "
+                                "step 0.000000 must be finite"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::arange(0.5, 3), Contains("an int32 range needs an integral start"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::arange(0, 3, 1, bool_), Contains("Arange: the dtype must be"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::arange(0, 3e9), Contains("leaves int32"), ValueError);
+
+  const Tensor a = constant(iota({2, 3}), "a");
+  const Tensor b = constant(iota({2, 3}), "b");
+  CHECK(ops::stack({a, b}).shape() == Shape{2, 2, 3});
+  CHECK(ops::stack({a, b}, -1).shape() == Shape{2, 3, 2});
+  CHECK_THROWS_WITH_AS(ops::stack({}), Contains("Stack: expected at least one tensor"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::stack({a, ops::transpose(b)}), Contains("Stack: tensor 1 'Transpose."),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::stack({a}, 3), Contains("Stack: axis 3 is out of range"), ValueError);
+
+  CHECK(ops::tril(a).spec() == a.spec());
+  CHECK(ops::triu(a, 1).producer()->attrs<OpKind::Triu>().k == 1);
+  CHECK_THROWS_WITH_AS(ops::tril(constant(iota({3}), "v")),
+                       Contains("Tril: expected a tensor of rank 2 or more"), ShapeError);
+
+  CHECK(ops::pad(a, {{1, 2}, {0, 3}}).shape() == Shape{5, 6});
+  CHECK_THROWS_WITH_AS(ops::pad(a, {{1, 2}}),
+                       Contains("Pad: expected one {before, after} pair "
+                                "per axis of 'a' [(2, 3) float32], got 1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::pad(a, {{1, 2}, {-1, 0}}),
+                       Contains("Pad: the widths of axis 1 must be >= 0, got {-1, 0}"), ValueError);
+
+  CHECK(ops::tile(a, {3, 2}).shape() == Shape{6, 6});
+  CHECK(ops::tile(a, {0, 2}).shape() == Shape{0, 6});
+  CHECK_THROWS_WITH_AS(ops::tile(a, {2}), Contains("Tile: expected one repeat count per axis"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::tile(a, {2, -1}), Contains("Tile: repeat counts must be >= 0"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::tile(a, {std::int64_t{1} << 62, 4}), Contains("Tile: axis 0"),
+                       ShapeError);
+
+  Graph g = ir.create_graph([&] {
+    const Tensor x = constant(iota({2, 3}), "x");
+    return std::vector<Tensor>{ops::arange(2, -1, -1),
+                               ops::stack({x, x}, 1),
+                               ops::tril(x),
+                               ops::triu(x, 1),
+                               ops::pad(x, {{1, 0}, {0, 1}}, -1),
+                               ops::tile(x, {1, 2})};
+  });
+  ReferenceEvaluator ev(ir);
+  const auto r = ev.evaluate(g);
+  CHECK(r[0] == HostTensor(std::vector<std::int32_t>{2, 1, 0}, {3}));
+  CHECK(r[1] ==
+        HostTensor({0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 3.f, 4.f, 5.f}, {2, 2, 3}));
+  CHECK(r[2] == HostTensor({0.f, 0.f, 0.f, 3.f, 4.f, 0.f}, {2, 3}));
+  CHECK(r[3] == HostTensor({0.f, 1.f, 2.f, 0.f, 0.f, 5.f}, {2, 3}));
+  CHECK(r[4] ==
+        HostTensor({-1.f, -1.f, -1.f, -1.f, 0.f, 1.f, 2.f, -1.f, 3.f, 4.f, 5.f, -1.f}, {3, 4}));
+  CHECK(r[5] == HostTensor({0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 3.f, 4.f, 5.f}, {2, 6}));
+}
+
 TEST_CASE("sizes: shape inference that would overflow is a ShapeError, not a wrapped count") {
   constexpr std::int64_t big = std::int64_t{1} << 62;
   pxl::testing::ScratchGraph s;

@@ -86,6 +86,25 @@ PXL_REF_KERNEL(Sigmoid) {
 PXL_REF_KERNEL(Relu) { unary(inputs, outputs, relu); }
 PXL_REF_KERNEL(Gelu) { unary(inputs, outputs, gelu_tanh); }
 PXL_REF_KERNEL(GeluErf) { unary(inputs, outputs, gelu_erf); }
+PXL_REF_KERNEL(Erf) {
+  unary(inputs, outputs, [](double x) { return std::erf(x); });
+}
+PXL_REF_KERNEL(Sin) {
+  unary(inputs, outputs, [](double x) { return std::sin(x); });
+}
+PXL_REF_KERNEL(Cos) {
+  unary(inputs, outputs, [](double x) { return std::cos(x); });
+}
+PXL_REF_KERNEL(Sign) {
+  unary(inputs, outputs, [](double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x * 0.0); });
+}
+// The bounds in the tensor's dtype, as the kernel has them.
+PXL_REF_KERNEL(Clip) {
+  const auto& s = op.attrs<OpKind::Clip>();
+  const double lo = ref::round_to(inputs[0]->dtype(), s.a);
+  const double hi = ref::round_to(inputs[0]->dtype(), s.b);
+  unary(inputs, outputs, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); });
+}
 PXL_REF_KERNEL(LogicalNot) {
   unary(inputs, outputs, [](double x) { return x == 0.0 ? 1.0 : 0.0; });
 }
@@ -150,6 +169,25 @@ PXL_REF_KERNEL(Maximum) {
       return std::numeric_limits<double>::quiet_NaN();
     return a > b ? a : b;
   });
+}
+PXL_REF_KERNEL(Minimum) {
+  binary(inputs, outputs, [](double a, double b) {
+    if (std::isnan(a) || std::isnan(b))
+      return std::numeric_limits<double>::quiet_NaN();
+    return a < b ? a : b;
+  });
+}
+PXL_REF_KERNEL(NotEqual) {
+  binary(inputs, outputs, [](double a, double b) { return a != b ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(GreaterEqual) {
+  binary(inputs, outputs, [](double a, double b) { return a >= b ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(Less) {
+  binary(inputs, outputs, [](double a, double b) { return a < b ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(LessEqual) {
+  binary(inputs, outputs, [](double a, double b) { return a <= b ? 1.0 : 0.0; });
 }
 PXL_REF_KERNEL(Equal) {
   binary(inputs, outputs, [](double a, double b) { return a == b ? 1.0 : 0.0; });

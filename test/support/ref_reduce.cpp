@@ -78,9 +78,10 @@ PXL_REF_KERNEL(ReduceMin) {
   });
 }
 
-PXL_REF_KERNEL(ArgMax) {
-  const HostTensor& x = *inputs[0];
-  HostTensor& y = *outputs[0];
+namespace {
+/// The index of the first extremum along the op's axis; NaN counts as the extremum, so the
+/// first NaN wins over everything.
+void arg_extremum(const Op& op, const HostTensor& x, HostTensor& y, bool max) {
   const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
   const Shape kept = kept_shape(x.shape(), {static_cast<std::int64_t>(axis)});
   for (std::int64_t o = 0; o < y.nelms(); ++o) {
@@ -90,15 +91,41 @@ PXL_REF_KERNEL(ArgMax) {
     for (std::int64_t j = 0; j < x.shape()[axis]; ++j) {
       index[axis] = j;
       const double v = ref::load(x, ref::ravel(index, x.shape()));
-      // Strict: the first maximum wins. NaN counts as the maximum (as in NumPy), so the first
-      // NaN wins over everything.
-      const bool better = !std::isnan(best_value) && (std::isnan(v) || v > best_value);
+      const bool better =
+          !std::isnan(best_value) && (std::isnan(v) || (max ? v > best_value : v < best_value));
       if (j == 0 || better) {
         best = j;
         best_value = v;
       }
     }
     ref::store(y, o, static_cast<double>(best));
+  }
+}
+} // namespace
+
+PXL_REF_KERNEL(ArgMax) { arg_extremum(op, *inputs[0], *outputs[0], true); }
+PXL_REF_KERNEL(ArgMin) { arg_extremum(op, *inputs[0], *outputs[0], false); }
+
+// Each element the exact running sum (in double; int32 in int64, wrapped), rounded once.
+PXL_REF_KERNEL(CumSum) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  const auto axis = static_cast<std::size_t>(op.attrs<OpKind::CumSum>().axis);
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    Shape index = ref::unravel(i, y.shape());
+    const std::int64_t upto = index[axis];
+    double sum = 0.0;
+    std::int64_t isum = 0;
+    for (std::int64_t k = 0; k <= upto; ++k) {
+      index[axis] = k;
+      const double v = ref::load(x, ref::ravel(index, x.shape()));
+      sum += v;
+      isum += static_cast<std::int64_t>(v);
+    }
+    ref::store(y, i,
+               x.dtype() == int32 ? static_cast<double>(
+                                        static_cast<std::int32_t>(static_cast<std::uint32_t>(isum)))
+                                  : sum);
   }
 }
 

@@ -133,4 +133,54 @@ void ref_Init(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const>
   // Outputs are allocated zero-filled, which serves both `zero` and `undef`.
 }
 
+PXL_REF_KERNEL(Arange) {
+  const auto& a = op.attrs<OpKind::Arange>();
+  for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i)
+    ref::store(*outputs[0], i, a.a + static_cast<double>(i) * a.b);
+}
+
+namespace {
+void triangle(const Op& op, const HostTensor& x, HostTensor& y, bool lower) {
+  const std::int64_t k = op.attrs_as<DiagonalAttrs>().k;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const Shape index = ref::unravel(i, y.shape());
+    const std::int64_t col = index.back(), row = index[index.size() - 2];
+    if (lower ? col - row <= k : col - row >= k)
+      copy_element(x, i, y, i);
+  }
+}
+} // namespace
+
+PXL_REF_KERNEL(Tril) { triangle(op, *inputs[0], *outputs[0], true); }
+PXL_REF_KERNEL(Triu) { triangle(op, *inputs[0], *outputs[0], false); }
+
+PXL_REF_KERNEL(Pad) {
+  const auto& a = op.attrs<OpKind::Pad>();
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    Shape index = ref::unravel(i, y.shape());
+    bool inside = true;
+    for (std::size_t d = 0; d < index.size(); ++d) {
+      index[d] -= a.before[d];
+      inside = inside && index[d] >= 0 && index[d] < x.shape()[d];
+    }
+    if (inside)
+      copy_element(x, ref::ravel(index, x.shape()), y, i);
+    else
+      ref::store(y, i, a.value);
+  }
+}
+
+PXL_REF_KERNEL(Tile) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    Shape index = ref::unravel(i, y.shape());
+    for (std::size_t d = 0; d < index.size(); ++d)
+      index[d] %= x.shape()[d];
+    copy_element(x, ref::ravel(index, x.shape()), y, i);
+  }
+}
+
 } // namespace pxl::testing

@@ -61,6 +61,13 @@ inline void store(HostTensor& t, std::int64_t i, double v) {
   });
 }
 
+/// `v` rounded to `dtype` (a float dtype) and back: the value a tensor of it holds.
+inline double round_to(DType dtype, double v) {
+  HostTensor t({1}, dtype);
+  store(t, 0, v);
+  return load(t, 0);
+}
+
 /// The two words of a uint32[2] seed tensor.
 inline std::pair<std::uint32_t, std::uint32_t> seed_words(const HostTensor& seed) {
   const auto s = seed.data<std::uint32_t>();

@@ -29,7 +29,15 @@ void ref_SubInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* 
 
 void ref_MulInplace(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const> inputs,
                     std::span<HostTensor* const> outputs) {
-  binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) { return a * b; });
+  if (is_floating_point(outputs[0]->dtype())) {
+    binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) { return a * b; });
+    return;
+  }
+  // An int32 product needs up to 62 bits, more than a double holds exactly: wrap it in int64.
+  binary_update(*inputs[0], *inputs[1], *outputs[0], [](double a, double b) {
+    const auto p = static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b);
+    return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(p)));
+  });
 }
 
 void ref_ScaledAdd(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,

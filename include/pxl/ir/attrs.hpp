@@ -63,7 +63,8 @@ enum class InitType : std::uint8_t { zero, undef };
 struct CreateAttrs {
   TensorSpec spec;
   InitType init = InitType::zero;
-  double a = 0.0, b = 0.0; ///< random_uniform: low, high; random_normal: mean, std
+  double a = 0.0, b = 0.0; ///< random_uniform: low, high; random_normal: mean, std; arange:
+                           ///< start, step
   friend bool operator==(const CreateAttrs&, const CreateAttrs&) = default;
 };
 
@@ -127,8 +128,28 @@ struct CollectiveAttrs {
   friend bool operator==(const CollectiveAttrs&, const CollectiveAttrs&) = default;
 };
 
-using OpAttrs = std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs,
-                             SplitAttrs, CastAttrs, ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs,
-                             StreamAttrs, OneHotAttrs, CollectiveAttrs>;
+/// tril and triu: the diagonal kept as the border (0 the main one, k > 0 above it).
+struct DiagonalAttrs {
+  std::int64_t k = 0;
+  friend bool operator==(const DiagonalAttrs&, const DiagonalAttrs&) = default;
+};
+
+/// pad: the elements added before and after each axis, and their value.
+struct PadAttrs {
+  std::vector<std::int64_t> before, after;
+  double value = 0.0;
+  friend bool operator==(const PadAttrs&, const PadAttrs&) = default;
+};
+
+/// tile: how many copies along each axis.
+struct TileAttrs {
+  std::vector<std::int64_t> repeats;
+  friend bool operator==(const TileAttrs&, const TileAttrs&) = default;
+};
+
+using OpAttrs =
+    std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
+                 ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, StreamAttrs, OneHotAttrs,
+                 CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs>;
 
 } // namespace pxl

@@ -56,6 +56,11 @@ enum : unsigned {
   X(Relu, "Relu", elementwise, NoAttrs, Grad)                                                      \
   X(Gelu, "Gelu", elementwise, NoAttrs, Grad)                                                      \
   X(GeluErf, "GeluErf", elementwise, NoAttrs, Grad)                                                \
+  X(Erf, "Erf", elementwise, NoAttrs, Grad)                                                        \
+  X(Sin, "Sin", elementwise, NoAttrs, Grad)                                                        \
+  X(Cos, "Cos", elementwise, NoAttrs, Grad)                                                        \
+  X(Sign, "Sign", elementwise, NoAttrs, Grad)                                                      \
+  X(Clip, "Clip", elementwise, ScalarAttrs, Grad)                                                  \
   X(LogicalNot, "Not", elementwise, NoAttrs, NoGrad)                                               \
   X(IsNan, "IsNaN", elementwise, NoAttrs, NoGrad)                                                  \
   X(Cast, "Cast", elementwise, CastAttrs, Grad)                                                    \
@@ -68,8 +73,13 @@ enum : unsigned {
   X(Div, "Div", elementwise, NoAttrs, Grad)                                                        \
   X(Pow, "Pow", elementwise, NoAttrs, Grad)                                                        \
   X(Maximum, "Max", elementwise, NoAttrs, Grad)                                                    \
+  X(Minimum, "Min", elementwise, NoAttrs, Grad)                                                    \
   X(Equal, "Equal", elementwise, NoAttrs, NoGrad)                                                  \
+  X(NotEqual, "NotEqual", elementwise, NoAttrs, NoGrad)                                            \
   X(Greater, "Greater", elementwise, NoAttrs, NoGrad)                                              \
+  X(GreaterEqual, "GreaterOrEqual", elementwise, NoAttrs, NoGrad)                                  \
+  X(Less, "Less", elementwise, NoAttrs, NoGrad)                                                    \
+  X(LessEqual, "LessOrEqual", elementwise, NoAttrs, NoGrad)                                        \
   X(LogicalAnd, "And", elementwise, NoAttrs, NoGrad)                                               \
   X(LogicalOr, "Or", elementwise, NoAttrs, NoGrad)                                                 \
   X(Where, "Where", elementwise, NoAttrs, Grad)                                                    \
@@ -79,6 +89,8 @@ enum : unsigned {
   X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad)                                             \
   X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad)                                             \
   X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad)                                                   \
+  X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad)                                                   \
+  X(CumSum, "CumSum", reduce, AxisAttrs, Grad)                                                     \
   /* linear algebra */                                                                             \
   X(MatMul, "MatMul", matmul, NoAttrs, Grad)                                                       \
   /* nn */                                                                                         \
@@ -101,6 +113,11 @@ enum : unsigned {
   X(Gather, "Gather", shape, AxisAttrs, Grad)                                                      \
   X(OneHot, "OneHot", shape, OneHotAttrs, NoGrad)                                                  \
   X(Init, "Init", shape, CreateAttrs, NoGrad)                                                      \
+  X(Arange, "Arange", shape, CreateAttrs, NoGrad)                                                  \
+  X(Tril, "Tril", shape, DiagonalAttrs, Grad)                                                      \
+  X(Triu, "Triu", shape, DiagonalAttrs, Grad)                                                      \
+  X(Pad, "Pad", shape, PadAttrs, Grad)                                                             \
+  X(Tile, "Tile", shape, TileAttrs, Grad)                                                          \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace)                        \

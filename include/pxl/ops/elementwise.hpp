@@ -18,6 +18,15 @@ Tensor relu(const Tensor& t);
 Tensor gelu(const Tensor& t);
 /// Exact, with erf.
 Tensor geluerf(const Tensor& t);
+/// The error function.
+Tensor erf(const Tensor& t);
+Tensor sin(const Tensor& t);
+Tensor cos(const Tensor& t);
+/// -1, 0 or 1 (float32, float16 or int32; NaN stays NaN). Its gradient is zero.
+Tensor sign(const Tensor& t);
+/// `t` limited to [min, max] (float32 or float16; NaN stays NaN), PopXL's clip. The gradient
+/// passes where min <= t <= max, as PyTorch's clamp. ValueError when min > max.
+Tensor clip(const Tensor& t, double min, double max);
 Tensor logical_not(const Tensor& t);
 /// bool tensor, true where `t` is NaN.
 Tensor isnan(const Tensor& t);
@@ -43,10 +52,16 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
+/// Element-wise larger and smaller (NaN propagates; at a tie the gradient goes to `a`).
 Tensor maximum(const Tensor& a, const Tensor& b);
-/// bool results.
+Tensor minimum(const Tensor& a, const Tensor& b);
+/// Comparisons, with bool results. A NaN operand compares false except in not_equal.
 Tensor equal(const Tensor& a, const Tensor& b);
+Tensor not_equal(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+Tensor less(const Tensor& a, const Tensor& b);
+Tensor less_equal(const Tensor& a, const Tensor& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 /// `condition ? a : b` element-wise, all three broadcast together; `condition` is bool.

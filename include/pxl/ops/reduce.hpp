@@ -1,4 +1,4 @@
-// Reductions over axes: sum, mean, max, min, and argmax.
+// Reductions over axes: sum, mean, max, min, argmax and argmin; the running sum cumsum.
 #pragma once
 
 #include "pxl/ir/tensor.hpp"
@@ -23,5 +23,11 @@ Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std:
 /// Index of the first maximum along `axis` (a NaN counts as the maximum), as int32. An axis of
 /// size 0 is a ValueError, as in NumPy.
 Tensor argmax(const Tensor& t, std::int64_t axis = 0, bool keepdims = false);
+/// Index of the first minimum along `axis` (a NaN counts as the minimum), as argmax.
+Tensor argmin(const Tensor& t, std::int64_t axis = 0, bool keepdims = false);
+/// Running sum along `axis`, of `t`'s shape (element i holds the sum of elements 0..i), as
+/// PyTorch's cumsum. float32 sums in double, float16 in float (rounded once per element);
+/// int32 wraps around.
+Tensor cumsum(const Tensor& t, std::int64_t axis = 0);
 
 } // namespace pxl::ops

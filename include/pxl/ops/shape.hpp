@@ -1,10 +1,12 @@
-// Shape and data-movement ops: reshape, transpose, slicing, concat/split, gather, onehot, init.
+// Shape and data-movement ops: reshape, transpose, slicing, concat/split/stack, gather, onehot,
+// pad, tile, triangles, and the creators init and arange.
 #pragma once
 
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/tensor.hpp"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace pxl::ops {
@@ -37,5 +39,22 @@ Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& val
               std::int64_t axis = -1);
 /// A fresh tensor in the current graph: zero-filled, or with unspecified contents (`undef`).
 Tensor init(Shape shape, DType dtype, std::string name = "", InitType type = InitType::zero);
+/// NumPy's arange: start, start + step, ... while below `stop` (above it for a negative step),
+/// of `dtype` (int32, float32 or float16), computed in double per element. ValueError for a
+/// step of 0 or non-integral bounds with int32; an empty range gives shape (0,).
+Tensor arange(double start, double stop, double step = 1.0, DType dtype = int32);
+/// Joins tensors of one shape along a new axis `axis` (NumPy's stack).
+Tensor stack(const std::vector<Tensor>& ts, std::int64_t axis = 0);
+/// The lower (tril) or upper (triu) triangle of the last two axes: elements with
+/// column - row <= k (tril) or >= k (triu) are kept, the others are 0. Rank >= 2.
+Tensor tril(const Tensor& t, std::int64_t k = 0);
+Tensor triu(const Tensor& t, std::int64_t k = 0);
+/// NumPy's constant pad: `widths[a]` = {before, after} elements of `value` around axis a
+/// (one pair per axis, non-negative).
+Tensor pad(const Tensor& t, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
+           double value = 0.0);
+/// NumPy's tile with one repeat count (>= 0) per axis: the output's axis a is t's repeated
+/// `repeats[a]` times.
+Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats);
 
 } // namespace pxl::ops

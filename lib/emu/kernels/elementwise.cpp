@@ -180,6 +180,37 @@ StepFn compile_Detach(CompileContext& ctx, const KernelOp& op, const OpBuffers& 
   return compile_Identity(ctx, op, buffers);
 }
 
+// erf, sin and cos in double, rounded once: every float result is the nearest to the exact
+// value, as the reference's.
+StepFn compile_Erf(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers,
+                     [](float x) { return static_cast<float>(std::erf(static_cast<double>(x))); });
+}
+
+StepFn compile_Sin(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers,
+                     [](float x) { return static_cast<float>(std::sin(static_cast<double>(x))); });
+}
+
+StepFn compile_Cos(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers,
+                     [](float x) { return static_cast<float>(std::cos(static_cast<double>(x))); });
+}
+
+StepFn compile_Sign(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // NaN stays NaN; ±0 gives 0.
+  return signed_unary(
+      op, buffers, [](float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x * 0.0f); },
+      [](std::int32_t x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); });
+}
+
+StepFn compile_Clip(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // The bounds rounded to float once; NaN stays NaN (neither comparison holds).
+  const auto& s = op.attrs_as<ScalarAttrs>();
+  const auto lo = static_cast<float>(s.a), hi = static_cast<float>(s.b);
+  return float_unary(op, buffers, [lo, hi](float x) { return x < lo ? lo : (x > hi ? hi : x); });
+}
+
 // Element-wise binary kernels with NumPy broadcasting, and where.
 
 namespace {
@@ -338,8 +369,31 @@ StepFn compile_Maximum(CompileContext&, const KernelOp& op, const OpBuffers& buf
       [](std::int32_t a, std::int32_t b) { return a > b ? a : b; });
 }
 
+StepFn compile_Minimum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // NaN propagates, as in NumPy's minimum.
+  return arith(
+      op, buffers, [](float a, float b) { return (a < b || a != a) ? a : b; },
+      [](std::int32_t a, std::int32_t b) { return a < b ? a : b; });
+}
+
 StepFn compile_Equal(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return compare(op, buffers, [](auto a, auto b) { return a == b; });
+}
+
+StepFn compile_NotEqual(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return compare(op, buffers, [](auto a, auto b) { return a != b; });
+}
+
+StepFn compile_GreaterEqual(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return compare(op, buffers, [](auto a, auto b) { return a >= b; });
+}
+
+StepFn compile_Less(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return compare(op, buffers, [](auto a, auto b) { return a < b; });
+}
+
+StepFn compile_LessEqual(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return compare(op, buffers, [](auto a, auto b) { return a <= b; });
 }
 
 StepFn compile_Greater(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {

@@ -1,4 +1,5 @@
-// Reduction kernels: sum, mean, max, min over any set of axes, and argmax along one axis.
+// Reduction kernels: sum, mean, max, min over any set of axes; argmax, argmin and the running
+// sum cumsum along one axis.
 // Each output element is reduced by one worker in a fixed order, so results do not depend on
 // the number of workers.
 #include "common.hpp"
@@ -151,12 +152,14 @@ StepFn compile_ReduceMin(CompileContext&, const KernelOp& op, const OpBuffers& b
   return extremum<false>(op, buffers);
 }
 
-StepFn compile_ArgMax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+namespace {
+/// The index of the first maximum (Max) or minimum along the op's axis; a NaN counts as the
+/// extremum, as in NumPy.
+template <bool Max>
+StepFn arg_extremum(const KernelOp& op, const OpBuffers& buffers) {
   const auto axis = op.attrs_as<AxisAttrs>().axis;
   const auto p = plan_reduce(op.input(0).shape(), {axis});
-  const DType d = op.input(0).dtype();
-  // The accumulator is (best value, its index, running index); the first maximum wins and a
-  // NaN counts as the maximum, as in NumPy.
+  // The accumulator is (best value, its index, running index).
   const auto build = [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
     using C = compute_t<T>;
@@ -164,15 +167,70 @@ StepFn compile_ArgMax(CompileContext&, const KernelOp& op, const OpBuffers& buff
       C best;
       std::int32_t at, next;
     };
-    const Acc init{is_float_v<T> ? -std::numeric_limits<C>::infinity()
-                                 : std::numeric_limits<C>::lowest(),
-                   0, 0};
+    const C worst =
+        Max ? (is_float_v<T> ? -std::numeric_limits<C>::infinity()
+                             : std::numeric_limits<C>::lowest())
+            : (is_float_v<T> ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max());
+    const Acc init{worst, 0, 0};
     const auto pick = [](Acc a, C v) {
-      const bool take = a.best == a.best && (v != v || v > a.best);
+      const bool take = a.best == a.best && (v != v || (Max ? v > a.best : v < a.best));
       return Acc{take ? v : a.best, take ? a.next : a.at, a.next + 1};
     };
     return reduce_step<T, std::int32_t>(p, buffers, init, pick, [](Acc a) { return a.at; });
   };
+  const DType d = op.input(0).dtype();
+  switch (d) {
+  case float32:
+    return build(boost::hana::type_c<float>);
+  case float16:
+    return build(boost::hana::type_c<half>);
+  case int32:
+    return build(boost::hana::type_c<std::int32_t>);
+  default:
+    unsupported_dtype(op, d);
+  }
+}
+} // namespace
+
+StepFn compile_ArgMax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return arg_extremum<true>(op, buffers);
+}
+
+StepFn compile_ArgMin(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return arg_extremum<false>(op, buffers);
+}
+
+StepFn compile_CumSum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // The input as [outer, n, inner]: each of the outer·inner lines is scanned by one worker, in
+  // order, so the result does not depend on the number of workers.
+  const Shape& shape = op.input(0).shape();
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (std::size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  const std::int64_t n = shape[axis];
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    // int32 wraps: sum in uint32.
+    using A = std::conditional_t<std::is_same_v<T, std::int32_t>, std::uint32_t, accum_t<T>>;
+    const T* x = typed<const T>(buffers.inputs[0]);
+    T* y = typed<T>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(outer * inner, w, nw);
+      for (std::int64_t line = begin; line < end; ++line) {
+        const std::int64_t start = (line / inner) * n * inner + line % inner;
+        A acc{};
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t at = start + k * inner;
+          acc += static_cast<A>(static_cast<compute_t<T>>(x[at]));
+          y[at] = static_cast<T>(acc);
+        }
+      }
+    };
+  };
+  const DType d = op.input(0).dtype();
   switch (d) {
   case float32:
     return build(boost::hana::type_c<float>);

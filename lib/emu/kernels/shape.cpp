@@ -1,5 +1,6 @@
-// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, init.
-// They move elements without looking at them, so they work on raw words of the element size.
+// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, pad, tile,
+// triangles, init and arange. Most move elements without looking at them, so they work on raw
+// words of the element size.
 #include "common.hpp"
 
 namespace pxl::emu::detail {
@@ -260,6 +261,123 @@ StepFn compile_Init(CompileContext&, const KernelOp& op, const OpBuffers& buffer
     return [](unsigned, unsigned) {};
   const auto& spec = op.output(0).spec();
   return zero_step(buffers.outputs[0], spec.nelms(), size_of(spec.dtype));
+}
+
+StepFn compile_Arange(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs<OpKind::Arange>();
+  const std::int64_t n = op.output(0).nelms();
+  const double start = a.a, step = a.b;
+  return visit_dtype(op.output(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    T* y = typed<T>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      for (std::int64_t i = begin; i < end; ++i)
+        y[i] = convert_element<T>(start + static_cast<double>(i) * step);
+    };
+  });
+}
+
+namespace {
+/// Keeps the elements of the last two axes with column - row <= k (lower) or >= k (upper).
+StepFn triangle_step(const KernelOp& op, const OpBuffers& buffers, bool lower) {
+  const Shape& shape = op.input(0).shape();
+  const std::int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  const std::int64_t n = op.output(0).nelms();
+  const std::int64_t k = op.attrs_as<DiagonalAttrs>().k;
+  return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
+    using U = typename decltype(t)::type;
+    const U* x = typed<const U>(buffers.inputs[0]);
+    U* y = typed<U>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t col = i % cols, row = (i / cols) % rows;
+        const bool keep = lower ? col - row <= k : col - row >= k;
+        y[i] = keep ? x[i] : U{0};
+      }
+    };
+  });
+}
+
+/// Calls `f(i, in)` for each output element i of the worker's share with the flat input index
+/// `in` it reads (-1: none), walking a multi-index instead of dividing per element.
+/// `source(axis, out_coordinate)` gives the input coordinate on an axis, or -1.
+template <typename Source, typename F>
+void for_each_source(const Shape& out, const Shape& in, std::int64_t begin, std::int64_t end,
+                     Source source, F f) {
+  if (begin >= end)
+    return;
+  const std::size_t rank = out.size();
+  std::vector<std::int64_t> index(rank);
+  std::int64_t rest = begin;
+  for (std::size_t d = rank; d-- > 0;) {
+    index[d] = rest % out[d];
+    rest /= out[d];
+  }
+  for (std::int64_t i = begin; i < end; ++i) {
+    std::int64_t flat = 0;
+    bool inside = true;
+    for (std::size_t d = 0; d < rank && inside; ++d) {
+      const std::int64_t c = source(d, index[d]);
+      inside = c >= 0;
+      flat = flat * in[d] + c;
+    }
+    f(i, inside ? flat : -1);
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++index[d] < out[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+} // namespace
+
+StepFn compile_Tril(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return triangle_step(op, buffers, true);
+}
+
+StepFn compile_Triu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return triangle_step(op, buffers, false);
+}
+
+StepFn compile_Pad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs<OpKind::Pad>();
+  const Shape out = op.output(0).shape(), in = op.input(0).shape();
+  const std::vector<std::int64_t> before = a.before;
+  const std::int64_t n = op.output(0).nelms();
+  return visit_dtype(op.input(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    const T value = convert_element<T>(a.value);
+    const T* x = typed<const T>(buffers.inputs[0]);
+    T* y = typed<T>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      for_each_source(
+          out, in, begin, end,
+          [&](std::size_t d, std::int64_t c) {
+            const std::int64_t s = c - before[d];
+            return s >= 0 && s < in[d] ? s : -1;
+          },
+          [&](std::int64_t i, std::int64_t from) { y[i] = from >= 0 ? x[from] : value; });
+    };
+  });
+}
+
+StepFn compile_Tile(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const Shape out = op.output(0).shape(), in = op.input(0).shape();
+  const std::int64_t n = op.output(0).nelms();
+  return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
+    using U = typename decltype(t)::type;
+    const U* x = typed<const U>(buffers.inputs[0]);
+    U* y = typed<U>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      for_each_source(
+          out, in, begin, end, [&](std::size_t d, std::int64_t c) { return c % in[d]; },
+          [&](std::int64_t i, std::int64_t from) { y[i] = x[from]; });
+    };
+  });
 }
 
 } // namespace pxl::emu::detail
