@@ -18,5 +18,6 @@
 #include "pxl/addons/optimizers/adam.hpp"
 #include "pxl/addons/optimizers/apply.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
+#include "pxl/addons/optimizers/schedules.hpp"
 #include "pxl/addons/optimizers/sgd.hpp"
 #include "pxl/addons/variable_factory.hpp"
