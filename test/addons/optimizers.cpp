@@ -1,5 +1,6 @@
 // Optimizers: SGD, Adam and AdamW steps against the reference formulas computed in double on the
-// host, optimizers::apply (state names, graph sharing), Adam training a regression, errors.
+// host, learning rates read at run time, optimizers::apply (state names, graph sharing), Adam
+// training a regression, errors.
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
@@ -12,6 +13,7 @@ using namespace pxl;
 using addons::NamedTensors;
 using addons::optimizers::Adam;
 using addons::optimizers::AdamW;
+using addons::optimizers::LearningRate;
 using addons::optimizers::SGD;
 using Keys = std::vector<std::string>;
 
@@ -59,25 +61,32 @@ struct Trace {
   std::vector<std::map<std::string, Vec>> state;
 };
 
-/// Applies `opt` to one variable "w" on the emulator for `steps` runs, the gradient of run k
-/// being grad_at(k), fed through a host stream.
-template <typename Opt>
-Trace run_steps(const Opt& opt, int steps) {
+/// Applies the optimizer `make(lr)` returns to one variable "w" on the emulator for `steps` runs,
+/// the gradient of run k being grad_at(k), fed through a host stream. With `lrs`, `lr` is a
+/// float32 scalar main-graph variable, written with lrs[k] before run k; without, `lr` is an
+/// empty Tensor.
+template <typename Make>
+Trace run_steps_with(const Make& make, int steps, const Vec& lrs = {}) {
   Ir ir;
   HostToDeviceStream gs;
-  Tensor w;
+  Tensor w, lr;
   NamedTensors state;
   {
     auto main = ir.main_graph().scope();
     w = variable(tensor(w0, shape), "w");
     gs = h2d_stream(shape, float32, "g");
     auto g = ops::host_load(gs);
-    state = addons::optimizers::apply(opt, NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
+    if (!lrs.empty())
+      lr = variable(HostTensor::scalar(0.0f), "lr");
+    state = addons::optimizers::apply(make(lr), NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
   }
   Session session{ir, "ipu_model"};
   auto attached = session.attach();
   Trace t;
   for (int k = 0; k < steps; ++k) {
+    if (!lrs.empty())
+      addons::optimizers::schedules::write_learning_rate(session, lr,
+                                                         lrs[static_cast<std::size_t>(k)]);
     session.run({{gs, tensor(grad_at(k), shape)}});
     t.w.push_back(values(session.get_tensor_data(w)));
     std::map<std::string, Vec> s;
@@ -89,8 +98,19 @@ Trace run_steps(const Opt& opt, int steps) {
   return t;
 }
 
+/// As run_steps_with for an optimizer with a constant learning rate.
+template <typename Opt>
+Trace run_steps(const Opt& opt, int steps) {
+  return run_steps_with([&](const Tensor&) { return opt; }, steps);
+}
+
+/// The learning rate of step k: lrs[k], or the options' constant when `lrs` is empty.
+double lr_at(const LearningRate& lr, const Vec& lrs, int k) {
+  return lrs.empty() ? lr.value() : lrs[static_cast<std::size_t>(k)];
+}
+
 /// PyTorch's SGD in double.
-Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
+Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps, const Vec& lrs = {}) {
   Vec w = w0, v(w0.size(), 0.0);
   Trace t;
   for (int k = 0; k < steps; ++k) {
@@ -102,7 +122,7 @@ Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
         v[i] = o.momentum * v[i] + gp;
         step = o.nesterov ? gp + o.momentum * v[i] : v[i];
       }
-      w[i] -= o.lr * step;
+      w[i] -= lr_at(o.lr, lrs, k) * step;
     }
     t.w.push_back(w);
     t.state.push_back(o.momentum != 0.0 ? std::map<std::string, Vec>{{"momentum", v}}
@@ -112,12 +132,14 @@ Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
 }
 
 /// PyTorch's Adam (decoupled = false) or AdamW (true) in double.
-Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, int steps) {
+Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, int steps,
+                     const Vec& lrs = {}) {
   Vec w = w0, m(w0.size(), 0.0), v(w0.size(), 0.0);
   Trace t;
   for (int k = 0; k < steps; ++k) {
     const Vec g = grad_at(k);
     const double step = k + 1;
+    const double lr = lr_at(o.lr, lrs, k);
     for (std::size_t i = 0; i < w.size(); ++i) {
       const double gp = decoupled ? g[i] : g[i] + o.weight_decay * w[i];
       m[i] = o.beta1 * m[i] + (1 - o.beta1) * gp;
@@ -128,8 +150,8 @@ Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, i
         v_hat /= 1 - std::pow(o.beta2, step);
       }
       if (decoupled)
-        w[i] *= 1 - o.lr * o.weight_decay;
-      w[i] -= o.lr * m_hat / (std::sqrt(v_hat) + o.eps);
+        w[i] *= 1 - lr * o.weight_decay;
+      w[i] -= lr * m_hat / (std::sqrt(v_hat) + o.eps);
     }
     t.w.push_back(w);
     t.state.push_back({{"first_order", m}, {"second_order", v}, {"step", {step}}});
@@ -191,6 +213,93 @@ TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias 
   }
 }
 
+TEST_CASE("A learning rate read from a variable: equal to the constant, and changed per run") {
+  const int steps = 5;
+  const Vec constant_lrs(steps, 0.05);
+  const Vec changing{0.05, 0.02, 0.1, 0.0, 0.03};
+  // SGD (momentum, weight decay), Adam (L2) and AdamW (decoupled decay), each with the
+  // constant 0.05 and with a variable.
+  const addons::optimizers::SGDOptions sgd{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01};
+  const addons::optimizers::AdamOptions adam{.lr = 0.05, .weight_decay = 0.1};
+  const addons::optimizers::AdamWOptions adamw{.lr = 0.05, .weight_decay = 0.1};
+  auto with_lr = [](auto o, const Tensor& lr) {
+    o.lr = lr;
+    return o;
+  };
+
+  const auto sgd_var = [&](const Tensor& lr) { return SGD(with_lr(sgd, lr)); };
+  const auto adam_var = [&](const Tensor& lr) { return Adam(with_lr(adam, lr)); };
+  const auto adamw_var = [&](const Tensor& lr) { return AdamW(with_lr(adamw, lr)); };
+
+  // A constant schedule: to rounding (the constant is folded into one scaled add, the tensor
+  // multiplies first).
+  check_trace(run_steps_with(sgd_var, steps, constant_lrs), sgd_reference(sgd, steps));
+  check_trace(run_steps_with(adam_var, steps, constant_lrs), adam_reference(adam, false, steps));
+  check_trace(run_steps_with(adamw_var, steps, constant_lrs),
+              adam_reference(as_adam(adamw), true, steps));
+  const auto sgd_const = run_steps(SGD(sgd), steps);
+  const auto sgd_tensor = run_steps_with(sgd_var, steps, constant_lrs);
+  for (int k = 0; k < steps; ++k)
+    CHECK(max_error(sgd_tensor.w[static_cast<std::size_t>(k)],
+                    sgd_const.w[static_cast<std::size_t>(k)]) < 1e-6);
+
+  // Written between runs, the rate changes the next update as the reference says.
+  check_trace(run_steps_with(sgd_var, steps, changing), sgd_reference(sgd, steps, changing));
+  check_trace(run_steps_with(adam_var, steps, changing),
+              adam_reference(adam, false, steps, changing));
+  check_trace(run_steps_with(adamw_var, steps, changing),
+              adam_reference(as_adam(adamw), true, steps, changing));
+  // The changes matter: the same steps with the constant rate end elsewhere.
+  CHECK(max_error(run_steps_with(adam_var, steps, changing).w.back(),
+                  adam_reference(adam, false, steps).w.back()) > 1e-3);
+}
+
+TEST_CASE("A tensor learning rate is a third, by-value input of the step graph") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const TensorSpec spec{{4}, float32};
+  auto lr = variable(HostTensor::scalar(0.1f), "lr");
+  auto [facts, step] = Adam({.lr = lr}).create_graph(spec, spec);
+  REQUIRE(step.positional_inputs().size() == 3);
+  const Tensor lr_in = step.positional_inputs()[2];
+  CHECK(lr_in.spec() == TensorSpec{{}, float32});
+  CHECK_FALSE(step.graph().input_is_by_ref(2));
+  CHECK(Adam({.lr = lr}).lr_inputs() == std::vector<Tensor>{lr});
+  CHECK(Adam().lr_inputs().empty());
+  CHECK(facts.keys_flat() == Keys{"first_order", "second_order", "step"});
+  // A constant rate adds no input.
+  CHECK(SGD({.lr = 0.1}).create_graph(spec, spec).second.positional_inputs().size() == 2);
+  CHECK(LearningRate(0.5).value() == 0.5);
+  CHECK(LearningRate(lr).tensor() == lr);
+  CHECK_THROWS_WITH_AS(LearningRate(lr).value(),
+                       doctest::Contains("LearningRate::value: the learning rate is the tensor"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(
+      LearningRate(0.5).tensor(),
+      doctest::Contains("LearningRate::tensor: the learning rate is the constant 0.5"), ValueError);
+}
+
+TEST_CASE("Training with a schedule through one Session follows the per-step learning rate") {
+  namespace sch = addons::optimizers::schedules;
+  const int steps = 10;
+  const sch::Schedule schedule = sch::LinearWarmup{
+      .steps = 3,
+      .after = sch::CosineDecay{.initial = 0.05, .decay_steps = 5, .final_value = 0.005},
+      .start_factor = 0.2};
+  Vec lrs;
+  for (int k = 0; k < steps; ++k)
+    lrs.push_back(schedule(k));
+  const addons::optimizers::AdamOptions adam{.lr = 0.05};
+  check_trace(run_steps_with(
+                  [&](const Tensor& lr) {
+                    auto o = adam;
+                    o.lr = lr;
+                    return Adam(o);
+                  },
+                  steps, lrs),
+              adam_reference(adam, false, steps, lrs));
+}
+
 TEST_CASE("Adam on a float16 variable with float16 first-order state") {
   const int steps = 3;
   const addons::optimizers::AdamOptions o{.lr = 0.05, .first_order_dtype = float16};
@@ -215,6 +324,54 @@ TEST_CASE("Adam on a float16 variable with float16 first-order state") {
     // float16 keeps ~3 significant digits: a few units in the last place of |w| ≤ 2.
     CHECK(max_error(values(session.get_tensor_data(w)), want.w[static_cast<std::size_t>(k)]) <
           3e-3);
+  }
+}
+
+TEST_CASE("float16 variables with a learning rate read at run time: SGD, AdamW") {
+  const int steps = 3;
+  const Vec lrs{0.05, 0.1, 0.02};
+  auto run = [&](auto make) {
+    Ir ir;
+    HostToDeviceStream gs;
+    Tensor w, lr;
+    {
+      auto main = ir.main_graph().scope();
+      w = variable(tensor(w0, shape), float16, "w");
+      gs = h2d_stream(shape, float16, "g");
+      lr = variable(HostTensor::scalar(0.0f), "lr");
+      addons::optimizers::apply(make(lr), NamedTensors{{"w", w}},
+                                NamedTensors{{"w", ops::host_load(gs)}});
+    }
+    Session session{ir, "ipu_model"};
+    auto attached = session.attach();
+    std::vector<Vec> ws;
+    for (int k = 0; k < steps; ++k) {
+      addons::optimizers::schedules::write_learning_rate(session, lr,
+                                                         lrs[static_cast<std::size_t>(k)]);
+      session.run({{gs, tensor(grad_at(k), shape).astype(float16)}});
+      ws.push_back(values(session.get_tensor_data(w)));
+    }
+    return ws;
+  };
+  const addons::optimizers::SGDOptions sgd{.momentum = 0.9};
+  const addons::optimizers::AdamWOptions adamw{};
+  const auto sgd_w = run([&](const Tensor& lr) {
+    auto o = sgd;
+    o.lr = lr;
+    return SGD(o);
+  });
+  const auto adamw_w = run([&](const Tensor& lr) {
+    auto o = adamw;
+    o.lr = lr;
+    return AdamW(o);
+  });
+  const auto sgd_want = sgd_reference(sgd, steps, lrs);
+  const auto adamw_want = adam_reference(as_adam(adamw), true, steps, lrs);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(steps); ++k) {
+    CAPTURE(k);
+    // float16 keeps ~3 significant digits (as in the Adam test above).
+    CHECK(max_error(sgd_w[k], sgd_want.w[k]) < 3e-3);
+    CHECK(max_error(adamw_w[k], adamw_want.w[k]) < 3e-3);
   }
 }
 
@@ -391,6 +548,20 @@ TEST_CASE("Optimizer errors") {
   CHECK_THROWS_WITH_AS(
       addons::optimizers::apply(SGD(), NamedTensors{{"v", v}}, std::map<Tensor, Tensor>{}),
       doctest::Contains("optimizers::apply: no gradient for variable 'v'"), ValueError);
+  // Learning-rate tensors: float32 scalars of the graph apply runs in.
+  auto int_lr = variable(HostTensor::scalar(std::int32_t{1}), "int_lr");
+  auto vec_lr = variable(HostTensor::full({2}, float32, 0.1), "vec_lr");
+  CHECK_THROWS_WITH_AS(SGD({.lr = int_lr}),
+                       doctest::Contains("SGD: the lr tensor must be a float32 scalar, got"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(Adam({.lr = vec_lr}),
+                       doctest::Contains("Adam: the lr tensor must be a float32 scalar, got"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(Adam({.lr = vec_lr}), doctest::Contains("[(2,) float32] (reshape it to ())"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(AdamW({.lr = Tensor{}}),
+                       doctest::Contains("AdamW: the lr tensor is a default-constructed Tensor"),
+                       ValueError);
   auto sub = ir.create_empty_graph("sub");
   auto in_sub = sub.scope();
   auto sw = graph_input(TensorSpec{{2}, float32}, "w", true);

@@ -17,6 +17,7 @@
 #include "pxl/addons/named_tensors.hpp"
 #include "pxl/addons/optimizers/adam.hpp"
 #include "pxl/addons/optimizers/apply.hpp"
+#include "pxl/addons/optimizers/learning_rate.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
 #include "pxl/addons/optimizers/schedules.hpp"
 #include "pxl/addons/optimizers/sgd.hpp"

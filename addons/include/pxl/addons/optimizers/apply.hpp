@@ -1,4 +1,5 @@
-// pxl::addons::optimizers::apply: one optimizer step for every variable of a model.
+// pxl::addons::optimizers::apply: one optimizer step for every variable of a
+// model.
 #pragma once
 
 #include "pxl/addons/graph_cache.hpp"
@@ -6,41 +7,53 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace pxl::addons::optimizers {
 
-// impl: what the templates here call out of line. Exported, since the templates are
-// instantiated in users' code, but not API (`detail` namespaces are private to the binary).
+// impl: what the templates here call out of line. Exported, since the templates
+// are instantiated in users' code, but not API (`detail` namespaces are private
+// to the binary).
 namespace impl {
-/// GraphError unless the current graph is the main graph (state variables live there).
+/// GraphError unless the current graph is the main graph (state variables live
+/// there).
 void check_apply_in_main_graph();
 /// ValueError naming the variable without a gradient.
 [[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
 } // namespace impl
 
-/// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
-/// `vars` with its gradient in `grads` (keyed by variable, as
-/// `GradGraphInfo::fwd_parent_ins_to_grad_parent_outs` returns), in the main graph, in sorted key
-/// order. For each variable it traces the step graph once per distinct variable spec (through a
-/// GraphCache, so variables of one shape and dtype share one compiled graph), creates the step's
-/// state as main-graph variables named "<key>.<state>" ("fc1.weight.momentum"; variable names take
-/// the same form) and calls the step with the variable, its gradient and the state, all by
-/// reference. Returns the state under those dotted keys (empty for stateless steps): save it
-/// with the weights to resume training.
+/// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to
+/// every variable of `vars` with its gradient in `grads` (keyed by variable, as
+/// `GradGraphInfo::fwd_parent_ins_to_grad_parent_outs` returns), in the main
+/// graph, in sorted key order. For each variable it traces the step graph once
+/// per distinct variable spec (through a GraphCache, so variables of one shape
+/// and dtype share one compiled graph), creates the step's state as main-graph
+/// variables named "<key>.<state>" ("fc1.weight.momentum"; variable names take
+/// the same form) and calls the step with the variable, its gradient and the
+/// state (the variable and the state by reference). Returns the state under
+/// those dotted keys (empty for stateless steps): save it with the weights to
+/// resume training.
 ///
-///     auto grads = bwd.grads(bwd_call);                 // "fc1.weight" → its gradient
-///     auto opt_state = addons::optimizers::apply(
+///     auto grads = bwd.grads(bwd_call);                 // "fc1.weight" → its
+///     gradient auto opt_state = addons::optimizers::apply(
 ///         addons::optimizers::SGD{{.lr = 0.1, .momentum = 0.9}}, vars, grads);
 ///
-/// GraphError outside the main graph; ValueError for a variable without a gradient (extra
-/// gradients are ignored); DTypeError / ShapeError for a gradient that does not match its
-/// variable.
+/// A tensor learning rate (`.lr = lr_tensor`) must be a tensor of the current
+/// graph; every step call passes it to its step graph.
+///
+/// GraphError outside the main graph, or for an lr tensor of another graph;
+/// ValueError for a variable without a gradient (extra gradients are ignored);
+/// DTypeError / ShapeError for a gradient that does not match its variable.
 template <typename Optimizer>
 NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
                    const std::map<Tensor, Tensor>& grads) {
   impl::check_apply_in_main_graph();
-  // One module object for the whole loop: the cache keys graphs by module object and specs.
+  // One module object for the whole loop: the cache keys graphs by module
+  // object and specs.
   std::remove_cvref_t<Optimizer> step_module = optimizer;
+  if constexpr (impl::HasLearningRate<std::remove_cvref_t<Optimizer>>)
+    impl::check_learning_rate_graph(step_module.graph_name(), step_module.options.lr);
+  const std::vector<Tensor> lr_inputs = step_module.lr_inputs();
   GraphCache cache;
   NamedTensors state;
   for (const auto& [key, var] : vars.to_dict()) {
@@ -49,14 +62,16 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
       impl::missing_grad(key, var);
     auto [facts, step] = cache.create_graph(step_module, var, grad->second);
     auto vars_state = facts.init(key);
-    step.bind(vars_state).call({var, grad->second});
+    std::vector<Tensor> inputs{var, grad->second};
+    inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
+    step.bind(vars_state).call(inputs);
     state.insert(key, vars_state);
   }
   return state;
 }
 
-/// As above with gradients under the variables' keys (what `GraphWithNamedArgs::grads`
-/// returns).
+/// As above with gradients under the variables' keys (what
+/// `GraphWithNamedArgs::grads` returns).
 template <typename Optimizer>
 NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedTensors& grads) {
   std::map<Tensor, Tensor> by_var;
