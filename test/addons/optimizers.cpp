@@ -1,6 +1,6 @@
-// Optimizers: SGD, Adam and AdamW steps against the reference formulas computed in double on the
-// host, learning rates read at run time, optimizers::apply (state names, graph sharing), Adam
-// training a regression, errors.
+// Optimizers: SGD, Adam, AdamW and RMSprop steps against the reference formulas computed in double
+// on the host, learning rates read at run time, optimizers::apply (state names, graph sharing),
+// Adam training a regression, errors.
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
@@ -14,6 +14,7 @@ using addons::NamedTensors;
 using addons::optimizers::Adam;
 using addons::optimizers::AdamW;
 using addons::optimizers::LearningRate;
+using addons::optimizers::RMSprop;
 using addons::optimizers::SGD;
 using Keys = std::vector<std::string>;
 
@@ -159,6 +160,40 @@ Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, i
   return t;
 }
 
+/// TensorFlow's RMSprop (ApplyRMSProp / ApplyCenteredRMSProp) in double.
+Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
+                        const Vec& lrs = {}) {
+  Vec w = w0, ms(w0.size(), 0.0), mg(w0.size(), 0.0), mom(w0.size(), 0.0);
+  Trace t;
+  for (int k = 0; k < steps; ++k) {
+    const Vec g = grad_at(k);
+    const double lr = lr_at(o.lr, lrs, k);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      ms[i] = o.rho * ms[i] + (1 - o.rho) * g[i] * g[i];
+      double second = ms[i];
+      if (o.centered) {
+        mg[i] = o.rho * mg[i] + (1 - o.rho) * g[i];
+        second -= mg[i] * mg[i];
+      }
+      const double increment = lr * g[i] / std::sqrt(second + o.eps);
+      if (o.momentum != 0.0) {
+        mom[i] = o.momentum * mom[i] + increment;
+        w[i] -= mom[i];
+      } else {
+        w[i] -= increment;
+      }
+    }
+    t.w.push_back(w);
+    std::map<std::string, Vec> s{{"mean_square", ms}};
+    if (o.centered)
+      s["mean_grad"] = mg;
+    if (o.momentum != 0.0)
+      s["momentum"] = mom;
+    t.state.push_back(std::move(s));
+  }
+  return t;
+}
+
 void check_trace(const Trace& got, const Trace& want) {
   REQUIRE(got.w.size() == want.w.size());
   for (std::size_t k = 0; k < got.w.size(); ++k) {
@@ -172,6 +207,16 @@ void check_trace(const Trace& got, const Trace& want) {
       REQUIRE(got.state[k].count(key));
       CHECK(max_error(got.state[k].at(key), v) < 1e-6);
     }
+  }
+}
+
+/// Bitwise equality of two runs (the values are floats widened to double).
+void check_same(const Trace& a, const Trace& b) {
+  REQUIRE(a.w.size() == b.w.size());
+  for (std::size_t k = 0; k < a.w.size(); ++k) {
+    CAPTURE(k);
+    CHECK(a.w[k] == b.w[k]);
+    CHECK(a.state[k] == b.state[k]);
   }
 }
 
@@ -213,15 +258,38 @@ TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias 
   }
 }
 
+TEST_CASE("RMSprop steps match TensorFlow's formulas: plain, momentum, centered, both") {
+  const int steps = 6;
+  const std::vector<addons::optimizers::RMSpropOptions> cases{
+      {.lr = 0.01},
+      {.lr = 0.01, .rho = 0.8, .momentum = 0.9, .eps = 1e-6},
+      {.lr = 0.02, .centered = true},
+      {.lr = 0.005, .rho = 0.95, .momentum = 0.5, .eps = 1e-4, .centered = true},
+  };
+  for (const auto& o : cases) {
+    CAPTURE(o.momentum);
+    CAPTURE(o.centered);
+    check_trace(run_steps(RMSprop(o), steps), rmsprop_reference(o, steps));
+  }
+  // eps sits inside the square root: with a large eps the step is lr·g/sqrt(ms + eps), which
+  // differs from PyTorch's lr·g/(sqrt(ms) + eps) by far more than the tolerance.
+  const addons::optimizers::RMSpropOptions big_eps{.lr = 0.1, .eps = 0.01};
+  const auto got = run_steps(RMSprop(big_eps), 1);
+  const double g = grad_at(0)[1], ms = 0.1 * g * g;
+  CHECK(got.w[0][1] == doctest::Approx(w0[1] - 0.1 * g / std::sqrt(ms + 0.01)).epsilon(1e-6));
+  CHECK(std::abs(got.w[0][1] - (w0[1] - 0.1 * g / (std::sqrt(ms) + 0.01))) > 5e-3);
+}
+
 TEST_CASE("A learning rate read from a variable: equal to the constant, and changed per run") {
   const int steps = 5;
   const Vec constant_lrs(steps, 0.05);
   const Vec changing{0.05, 0.02, 0.1, 0.0, 0.03};
-  // SGD (momentum, weight decay), Adam (L2) and AdamW (decoupled decay), each with the
-  // constant 0.05 and with a variable.
+  // SGD (momentum, weight decay), Adam (L2), AdamW (decoupled decay) and RMSprop (centered,
+  // momentum: the rate enters the buffer), each with the constant 0.05 and with a variable.
   const addons::optimizers::SGDOptions sgd{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01};
   const addons::optimizers::AdamOptions adam{.lr = 0.05, .weight_decay = 0.1};
   const addons::optimizers::AdamWOptions adamw{.lr = 0.05, .weight_decay = 0.1};
+  const addons::optimizers::RMSpropOptions rms{.lr = 0.05, .momentum = 0.5, .centered = true};
   auto with_lr = [](auto o, const Tensor& lr) {
     o.lr = lr;
     return o;
@@ -230,13 +298,15 @@ TEST_CASE("A learning rate read from a variable: equal to the constant, and chan
   const auto sgd_var = [&](const Tensor& lr) { return SGD(with_lr(sgd, lr)); };
   const auto adam_var = [&](const Tensor& lr) { return Adam(with_lr(adam, lr)); };
   const auto adamw_var = [&](const Tensor& lr) { return AdamW(with_lr(adamw, lr)); };
+  const auto rms_var = [&](const Tensor& lr) { return RMSprop(with_lr(rms, lr)); };
 
-  // A constant schedule: to rounding (the constant is folded into one scaled add, the tensor
-  // multiplies first).
+  // A constant schedule: to rounding for SGD and Adam(W) (the constant is folded into one
+  // scaled add, the tensor multiplies first), bitwise for RMSprop (one code path).
   check_trace(run_steps_with(sgd_var, steps, constant_lrs), sgd_reference(sgd, steps));
   check_trace(run_steps_with(adam_var, steps, constant_lrs), adam_reference(adam, false, steps));
   check_trace(run_steps_with(adamw_var, steps, constant_lrs),
               adam_reference(as_adam(adamw), true, steps));
+  check_same(run_steps_with(rms_var, steps, constant_lrs), run_steps(RMSprop(rms), steps));
   const auto sgd_const = run_steps(SGD(sgd), steps);
   const auto sgd_tensor = run_steps_with(sgd_var, steps, constant_lrs);
   for (int k = 0; k < steps; ++k)
@@ -249,6 +319,7 @@ TEST_CASE("A learning rate read from a variable: equal to the constant, and chan
               adam_reference(adam, false, steps, changing));
   check_trace(run_steps_with(adamw_var, steps, changing),
               adam_reference(as_adam(adamw), true, steps, changing));
+  check_trace(run_steps_with(rms_var, steps, changing), rmsprop_reference(rms, steps, changing));
   // The changes matter: the same steps with the constant rate end elsewhere.
   CHECK(max_error(run_steps_with(adam_var, steps, changing).w.back(),
                   adam_reference(adam, false, steps).w.back()) > 1e-3);
@@ -290,6 +361,7 @@ TEST_CASE("Training with a schedule through one Session follows the per-step lea
   for (int k = 0; k < steps; ++k)
     lrs.push_back(schedule(k));
   const addons::optimizers::AdamOptions adam{.lr = 0.05};
+  const addons::optimizers::RMSpropOptions rms{.lr = 0.05, .momentum = 0.9};
   check_trace(run_steps_with(
                   [&](const Tensor& lr) {
                     auto o = adam;
@@ -298,6 +370,14 @@ TEST_CASE("Training with a schedule through one Session follows the per-step lea
                   },
                   steps, lrs),
               adam_reference(adam, false, steps, lrs));
+  check_trace(run_steps_with(
+                  [&](const Tensor& lr) {
+                    auto o = rms;
+                    o.lr = lr;
+                    return RMSprop(o);
+                  },
+                  steps, lrs),
+              rmsprop_reference(rms, steps, lrs));
 }
 
 TEST_CASE("Adam on a float16 variable with float16 first-order state") {
@@ -327,7 +407,7 @@ TEST_CASE("Adam on a float16 variable with float16 first-order state") {
   }
 }
 
-TEST_CASE("float16 variables with a learning rate read at run time: SGD, AdamW") {
+TEST_CASE("float16 variables with a learning rate read at run time: SGD, AdamW, RMSprop") {
   const int steps = 3;
   const Vec lrs{0.05, 0.1, 0.02};
   auto run = [&](auto make) {
@@ -355,6 +435,7 @@ TEST_CASE("float16 variables with a learning rate read at run time: SGD, AdamW")
   };
   const addons::optimizers::SGDOptions sgd{.momentum = 0.9};
   const addons::optimizers::AdamWOptions adamw{};
+  const addons::optimizers::RMSpropOptions rms{.centered = true};
   const auto sgd_w = run([&](const Tensor& lr) {
     auto o = sgd;
     o.lr = lr;
@@ -365,13 +446,20 @@ TEST_CASE("float16 variables with a learning rate read at run time: SGD, AdamW")
     o.lr = lr;
     return AdamW(o);
   });
+  const auto rms_w = run([&](const Tensor& lr) {
+    auto o = rms;
+    o.lr = lr;
+    return RMSprop(o);
+  });
   const auto sgd_want = sgd_reference(sgd, steps, lrs);
   const auto adamw_want = adam_reference(as_adam(adamw), true, steps, lrs);
+  const auto rms_want = rmsprop_reference(rms, steps, lrs);
   for (std::size_t k = 0; k < static_cast<std::size_t>(steps); ++k) {
     CAPTURE(k);
     // float16 keeps ~3 significant digits (as in the Adam test above).
     CHECK(max_error(sgd_w[k], sgd_want.w[k]) < 3e-3);
     CHECK(max_error(adamw_w[k], adamw_want.w[k]) < 3e-3);
+    CHECK(max_error(rms_w[k], rms_want.w[k]) < 3e-3);
   }
 }
 
@@ -548,6 +636,18 @@ TEST_CASE("Optimizer errors") {
   CHECK_THROWS_WITH_AS(
       addons::optimizers::apply(SGD(), NamedTensors{{"v", v}}, std::map<Tensor, Tensor>{}),
       doctest::Contains("optimizers::apply: no gradient for variable 'v'"), ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.rho = 1.0}),
+                       doctest::Contains("RMSprop: rho must be in [0, 1), got 1"), ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.momentum = -0.5}),
+                       doctest::Contains("RMSprop: momentum must be >= 0, got -0.5"), ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.eps = 0.0}), doctest::Contains("RMSprop: eps must be > 0, got 0"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.lr = -1}), doctest::Contains("RMSprop: lr must be >= 0, got -1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop().create_graph(w, TensorSpec{{3, 2}, float32}),
+                       doctest::Contains("RMSprop: the gradient must have the variable's shape"),
+                       ShapeError);
+
   // Learning-rate tensors: float32 scalars of the graph apply runs in.
   auto int_lr = variable(HostTensor::scalar(std::int32_t{1}), "int_lr");
   auto vec_lr = variable(HostTensor::full({2}, float32, 0.1), "vec_lr");
@@ -557,8 +657,8 @@ TEST_CASE("Optimizer errors") {
   CHECK_THROWS_WITH_AS(Adam({.lr = vec_lr}),
                        doctest::Contains("Adam: the lr tensor must be a float32 scalar, got"),
                        ShapeError);
-  CHECK_THROWS_WITH_AS(Adam({.lr = vec_lr}), doctest::Contains("[(2,) float32] (reshape it to ())"),
-                       ShapeError);
+  CHECK_THROWS_WITH_AS(RMSprop({.lr = vec_lr}),
+                       doctest::Contains("[(2,) float32] (reshape it to ())"), ShapeError);
   CHECK_THROWS_WITH_AS(AdamW({.lr = Tensor{}}),
                        doctest::Contains("AdamW: the lr tensor is a default-constructed Tensor"),
                        ValueError);

@@ -19,6 +19,7 @@
 #include "pxl/addons/optimizers/apply.hpp"
 #include "pxl/addons/optimizers/learning_rate.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
+#include "pxl/addons/optimizers/rmsprop.hpp"
 #include "pxl/addons/optimizers/schedules.hpp"
 #include "pxl/addons/optimizers/sgd.hpp"
 #include "pxl/addons/variable_factory.hpp"
