@@ -1,6 +1,6 @@
 // Optimizers: SGD, Adam, AdamW and RMSprop steps against the reference formulas computed in double
-// on the host, learning rates read at run time, optimizers::apply (state names, graph sharing),
-// Adam training a regression, errors.
+// on the host, learning rates read at run time, optimizers::apply (state names, graph sharing, in a
+// traced device loop), Adam training a regression, errors.
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
@@ -194,18 +194,19 @@ Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
   return t;
 }
 
-void check_trace(const Trace& got, const Trace& want) {
+/// `got` equals `want` to `tolerance` (max_error) at every step, the variable and the state.
+void check_trace(const Trace& got, const Trace& want, double tolerance = 1e-6) {
   REQUIRE(got.w.size() == want.w.size());
   for (std::size_t k = 0; k < got.w.size(); ++k) {
     CAPTURE(k);
-    CHECK(max_error(got.w[k], want.w[k]) < 1e-6);
+    CHECK(max_error(got.w[k], want.w[k]) < tolerance);
     REQUIRE(got.state[k].size() == want.state[k].size());
     for (const auto& entry : want.state[k]) {
       const auto& key = entry.first;
       const auto& v = entry.second;
       CAPTURE(key);
       REQUIRE(got.state[k].count(key));
-      CHECK(max_error(got.state[k].at(key), v) < 1e-6);
+      CHECK(max_error(got.state[k].at(key), v) < tolerance);
     }
   }
 }
@@ -378,6 +379,107 @@ TEST_CASE("Training with a schedule through one Session follows the per-step lea
                   },
                   steps, lrs),
               rmsprop_reference(rms, steps, lrs));
+}
+
+namespace {
+
+/// One training step as a Module: the variable "w" (by reference), its gradient and, when
+/// `stream_lr`, the learning rate loaded from host streams, and Adam applied in the traced graph.
+struct TrainStep : addons::Module<TrainStep> {
+  HostToDeviceStream grads, lrs;
+  bool stream_lr = false;
+  addons::optimizers::AdamOptions options;
+  void build() {
+    auto w = add_variable_input("w", addons::init::from(tensor(w0, shape)), float32,
+                                /*by_ref=*/true);
+    auto o = options;
+    if (stream_lr)
+      o.lr = ops::host_load(lrs);
+    addons::optimizers::apply(Adam(o), NamedTensors{{"w", w}},
+                              NamedTensors{{"w", ops::host_load(grads)}});
+  }
+};
+
+/// Runs `steps` TrainSteps in one run of a device loop (`repeat`); with `lrs`, the learning
+/// rate of step k is lrs[k], fed through a stream. Returns the trace of the last step.
+Trace train_in_loop(const addons::optimizers::AdamOptions& o, int steps, const Vec& lrs = {}) {
+  Ir ir;
+  TrainStep m;
+  NamedTensors vars;
+  {
+    auto main = ir.main_graph().scope();
+    m.grads = h2d_stream(shape, float32, "g");
+    m.stream_lr = !lrs.empty();
+    if (m.stream_lr)
+      m.lrs = h2d_stream({}, float32, "lr");
+    m.options = o;
+    auto [facts, step] = m.create_graph();
+    // The optimizer state is declared by the trace, beside the model's variable.
+    CHECK(facts.keys_flat().size() == 4);
+    CHECK(facts.at("optimizer.w.first_order").by_ref);
+    CHECK(facts.at("optimizer.w.step").spec() == TensorSpec{{}, float32});
+    vars = facts.init();
+    CHECK(vars.at("optimizer.w.second_order").name() == "optimizer.w.second_order");
+    auto bound = step.bind(vars).bound();
+    ops::repeat(step.graph(), steps, {}, InputsDict(bound.begin(), bound.end()));
+  }
+  ir.set_num_host_transfers(steps);
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  HostTensor g({steps, shape[0], shape[1]}, float32);
+  for (int k = 0; k < steps; ++k) {
+    const Vec gk = grad_at(k);
+    for (std::size_t i = 0; i < gk.size(); ++i)
+      g.data<float>()[static_cast<std::size_t>(k) * gk.size() + i] = static_cast<float>(gk[i]);
+  }
+  if (lrs.empty()) {
+    session.run({{m.grads, g}});
+  } else {
+    HostTensor l({steps}, float32);
+    for (int k = 0; k < steps; ++k)
+      l.data<float>()[static_cast<std::size_t>(k)] =
+          static_cast<float>(lrs[static_cast<std::size_t>(k)]);
+    session.run({{m.grads, g}, {m.lrs, l}});
+  }
+  Trace t;
+  t.w.push_back(values(session.get_tensor_data(vars.at("w"))));
+  std::map<std::string, Vec> state;
+  const NamedTensors w_state = vars.sub("optimizer.w");
+  for (const auto& [key, v] : w_state.items())
+    state[key] = values(session.get_tensor_data(v));
+  t.state.push_back(std::move(state));
+  return t;
+}
+
+/// The last step of a trace.
+Trace last(const Trace& t) { return {{t.w.back()}, {t.state.back()}}; }
+
+} // namespace
+
+TEST_CASE("optimizers::apply in a traced device loop: N steps in one run equal N runs") {
+  const int steps = 4;
+  const addons::optimizers::AdamOptions o{.lr = 0.05, .weight_decay = 0.1};
+  // Constant learning rate: bitwise the single-step runs, and the double reference.
+  const Trace loop = train_in_loop(o, steps);
+  check_same(loop, last(run_steps(Adam(o), steps)));
+  check_trace(loop, last(adam_reference(o, false, steps)));
+  // A learning rate per step from a stream inside the loop: bitwise the single-step runs that
+  // write the same rates into a variable, and the reference with those rates.
+  namespace sch = addons::optimizers::schedules;
+  const sch::Schedule schedule = sch::StepDecay{.initial = 0.08, .step_size = 2, .gamma = 0.25};
+  const HostTensor rates = sch::learning_rates(schedule, 0, steps);
+  const Vec lrs = values(rates);
+  const Trace loop_lr = train_in_loop(o, steps, lrs);
+  check_same(loop_lr, last(run_steps_with(
+                          [&](const Tensor& lr) {
+                            auto with = o;
+                            with.lr = lr;
+                            return Adam(with);
+                          },
+                          steps, lrs)));
+  // (2e-6: a tensor rate rounds (−lr)·u to float32 before adding it, see Adam.)
+  check_trace(loop_lr, last(adam_reference(o, false, steps, lrs)), 2e-6);
+  CHECK(max_error(loop_lr.w[0], loop.w[0]) > 1e-3);
 }
 
 TEST_CASE("Adam on a float16 variable with float16 first-order state") {
@@ -662,10 +764,28 @@ TEST_CASE("Optimizer errors") {
   CHECK_THROWS_WITH_AS(AdamW({.lr = Tensor{}}),
                        doctest::Contains("AdamW: the lr tensor is a default-constructed Tensor"),
                        ValueError);
+  auto lr = variable(HostTensor::scalar(0.1f), "lr");
+  {
+    // A main-graph rate used in a traced subgraph must come in as an input.
+    struct Step : addons::Module<Step> {
+      Tensor lr;
+      void build(Tensor w, Tensor g) {
+        addons::optimizers::apply(SGD({.lr = lr}), NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
+      }
+    };
+    Step step;
+    step.lr = lr;
+    const std::string message = "SGD: the lr tensor " + lr.id() + " belongs to graph '" +
+                                ir.main_graph().name() +
+                                "', not to the current graph 'Step_subgraph";
+    CHECK_THROWS_WITH_AS(step.create_graph(w, w), doctest::Contains(message.c_str()), GraphError);
+  }
+
   auto sub = ir.create_empty_graph("sub");
   auto in_sub = sub.scope();
   auto sw = graph_input(TensorSpec{{2}, float32}, "w", true);
   CHECK_THROWS_WITH_AS(
       addons::optimizers::apply(SGD(), NamedTensors{{"w", sw}}, NamedTensors{{"w", sw}}),
-      doctest::Contains("optimizers::apply: must be called in the main graph"), GraphError);
+      doctest::Contains("optimizers::apply: called in subgraph 'sub', which no Module is tracing"),
+      GraphError);
 }
