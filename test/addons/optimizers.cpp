@@ -632,26 +632,39 @@ TEST_CASE("optimizers::apply: state per variable, named after it; one step graph
         Keys{"fc1.bias.first_order", "fc1.bias.second_order", "fc1.bias.step"});
 }
 
-TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
-  // y = X·w*, X (64, 8); the model is a bias-free Linear trained on the squared error.
-  struct Regression : addons::Module<Regression> {
-    PXL_SUBMODULE(addons::Linear, fc, 1, /*bias=*/false);
-    Tensor build(Tensor x, Tensor y) {
-      auto d = fc(x) - y;
-      return ops::mean(d * d);
-    }
-  };
-  const std::int64_t n = 64, features = 8;
+namespace {
+
+/// y = X·w*, X (64, 8); the model is a bias-free Linear trained on the squared error.
+struct Regression : addons::Module<Regression> {
+  PXL_SUBMODULE(addons::Linear, fc, 1, /*bias=*/false);
+  Tensor build(Tensor x, Tensor y) {
+    auto d = fc(x) - y;
+    return ops::mean(d * d);
+  }
+};
+
+constexpr std::int64_t regression_rows = 64, regression_features = 8;
+
+/// X (64, 8) and y = X·w* with w* = (-1.5, -1, ..., 2).
+std::pair<HostTensor, HostTensor> regression_data() {
+  const std::int64_t n = regression_rows, features = regression_features;
   HostTensor x({n, features}, float32), y({n, 1}, float32);
   for (std::int64_t i = 0; i < n; ++i) {
     double acc = 0;
     for (std::int64_t j = 0; j < features; ++j) {
       const double xij = std::sin(0.37 * static_cast<double>(i * features + j) + 0.1 * j);
       x.data<float>()[static_cast<std::size_t>(i * features + j)] = static_cast<float>(xij);
-      acc += xij * (0.5 * static_cast<double>(j) - 1.5); // w* = (-1.5, -1, ..., 2)
+      acc += xij * (0.5 * static_cast<double>(j) - 1.5);
     }
     y.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>(acc);
   }
+  return {x, y};
+}
+
+} // namespace
+
+TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
+  const auto [x, y] = regression_data();
   Ir ir;
   DeviceToHostStream loss_stream;
   NamedTensors vars, state;
@@ -684,6 +697,107 @@ TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
   CHECK(first > 1.0);
   CHECK(last < first / 100);
   CHECK(session.get_tensor_data(state.at("fc.weight.step")).item() == runs);
+}
+
+namespace {
+
+/// One training step of the regression as a Module, the body of a device loop: forward (the
+/// loss to a host stream), backward and an Adam update. The model's variables are its by-ref
+/// inputs "model.fc.weight"; apply declares Adam's state beside them ("optimizer.fc.weight.*").
+struct RegressionStep : addons::Module<RegressionStep> {
+  HostTensor x, y;
+  DeviceToHostStream loss;
+  void build() {
+    auto xt = constant(x, "x");
+    auto yt = constant(y, "y");
+    auto [facts, fwd] = Regression{}.create_graph(xt, yt);
+    auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
+    auto vars = add_variable_inputs("model", facts.map([](addons::VariableFactory f) {
+      f.by_ref = true;
+      return f;
+    }));
+    auto fwd_info = fwd.bind(vars).call_with_info({xt, yt});
+    ops::host_store(loss, fwd_info.parent_output(0));
+    auto one = constant(1.0, float32, "dloss");
+    auto bwd_info =
+        bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+    addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info));
+  }
+};
+
+/// The losses, weights and Adam state after `steps` steps from weights `w_init`: in one run of
+/// a device loop (`in_loop`), or one step per run with everything in the main graph.
+struct RegressionRun {
+  Vec losses, w;
+  std::map<std::string, Vec> state;
+};
+
+RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop) {
+  const auto [x, y] = regression_data();
+  Ir ir;
+  DeviceToHostStream loss;
+  Tensor w;
+  NamedTensors state;
+  {
+    auto main = ir.main_graph().scope();
+    loss = d2h_stream({}, float32, "loss");
+    if (in_loop) {
+      RegressionStep body;
+      body.x = x;
+      body.y = y;
+      body.loss = loss;
+      auto [facts, step] = body.create_graph();
+      auto vars = facts.init();
+      w = vars.at("model.fc.weight");
+      state = vars.sub("optimizer.fc.weight");
+      auto bound = step.bind(vars).bound();
+      ops::repeat(step.graph(), steps, {}, InputsDict(bound.begin(), bound.end()));
+      ir.set_num_host_transfers(steps);
+    } else {
+      auto xt = constant(x, "x");
+      auto yt = constant(y, "y");
+      auto [facts, fwd] = Regression{}.create_graph(xt, yt);
+      auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
+      auto vars = facts.init();
+      w = vars.at("fc.weight");
+      auto fwd_info = fwd.bind(vars).call_with_info({xt, yt});
+      ops::host_store(loss, fwd_info.parent_output(0));
+      auto one = constant(1.0, float32, "dloss");
+      auto bwd_info =
+          bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+      state =
+          addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info)).sub("fc.weight");
+    }
+  }
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  session.write_variable_data(w, w_init);
+  RegressionRun r;
+  for (int run = 0; run < (in_loop ? 1 : steps); ++run) {
+    const Vec l = values(session.run().at(loss));
+    r.losses.insert(r.losses.end(), l.begin(), l.end());
+  }
+  r.w = values(session.get_tensor_data(w));
+  for (const auto& [key, t] : state.items())
+    r.state[key] = values(session.get_tensor_data(t));
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("Adam trains a regression in a device loop: one run of N steps is N runs, bitwise") {
+  const int steps = 20;
+  HostTensor w_init({regression_features, 1}, float32);
+  for (std::int64_t j = 0; j < regression_features; ++j)
+    w_init.data<float>()[static_cast<std::size_t>(j)] = static_cast<float>(0.1 * std::cos(j));
+  const RegressionRun loop = train_regression(steps, w_init, /*in_loop=*/true);
+  const RegressionRun runs = train_regression(steps, w_init, /*in_loop=*/false);
+  REQUIRE(loop.losses.size() == static_cast<std::size_t>(steps));
+  CHECK(loop.losses == runs.losses);
+  CHECK(loop.w == runs.w);
+  CHECK(loop.state == runs.state);
+  CHECK(loop.state.at("step") == Vec{steps});
+  CHECK(loop.losses.back() < loop.losses.front() / 2);
 }
 
 TEST_CASE("Optimizer errors") {
