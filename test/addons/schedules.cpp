@@ -131,6 +131,10 @@ TEST_CASE("Schedule errors") {
                        doctest::Contains("LinearWarmup: `after` must be a schedule"), ValueError);
   CHECK_THROWS_WITH_AS(sch::learning_rates(constant, 0, 0),
                        doctest::Contains("learning_rates: count must be >= 1, got 0"), ValueError);
+  CHECK_THROWS_WITH_AS(sch::learning_rates(sch::Schedule{}, 0, 2),
+                       doctest::Contains("learning_rates: the schedule is empty"), ValueError);
+  CHECK_THROWS_WITH_AS(sch::CosineDecay{}(-2),
+                       doctest::Contains("CosineDecay: the step must be >= 0, got -2"), ValueError);
 
   Ir ir;
   Tensor lr, wide, ints, loaded;
@@ -152,6 +156,9 @@ TEST_CASE("Schedule errors") {
                        doctest::Contains(wide_message.c_str()), ShapeError);
   CHECK_THROWS_WITH_AS(sch::write_learning_rate(session, ints, 0.1),
                        doctest::Contains(ints_message.c_str()), DTypeError);
+  CHECK_THROWS_WITH_AS(
+      sch::write_learning_rate(session, Tensor{}, 0.1),
+      doctest::Contains("the learning rate must be a variable, got an empty Tensor"), ValueError);
   CHECK_THROWS_WITH_AS(sch::write_learning_rate(session, lr, sch::Schedule{}, 0),
                        doctest::Contains("write_learning_rate: the schedule is empty"), ValueError);
 }
