@@ -1,5 +1,6 @@
-// Optimizers: SGD, Adam and AdamW steps against the reference formulas computed in double on the
-// host, optimizers::apply (state names, graph sharing), Adam training a regression, errors.
+// Optimizers: SGD, Adam, AdamW and RMSprop steps against the reference formulas computed in double
+// on the host, learning rates read at run time, optimizers::apply (state names, graph sharing, in a
+// traced device loop), Adam training a regression, errors.
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
@@ -12,6 +13,8 @@ using namespace pxl;
 using addons::NamedTensors;
 using addons::optimizers::Adam;
 using addons::optimizers::AdamW;
+using addons::optimizers::LearningRate;
+using addons::optimizers::RMSprop;
 using addons::optimizers::SGD;
 using Keys = std::vector<std::string>;
 
@@ -59,25 +62,32 @@ struct Trace {
   std::vector<std::map<std::string, Vec>> state;
 };
 
-/// Applies `opt` to one variable "w" on the emulator for `steps` runs, the gradient of run k
-/// being grad_at(k), fed through a host stream.
-template <typename Opt>
-Trace run_steps(const Opt& opt, int steps) {
+/// Applies the optimizer `make(lr)` returns to one variable "w" on the emulator for `steps` runs,
+/// the gradient of run k being grad_at(k), fed through a host stream. With `lrs`, `lr` is a
+/// float32 scalar main-graph variable, written with lrs[k] before run k; without, `lr` is an
+/// empty Tensor.
+template <typename Make>
+Trace run_steps_with(const Make& make, int steps, const Vec& lrs = {}) {
   Ir ir;
   HostToDeviceStream gs;
-  Tensor w;
+  Tensor w, lr;
   NamedTensors state;
   {
     auto main = ir.main_graph().scope();
     w = variable(tensor(w0, shape), "w");
     gs = h2d_stream(shape, float32, "g");
     auto g = ops::host_load(gs);
-    state = addons::optimizers::apply(opt, NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
+    if (!lrs.empty())
+      lr = variable(HostTensor::scalar(0.0f), "lr");
+    state = addons::optimizers::apply(make(lr), NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
   }
   Session session{ir, "ipu_model"};
   auto attached = session.attach();
   Trace t;
   for (int k = 0; k < steps; ++k) {
+    if (!lrs.empty())
+      addons::optimizers::schedules::write_learning_rate(session, lr,
+                                                         lrs[static_cast<std::size_t>(k)]);
     session.run({{gs, tensor(grad_at(k), shape)}});
     t.w.push_back(values(session.get_tensor_data(w)));
     std::map<std::string, Vec> s;
@@ -89,8 +99,19 @@ Trace run_steps(const Opt& opt, int steps) {
   return t;
 }
 
+/// As run_steps_with for an optimizer with a constant learning rate.
+template <typename Opt>
+Trace run_steps(const Opt& opt, int steps) {
+  return run_steps_with([&](const Tensor&) { return opt; }, steps);
+}
+
+/// The learning rate of step k: lrs[k], or the options' constant when `lrs` is empty.
+double lr_at(const LearningRate& lr, const Vec& lrs, int k) {
+  return lrs.empty() ? lr.value() : lrs[static_cast<std::size_t>(k)];
+}
+
 /// PyTorch's SGD in double.
-Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
+Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps, const Vec& lrs = {}) {
   Vec w = w0, v(w0.size(), 0.0);
   Trace t;
   for (int k = 0; k < steps; ++k) {
@@ -102,7 +123,7 @@ Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
         v[i] = o.momentum * v[i] + gp;
         step = o.nesterov ? gp + o.momentum * v[i] : v[i];
       }
-      w[i] -= o.lr * step;
+      w[i] -= lr_at(o.lr, lrs, k) * step;
     }
     t.w.push_back(w);
     t.state.push_back(o.momentum != 0.0 ? std::map<std::string, Vec>{{"momentum", v}}
@@ -112,12 +133,14 @@ Trace sgd_reference(const addons::optimizers::SGDOptions& o, int steps) {
 }
 
 /// PyTorch's Adam (decoupled = false) or AdamW (true) in double.
-Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, int steps) {
+Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, int steps,
+                     const Vec& lrs = {}) {
   Vec w = w0, m(w0.size(), 0.0), v(w0.size(), 0.0);
   Trace t;
   for (int k = 0; k < steps; ++k) {
     const Vec g = grad_at(k);
     const double step = k + 1;
+    const double lr = lr_at(o.lr, lrs, k);
     for (std::size_t i = 0; i < w.size(); ++i) {
       const double gp = decoupled ? g[i] : g[i] + o.weight_decay * w[i];
       m[i] = o.beta1 * m[i] + (1 - o.beta1) * gp;
@@ -128,8 +151,8 @@ Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, i
         v_hat /= 1 - std::pow(o.beta2, step);
       }
       if (decoupled)
-        w[i] *= 1 - o.lr * o.weight_decay;
-      w[i] -= o.lr * m_hat / (std::sqrt(v_hat) + o.eps);
+        w[i] *= 1 - lr * o.weight_decay;
+      w[i] -= lr * m_hat / (std::sqrt(v_hat) + o.eps);
     }
     t.w.push_back(w);
     t.state.push_back({{"first_order", m}, {"second_order", v}, {"step", {step}}});
@@ -137,19 +160,64 @@ Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, i
   return t;
 }
 
-void check_trace(const Trace& got, const Trace& want) {
+/// TensorFlow's RMSprop (ApplyRMSProp / ApplyCenteredRMSProp) in double.
+Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
+                        const Vec& lrs = {}) {
+  Vec w = w0, ms(w0.size(), 0.0), mg(w0.size(), 0.0), mom(w0.size(), 0.0);
+  Trace t;
+  for (int k = 0; k < steps; ++k) {
+    const Vec g = grad_at(k);
+    const double lr = lr_at(o.lr, lrs, k);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      ms[i] = o.rho * ms[i] + (1 - o.rho) * g[i] * g[i];
+      double second = ms[i];
+      if (o.centered) {
+        mg[i] = o.rho * mg[i] + (1 - o.rho) * g[i];
+        second -= mg[i] * mg[i];
+      }
+      const double increment = lr * g[i] / std::sqrt(second + o.eps);
+      if (o.momentum != 0.0) {
+        mom[i] = o.momentum * mom[i] + increment;
+        w[i] -= mom[i];
+      } else {
+        w[i] -= increment;
+      }
+    }
+    t.w.push_back(w);
+    std::map<std::string, Vec> s{{"mean_square", ms}};
+    if (o.centered)
+      s["mean_grad"] = mg;
+    if (o.momentum != 0.0)
+      s["momentum"] = mom;
+    t.state.push_back(std::move(s));
+  }
+  return t;
+}
+
+/// `got` equals `want` to `tolerance` (max_error) at every step, the variable and the state.
+void check_trace(const Trace& got, const Trace& want, double tolerance = 1e-6) {
   REQUIRE(got.w.size() == want.w.size());
   for (std::size_t k = 0; k < got.w.size(); ++k) {
     CAPTURE(k);
-    CHECK(max_error(got.w[k], want.w[k]) < 1e-6);
+    CHECK(max_error(got.w[k], want.w[k]) < tolerance);
     REQUIRE(got.state[k].size() == want.state[k].size());
     for (const auto& entry : want.state[k]) {
       const auto& key = entry.first;
       const auto& v = entry.second;
       CAPTURE(key);
       REQUIRE(got.state[k].count(key));
-      CHECK(max_error(got.state[k].at(key), v) < 1e-6);
+      CHECK(max_error(got.state[k].at(key), v) < tolerance);
     }
+  }
+}
+
+/// Bitwise equality of two runs (the values are floats widened to double).
+void check_same(const Trace& a, const Trace& b) {
+  REQUIRE(a.w.size() == b.w.size());
+  for (std::size_t k = 0; k < a.w.size(); ++k) {
+    CAPTURE(k);
+    CHECK(a.w[k] == b.w[k]);
+    CHECK(a.state[k] == b.state[k]);
   }
 }
 
@@ -191,6 +259,229 @@ TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias 
   }
 }
 
+TEST_CASE("RMSprop steps match TensorFlow's formulas: plain, momentum, centered, both") {
+  const int steps = 6;
+  const std::vector<addons::optimizers::RMSpropOptions> cases{
+      {.lr = 0.01},
+      {.lr = 0.01, .rho = 0.8, .momentum = 0.9, .eps = 1e-6},
+      {.lr = 0.02, .centered = true},
+      {.lr = 0.005, .rho = 0.95, .momentum = 0.5, .eps = 1e-4, .centered = true},
+  };
+  for (const auto& o : cases) {
+    CAPTURE(o.momentum);
+    CAPTURE(o.centered);
+    check_trace(run_steps(RMSprop(o), steps), rmsprop_reference(o, steps));
+  }
+  // eps sits inside the square root: with a large eps the step is lr·g/sqrt(ms + eps), which
+  // differs from PyTorch's lr·g/(sqrt(ms) + eps) by far more than the tolerance.
+  const addons::optimizers::RMSpropOptions big_eps{.lr = 0.1, .eps = 0.01};
+  const auto got = run_steps(RMSprop(big_eps), 1);
+  const double g = grad_at(0)[1], ms = 0.1 * g * g;
+  CHECK(got.w[0][1] == doctest::Approx(w0[1] - 0.1 * g / std::sqrt(ms + 0.01)).epsilon(1e-6));
+  CHECK(std::abs(got.w[0][1] - (w0[1] - 0.1 * g / (std::sqrt(ms) + 0.01))) > 5e-3);
+}
+
+TEST_CASE("A learning rate read from a variable: equal to the constant, and changed per run") {
+  const int steps = 5;
+  const Vec constant_lrs(steps, 0.05);
+  const Vec changing{0.05, 0.02, 0.1, 0.0, 0.03};
+  // SGD (momentum, weight decay), Adam (L2), AdamW (decoupled decay) and RMSprop (centered,
+  // momentum: the rate enters the buffer), each with the constant 0.05 and with a variable.
+  const addons::optimizers::SGDOptions sgd{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01};
+  const addons::optimizers::AdamOptions adam{.lr = 0.05, .weight_decay = 0.1};
+  const addons::optimizers::AdamWOptions adamw{.lr = 0.05, .weight_decay = 0.1};
+  const addons::optimizers::RMSpropOptions rms{.lr = 0.05, .momentum = 0.5, .centered = true};
+  auto with_lr = [](auto o, const Tensor& lr) {
+    o.lr = lr;
+    return o;
+  };
+
+  const auto sgd_var = [&](const Tensor& lr) { return SGD(with_lr(sgd, lr)); };
+  const auto adam_var = [&](const Tensor& lr) { return Adam(with_lr(adam, lr)); };
+  const auto adamw_var = [&](const Tensor& lr) { return AdamW(with_lr(adamw, lr)); };
+  const auto rms_var = [&](const Tensor& lr) { return RMSprop(with_lr(rms, lr)); };
+
+  // A constant schedule: to rounding for SGD and Adam(W) (the constant is folded into one
+  // scaled add, the tensor multiplies first), bitwise for RMSprop (one code path).
+  check_trace(run_steps_with(sgd_var, steps, constant_lrs), sgd_reference(sgd, steps));
+  check_trace(run_steps_with(adam_var, steps, constant_lrs), adam_reference(adam, false, steps));
+  check_trace(run_steps_with(adamw_var, steps, constant_lrs),
+              adam_reference(as_adam(adamw), true, steps));
+  check_same(run_steps_with(rms_var, steps, constant_lrs), run_steps(RMSprop(rms), steps));
+  const auto sgd_const = run_steps(SGD(sgd), steps);
+  const auto sgd_tensor = run_steps_with(sgd_var, steps, constant_lrs);
+  for (int k = 0; k < steps; ++k)
+    CHECK(max_error(sgd_tensor.w[static_cast<std::size_t>(k)],
+                    sgd_const.w[static_cast<std::size_t>(k)]) < 1e-6);
+
+  // Written between runs, the rate changes the next update as the reference says.
+  check_trace(run_steps_with(sgd_var, steps, changing), sgd_reference(sgd, steps, changing));
+  check_trace(run_steps_with(adam_var, steps, changing),
+              adam_reference(adam, false, steps, changing));
+  check_trace(run_steps_with(adamw_var, steps, changing),
+              adam_reference(as_adam(adamw), true, steps, changing));
+  check_trace(run_steps_with(rms_var, steps, changing), rmsprop_reference(rms, steps, changing));
+  // The changes matter: the same steps with the constant rate end elsewhere.
+  CHECK(max_error(run_steps_with(adam_var, steps, changing).w.back(),
+                  adam_reference(adam, false, steps).w.back()) > 1e-3);
+}
+
+TEST_CASE("A tensor learning rate is a third, by-value input of the step graph") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const TensorSpec spec{{4}, float32};
+  auto lr = variable(HostTensor::scalar(0.1f), "lr");
+  auto [facts, step] = Adam({.lr = lr}).create_graph(spec, spec);
+  REQUIRE(step.positional_inputs().size() == 3);
+  const Tensor lr_in = step.positional_inputs()[2];
+  CHECK(lr_in.spec() == TensorSpec{{}, float32});
+  CHECK_FALSE(step.graph().input_is_by_ref(2));
+  CHECK(Adam({.lr = lr}).lr_inputs() == std::vector<Tensor>{lr});
+  CHECK(Adam().lr_inputs().empty());
+  CHECK(facts.keys_flat() == Keys{"first_order", "second_order", "step"});
+  // A constant rate adds no input.
+  CHECK(SGD({.lr = 0.1}).create_graph(spec, spec).second.positional_inputs().size() == 2);
+  CHECK(LearningRate(0.5).value() == 0.5);
+  CHECK(LearningRate(lr).tensor() == lr);
+  CHECK_THROWS_WITH_AS(LearningRate(lr).value(),
+                       doctest::Contains("LearningRate::value: the learning rate is the tensor"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(
+      LearningRate(0.5).tensor(),
+      doctest::Contains("LearningRate::tensor: the learning rate is the constant 0.5"), ValueError);
+}
+
+TEST_CASE("Training with a schedule through one Session follows the per-step learning rate") {
+  namespace sch = addons::optimizers::schedules;
+  const int steps = 10;
+  const sch::Schedule schedule = sch::LinearWarmup{
+      .steps = 3,
+      .after = sch::CosineDecay{.initial = 0.05, .decay_steps = 5, .final_value = 0.005},
+      .start_factor = 0.2};
+  Vec lrs;
+  for (int k = 0; k < steps; ++k)
+    lrs.push_back(schedule(k));
+  const addons::optimizers::AdamOptions adam{.lr = 0.05};
+  const addons::optimizers::RMSpropOptions rms{.lr = 0.05, .momentum = 0.9};
+  check_trace(run_steps_with(
+                  [&](const Tensor& lr) {
+                    auto o = adam;
+                    o.lr = lr;
+                    return Adam(o);
+                  },
+                  steps, lrs),
+              adam_reference(adam, false, steps, lrs));
+  check_trace(run_steps_with(
+                  [&](const Tensor& lr) {
+                    auto o = rms;
+                    o.lr = lr;
+                    return RMSprop(o);
+                  },
+                  steps, lrs),
+              rmsprop_reference(rms, steps, lrs));
+}
+
+namespace {
+
+/// One training step as a Module: the variable "w" (by reference), its gradient and, when
+/// `stream_lr`, the learning rate loaded from host streams, and Adam applied in the traced graph.
+struct TrainStep : addons::Module<TrainStep> {
+  HostToDeviceStream grads, lrs;
+  bool stream_lr = false;
+  addons::optimizers::AdamOptions options;
+  void build() {
+    auto w = add_variable_input("w", addons::init::from(tensor(w0, shape)), float32,
+                                /*by_ref=*/true);
+    auto o = options;
+    if (stream_lr)
+      o.lr = ops::host_load(lrs);
+    addons::optimizers::apply(Adam(o), NamedTensors{{"w", w}},
+                              NamedTensors{{"w", ops::host_load(grads)}});
+  }
+};
+
+/// Runs `steps` TrainSteps in one run of a device loop (`repeat`); with `lrs`, the learning
+/// rate of step k is lrs[k], fed through a stream. Returns the trace of the last step.
+Trace train_in_loop(const addons::optimizers::AdamOptions& o, int steps, const Vec& lrs = {}) {
+  Ir ir;
+  TrainStep m;
+  NamedTensors vars;
+  {
+    auto main = ir.main_graph().scope();
+    m.grads = h2d_stream(shape, float32, "g");
+    m.stream_lr = !lrs.empty();
+    if (m.stream_lr)
+      m.lrs = h2d_stream({}, float32, "lr");
+    m.options = o;
+    auto [facts, step] = m.create_graph();
+    // The optimizer state is declared by the trace, beside the model's variable.
+    CHECK(facts.keys_flat().size() == 4);
+    CHECK(facts.at("optimizer.w.first_order").by_ref);
+    CHECK(facts.at("optimizer.w.step").spec() == TensorSpec{{}, float32});
+    vars = facts.init();
+    CHECK(vars.at("optimizer.w.second_order").name() == "optimizer.w.second_order");
+    auto bound = step.bind(vars).bound();
+    ops::repeat(step.graph(), steps, {}, InputsDict(bound.begin(), bound.end()));
+  }
+  ir.set_num_host_transfers(steps);
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  HostTensor g({steps, shape[0], shape[1]}, float32);
+  for (int k = 0; k < steps; ++k) {
+    const Vec gk = grad_at(k);
+    for (std::size_t i = 0; i < gk.size(); ++i)
+      g.data<float>()[static_cast<std::size_t>(k) * gk.size() + i] = static_cast<float>(gk[i]);
+  }
+  if (lrs.empty()) {
+    session.run({{m.grads, g}});
+  } else {
+    HostTensor l({steps}, float32);
+    for (int k = 0; k < steps; ++k)
+      l.data<float>()[static_cast<std::size_t>(k)] =
+          static_cast<float>(lrs[static_cast<std::size_t>(k)]);
+    session.run({{m.grads, g}, {m.lrs, l}});
+  }
+  Trace t;
+  t.w.push_back(values(session.get_tensor_data(vars.at("w"))));
+  std::map<std::string, Vec> state;
+  const NamedTensors w_state = vars.sub("optimizer.w");
+  for (const auto& [key, v] : w_state.items())
+    state[key] = values(session.get_tensor_data(v));
+  t.state.push_back(std::move(state));
+  return t;
+}
+
+/// The last step of a trace.
+Trace last(const Trace& t) { return {{t.w.back()}, {t.state.back()}}; }
+
+} // namespace
+
+TEST_CASE("optimizers::apply in a traced device loop: N steps in one run equal N runs") {
+  const int steps = 4;
+  const addons::optimizers::AdamOptions o{.lr = 0.05, .weight_decay = 0.1};
+  // Constant learning rate: bitwise the single-step runs, and the double reference.
+  const Trace loop = train_in_loop(o, steps);
+  check_same(loop, last(run_steps(Adam(o), steps)));
+  check_trace(loop, last(adam_reference(o, false, steps)));
+  // A learning rate per step from a stream inside the loop: bitwise the single-step runs that
+  // write the same rates into a variable, and the reference with those rates.
+  namespace sch = addons::optimizers::schedules;
+  const sch::Schedule schedule = sch::StepDecay{.initial = 0.08, .step_size = 2, .gamma = 0.25};
+  const HostTensor rates = sch::learning_rates(schedule, 0, steps);
+  const Vec lrs = values(rates);
+  const Trace loop_lr = train_in_loop(o, steps, lrs);
+  check_same(loop_lr, last(run_steps_with(
+                          [&](const Tensor& lr) {
+                            auto with = o;
+                            with.lr = lr;
+                            return Adam(with);
+                          },
+                          steps, lrs)));
+  // (2e-6: a tensor rate rounds (−lr)·u to float32 before adding it, see Adam.)
+  check_trace(loop_lr, last(adam_reference(o, false, steps, lrs)), 2e-6);
+  CHECK(max_error(loop_lr.w[0], loop.w[0]) > 1e-3);
+}
+
 TEST_CASE("Adam on a float16 variable with float16 first-order state") {
   const int steps = 3;
   const addons::optimizers::AdamOptions o{.lr = 0.05, .first_order_dtype = float16};
@@ -215,6 +506,62 @@ TEST_CASE("Adam on a float16 variable with float16 first-order state") {
     // float16 keeps ~3 significant digits: a few units in the last place of |w| ≤ 2.
     CHECK(max_error(values(session.get_tensor_data(w)), want.w[static_cast<std::size_t>(k)]) <
           3e-3);
+  }
+}
+
+TEST_CASE("float16 variables with a learning rate read at run time: SGD, AdamW, RMSprop") {
+  const int steps = 3;
+  const Vec lrs{0.05, 0.1, 0.02};
+  auto run = [&](auto make) {
+    Ir ir;
+    HostToDeviceStream gs;
+    Tensor w, lr;
+    {
+      auto main = ir.main_graph().scope();
+      w = variable(tensor(w0, shape), float16, "w");
+      gs = h2d_stream(shape, float16, "g");
+      lr = variable(HostTensor::scalar(0.0f), "lr");
+      addons::optimizers::apply(make(lr), NamedTensors{{"w", w}},
+                                NamedTensors{{"w", ops::host_load(gs)}});
+    }
+    Session session{ir, "ipu_model"};
+    auto attached = session.attach();
+    std::vector<Vec> ws;
+    for (int k = 0; k < steps; ++k) {
+      addons::optimizers::schedules::write_learning_rate(session, lr,
+                                                         lrs[static_cast<std::size_t>(k)]);
+      session.run({{gs, tensor(grad_at(k), shape).astype(float16)}});
+      ws.push_back(values(session.get_tensor_data(w)));
+    }
+    return ws;
+  };
+  const addons::optimizers::SGDOptions sgd{.momentum = 0.9};
+  const addons::optimizers::AdamWOptions adamw{};
+  const addons::optimizers::RMSpropOptions rms{.centered = true};
+  const auto sgd_w = run([&](const Tensor& lr) {
+    auto o = sgd;
+    o.lr = lr;
+    return SGD(o);
+  });
+  const auto adamw_w = run([&](const Tensor& lr) {
+    auto o = adamw;
+    o.lr = lr;
+    return AdamW(o);
+  });
+  const auto rms_w = run([&](const Tensor& lr) {
+    auto o = rms;
+    o.lr = lr;
+    return RMSprop(o);
+  });
+  const auto sgd_want = sgd_reference(sgd, steps, lrs);
+  const auto adamw_want = adam_reference(as_adam(adamw), true, steps, lrs);
+  const auto rms_want = rmsprop_reference(rms, steps, lrs);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(steps); ++k) {
+    CAPTURE(k);
+    // float16 keeps ~3 significant digits (as in the Adam test above).
+    CHECK(max_error(sgd_w[k], sgd_want.w[k]) < 3e-3);
+    CHECK(max_error(adamw_w[k], adamw_want.w[k]) < 3e-3);
+    CHECK(max_error(rms_w[k], rms_want.w[k]) < 3e-3);
   }
 }
 
@@ -285,26 +632,39 @@ TEST_CASE("optimizers::apply: state per variable, named after it; one step graph
         Keys{"fc1.bias.first_order", "fc1.bias.second_order", "fc1.bias.step"});
 }
 
-TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
-  // y = X·w*, X (64, 8); the model is a bias-free Linear trained on the squared error.
-  struct Regression : addons::Module<Regression> {
-    PXL_SUBMODULE(addons::Linear, fc, 1, /*bias=*/false);
-    Tensor build(Tensor x, Tensor y) {
-      auto d = fc(x) - y;
-      return ops::mean(d * d);
-    }
-  };
-  const std::int64_t n = 64, features = 8;
+namespace {
+
+/// y = X·w*, X (64, 8); the model is a bias-free Linear trained on the squared error.
+struct Regression : addons::Module<Regression> {
+  PXL_SUBMODULE(addons::Linear, fc, 1, /*bias=*/false);
+  Tensor build(Tensor x, Tensor y) {
+    auto d = fc(x) - y;
+    return ops::mean(d * d);
+  }
+};
+
+constexpr std::int64_t regression_rows = 64, regression_features = 8;
+
+/// X (64, 8) and y = X·w* with w* = (-1.5, -1, ..., 2).
+std::pair<HostTensor, HostTensor> regression_data() {
+  const std::int64_t n = regression_rows, features = regression_features;
   HostTensor x({n, features}, float32), y({n, 1}, float32);
   for (std::int64_t i = 0; i < n; ++i) {
     double acc = 0;
     for (std::int64_t j = 0; j < features; ++j) {
       const double xij = std::sin(0.37 * static_cast<double>(i * features + j) + 0.1 * j);
       x.data<float>()[static_cast<std::size_t>(i * features + j)] = static_cast<float>(xij);
-      acc += xij * (0.5 * static_cast<double>(j) - 1.5); // w* = (-1.5, -1, ..., 2)
+      acc += xij * (0.5 * static_cast<double>(j) - 1.5);
     }
     y.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>(acc);
   }
+  return {x, y};
+}
+
+} // namespace
+
+TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
+  const auto [x, y] = regression_data();
   Ir ir;
   DeviceToHostStream loss_stream;
   NamedTensors vars, state;
@@ -337,6 +697,107 @@ TEST_CASE("Adam drives a linear regression's loss down by more than 100x") {
   CHECK(first > 1.0);
   CHECK(last < first / 100);
   CHECK(session.get_tensor_data(state.at("fc.weight.step")).item() == runs);
+}
+
+namespace {
+
+/// One training step of the regression as a Module, the body of a device loop: forward (the
+/// loss to a host stream), backward and an Adam update. The model's variables are its by-ref
+/// inputs "model.fc.weight"; apply declares Adam's state beside them ("optimizer.fc.weight.*").
+struct RegressionStep : addons::Module<RegressionStep> {
+  HostTensor x, y;
+  DeviceToHostStream loss;
+  void build() {
+    auto xt = constant(x, "x");
+    auto yt = constant(y, "y");
+    auto [facts, fwd] = Regression{}.create_graph(xt, yt);
+    auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
+    auto vars = add_variable_inputs("model", facts.map([](addons::VariableFactory f) {
+      f.by_ref = true;
+      return f;
+    }));
+    auto fwd_info = fwd.bind(vars).call_with_info({xt, yt});
+    ops::host_store(loss, fwd_info.parent_output(0));
+    auto one = constant(1.0, float32, "dloss");
+    auto bwd_info =
+        bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+    addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info));
+  }
+};
+
+/// The losses, weights and Adam state after `steps` steps from weights `w_init`: in one run of
+/// a device loop (`in_loop`), or one step per run with everything in the main graph.
+struct RegressionRun {
+  Vec losses, w;
+  std::map<std::string, Vec> state;
+};
+
+RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop) {
+  const auto [x, y] = regression_data();
+  Ir ir;
+  DeviceToHostStream loss;
+  Tensor w;
+  NamedTensors state;
+  {
+    auto main = ir.main_graph().scope();
+    loss = d2h_stream({}, float32, "loss");
+    if (in_loop) {
+      RegressionStep body;
+      body.x = x;
+      body.y = y;
+      body.loss = loss;
+      auto [facts, step] = body.create_graph();
+      auto vars = facts.init();
+      w = vars.at("model.fc.weight");
+      state = vars.sub("optimizer.fc.weight");
+      auto bound = step.bind(vars).bound();
+      ops::repeat(step.graph(), steps, {}, InputsDict(bound.begin(), bound.end()));
+      ir.set_num_host_transfers(steps);
+    } else {
+      auto xt = constant(x, "x");
+      auto yt = constant(y, "y");
+      auto [facts, fwd] = Regression{}.create_graph(xt, yt);
+      auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
+      auto vars = facts.init();
+      w = vars.at("fc.weight");
+      auto fwd_info = fwd.bind(vars).call_with_info({xt, yt});
+      ops::host_store(loss, fwd_info.parent_output(0));
+      auto one = constant(1.0, float32, "dloss");
+      auto bwd_info =
+          bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+      state =
+          addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info)).sub("fc.weight");
+    }
+  }
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  session.write_variable_data(w, w_init);
+  RegressionRun r;
+  for (int run = 0; run < (in_loop ? 1 : steps); ++run) {
+    const Vec l = values(session.run().at(loss));
+    r.losses.insert(r.losses.end(), l.begin(), l.end());
+  }
+  r.w = values(session.get_tensor_data(w));
+  for (const auto& [key, t] : state.items())
+    r.state[key] = values(session.get_tensor_data(t));
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("Adam trains a regression in a device loop: one run of N steps is N runs, bitwise") {
+  const int steps = 20;
+  HostTensor w_init({regression_features, 1}, float32);
+  for (std::int64_t j = 0; j < regression_features; ++j)
+    w_init.data<float>()[static_cast<std::size_t>(j)] = static_cast<float>(0.1 * std::cos(j));
+  const RegressionRun loop = train_regression(steps, w_init, /*in_loop=*/true);
+  const RegressionRun runs = train_regression(steps, w_init, /*in_loop=*/false);
+  REQUIRE(loop.losses.size() == static_cast<std::size_t>(steps));
+  CHECK(loop.losses == runs.losses);
+  CHECK(loop.w == runs.w);
+  CHECK(loop.state == runs.state);
+  CHECK(loop.state.at("step") == Vec{steps});
+  CHECK(loop.losses.back() < loop.losses.front() / 2);
 }
 
 TEST_CASE("Optimizer errors") {
@@ -391,10 +852,54 @@ TEST_CASE("Optimizer errors") {
   CHECK_THROWS_WITH_AS(
       addons::optimizers::apply(SGD(), NamedTensors{{"v", v}}, std::map<Tensor, Tensor>{}),
       doctest::Contains("optimizers::apply: no gradient for variable 'v'"), ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.rho = 1.0}),
+                       doctest::Contains("RMSprop: rho must be in [0, 1), got 1"), ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.momentum = -0.5}),
+                       doctest::Contains("RMSprop: momentum must be >= 0, got -0.5"), ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.eps = 0.0}), doctest::Contains("RMSprop: eps must be > 0, got 0"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop({.lr = -1}), doctest::Contains("RMSprop: lr must be >= 0, got -1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(RMSprop().create_graph(w, TensorSpec{{3, 2}, float32}),
+                       doctest::Contains("RMSprop: the gradient must have the variable's shape"),
+                       ShapeError);
+
+  // Learning-rate tensors: float32 scalars of the graph apply runs in.
+  auto int_lr = variable(HostTensor::scalar(std::int32_t{1}), "int_lr");
+  auto vec_lr = variable(HostTensor::full({2}, float32, 0.1), "vec_lr");
+  CHECK_THROWS_WITH_AS(SGD({.lr = int_lr}),
+                       doctest::Contains("SGD: the lr tensor must be a float32 scalar, got"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(Adam({.lr = vec_lr}),
+                       doctest::Contains("Adam: the lr tensor must be a float32 scalar, got"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(RMSprop({.lr = vec_lr}),
+                       doctest::Contains("[(2,) float32] (reshape it to ())"), ShapeError);
+  CHECK_THROWS_WITH_AS(AdamW({.lr = Tensor{}}),
+                       doctest::Contains("AdamW: the lr tensor is a default-constructed Tensor"),
+                       ValueError);
+  auto lr = variable(HostTensor::scalar(0.1f), "lr");
+  {
+    // A main-graph rate used in a traced subgraph must come in as an input.
+    struct Step : addons::Module<Step> {
+      Tensor lr;
+      void build(Tensor w, Tensor g) {
+        addons::optimizers::apply(SGD({.lr = lr}), NamedTensors{{"w", w}}, NamedTensors{{"w", g}});
+      }
+    };
+    Step step;
+    step.lr = lr;
+    const std::string message = "SGD: the lr tensor " + lr.id() + " belongs to graph '" +
+                                ir.main_graph().name() +
+                                "', not to the current graph 'Step_subgraph";
+    CHECK_THROWS_WITH_AS(step.create_graph(w, w), doctest::Contains(message.c_str()), GraphError);
+  }
+
   auto sub = ir.create_empty_graph("sub");
   auto in_sub = sub.scope();
   auto sw = graph_input(TensorSpec{{2}, float32}, "w", true);
   CHECK_THROWS_WITH_AS(
       addons::optimizers::apply(SGD(), NamedTensors{{"w", sw}}, NamedTensors{{"w", sw}}),
-      doctest::Contains("optimizers::apply: must be called in the main graph"), GraphError);
+      doctest::Contains("optimizers::apply: called in subgraph 'sub', which no Module is tracing"),
+      GraphError);
 }

@@ -1,6 +1,8 @@
 // Adam and AdamW steps.
 #include "pxl/addons/optimizers/adam.hpp"
 
+#include "update.hpp"
+
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/var_updates.hpp"
 
@@ -11,8 +13,6 @@ namespace pxl::addons::optimizers {
 namespace impl {
 
 namespace {
-Tensor as(const Tensor& t, DType d) { return t.dtype() == d ? t : ops::cast(t, d); }
-
 AdamOptions as_adam(const AdamWOptions& o) {
   return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.bias_correction, o.first_order_dtype};
 }
@@ -24,8 +24,7 @@ void check_adam_options(const AdamOptions& o, std::string_view who) {
     os << who << ": " << what << " must be " << expected << ", got " << v;
     throw ValueError(os.str());
   };
-  if (!(o.lr >= 0.0))
-    fail("lr", ">= 0", o.lr);
+  check_learning_rate(who, o.lr);
   if (!(o.beta1 >= 0.0 && o.beta1 < 1.0))
     fail("beta1", "in [0, 1)", o.beta1);
   if (!(o.beta2 >= 0.0 && o.beta2 < 1.0))
@@ -42,6 +41,7 @@ void check_adam_options(const AdamOptions& o, std::string_view who) {
 void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool decoupled,
                std::string_view who) {
   check_step_operands(who, var.spec(), grad.spec());
+  check_learning_rate_graph(who, o.lr);
   const DType first_dtype = o.first_order_dtype.value_or(var.dtype());
   Tensor m = add_variable_input("first_order", init::zeros(var.shape()), first_dtype, true);
   Tensor v = add_variable_input("second_order", init::zeros(var.shape()), float32, true);
@@ -64,9 +64,14 @@ void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool
   Tensor update = m_hat / (ops::sqrt(v_hat) + o.eps);
 
   Tensor w = var;
-  if (decoupled && o.weight_decay != 0.0)
-    w = ops::var_updates::accumulator_scale_(w, 1.0 - o.lr * o.weight_decay);
-  ops::scaled_add_(w, as(update, var.dtype()), 1.0, -o.lr);
+  if (decoupled && o.weight_decay != 0.0) {
+    if (!o.lr.is_tensor())
+      w = ops::var_updates::accumulator_scale_(w, 1.0 - o.lr.value() * o.weight_decay);
+    else
+      w = ops::var_updates::copy_var_update_(
+          w, as(as(w, float32) * (1.0 - o.lr.tensor() * o.weight_decay), var.dtype()));
+  }
+  subtract_scaled_(w, update, o.lr);
 }
 
 } // namespace impl

@@ -3,12 +3,24 @@
 
 namespace pxl::addons::optimizers::impl {
 
-void check_apply_in_main_graph() {
+bool check_apply_graph() {
   const Graph g = current_graph();
-  if (!g.is_main())
-    throw GraphError("optimizers::apply: must be called in the main graph, where the "
-                     "optimizer state variables are created; the current graph is '" +
-                     g.name() + "'");
+  if (g.is_main())
+    return true;
+  // No factories: adds nothing, and throws GraphError when no Module is being traced.
+  try {
+    add_variable_inputs(state_prefix, NamedVariableFactories{});
+  } catch (const GraphError&) {
+    throw GraphError("optimizers::apply: called in subgraph '" + g.name() +
+                     "', which no Module is tracing, so nothing can bind the optimizer state "
+                     "(main-graph variables) to it; call apply in the main graph, or inside a "
+                     "Module's build traced with create_graph, where the state becomes by-ref "
+                     "variable inputs '" +
+                     std::string(state_prefix) +
+                     ".<key>.<state>' that the factories' init() "
+                     "creates in the main graph");
+  }
+  return false;
 }
 
 void missing_grad(const std::string& key, const Tensor& var) {

@@ -1,6 +1,8 @@
 // SGD step.
 #include "pxl/addons/optimizers/sgd.hpp"
 
+#include "update.hpp"
+
 #include "pxl/ops/var_updates.hpp"
 
 #include <sstream>
@@ -13,8 +15,7 @@ SGD::SGD(SGDOptions o) : options(o) {
     os << "SGD: " << what << " must be >= 0, got " << v;
     throw ValueError(os.str());
   };
-  if (!(o.lr >= 0.0))
-    fail("lr", o.lr);
+  impl::check_learning_rate("SGD", o.lr);
   if (!(o.momentum >= 0.0))
     fail("momentum", o.momentum);
   if (!(o.weight_decay >= 0.0))
@@ -25,6 +26,7 @@ SGD::SGD(SGDOptions o) : options(o) {
 
 void SGD::build(const Tensor& var, const Tensor& grad) {
   impl::check_step_operands(graph_name(), var.spec(), grad.spec());
+  impl::check_learning_rate_graph(graph_name(), options.lr);
   const auto& o = options;
   Tensor g = o.weight_decay != 0.0 ? ops::scaled_add(grad, var, 1.0, o.weight_decay) : grad;
   Tensor step = g;
@@ -36,7 +38,7 @@ void SGD::build(const Tensor& var, const Tensor& grad) {
   }
   // Created after every read of `var` above, so the schedule (creation order) reads the old
   // weights for the weight decay.
-  ops::scaled_add_(var, step, 1.0, -o.lr);
+  impl::subtract_scaled_(var, step, o.lr);
 }
 
 } // namespace pxl::addons::optimizers

@@ -1,15 +1,18 @@
 // pxl::addons::optimizers::Adam and AdamW: adaptive moment estimation, L2 or decoupled decay.
 #pragma once
 
+#include "pxl/addons/optimizers/learning_rate.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
 
 #include <optional>
 
 namespace pxl::addons::optimizers {
 
-/// Adam's hyper-parameters (compile-time constants of the step graph), PyTorch's defaults.
+/// Adam's hyper-parameters (compile-time constants of the step graph, except a tensor learning
+/// rate), PyTorch's defaults.
 struct AdamOptions {
-  double lr = 1e-3;
+  /// A constant, or a float32 scalar tensor read at run time (see LearningRate).
+  LearningRate lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   /// Added to sqrt(v̂) (outside the square root, as PyTorch and PopXL do).
@@ -25,7 +28,7 @@ struct AdamOptions {
 
 /// AdamW's hyper-parameters: Adam's, with PyTorch's AdamW default weight decay.
 struct AdamWOptions {
-  double lr = 1e-3;
+  LearningRate lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
@@ -42,7 +45,7 @@ namespace impl {
 void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool decoupled,
                std::string_view who);
 /// ValueError for lr < 0, betas outside [0, 1), eps ≤ 0, weight_decay < 0, or a non-floating
-/// first_order_dtype (DTypeError).
+/// first_order_dtype (DTypeError); the lr tensor's errors as check_learning_rate.
 void check_adam_options(const AdamOptions& o, std::string_view who);
 } // namespace impl
 
@@ -56,7 +59,8 @@ void check_adam_options(const AdamOptions& o, std::string_view who);
 /// State (by-ref variable inputs, zero initialised): `first_order` (m, shaped like the
 /// variable, of `first_order_dtype`), `second_order` (v, float32), `step` (t, a float32
 /// scalar counting steps). Moments and the update are computed in float32 and the update is
-/// cast to the variable's dtype.
+/// cast to the variable's dtype. A tensor lr (read at run time) gives the constant lr's result
+/// to rounding: w −= lr·u is then two roundings instead of one (see SGD).
 class Adam : public OptimizerStep<Adam> {
 public:
   explicit Adam(AdamOptions options = {});
@@ -65,7 +69,8 @@ public:
 };
 
 /// One AdamW step (`torch.optim.AdamW`): Adam without the L2 term, and before the update
-/// w *= 1 − lr·weight_decay. Same state as Adam.
+/// w *= 1 − lr·weight_decay (with a tensor lr, computed in float32 and written back). Same
+/// state as Adam.
 class AdamW : public OptimizerStep<AdamW> {
 public:
   explicit AdamW(AdamWOptions options = {});

@@ -6,41 +6,75 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace pxl::addons::optimizers {
 
 // impl: what the templates here call out of line. Exported, since the templates are
 // instantiated in users' code, but not API (`detail` namespaces are private to the binary).
 namespace impl {
-/// GraphError unless the current graph is the main graph (state variables live there).
-void check_apply_in_main_graph();
+/// True in the main graph, false in a subgraph a Module is tracing (`create_graph`); GraphError
+/// in any other subgraph (its caller could not bind the state).
+bool check_apply_graph();
 /// ValueError naming the variable without a gradient.
 [[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
 } // namespace impl
 
+/// The key prefix of the optimizer state `apply` declares inside a traced subgraph
+/// ("optimizer.fc1.weight.momentum"): a prefix, so that state and variables fit one tree (the
+/// leaf "fc1.weight" cannot also hold "fc1.weight.momentum").
+inline constexpr std::string_view state_prefix = "optimizer";
+
 /// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
 /// `vars` with its gradient in `grads` (keyed by variable, as
-/// `GradGraphInfo::fwd_parent_ins_to_grad_parent_outs` returns), in the main graph, in sorted key
-/// order. For each variable it traces the step graph once per distinct variable spec (through a
-/// GraphCache, so variables of one shape and dtype share one compiled graph), creates the step's
-/// state as main-graph variables named "<key>.<state>" ("fc1.weight.momentum"; variable names take
-/// the same form) and calls the step with the variable, its gradient and the state, all by
-/// reference. Returns the state under those dotted keys (empty for stateless steps): save it
-/// with the weights to resume training.
+/// `GradGraphInfo::fwd_parent_ins_to_grad_parent_outs` returns), in the current graph, in
+/// sorted key order. For each variable it traces the step graph once per distinct variable spec
+/// (through a GraphCache, so variables of one shape and dtype share one compiled graph), creates
+/// the step's state as main-graph variables named "<key>.<state>" ("fc1.weight.momentum"; variable
+/// names take the same form) and calls the step with the variable, its gradient and the state (the
+/// variable and the state by reference). Returns the state under those dotted keys (empty for
+/// stateless steps): save it with the weights to resume training.
 ///
 ///     auto grads = bwd.grads(bwd_call);                 // "fc1.weight" → its gradient
 ///     auto opt_state = addons::optimizers::apply(
 ///         addons::optimizers::SGD{{.lr = 0.1, .momentum = 0.9}}, vars, grads);
 ///
-/// GraphError outside the main graph; ValueError for a variable without a gradient (extra
-/// gradients are ignored); DTypeError / ShapeError for a gradient that does not match its
-/// variable.
+/// A tensor learning rate (`.lr = lr_tensor`) must be a tensor of the current graph; every
+/// step call passes it to its step graph.
+///
+/// Inside a subgraph that a Module is tracing (its `build`, e.g. the body of a device loop),
+/// the state cannot be created there: subgraphs hold no variables. It is declared instead as
+/// by-ref variable inputs of the traced graph, under "optimizer.<key>.<state>"
+/// (`state_prefix`; prefixed further by the sub-module being inlined, as any variable input),
+/// and the returned tensors are those graph inputs. The trace's factories then hold the state
+/// beside the model's variables, so one `init()` creates it all in the main graph and one
+/// `bind` passes it all by reference:
+///
+///     struct TrainStep : addons::Module<TrainStep> {
+///       void build(Tensor x) {
+///         auto w = add_variable_input("w", init::zeros({4}), float32, /*by_ref=*/true);
+///         ... grads ...
+///         addons::optimizers::apply(Adam{}, NamedTensors{{"w", w}}, grads);
+///       }
+///     };
+///     auto [facts, step] = TrainStep{}.create_graph(x_spec);
+///     auto vars = facts.init();          // w, optimizer.w.first_order, ...
+///     auto bound = step.bind(vars).bound();
+///     ops::repeat(step.graph(), steps, {}, {bound.begin(), bound.end()});
+///
+/// GraphError in a subgraph no Module is tracing, or for an lr tensor of another graph;
+/// ValueError for a variable without a gradient (extra gradients are ignored); DTypeError /
+/// ShapeError for a gradient that does not match its variable.
 template <typename Optimizer>
 NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
                    const std::map<Tensor, Tensor>& grads) {
-  impl::check_apply_in_main_graph();
+  const bool in_main = impl::check_apply_graph();
   // One module object for the whole loop: the cache keys graphs by module object and specs.
   std::remove_cvref_t<Optimizer> step_module = optimizer;
+  if constexpr (impl::HasLearningRate<std::remove_cvref_t<Optimizer>>)
+    impl::check_learning_rate_graph(step_module.graph_name(), step_module.options.lr);
+  const std::vector<Tensor> lr_inputs = step_module.lr_inputs();
   GraphCache cache;
   NamedTensors state;
   for (const auto& [key, var] : vars.to_dict()) {
@@ -48,8 +82,11 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
     if (grad == grads.end())
       impl::missing_grad(key, var);
     auto [facts, step] = cache.create_graph(step_module, var, grad->second);
-    auto vars_state = facts.init(key);
-    step.bind(vars_state).call({var, grad->second});
+    auto vars_state = in_main ? facts.init(key)
+                              : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
+    std::vector<Tensor> inputs{var, grad->second};
+    inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
+    step.bind(vars_state).call(inputs);
     state.insert(key, vars_state);
   }
   return state;
