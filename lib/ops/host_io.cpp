@@ -1,4 +1,4 @@
-// host_load and host_store: the ops that move stream elements between host and device.
+// host_load, host_store and print_tensor: the ops that move data between host and device.
 #include "pxl/ops/host_io.hpp"
 #include "ir/handle_access.hpp"
 #include "ir/op_builder.hpp"
@@ -38,6 +38,17 @@ void host_store(const DeviceToHostStream& stream, const Tensor& t) {
                      to_string(stream.spec()) + " but the tensor stored is " + detail::describe(t));
   const Tensor in[] = {t};
   detail::add_op(OpKind::HostStore, in, {}, StreamAttrs{stream.index()});
+}
+
+Tensor print_tensor(const Tensor& t, std::string title, bool print_gradient) {
+  detail::require_graph("PrintTensor");
+  if (!t.valid())
+    throw GraphError("PrintTensor: the tensor to print is an empty Tensor");
+  if (title.empty())
+    title = t.id();
+  const Tensor in[] = {t};
+  return detail::add_op1(OpKind::PrintTensor, in, t.spec(),
+                         PrintAttrs{std::move(title), print_gradient});
 }
 
 } // namespace pxl::ops

@@ -245,6 +245,108 @@ Tensor init(Shape shape, DType dtype, std::string name, InitType type) {
                  name);
 }
 
+namespace {
+/// `indices` (int32) of t's rank and `like`'s shape, matching t on every axis but `axis`.
+void check_elements(std::string_view op, const Tensor& t, const Tensor& indices,
+                    std::int64_t axis) {
+  detail::check_dtype(op, indices, int32, "indices");
+  bool fits = indices.rank() == t.rank();
+  for (std::int64_t d = 0; fits && d < t.rank(); ++d)
+    fits = d == axis ||
+           indices.shape()[static_cast<std::size_t>(d)] == t.shape()[static_cast<std::size_t>(d)];
+  if (!fits)
+    throw ShapeError(std::string(op) + ": indices " + describe(indices) +
+                     " must have the rank of " + describe(t) +
+                     " and its extent on every axis but " + std::to_string(axis));
+}
+
+Tensor scatter_op(OpKind kind, const Tensor& t, const Tensor& indices, const Tensor& updates,
+                  std::int64_t axis) {
+  const auto op = op_type_name(kind);
+  if (t.rank() == 0)
+    throw ShapeError(std::string(op) + ": cannot scatter into scalar " + describe(t));
+  const auto a = normalize_axis(axis, t.rank(), op);
+  check_elements(op, t, indices, a);
+  detail::check_same_dtype(op, t, updates);
+  if (updates.shape() != indices.shape())
+    throw ShapeError(std::string(op) + ": updates " + describe(updates) +
+                     " must have the shape of the indices " + describe(indices));
+  if (kind == OpKind::ScatterAdd && t.dtype() == bool_)
+    throw DTypeError(std::string(op) + ": cannot add into bool tensor " + describe(t));
+  return add_op1(kind, {t, indices, updates}, t.spec(), AxisAttrs{a});
+}
+
+/// Normalised, distinct axes with their sizes, checked against `t` (for the dynamic ops).
+DynamicAttrs dynamic_attrs(std::string_view op, const Tensor& t, const Tensor& index,
+                           std::vector<std::int64_t> axes, std::vector<std::int64_t> sizes) {
+  detail::check_dtype(op, index, int32, "the index");
+  if (axes.size() != sizes.size() || index.shape() != Shape{static_cast<std::int64_t>(axes.size())})
+    throw ShapeError(std::string(op) + ": axes " + list(axes) + ", sizes " + list(sizes) +
+                     " and the index " + describe(index) + " must have one entry per axis");
+  std::vector<bool> seen(static_cast<std::size_t>(t.rank()), false);
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    axes[i] = normalize_axis(axes[i], t.rank(), op);
+    const auto a = static_cast<std::size_t>(axes[i]);
+    if (seen[a])
+      throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " listed twice in " +
+                       list(axes));
+    seen[a] = true;
+    if (sizes[i] < 0 || sizes[i] > t.shape()[a])
+      throw ShapeError(std::string(op) + ": size " + std::to_string(sizes[i]) + " on axis " +
+                       std::to_string(a) + " does not fit in " + describe(t));
+  }
+  return DynamicAttrs{std::move(axes), std::move(sizes)};
+}
+} // namespace
+
+Tensor take_along_axis(const Tensor& t, const Tensor& indices, std::int64_t axis) {
+  if (t.rank() == 0)
+    throw ShapeError("GatherElements: cannot index scalar " + describe(t));
+  const auto a = normalize_axis(axis, t.rank(), "GatherElements");
+  check_elements("GatherElements", t, indices, a);
+  return add_op1(OpKind::TakeAlongAxis, {t, indices}, TensorSpec{indices.shape(), t.dtype()},
+                 AxisAttrs{a});
+}
+
+Tensor scatter(const Tensor& t, const Tensor& indices, const Tensor& updates, std::int64_t axis) {
+  return scatter_op(OpKind::Scatter, t, indices, updates, axis);
+}
+
+Tensor scatter_add(const Tensor& t, const Tensor& indices, const Tensor& updates,
+                   std::int64_t axis) {
+  return scatter_op(OpKind::ScatterAdd, t, indices, updates, axis);
+}
+
+Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int64_t> axes,
+                     std::vector<std::int64_t> sizes) {
+  auto attrs = dynamic_attrs("DynamicSlice", t, index, std::move(axes), std::move(sizes));
+  Shape shape = t.shape();
+  for (std::size_t i = 0; i < attrs.axes.size(); ++i)
+    shape[static_cast<std::size_t>(attrs.axes[i])] = attrs.sizes[i];
+  return add_op1(OpKind::DynamicSlice, {t, index}, TensorSpec{std::move(shape), t.dtype()},
+                 std::move(attrs));
+}
+
+Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
+                      std::vector<std::int64_t> axes) {
+  detail::check_same_dtype("DynamicUpdate", t, update);
+  if (update.rank() != t.rank())
+    throw ShapeError("DynamicUpdate: update " + describe(update) + " must have the rank of " +
+                     describe(t));
+  std::vector<std::int64_t> sizes;
+  for (auto a : axes)
+    sizes.push_back(
+        update.shape()[static_cast<std::size_t>(normalize_axis(a, t.rank(), "DynamicUpdate"))]);
+  auto attrs = dynamic_attrs("DynamicUpdate", t, index, std::move(axes), std::move(sizes));
+  Shape expected = t.shape();
+  for (std::size_t i = 0; i < attrs.axes.size(); ++i)
+    expected[static_cast<std::size_t>(attrs.axes[i])] = attrs.sizes[i];
+  if (update.shape() != expected)
+    throw ShapeError("DynamicUpdate: update " + describe(update) + " must have the shape of " +
+                     describe(t) + " except on the updated axes " + list(attrs.axes));
+  return add_op1(OpKind::DynamicUpdate, {t, index, update}, t.spec(), std::move(attrs));
+}
+
 Tensor arange(double start, double stop, double step, DType dtype) {
   if (dtype != int32 && !is_floating_point(dtype))
     throw DTypeError("Arange: the dtype must be int32, float32 or float16, got " +

@@ -129,4 +129,53 @@ vector<Tensor> grad_Tile(GradContext& c) {
   return {ops::reshape(copies.empty() ? g : ops::sum(g, copies), in)};
 }
 
+vector<Tensor> grad_TakeAlongAxis(GradContext& c) {
+  const Tensor t = c.op().input(0);
+  const auto axis = c.op().attrs<OpKind::TakeAlongAxis>().axis;
+  return {ops::scatter_add(ops::init(t.shape(), t.dtype()), c.fwd_input(1), c.grad_output(0), axis),
+          Tensor{}};
+}
+
+// What scatter overwrote gets nothing; each update gets the gradient at its index.
+vector<Tensor> grad_Scatter(GradContext& c) {
+  const Tensor g = c.grad_output(0), indices = c.fwd_input(1);
+  const Tensor updates = c.op().input(2);
+  const auto axis = c.op().attrs<OpKind::Scatter>().axis;
+  vector<Tensor> r(3);
+  if (c.needs_grad(0))
+    r[0] = ops::scatter(g, indices, ops::init(updates.shape(), updates.dtype()), axis);
+  if (c.needs_grad(2))
+    r[2] = ops::take_along_axis(g, indices, axis);
+  return r;
+}
+
+vector<Tensor> grad_ScatterAdd(GradContext& c) {
+  const auto axis = c.op().attrs<OpKind::ScatterAdd>().axis;
+  vector<Tensor> r(3);
+  r[0] = c.grad_output(0);
+  if (c.needs_grad(2))
+    r[2] = ops::take_along_axis(c.grad_output(0), c.fwd_input(1), axis);
+  return r;
+}
+
+vector<Tensor> grad_DynamicSlice(GradContext& c) {
+  const Tensor t = c.op().input(0);
+  const auto& a = c.op().attrs<OpKind::DynamicSlice>();
+  return {ops::dynamic_update(ops::init(t.shape(), t.dtype()), c.fwd_input(1), c.grad_output(0),
+                              a.axes),
+          Tensor{}};
+}
+
+vector<Tensor> grad_DynamicUpdate(GradContext& c) {
+  const Tensor g = c.grad_output(0), index = c.fwd_input(1);
+  const Tensor update = c.op().input(2);
+  const auto& a = c.op().attrs<OpKind::DynamicUpdate>();
+  vector<Tensor> r(3);
+  if (c.needs_grad(0))
+    r[0] = ops::dynamic_update(g, index, ops::init(update.shape(), update.dtype()), a.axes);
+  if (c.needs_grad(2))
+    r[2] = ops::dynamic_slice(g, index, a.axes, a.sizes);
+  return r;
+}
+
 } // namespace pxl::detail

@@ -177,6 +177,25 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Triu] = {[](const V& v) { return V{ops::triu(v[0], 1)}; }, {square}, ""};
     c[OpKind::Pad] = {[](const V& v) { return V{ops::pad(v[0], {{1, 0}, {2, 1}}, 0.5)}; }, {x}, ""};
     c[OpKind::Tile] = {[](const V& v) { return V{ops::tile(v[0], {2, 1, 3})}; }, {cube}, ""};
+    const auto picks = i32({2, 0, 1, 3, 0, 0, 1, 2, 3, 3, 2, 1}, {2, 2, 3});
+    c[OpKind::TakeAlongAxis] = {[](const V& v) { return V{ops::take_along_axis(v[0], v[1], 2)}; },
+                                {cube, i32({3, 0, 1, 2, 2, 2, 0, 1, 1, 0, 3, 3}, {2, 3, 2})},
+                                ""};
+    c[OpKind::Scatter] = {[](const V& v) { return V{ops::scatter(v[0], v[1], v[2], 1)}; },
+                          {f32({2, 4, 3}), i32({3, 0, 1, 2, 2, 0}, {2, 1, 3}), f32({2, 1, 3})},
+                          ""};
+    c[OpKind::ScatterAdd] = {[](const V& v) { return V{ops::scatter_add(v[0], v[1], v[2], 1)}; },
+                             {f32({2, 4, 3}), picks, f32({2, 2, 3}, -2, 2, 18)},
+                             ""};
+    c[OpKind::DynamicSlice] = {[](const V& v) {
+                                 return V{ops::dynamic_slice(v[0], v[1], {2, 0}, {2, 1})};
+                               },
+                               {cube, i32({1, 1}, {2})},
+                               ""};
+    c[OpKind::DynamicUpdate] = {
+        [](const V& v) { return V{ops::dynamic_update(v[0], v[1], v[2], {2})}; },
+        {cube, i32({5}, {1}), f32({2, 3, 2}, -2, 2, 19)},
+        ""};
     // Updates.
     c[OpKind::AddInplace] = binary(ops::add_, x, row);
     c[OpKind::SubInplace] = binary(ops::sub_, x, row);
@@ -204,6 +223,7 @@ const std::map<OpKind, OpCase>& op_cases() {
     const std::string streams = "test/ops/host_io.cpp and test/emu (streams, feeds)";
     c[OpKind::HostLoad].elsewhere = streams;
     c[OpKind::HostStore].elsewhere = streams;
+    c[OpKind::PrintTensor].elsewhere = "test/ops/host_io.cpp (the lines printed, on the emulator)";
     const std::string replicas = "test/emu/collectives.cpp (replicas, against the replicated "
                                  "reference) and test/transforms (gradients)";
     for (const OpKind k : {OpKind::ReplicatedAllReduce, OpKind::ReplicatedAllReduceInplace,

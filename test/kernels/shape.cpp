@@ -163,3 +163,31 @@ TEST_CASE("pad, tile, tril, triu and arange for every dtype and worker count") {
   check_values(check_kernel([]() { return ops::arange(0, 1, 0.25, float32); }, {})[0],
                {{4}, float32}, {0, 0.25, 0.5, 0.75});
 }
+
+TEST_CASE("take_along_axis, scatter, scatter_add and the dynamic ops for every dtype") {
+  const auto idx = random_tensor({3, 6, 4}, int32, -1, 5, 5); // some out of range
+  for (DType d : {float32, float16, int32, bool_}) {
+    CAPTURE(d);
+    const auto x = random_tensor({3, 5, 4}, d, -9, 9, 4);
+    const auto upd = random_tensor({3, 6, 4}, d, -9, 9, 6);
+    check_kernel([](Tensor t, Tensor i) { return ops::take_along_axis(t, i, 1); }, {x, idx});
+    check_kernel([](Tensor t, Tensor i, Tensor u) { return ops::scatter(t, i, u, 1); },
+                 {x, idx, upd});
+    if (d != bool_)
+      check_kernel([](Tensor t, Tensor i, Tensor u) { return ops::scatter_add(t, i, u, 1); },
+                   {x, idx, upd});
+    for (const auto& off : std::vector<std::vector<double>>{{0, 1}, {2, 3}, {-4, 100}}) {
+      const auto at = tensor({2}, int32, off);
+      check_kernel(
+          [](Tensor t, Tensor i) {
+            return ops::dynamic_slice(t, i, {2, 0}, {3, 2});
+          },
+          {x, at});
+      check_kernel(
+          [](Tensor t, Tensor i, Tensor u) {
+            return ops::dynamic_update(t, i, u, {2, 0});
+          },
+          {x, at, random_tensor({2, 5, 3}, d, -9, 9, 7)});
+    }
+  }
+}

@@ -1,5 +1,12 @@
-// host_load and host_store: inference, errors, and round trips through the reference evaluator.
+// host_load, host_store and print_tensor: inference, errors, round trips through the reference
+// evaluator, and printed lines on the emulator.
 #include "reference.hpp"
+
+#include "pxl/session.hpp"
+#include "pxl/transforms/autodiff.hpp"
+
+#include <iostream>
+#include <sstream>
 
 #include <doctest/doctest.h>
 
@@ -153,4 +160,65 @@ TEST_CASE("reference run: num_host_transfers 3 with a repeat, wrap-around and pe
                                   "array [(3, 2) int32], got [(2,) int32]"),
                          StreamError);
   }
+}
+
+namespace {
+/// What `f` writes to std::cout.
+template <typename F>
+std::string captured_stdout(F&& f) {
+  std::ostringstream text;
+  auto* saved = std::cout.rdbuf(text.rdbuf());
+  try {
+    f();
+  } catch (...) {
+    std::cout.rdbuf(saved);
+    throw;
+  }
+  std::cout.rdbuf(saved);
+  return text.str();
+}
+} // namespace
+
+TEST_CASE("print_tensor prints each time it runs, in order, and passes its tensor on") {
+  Ir ir;
+  DeviceToHostStream out;
+  Graph fwd;
+  {
+    auto in_main = ir.main_graph().scope();
+    const Tensor x = constant(HostTensor({1.f, 2.f, 3.f}, {3}), "x");
+    const Tensor y = ops::print_tensor(x * 2.0, "doubled");
+    CHECK(y.spec() == x.spec());
+    CHECK(y.producer()->kind() == OpKind::PrintTensor);
+    CHECK(y.producer()->attrs<OpKind::PrintTensor>().title == "doubled");
+    CHECK(ops::print_tensor(x).producer()->attrs<OpKind::PrintTensor>().title == "x");
+    const Tensor z = ops::print_tensor(y + 1.0, "plus one");
+    out = d2h_stream({3}, float32, "out");
+    ops::host_store(out, z);
+    CHECK_THROWS_WITH_AS(ops::print_tensor(Tensor{}),
+                         Contains("PrintTensor: the tensor to print is an empty Tensor"),
+                         GraphError);
+  }
+  Session session{ir};
+  auto attached = session.attach();
+  std::map<DeviceToHostStream, HostTensor> results;
+  const auto text = captured_stdout([&] { results = session.run(); });
+  CHECK(text == "doubled: [2. 4. 6.]\nx: [1. 2. 3.]\nplus one: [3. 5. 7.]\n");
+  CHECK(results.at(out) == HostTensor({3.f, 5.f, 7.f}, {3}));
+  CHECK(captured_stdout([&] { session.run(); }) == text); // every run prints again
+}
+
+TEST_CASE("print_tensor with print_gradient prints the gradient in the backward pass") {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  Graph f = ir.create_graph(
+      "f", [](Tensor x) { return ops::print_tensor(x * x, "square", true); },
+      TensorSpec{{2}, float32});
+  const auto info = transforms::autodiff(f);
+  const HostTensor x({3.f, -1.f}, {2}), g({1.f, 10.f}, {2});
+  const auto text = captured_stdout([&] {
+    testing::ReferenceEvaluator ev(ir);
+    (void)ev.evaluate(f, {x});
+    (void)ev.evaluate(info.graph(), {g, x});
+  });
+  CHECK(text == "square: [9. 1.]\ngrad square: [ 1. 10.]\n");
 }

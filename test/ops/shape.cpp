@@ -371,6 +371,67 @@ TEST_CASE("arange, stack, tril, triu, pad and tile: shapes, values and errors") 
   CHECK(r[5] == HostTensor({0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 3.f, 4.f, 5.f}, {2, 6}));
 }
 
+TEST_CASE("take_along_axis, scatter, scatter_add, dynamic_slice, dynamic_update") {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  const Tensor t = constant(iota({2, 3}), "t");
+  const Tensor idx = constant(HostTensor(std::vector<std::int32_t>{2, 0, 1, 1}, {2, 2}), "idx");
+  const Tensor upd = constant(HostTensor({10.f, 20.f, 30.f, 40.f}, {2, 2}), "upd");
+  CHECK(ops::take_along_axis(t, idx, 1).spec() == TensorSpec{{2, 2}, float32});
+  CHECK(ops::scatter(t, idx, upd, 1).spec() == t.spec());
+  const Tensor at = constant(HostTensor(std::vector<std::int32_t>{1, 2}, {2}), "at");
+  CHECK(ops::dynamic_slice(t, at, {0, 1}, {1, 1}).shape() == Shape{1, 1});
+  CHECK_THROWS_WITH_AS(ops::take_along_axis(t, ops::cast(idx, float32), 1),
+                       Contains("GatherElements: indices must be int32"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::take_along_axis(t, idx, 0),
+                       Contains("GatherElements: indices 'idx' [(2, 2) int32] must have the rank "
+                                "of 't' [(2, 3) float32] and its extent on every axis but 0"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::scatter(t, idx, constant(iota({2, 1}), "u1"), 1),
+                       Contains("ScatterElements: updates 'u1' [(2, 1) float32] must have the "
+                                "shape of the indices"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::scatter_add(t, idx, ops::cast(upd, int32), 1),
+                       Contains("ScatterReduce: operands must have the same dtype"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::dynamic_slice(t, at, {0}, {1}),
+                       Contains("DynamicSlice: axes [0], sizes [1] and the index 'at' [(2,) "
+                                "int32] must have one entry per axis"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::dynamic_slice(t, at, {0, 1}, {3, 1}),
+                       Contains("DynamicSlice: size 3 on axis 0 does not fit"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::dynamic_slice(t, at, {1, -1}, {1, 1}),
+                       Contains("DynamicSlice: axis 1 listed twice"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::dynamic_update(t, at, constant(iota({3, 1}), "u2"), {0, 1}),
+                       Contains("DynamicUpdate: size 3 on axis 0 does not fit"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::dynamic_update(t, at, constant(iota({1, 2}), "u3"), {0, 1}),
+                       Contains("DynamicUpdate: update 'u3'"), ShapeError);
+
+  Graph g = ir.create_graph([] {
+    const Tensor x = constant(iota({2, 3}), "x");
+    const Tensor i = constant(HostTensor(std::vector<std::int32_t>{2, 0, 9, 1}, {2, 2}), "i");
+    const Tensor u = constant(HostTensor({10.f, 20.f, 30.f, 40.f}, {2, 2}), "u");
+    const Tensor same = constant(HostTensor(std::vector<std::int32_t>{1, 1, 0, 0}, {2, 2}), "s");
+    const Tensor off = constant(HostTensor(std::vector<std::int32_t>{5, -1}, {2}), "off");
+    return std::vector<Tensor>{ops::take_along_axis(x, i, 1),
+                               ops::scatter(x, i, u, 1),
+                               ops::scatter(x, same, u, 1),
+                               ops::scatter_add(x, same, u, 1),
+                               ops::dynamic_slice(x, off, {0, 1}, {1, 2}),
+                               ops::dynamic_update(x, off, constant(iota({1, 2}), "w"), {0, 1})};
+  });
+  ReferenceEvaluator ev(ir);
+  const auto r = ev.evaluate(g);
+  // Index 9 is out of range: a zero when taking, skipped when scattering.
+  CHECK(r[0] == HostTensor({2.f, 0.f, 0.f, 4.f}, {2, 2}));
+  CHECK(r[1] == HostTensor({20.f, 1.f, 10.f, 3.f, 40.f, 5.f}, {2, 3}));
+  // Repeated indices: the last along the axis wins, or they add up.
+  CHECK(r[2] == HostTensor({0.f, 20.f, 2.f, 40.f, 4.f, 5.f}, {2, 3}));
+  CHECK(r[3] == HostTensor({0.f, 31.f, 2.f, 73.f, 4.f, 5.f}, {2, 3}));
+  // Offsets clamp into range: (5, -1) becomes (1, 0).
+  CHECK(r[4] == HostTensor({3.f, 4.f}, {1, 2}));
+  CHECK(r[5] == HostTensor({0.f, 1.f, 2.f, 0.f, 1.f, 5.f}, {2, 3}));
+}
+
 TEST_CASE("sizes: shape inference that would overflow is a ShapeError, not a wrapped count") {
   constexpr std::int64_t big = std::int64_t{1} << 62;
   pxl::testing::ScratchGraph s;

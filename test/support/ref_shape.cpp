@@ -2,6 +2,7 @@
 // one loop serves every dtype.
 #include "ref_util.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace pxl::testing {
@@ -181,6 +182,87 @@ PXL_REF_KERNEL(Tile) {
       index[d] %= x.shape()[d];
     copy_element(x, ref::ravel(index, x.shape()), y, i);
   }
+}
+
+namespace {
+/// Index `j` along `axis` in place of the coordinate there (a copy of `index`).
+Shape with_coordinate(Shape index, std::size_t axis, std::int64_t j) {
+  index[axis] = j;
+  return index;
+}
+
+void scatter(const Op& op, std::span<const HostTensor* const> inputs, HostTensor& y, bool add) {
+  const HostTensor& t = *inputs[0];
+  const HostTensor& indices = *inputs[1];
+  const HostTensor& updates = *inputs[2];
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  y = t;
+  // Row-major over the updates: along each line, later elements of the axis come later.
+  for (std::int64_t e = 0; e < indices.nelms(); ++e) {
+    const auto k = static_cast<std::int64_t>(ref::load(indices, e));
+    if (k < 0 || k >= t.shape()[axis])
+      continue;
+    const std::int64_t at =
+        ref::ravel(with_coordinate(ref::unravel(e, indices.shape()), axis, k), t.shape());
+    if (add)
+      ref::store(y, at, ref::load(y, at) + ref::load(updates, e));
+    else
+      copy_element(updates, e, y, at);
+  }
+}
+
+/// Each listed axis' runtime offset, clamped so the window stays inside `t`.
+Shape window_start(const Op& op, const HostTensor& t, const HostTensor& index) {
+  const auto& a = op.attrs_as<DynamicAttrs>();
+  Shape start(t.shape().size(), 0);
+  for (std::size_t i = 0; i < a.axes.size(); ++i) {
+    const auto d = static_cast<std::size_t>(a.axes[i]);
+    start[d] = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(ref::load(index, static_cast<std::int64_t>(i))), 0,
+        t.shape()[d] - a.sizes[i]);
+  }
+  return start;
+}
+
+Shape shifted(Shape index, const Shape& by) {
+  for (std::size_t d = 0; d < index.size(); ++d)
+    index[d] += by[d];
+  return index;
+}
+} // namespace
+
+PXL_REF_KERNEL(TakeAlongAxis) {
+  const HostTensor& t = *inputs[0];
+  const HostTensor& indices = *inputs[1];
+  const auto axis = static_cast<std::size_t>(op.attrs<OpKind::TakeAlongAxis>().axis);
+  for (std::int64_t e = 0; e < indices.nelms(); ++e) {
+    const auto k = static_cast<std::int64_t>(ref::load(indices, e));
+    if (k >= 0 && k < t.shape()[axis])
+      copy_element(
+          t, ref::ravel(with_coordinate(ref::unravel(e, indices.shape()), axis, k), t.shape()),
+          *outputs[0], e);
+  }
+}
+PXL_REF_KERNEL(Scatter) { scatter(op, inputs, *outputs[0], false); }
+PXL_REF_KERNEL(ScatterAdd) { scatter(op, inputs, *outputs[0], true); }
+
+PXL_REF_KERNEL(DynamicSlice) {
+  const HostTensor& t = *inputs[0];
+  HostTensor& y = *outputs[0];
+  const Shape start = window_start(op, t, *inputs[1]);
+  for (std::int64_t i = 0; i < y.nelms(); ++i)
+    copy_element(t, ref::ravel(shifted(ref::unravel(i, y.shape()), start), t.shape()), y, i);
+}
+
+PXL_REF_KERNEL(DynamicUpdate) {
+  const HostTensor& t = *inputs[0];
+  const HostTensor& update = *inputs[2];
+  HostTensor& y = *outputs[0];
+  y = t;
+  const Shape start = window_start(op, t, *inputs[1]);
+  for (std::int64_t i = 0; i < update.nelms(); ++i)
+    copy_element(update, i, y,
+                 ref::ravel(shifted(ref::unravel(i, update.shape()), start), t.shape()));
 }
 
 } // namespace pxl::testing

@@ -118,6 +118,11 @@ enum : unsigned {
   X(Triu, "Triu", shape, DiagonalAttrs, Grad)                                                      \
   X(Pad, "Pad", shape, PadAttrs, Grad)                                                             \
   X(Tile, "Tile", shape, TileAttrs, Grad)                                                          \
+  X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad)                                       \
+  X(Scatter, "ScatterElements", shape, AxisAttrs, Grad)                                            \
+  X(ScatterAdd, "ScatterReduce", shape, AxisAttrs, Grad)                                           \
+  X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad)                                       \
+  X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad)                                     \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace)                        \
@@ -134,6 +139,7 @@ enum : unsigned {
   /* host IO */                                                                                    \
   X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad)                                            \
   X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad)                                          \
+  X(PrintTensor, "PrintTensor", host_io, PrintAttrs, Grad)                                         \
   /* collectives across replicas */                                                                \
   X(ReplicatedAllReduce, "ReplicatedAllReduce", collectives, CollectiveAttrs, Grad)                \
   X(ReplicatedAllReduceInplace, "ReplicatedAllReduceInplace", collectives, CollectiveAttrs,        \

@@ -39,6 +39,27 @@ Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& val
               std::int64_t axis = -1);
 /// A fresh tensor in the current graph: zero-filled, or with unspecified contents (`undef`).
 Tensor init(Shape shape, DType dtype, std::string name = "", InitType type = InitType::zero);
+/// NumPy's take_along_axis (ONNX GatherElements): int32 `indices` of t's rank, with t's extent
+/// on every axis but `axis`; out[..., j, ...] = t[..., indices[..., j, ...], ...]. Out-of-range
+/// indices yield zeros.
+Tensor take_along_axis(const Tensor& t, const Tensor& indices, std::int64_t axis);
+/// A copy of `t` with `updates` written at `indices` along `axis` (ONNX ScatterElements,
+/// PyTorch's scatter): `indices` (int32) and `updates` share a shape that has t's extent on
+/// every axis but `axis`. Out-of-range indices are skipped; where indices repeat, the last
+/// along the axis wins (the gradient reaches every repeat, as in PyTorch).
+Tensor scatter(const Tensor& t, const Tensor& indices, const Tensor& updates, std::int64_t axis);
+/// As scatter, adding the updates instead (repeats add up), in order along the axis.
+Tensor scatter_add(const Tensor& t, const Tensor& indices, const Tensor& updates,
+                   std::int64_t axis);
+/// PopXL's dynamic_slice: the `sizes[i]`-long part of each of `axes` starting at the runtime
+/// offsets `index` (int32, one per axis). Offsets are clamped so the slice stays inside `t`
+/// (XLA's rule).
+Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int64_t> axes,
+                     std::vector<std::int64_t> sizes);
+/// PopXL's dynamic_update: a copy of `t` with `update` written where dynamic_slice(t, index,
+/// axes, update's extents on axes) reads. `update` has t's shape except on `axes`.
+Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
+                      std::vector<std::int64_t> axes);
 /// NumPy's arange: start, start + step, ... while below `stop` (above it for a negative step),
 /// of `dtype` (int32, float32 or float16), computed in double per element. ValueError for a
 /// step of 0 or non-integral bounds with int32; an empty range gives shape (0,).

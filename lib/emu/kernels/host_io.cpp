@@ -1,7 +1,11 @@
-// Kernels of host_load and host_store: stream elements in and out of device buffers.
+// Kernels of host_load and host_store (stream elements in and out of device buffers) and of
+// print_tensor (a line on the host's standard output).
 #include "../compile_context.hpp"
+#include "common.hpp"
 
 #include <cstring>
+#include <iostream>
+#include <mutex>
 
 namespace pxl::emu::detail {
 
@@ -65,6 +69,26 @@ StepFn compile_HostStore(CompileContext& ctx, const KernelOp& op, const OpBuffer
     std::byte* dst = port->out_array + static_cast<std::size_t>(pos % s->transfers) * s->stride;
     ++pos;
     copy_share(dst, src, s->bytes, w, n);
+  };
+}
+
+StepFn compile_PrintTensor(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs<OpKind::PrintTensor>();
+  const std::string title =
+      ctx.peers.size() > 1 ? a.title + " (replica " + std::to_string(ctx.replica) + ")" : a.title;
+  const TensorSpec spec = op.input(0).spec();
+  const std::byte* x = buffers.inputs[0];
+  const StepFn copy = copy_step(buffers.outputs[0], x, spec.nelms(), size_of(spec.dtype));
+  return [=](unsigned w, unsigned n) {
+    copy(w, n);
+    if (w != 0)
+      return;
+    // One worker prints the whole tensor, one line at a time across replicas and sessions.
+    HostTensor t(spec.shape, spec.dtype);
+    std::memcpy(t.bytes().data(), x, t.bytes().size());
+    static std::mutex out;
+    const std::lock_guard lock(out);
+    std::cout << title << ": " << t << std::endl;
   };
 }
 
