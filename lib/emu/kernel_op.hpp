@@ -33,6 +33,12 @@ public:
   std::size_t num_outputs() const { return view_.outputs(id_).size(); }
   KernelTensor input(std::size_t i) const { return {view_, view_.inputs(id_)[i]}; }
   KernelTensor output(std::size_t i) const { return {view_, view_.outputs(id_)[i]}; }
+  /// The attributes of an op of kind `K`, typed by its op table row.
+  template <OpKind K>
+  const op_attrs_t<K>& attrs() const {
+    PXL_ASSERT(kind() == K);
+    return view_.attrs_as<op_attrs_t<K>>(id_);
+  }
   template <typename A>
   const A& attrs_as() const {
     return view_.attrs_as<A>(id_);

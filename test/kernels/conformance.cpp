@@ -26,6 +26,8 @@ struct OpCase {
   std::string elsewhere;
   /// Finite-difference step and tolerances of the gradient check.
   double eps = 1e-2, rtol = 2e-2, atol = 2e-3;
+  /// Where a gradient check against finite differences is not possible here, why.
+  std::string no_finite_differences = "";
 };
 
 HostTensor f32(Shape shape, double lo = -2.0, double hi = 2.0, std::uint64_t salt = 1) {
@@ -36,7 +38,7 @@ HostTensor seed() { return HostTensor(std::vector<std::uint32_t>{7, 11}, {2}); }
 HostTensor bools(std::vector<std::uint8_t> v) {
   HostTensor t({static_cast<std::int64_t>(v.size())}, bool_);
   for (std::size_t i = 0; i < v.size(); ++i)
-    t.data<std::uint8_t>()[i] = v[i];
+    t.data<bool>()[i] = v[i] != 0;
   return t;
 }
 
@@ -73,9 +75,14 @@ const std::map<OpKind, OpCase>& op_cases() {
                        ""};
     c[OpKind::LogicalNot] = unary(ops::logical_not, bools({1, 0, 1}));
     c[OpKind::IsNan] = unary(ops::isnan, HostTensor({1.f, NAN, -INFINITY}, {3}));
-    // float16 outputs: a coarser finite-difference step and tolerance.
-    c[OpKind::Cast] = {
-        [](const V& v) { return V{ops::cast(v[0], float16)}; }, {x}, "", 1e-1, 2e-2, 5e-3};
+    c[OpKind::Cast] = {[](const V& v) { return V{ops::cast(v[0], float16)}; },
+                       {x},
+                       "",
+                       1e-2,
+                       2e-2,
+                       2e-3,
+                       "a float16 output: test/transforms/op_gradients.cpp checks cast through a "
+                       "float32 -> float16 -> float32 round trip"};
     c[OpKind::Identity] = unary(ops::identity, x);
     c[OpKind::Detach] = unary(ops::detach, x);
     // Element-wise, binary, broadcasting.
@@ -100,16 +107,21 @@ const std::map<OpKind, OpCase>& op_cases() {
         [](const V& v) { return V{ops::where(v[0], v[1], v[2])}; }, {bools({1, 0, 1}), x, row}, ""};
     // Reductions.
     const auto cube = f32({2, 3, 4}, -2.0, 2.0, 7);
+    // Values 0.15 apart, so that no finite-difference step changes which element is extreme.
+    HostTensor spaced({2, 3, 4}, float32);
+    for (std::int64_t i = 0; i < spaced.nelms(); ++i)
+      spaced.data<float>()[static_cast<std::size_t>(i)] =
+          static_cast<float>((i * 7 % 24) * 0.15 - 1.8);
     c[OpKind::ReduceSum] = {[](const V& v) { return V{ops::sum(v[0], Axes{1})}; }, {cube}, ""};
     c[OpKind::ReduceMean] = {[](const V& v) {
                                return V{ops::mean(v[0], Axes{0, 2}, true)};
                              },
                              {cube},
                              ""};
-    c[OpKind::ReduceMax] = {[](const V& v) { return V{ops::max(v[0], Axes{-1})}; }, {cube}, ""};
-    c[OpKind::ReduceMin] = {[](const V& v) { return V{ops::min(v[0], Axes{0})}; }, {cube}, ""};
-    c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {cube}, ""};
-    c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {cube}, ""};
+    c[OpKind::ReduceMax] = {[](const V& v) { return V{ops::max(v[0], Axes{-1})}; }, {spaced}, ""};
+    c[OpKind::ReduceMin] = {[](const V& v) { return V{ops::min(v[0], Axes{0})}; }, {spaced}, ""};
+    c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {spaced}, ""};
+    c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {spaced}, ""};
     c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};
     // Linear algebra.
     c[OpKind::MatMul] = binary(ops::matmul, f32({2, 2, 3}, -1, 1, 8), f32({3, 2}, -1, 1, 9));
@@ -153,7 +165,7 @@ const std::map<OpKind, OpCase>& op_cases() {
                             {cube},
                             ""};
     c[OpKind::Slice] = {[](const V& v) {
-                          return V{ops::slice(v[0], {0, 1, 0}, {2, 3, 4}, {1, 1, 2})};
+                          return V{ops::slice(v[0], {0, 1, 1}, {2, 3, 4})};
                         },
                         {cube},
                         ""};
@@ -256,7 +268,8 @@ TEST_CASE("every op kind: kernel on 1-4 workers against the reference, gradient 
     bool float_input = false;
     for (const auto& in : c.inputs)
       float_input = float_input || in.dtype() == float32;
-    if (is_differentiable(kind) && float_input && kind != OpKind::Detach)
+    if (is_differentiable(kind) && float_input && kind != OpKind::Detach &&
+        c.no_finite_differences.empty())
       CHECK(testing::check_gradients(c.build, c.inputs, c.eps, c.rtol, c.atol) > 0);
   }
 }

@@ -403,8 +403,14 @@ TEST_CASE("take_along_axis, scatter, scatter_add, dynamic_slice, dynamic_update"
                        Contains("DynamicSlice: axis 1 listed twice"), ValueError);
   CHECK_THROWS_WITH_AS(ops::dynamic_update(t, at, constant(iota({3, 1}), "u2"), {0, 1}),
                        Contains("DynamicUpdate: size 3 on axis 0 does not fit"), ShapeError);
-  CHECK_THROWS_WITH_AS(ops::dynamic_update(t, at, constant(iota({1, 2}), "u3"), {0, 1}),
-                       Contains("DynamicUpdate: update 'u3'"), ShapeError);
+  const Tensor row = constant(HostTensor(std::vector<std::int32_t>{1}, {1}), "row");
+  CHECK_THROWS_WITH_AS(ops::dynamic_update(t, row, constant(iota({1, 2}), "u3"), {0}),
+                       Contains("DynamicUpdate: update 'u3' [(1, 2) float32] must have the shape "
+                                "of 't' [(2, 3) float32] except on the updated axes [0]"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::dynamic_update(t, row, constant(iota({3}), "u4"), {0}),
+                       Contains("DynamicUpdate: update 'u4' [(3,) float32] must have the rank"),
+                       ShapeError);
 
   Graph g = ir.create_graph([] {
     const Tensor x = constant(iota({2, 3}), "x");

@@ -148,9 +148,23 @@ struct TileAttrs {
   friend bool operator==(const TileAttrs&, const TileAttrs&) = default;
 };
 
+/// dynamic_slice and dynamic_update: the axes the runtime offsets apply to and the extent of
+/// the slice on each.
+struct DynamicAttrs {
+  std::vector<std::int64_t> axes, sizes;
+  friend bool operator==(const DynamicAttrs&, const DynamicAttrs&) = default;
+};
+
+/// print_tensor: the line's title, and whether the gradient is printed too.
+struct PrintAttrs {
+  std::string title;
+  bool print_gradient = false;
+  friend bool operator==(const PrintAttrs&, const PrintAttrs&) = default;
+};
+
 using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, StreamAttrs, OneHotAttrs,
-                 CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs>;
+                 CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs, DynamicAttrs, PrintAttrs>;
 
 } // namespace pxl
