@@ -13,6 +13,7 @@
 #include <set>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace pxl {
 
@@ -235,13 +236,14 @@ private:
       const auto writer = versions_.next_writer(key);
       if (writer || unnamed)
         t = rewriter_.copy_tensor(t, writer);
-      const TensorId id = IrView::id(t);
-      const auto ins = view.inputs(IrView::id(fwd_));
-      const auto outs = view.outputs(IrView::id(fwd_));
-      const bool visible = std::find(ins.begin(), ins.end(), id) != ins.end() ||
-                           std::find(outs.begin(), outs.end(), id) != outs.end();
-      if (!visible)
-        rewriter_.add_output(IrView::id(fwd_), id);
+      if (visible_.empty()) {
+        for (const TensorId v : view.inputs(IrView::id(fwd_)))
+          visible_.insert(v.value);
+        for (const TensorId v : view.outputs(IrView::id(fwd_)))
+          visible_.insert(v.value);
+      }
+      if (visible_.insert(t.index()).second)
+        rewriter_.add_output(IrView::id(fwd_), IrView::id(t));
       in_grad = graph_input(t.spec(), t.name());
       expected_inputs_.push_back({t, transforms::ExpectedConnection::Kind::fwd});
     }
@@ -310,6 +312,9 @@ private:
   std::map<std::uint32_t, Tensor> grads_;
   std::map<std::uint32_t, Tensor> activations_;
   std::set<std::uint32_t> needed_;
+  /// The forward graph's inputs and outputs, which the gradient graph can read (filled on
+  /// first use; activations join as they become outputs).
+  std::unordered_set<std::uint32_t> visible_;
   std::vector<transforms::ExpectedConnection> expected_inputs_;
 };
 } // namespace
