@@ -247,3 +247,70 @@ TEST_CASE("inline_call keeps nested calls as call sites; a loop cannot be inline
   CHECK(std::find(main_ops.begin(), main_ops.end(), site) == main_ops.end());
   CHECK_THROWS_WITH_AS(rw.inline_call(loop), doctest::Contains("is not a Call op"), GraphError);
 }
+
+TEST_CASE("copy_tensor copies a value before an op changes it in place, or at the end") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Tensor before_update, at_end;
+  Graph g = ir.create_graph(
+      "g",
+      [&](Tensor x) {
+        Tensor y = x * 2.0;
+        ops::add_(y, x);
+        return y;
+      },
+      TensorSpec{{3}, float32});
+  IrRewriter rw(ir);
+  const auto sched = g.ops();
+  const Op update = sched.back();
+  REQUIRE(update.kind() == OpKind::AddInplace);
+  before_update = rw.copy_tensor(update.input(0), update);
+  at_end = rw.copy_tensor(update.input(0));
+  rw.add_output(g, before_update);
+  rw.add_output(g, at_end);
+  const auto now = g.ops();
+  REQUIRE(now.size() == sched.size() + 2);
+  CHECK(now[now.size() - 3] == *before_update.producer()); // just before the update
+  CHECK(now.back() == *at_end.producer());
+  ReferenceEvaluator ev(ir);
+  const auto out = ev.evaluate(g, {HostTensor({1.f, 2.f, 3.f}, {3})});
+  CHECK(out[1] == HostTensor({2.f, 4.f, 6.f}, {3})); // 2x, before x was added
+  CHECK(out[2] == HostTensor({3.f, 6.f, 9.f}, {3})); // 3x, after
+
+  Graph other = ir.create_graph(
+      "other", [](Tensor x) { return x + 1.0; }, TensorSpec{{3}, float32});
+  CHECK_THROWS_WITH_AS(rw.copy_tensor(update.input(0), other.ops().back()),
+                       doctest::Contains("is not scheduled in graph 'g_subgraph(0)'"), GraphError);
+  CHECK_THROWS_WITH_AS(rw.copy_tensor(Tensor{}),
+                       doctest::Contains("must belong to the rewriter's Ir"), GraphError);
+}
+
+TEST_CASE("IrView::input_is_written sees in-place updates, through aliases and nested calls") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph bump = ir.create_empty_graph("bump");
+  {
+    auto in_bump = bump.scope();
+    Tensor t = graph_input({2}, float32, "t", /*by_ref=*/true);
+    Tensor r = graph_input({2}, float32, "r", /*by_ref=*/true);
+    Tensor u = graph_input({2}, float32, "u");
+    ops::add_(ops::mul_(t, u), u); // the second update names the first's result: same buffer
+    graph_output(r * 2.0);         // r is by reference but only read
+  }
+  Graph outer = ir.create_empty_graph("outer");
+  {
+    auto in_outer = outer.scope();
+    Tensor a = graph_input({2}, float32, "a", /*by_ref=*/true);
+    Tensor b = graph_input({2}, float32, "b", /*by_ref=*/true);
+    Tensor c = graph_input({2}, float32, "c");
+    ops::call(bump, {a, b, c});
+  }
+  const IrView view(ir);
+  const auto id = [](const Graph& g) { return IrView::id(g); };
+  CHECK(view.input_is_written(id(bump), 0));
+  CHECK(!view.input_is_written(id(bump), 1));
+  CHECK(!view.input_is_written(id(bump), 2));
+  CHECK(view.input_is_written(id(outer), 0));  // through bump's by-ref t
+  CHECK(!view.input_is_written(id(outer), 1)); // bump only reads r
+  CHECK(!view.input_is_written(id(outer), 2));
+}
