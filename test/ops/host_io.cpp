@@ -182,7 +182,6 @@ std::string captured_stdout(F&& f) {
 TEST_CASE("print_tensor prints each time it runs, in order, and passes its tensor on") {
   Ir ir;
   DeviceToHostStream out;
-  Graph fwd;
   {
     auto in_main = ir.main_graph().scope();
     const Tensor x = constant(HostTensor({1.f, 2.f, 3.f}, {3}), "x");
