@@ -258,7 +258,9 @@ TEST_CASE("every op kind has a conformance case") {
 
 TEST_CASE("every op kind: kernel on 1-4 workers against the reference, gradient against finite "
           "differences") {
-  for (const auto& [kind, c] : op_cases()) {
+  for (const auto& entry : op_cases()) {
+    const OpKind kind = entry.first; // not a structured binding: CAPTURE's lambda reads it
+    const OpCase& c = entry.second;
     CAPTURE(op_type_name(kind));
     if (!c.elsewhere.empty())
       continue;
