@@ -240,7 +240,7 @@ TEST_CASE("weights trained in one session and copied with to_mapping give identi
           bwd->bind(p.vars).call_with_info({dy}, {}, bwd->grad_graph_info().inputs_dict(fwd_info));
       const auto grads = bwd->grads(bwd_info);
       for (const auto& [key, v] : p.vars.items())
-        ops::scaled_add_(v, grads.at(key), 1.0, -0.1);
+        ops::scaled_add_(v, grads.at(key), {.b = -0.1});
     }
   };
   Program a, b;
