@@ -54,7 +54,7 @@ TEST_CASE("add_: output aliases input 0's spec, b broadcasts to a") {
 
   auto wide = graph_input({4, 2, 3}, float32, "wide");
   CHECK_THROWS_WITH_AS(ops::add_(a, wide),
-                       Contains("'wide' [(4, 2, 3) float32] must broadcast to the shape of 'a' "
+                       Contains("'g/wide' [(4, 2, 3) float32] must broadcast to the shape of 'g/a' "
                                 "[(2, 3) float32], which is updated in place; the broadcast "
                                 "result is (4, 2, 3)"),
                        ShapeError);
@@ -63,7 +63,7 @@ TEST_CASE("add_: output aliases input 0's spec, b broadcasts to a") {
   CHECK_THROWS_WITH_AS(ops::add_(a, i), Contains("same dtype"), DTypeError);
   auto u = graph_input({2}, uint8, "u");
   CHECK_THROWS_WITH_AS(ops::add_(u, u),
-                       Contains("AddLhsInplace: cannot update 'u' [(2,) uint8] in place"),
+                       Contains("AddLhsInplace: cannot update 'g/u' [(2,) uint8] in place"),
                        DTypeError);
 }
 
@@ -133,9 +133,9 @@ TEST_CASE("scaled_add and scaled_add_") {
     CHECK_THROWS_WITH_AS(ops::scaled_add(i, i), Contains("ScaledAdd: expected a float32"),
                          DTypeError);
     CHECK_THROWS_WITH_AS(ops::scaled_add(y, i), Contains("same dtype"), DTypeError);
-    CHECK_THROWS_WITH_AS(ops::scaled_add_(y, w), Contains("must broadcast to the shape of 'y'"),
+    CHECK_THROWS_WITH_AS(ops::scaled_add_(y, w), Contains("must broadcast to the shape of 'g/y'"),
                          ShapeError);
-    CHECK_THROWS_WITH_AS(ops::scaled_add_(i, i), Contains("cannot update 'i' [(3,) int32]"),
+    CHECK_THROWS_WITH_AS(ops::scaled_add_(i, i), Contains("cannot update 'g/i' [(3,) int32]"),
                          DTypeError);
   }
   Ir ir;
@@ -171,19 +171,19 @@ TEST_CASE("var_updates: accumulate_, copy_var_update_, accumulator_scale_, accum
     CHECK(ops::var_updates::copy_var_update_(i, i).dtype() == int32);
 
     CHECK_THROWS_WITH_AS(ops::var_updates::copy_var_update_(t, x),
-                         Contains("CopyVarUpdate: 'x' [(2,) float32] must have the same shape as "
-                                  "'t' [(2, 2) float32]"),
+                         Contains("CopyVarUpdate: 'g/x' [(2,) float32] must have the same shape as "
+                                  "'g/t' [(2, 2) float32]"),
                          ShapeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::copy_var_update_(i, x), Contains("same dtype"),
                          DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_(i, i),
-                         Contains("Accumulate: cannot update 'i' [(2,) int32] in place; expected "
+                         Contains("Accumulate: cannot update 'g/i' [(2,) int32] in place; expected "
                                   "float32 or float16"),
                          DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulator_scale_(i, 2.0),
-                         Contains("AccumulatorScale: cannot update 'i'"), DTypeError);
+                         Contains("AccumulatorScale: cannot update 'g/i'"), DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulator_zero_(i),
-                         Contains("AccumulatorZero: cannot update 'i'"), DTypeError);
+                         Contains("AccumulatorZero: cannot update 'g/i'"), DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_(x, t), Contains("must broadcast"),
                          ShapeError);
   }
