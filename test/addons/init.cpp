@@ -167,6 +167,8 @@ std::vector<HostTensor> linear_weights(int inits, std::optional<std::uint64_t> s
     const auto vars = seed ? facts.init("", *seed) : facts.init();
     weights.push_back(vars.at("weight"));
     CHECK(vars.at("weight").name() == "weight");
+    // Ids stay unique: weight, weight__t1, ... (the Linear's graph input is scoped by its graph).
+    CHECK(vars.at("weight").id() == (i == 0 ? "weight" : "weight__t" + std::to_string(i)));
   }
   main.reset();
   Session session{ir, "ipu_model"};
