@@ -86,7 +86,7 @@ TEST_CASE("sub_ and mul_, and the -= and *= operators: as add_") {
   CHECK_THROWS_WITH_AS(ops::mul_(a, wide), Contains("which is updated in place"), ShapeError);
   auto u = graph_input({2}, uint8, "u");
   CHECK_THROWS_WITH_AS(ops::mul_(u, u),
-                       Contains("MulLhsInplace: cannot update 'u' [(2,) uint8] in place"),
+                       Contains("MulLhsInplace: cannot update 'g/u' [(2,) uint8] in place"),
                        DTypeError);
 }
 
