@@ -132,13 +132,15 @@ Initializer from(HostTensor data) {
           std::move(description)};
 }
 
-std::uint64_t seed_for(std::uint64_t base_seed, std::string_view full_name) {
+std::uint64_t seed_for(std::uint64_t base_seed, std::string_view full_name, std::uint64_t draw) {
   std::uint64_t h = 0xcbf29ce484222325ull; // FNV-1a
   for (char c : full_name) {
     h ^= static_cast<unsigned char>(c);
     h *= 0x100000001b3ull;
   }
-  return mix(base_seed ^ mix(h));
+  const std::uint64_t seed = mix(base_seed ^ mix(h));
+  // Draw 0 keeps the seed every variable had before draws were counted.
+  return draw == 0 ? seed : mix(seed ^ mix(draw));
 }
 
 } // namespace pxl::addons::init

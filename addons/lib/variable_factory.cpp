@@ -5,10 +5,14 @@
 #include "pxl/ir/scope.hpp"
 #include "pxl/ops/shape.hpp"
 
+#include <functional>
+#include <map>
+
 namespace pxl::addons {
 
-HostTensor VariableFactory::data(std::string_view full_name, std::uint64_t base_seed) const {
-  return initializer(dtype, init::seed_for(base_seed, full_name));
+HostTensor VariableFactory::data(std::string_view full_name, std::uint64_t base_seed,
+                                 std::uint64_t draw) const {
+  return initializer(dtype, init::seed_for(base_seed, full_name, draw));
 }
 
 std::ostream& operator<<(std::ostream& os, const VariableFactory& f) {
@@ -23,10 +27,16 @@ NamedTensors NamedVariableFactories::init(std::string_view prefix, std::uint64_t
   if (!prefix.empty())
     impl::split_key(prefix, "NamedVariableFactories::init prefix");
   auto in_main = main_graph().scope();
+  // The variables of each name the Ir holds: a per-Ir count kept by the Ir itself, so a
+  // program draws the same values every run and each init draws values of its own.
+  std::map<std::string, std::uint64_t, std::less<>> draws;
+  for (const Tensor& v : main_graph().variables())
+    ++draws[v.name()];
   NamedTensors vars;
   for (const auto& [key, factory] : to_dict()) {
     const std::string name = prefix.empty() ? key : std::string(prefix) + "." + key;
-    vars.insert(key, variable(factory.data(name, seed), name));
+    std::uint64_t& draw = draws[name];
+    vars.insert(key, variable(factory.data(name, seed, draw++), name));
   }
   // Keep the factories' (module) order in the tree; only creation followed sorted order.
   NamedTensors ordered;

@@ -25,4 +25,6 @@
 #include "pxl/ops/shape.hpp"
 #include "pxl/ops/var_updates.hpp"
 #include "pxl/session.hpp"
+#include "pxl/transforms/autodiff.hpp"
+#include "pxl/transforms/rewrite.hpp"
 #include "pxl/version.hpp"

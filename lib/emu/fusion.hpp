@@ -13,7 +13,7 @@ namespace pxl::emu::detail {
 /// the matmul gradient's weight transposes stop costing a copy each, and their buffers.
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 
-/// Folds `scaled_add_(w, p, a, b)`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 into
+/// Folds `scaled_add_(w, p, {a, b})`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 into
 /// the MatMul that computes `p`, when `p` has no other reader and has w's shape: the matmul
 /// moves to the update's place and sgemm computes w = a·w + b·(product) directly (its beta
 /// and alpha), in float. The product is never stored: an SGD step's weight-gradient matmul
@@ -21,7 +21,7 @@ void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 /// the matmul's operands unchanged up to the update, and w not among them.
 void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule);
 
-/// Folds `scaled_add_(w, p, a, b)` on float32 into the add or mean ReplicatedAllReduce that
+/// Folds `scaled_add_(w, p, {a, b})` on float32 into the add or mean ReplicatedAllReduce that
 /// computes `p`, when `p` has no other reader and has w's shape: the all-reduce moves to the
 /// update's place and updates every replica's w directly (the SGD step of data-parallel
 /// training), the reduced gradient is never stored. Results are bitwise those of the two

@@ -28,6 +28,26 @@ void orphan(const std::shared_ptr<detail::IrStorage>& storage) {
 } // namespace
 
 namespace detail {
+std::string unique_tensor_id(IrStorage& ir, std::string wanted) {
+  if (ir.tensor_ids.insert(wanted).second)
+    return wanted;
+  std::uint32_t& n = ir.id_suffixes[wanted];
+  std::string id;
+  do
+    id = wanted + "__t" + std::to_string(++n);
+  while (!ir.tensor_ids.insert(id).second);
+  return id;
+}
+
+std::string graph_scope(const IrStorage& ir, GraphId g) {
+  return g == IrView::main_graph() ? std::string() : ir.graph(g).name + "/";
+}
+
+void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
+  ir.tensor_ids.erase(ir.tensor(t).id);
+  ir.tensor(t).id = unique_tensor_id(ir, std::move(wanted));
+}
+
 void require_mutable(const IrStorage& ir, std::string_view what) {
   if (ir.holds.load(std::memory_order_relaxed) > 0)
     throw GraphError(std::string(what) +

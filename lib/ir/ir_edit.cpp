@@ -39,8 +39,8 @@ OpId copy_op(IrStorage& ir, OpId src, GraphId into, std::vector<TensorId> inputs
                                      .after = std::move(after)},
                               std::move(specs), names, "", what);
   for (std::size_t k = 0; k < src_outputs.size(); ++k)
-    ir.tensor(ir.op(copy).outputs[k]).id =
-        ir.tensor(src_outputs[k]).id + "/c" + std::to_string(copy.value);
+    rename_tensor_id(ir, ir.op(copy).outputs[k],
+                     ir.tensor(src_outputs[k]).id + "/c" + std::to_string(copy.value));
   return copy;
 }
 
@@ -95,14 +95,16 @@ std::vector<TensorId> add_output(Ir& ir_, GraphId g, TensorId t) {
     OpNode& op = ir.op(site);
     const TensorId out{static_cast<Index>(ir.tensors.size())};
     const TensorNode& src = ir.tensor(t);
-    ir.tensors.push_back(TensorNode{.id = src.name + "/c" + std::to_string(site.value),
-                                    .name = src.name,
-                                    .spec = src.spec,
-                                    .kind = TensorKind::intermediate,
-                                    .graph = op.graph,
-                                    .producer = site,
-                                    .ipu = op.ipu,
-                                    .data = std::nullopt});
+    ir.tensors.push_back(
+        TensorNode{.id = unique_tensor_id(ir, graph_scope(ir, op.graph) + src.name + "/c" +
+                                                  std::to_string(site.value)),
+                   .name = src.name,
+                   .spec = src.spec,
+                   .kind = TensorKind::intermediate,
+                   .graph = op.graph,
+                   .producer = site,
+                   .ipu = op.ipu,
+                   .data = std::nullopt});
     ir.graph(op.graph).tensors.push_back(out);
     op.outputs.push_back(out);
     added.push_back(out);
@@ -182,7 +184,7 @@ std::vector<TensorId> inline_call(Ir& ir_, OpId call) {
       continue;
     const TensorId c{static_cast<Index>(ir.tensors.size())};
     TensorNode node = ir.tensor(t);
-    node.id += "/c" + std::to_string(call.value);
+    node.id = unique_tensor_id(ir, node.id + "/c" + std::to_string(call.value));
     node.graph = caller;
     ir.tensors.push_back(std::move(node));
     ir.graph(caller).tensors.push_back(c);

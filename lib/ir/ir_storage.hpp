@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace pxl::detail {
@@ -23,8 +25,8 @@ namespace pxl::detail {
 using Index = std::uint32_t;
 
 struct TensorNode {
-  std::string id; ///< fully scoped name, unique in the Ir
-  std::string name;
+  std::string id;   ///< fully scoped name, unique in the Ir (made so by unique_tensor_id)
+  std::string name; ///< as the user or op builder gave it, unscoped; need not be unique
   TensorSpec spec;
   TensorKind kind = TensorKind::intermediate;
   GraphId graph{};
@@ -71,10 +73,12 @@ struct IrStorage {
   std::deque<StreamNode> streams;
   std::int64_t num_host_transfers = 1;
   std::int64_t replication_factor = 1;
-  std::uint64_t unique_id = 0;               ///< distinguishes Irs in messages and caches
-  std::vector<std::string> graph_name_stems; ///< for uniquifying `Name_subgraph(n)`
-  std::vector<GraphId> differentiated;       ///< graphs autodiff has been applied to
-  std::atomic<std::uint32_t> holds{0};       ///< live IrHolds; the Ir is frozen while > 0
+  std::uint64_t unique_id = 0;                ///< distinguishes Irs in messages and caches
+  std::vector<std::string> graph_name_stems;  ///< for uniquifying `Name_subgraph(n)`
+  std::unordered_set<std::string> tensor_ids; ///< every tensor's id
+  std::unordered_map<std::string, std::uint32_t> id_suffixes; ///< last n of `base__t<n>`
+  std::vector<GraphId> differentiated; ///< graphs autodiff has been applied to
+  std::atomic<std::uint32_t> holds{0}; ///< live IrHolds; the Ir is frozen while > 0
 
   TensorNode& tensor(TensorId t) { return tensors[t.value]; }
   const TensorNode& tensor(TensorId t) const { return tensors[t.value]; }
@@ -85,6 +89,16 @@ struct IrStorage {
   StreamNode& stream(StreamId s) { return streams[s.value]; }
   const StreamNode& stream(StreamId s) const { return streams[s.value]; }
 };
+
+/// `wanted` if no tensor of `ir` has that id yet, else `wanted__t<n>` (PopART's suffix) with
+/// the smallest n above those already tried for `wanted` that is free; the id is then taken.
+std::string unique_tensor_id(IrStorage& ir, std::string wanted);
+/// The scope of tensor ids in graph `g`, as PopXL's: "" in the main graph, else the graph's
+/// name and a slash ("Linear_subgraph(0)/"), so tensors of one name in different graphs
+/// keep distinct, readable ids.
+std::string graph_scope(const IrStorage& ir, GraphId g);
+/// Gives tensor `t` the id `unique_tensor_id(ir, wanted)`, freeing its old one.
+void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted);
 
 /// GraphError naming `what` (the change attempted) while an IrHold freezes `ir`.
 void require_mutable(const IrStorage& ir, std::string_view what);

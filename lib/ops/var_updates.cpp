@@ -48,16 +48,16 @@ Tensor mul_(const Tensor& a, const Tensor& b) {
   return inplace_binary(OpKind::MulInplace, a, b, true, NoAttrs{});
 }
 
-Tensor scaled_add(const Tensor& x, const Tensor& y, double a, double b) {
+Tensor scaled_add(const Tensor& x, const Tensor& y, ScaledAddFactors f) {
   detail::check_float("ScaledAdd", x);
   detail::check_same_dtype("ScaledAdd", x, y);
   Shape shape = broadcast_shapes(x.shape(), y.shape(), "ScaledAdd");
   return add_op1(OpKind::ScaledAdd, {x, y}, TensorSpec{std::move(shape), x.dtype()},
-                 ScalarAttrs{a, b});
+                 ScalarAttrs{f.a, f.b});
 }
 
-Tensor scaled_add_(const Tensor& x, const Tensor& y, double a, double b) {
-  return inplace_binary(OpKind::ScaledAddInplace, x, y, false, ScalarAttrs{a, b});
+Tensor scaled_add_(const Tensor& x, const Tensor& y, ScaledAddFactors f) {
+  return inplace_binary(OpKind::ScaledAddInplace, x, y, false, ScalarAttrs{f.a, f.b});
 }
 
 } // namespace pxl::ops

@@ -61,7 +61,7 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
 void sgd_update(const NamedTensors& weights, const NamedTensors& grads, double learning_rate) {
   const NamedTensors averaged = pxl::addons::average_across_replicas(grads);
   for (const auto& [name, w] : weights.to_dict())
-    pxl::ops::scaled_add_(w, averaged.at(name), 1.0, -learning_rate);
+    pxl::ops::scaled_add_(w, averaged.at(name), {.b = -learning_rate});
 }
 
 } // namespace
@@ -128,7 +128,7 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
             s.filter_keys(variables_.keys_flat()), s,
             pxl::addons::averaged_across_replicas(
                 [&](const std::string&, const Tensor& w, const Tensor& g) {
-                  pxl::ops::scaled_add_(w, g, 1.0, -options.learning_rate);
+                  pxl::ops::scaled_add_(w, g, {.b = -options.learning_rate});
                 }));
       }
       pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());

@@ -61,7 +61,7 @@ using LossCallback = std::function<void(std::int64_t index, float loss)>;
 
 /// The training Ir of PopXL's MNIST tutorial: images and labels come in on h2d streams, the
 /// Net's gradient graph comes from autodiff, the loss gradient from cross_entropy_with_grad,
-/// and every variable is updated in place with `scaled_add_(w, grad, 1, -lr)`; the loss goes
+/// and every variable is updated in place with `scaled_add_(w, grad, {.b = -lr})`; the loss goes
 /// back on a d2h stream. One run performs `steps_per_execution` steps. With several replicas
 /// the Ir is replicated and the gradients are mean-all-reduced before the update
 /// (addons::average_across_replicas); replica r takes rows r·batch … r·batch+batch−1 of each

@@ -54,7 +54,7 @@ NamedTensors grads_of(const addons::GraphWithNamedArgs& fwd, const addons::Graph
 
 void sgd(double rate, const NamedTensors& weights, const NamedTensors& grads) {
   for (const auto& [key, w] : weights.items())
-    ops::scaled_add_(w, grads.at(key), 1.0, -rate);
+    ops::scaled_add_(w, grads.at(key), {.b = -rate});
 }
 
 struct Result {
@@ -123,7 +123,7 @@ Result train_accumulated(std::int64_t micro, std::int64_t updates,
       ops::repeat(micro_step, config.steps, s.values_flat());
       addons::apply_accumulated(s.filter_keys(vars.keys()), s,
                                 [&](const std::string&, const Tensor& w, const Tensor& g) {
-                                  ops::scaled_add_(w, g, 1.0, -rate);
+                                  ops::scaled_add_(w, g, {.b = -rate});
                                 });
     }
     ops::repeat(step, updates, state.values_flat());
@@ -327,7 +327,7 @@ TEST_CASE("apply_accumulated casts the float32 accumulator to a float16 variable
                               [](const std::string& key, const Tensor& w, const Tensor& g) {
                                 CHECK(key == "w");
                                 CHECK(g.dtype() == float16);
-                                ops::scaled_add_(w, g, 1.0, -2.0);
+                                ops::scaled_add_(w, g, {.b = -2.0});
                               });
   }
   Session session{ir, "ipu_model"};

@@ -273,7 +273,7 @@ TEST_CASE("averaged_across_replicas: SGD with accumulation in a device loop, one
         addons::apply_accumulated(m.filter_keys(vars.keys()), m,
                                   addons::averaged_across_replicas(
                                       [](const std::string&, const Tensor& w, const Tensor& g) {
-                                        ops::scaled_add_(w, g, 1.0, -0.3);
+                                        ops::scaled_add_(w, g, {.b = -0.3});
                                       }));
       }
       ops::repeat(step, steps, state.values_flat());

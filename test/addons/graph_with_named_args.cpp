@@ -116,6 +116,84 @@ TEST_CASE("BoundGraph: extra args override bound ones; rebinding; inputs_dict bi
   CHECK(graph.copy().graph() == graph.graph());
 }
 
+namespace {
+/// Whether `g.call(args...)` compiles.
+template <class G, class... Args>
+constexpr bool callable_with = requires(const G& g, const Args&... args) {
+  g.call(args...);
+};
+} // namespace
+
+// The PopXL spellings: positional tensors as separate arguments, then what else is bound.
+static_assert(callable_with<addons::BoundGraph, Tensor>);
+static_assert(callable_with<addons::BoundGraph, Tensor, Tensor, Tensor>);
+static_assert(callable_with<addons::GraphWithNamedArgs, Tensor, InputsDict>);
+static_assert(callable_with<addons::GraphWithNamedArgs, Tensor, Tensor, addons::CallArgs>);
+static_assert(callable_with<addons::BoundGraph, Tensor, NamedTensors>);
+static_assert(callable_with<addons::BoundGraph>);
+// A tensor after the InputsDict or NamedTensors is not positional any more.
+static_assert(!callable_with<addons::BoundGraph, NamedTensors, Tensor>);
+static_assert(!callable_with<addons::BoundGraph, Tensor, InputsDict, Tensor>);
+static_assert(!callable_with<addons::BoundGraph, Tensor, double>);
+
+TEST_CASE("call and call_with_info take positional tensors as PopXL does: call(x), call(x, w)") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  auto x = constant(HostTensor({1.f, 2.f}, {1, 2}), "x");
+  auto [facts, graph] = Linear(2).create_graph(x);
+  auto a = facts.init("a");
+  auto b = facts.init("b");
+  const auto bound = graph.bind(a);
+  auto site = [&](const CallSiteInfo& info, const std::string& key) {
+    return info.graph_to_parent(graph.args().at(key));
+  };
+
+  // One tensor, as the list form would pass it.
+  const auto one = bound.call_with_info(x);
+  CHECK(one.parent_input(0) == x);
+  CHECK(site(one, "weight") == a.at("weight"));
+  CHECK(bound.call(x).size() == 1);
+  // Then named args, as an InputsDict (popxl.addons' `args=`) or NamedTensors.
+  const auto weight_in = graph.args().at("weight");
+  const auto by_dict = bound.call_with_info(x, InputsDict{{weight_in, b.at("weight")}});
+  CHECK(site(by_dict, "weight") == b.at("weight"));
+  CHECK(site(by_dict, "bias") == a.at("bias"));
+  CHECK(site(graph.call_with_info(x, b), "bias") == b.at("bias"));
+  CHECK(graph.call(x, b).size() == 1);
+  // Or as CallArgs, naming each part.
+  const auto named = graph.call_with_info(
+      x, {.args = {{weight_in, a.at("weight")}}, .named = b.filter_keys({"bias"})});
+  CHECK(site(named, "weight") == a.at("weight"));
+  CHECK(site(named, "bias") == b.at("bias"));
+  CHECK(graph.call_with_info({x}, {.named = b}).parent_input(0) == x);
+  CHECK(site(bound.call_with_info({x}, InputsDict{{weight_in, b.at("weight")}}), "weight") ==
+        b.at("weight"));
+  CHECK(bound.call({x}, InputsDict{{weight_in, b.at("weight")}}).size() == 1);
+  const auto inlined = bound.call_with_info(x, {.options = {.inline_graph = true}});
+  CHECK(inlined.outputs().size() == 1);
+
+  // Several positional tensors: a graph of all-positional inputs, called with x, w, b.
+  const Tensor x_ = x, w_ = a.at("weight"), b_ = a.at("bias");
+  Graph affine = ir.create_graph([](Tensor p, Tensor q, Tensor r) { return ops::matmul(p, q) + r; },
+                                 x_, w_, b_);
+  const addons::GraphWithNamedArgs plain(affine);
+  const auto three = plain.call_with_info(x_, w_, b_);
+  CHECK(three.inputs() == std::vector<Tensor>{x_, w_, b_});
+  CHECK(plain.bind({}).call(x_, w_, b_).size() == 1);
+
+  // Wrong counts give the list form's errors.
+  CHECK_THROWS_WITH_AS(bound.call(x, x), doctest::Contains("expected 1 positional input(s), got 2"),
+                       GraphError);
+  CHECK_THROWS_WITH_AS(bound.call(), doctest::Contains("expected 1 positional input(s), got 0"),
+                       GraphError);
+  CHECK_THROWS_WITH_AS(plain.call(x_, w_),
+                       doctest::Contains("expected 3 positional input(s), got 2"), GraphError);
+  CHECK_THROWS_WITH_AS(graph.call(x), doctest::Contains("named inputs not bound: weight, bias"),
+                       GraphError);
+  CHECK_THROWS_WITH_AS(graph.call(x, InputsDict{{x, x}}),
+                       doctest::Contains("inputs_dict binds x, which is not an input"), GraphError);
+}
+
 TEST_CASE("GraphWithNamedArgs and BoundGraph errors") {
   Ir ir;
   auto main = ir.main_graph().scope();
@@ -182,8 +260,15 @@ TEST_CASE("addons::autodiff names the gradient graph's weight inputs and gradien
     vars = facts.init();
     auto fwd_info = fwd.bind(vars).call_with_info({x});
     auto dy = constant(HostTensor({1.f, 2.f}, {1, 2}), "dy");
-    auto bwd_info =
-        bwd.bind(vars).call_with_info({dy}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
+    // popxl.addons: `bwd.call_with_info(dy, args=activations)`.
+    const auto activations = bwd.grad_graph_info().inputs_dict(fwd_info);
+    auto bwd_info = bwd.bind(vars).call_with_info(dy, {.args = activations});
+    // The same call in the other spellings binds the same tensors.
+    CHECK(bwd.bind(vars).call_with_info(dy, activations).inputs() == bwd_info.inputs());
+    CHECK(bwd.bind(vars).call_with_info({dy}, activations).inputs() == bwd_info.inputs());
+    CHECK(bwd.bind(vars).call_with_info({dy}, {}, activations).inputs() == bwd_info.inputs());
+    CHECK(bwd.call_with_info(dy, {.args = activations, .named = vars}).inputs() ==
+          bwd_info.inputs());
     const auto grads = bwd.grads(bwd_info);
     const auto by_parent =
         bwd.grad_graph_info().fwd_parent_ins_to_grad_parent_outs(fwd_info, bwd_info);
@@ -240,7 +325,7 @@ TEST_CASE("weights trained in one session and copied with to_mapping give identi
           bwd->bind(p.vars).call_with_info({dy}, {}, bwd->grad_graph_info().inputs_dict(fwd_info));
       const auto grads = bwd->grads(bwd_info);
       for (const auto& [key, v] : p.vars.items())
-        ops::scaled_add_(v, grads.at(key), 1.0, -0.1);
+        ops::scaled_add_(v, grads.at(key), {.b = -0.1});
     }
   };
   Program a, b;

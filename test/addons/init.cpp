@@ -1,4 +1,5 @@
 // Initialisers and variable factories: values, statistics, seeding and creation order.
+#include "pxl/addons/layers/linear.hpp"
 #include "pxl/addons/variable_factory.hpp"
 #include "pxl/pxl.hpp"
 
@@ -81,6 +82,10 @@ TEST_CASE("random initialisers are reproducible per seed and differ across seeds
   CHECK(init::seed_for(1, "fc1.weight") == init::seed_for(1, "fc1.weight"));
   CHECK(init::seed_for(1, "fc1.weight") != init::seed_for(1, "fc2.weight"));
   CHECK(init::seed_for(1, "fc1.weight") != init::seed_for(2, "fc1.weight"));
+  // Draw 0 is the seed of the name alone; each further draw of one name is another seed.
+  CHECK(init::seed_for(1, "fc1.weight", 0) == init::seed_for(1, "fc1.weight"));
+  CHECK(init::seed_for(1, "fc1.weight", 1) != init::seed_for(1, "fc1.weight"));
+  CHECK(init::seed_for(1, "fc1.weight", 1) != init::seed_for(1, "fc1.weight", 2));
 }
 
 TEST_CASE("initialiser errors") {
@@ -147,4 +152,59 @@ TEST_CASE("VariableFactory prints its spec and initialiser") {
   std::ostringstream os;
   os << f;
   CHECK(os.str() == "(784, 512) float32 normal(mean=0, std=0.02) by_ref");
+}
+
+namespace {
+/// The data of the weights of `inits` initialisations of one Linear(3) in a fresh Ir, each with
+/// `seed` when given.
+std::vector<HostTensor> linear_weights(int inits, std::optional<std::uint64_t> seed = {}) {
+  Ir ir;
+  auto main = std::optional(ir.main_graph().scope());
+  auto x = constant(HostTensor({1.f, 2.f, 3.f, 4.f}, {1, 4}), "x");
+  const auto facts = addons::Linear(3).create_graph(x).first;
+  std::vector<Tensor> weights;
+  for (int i = 0; i < inits; ++i) {
+    const auto vars = seed ? facts.init("", *seed) : facts.init();
+    weights.push_back(vars.at("weight"));
+    CHECK(vars.at("weight").name() == "weight");
+    // Ids stay unique: weight, weight__t1, ... (the Linear's graph input is scoped by its graph).
+    CHECK(vars.at("weight").id() == (i == 0 ? "weight" : "weight__t" + std::to_string(i)));
+  }
+  main.reset();
+  Session session{ir, "ipu_model"};
+  std::vector<HostTensor> data;
+  for (const Tensor& w : weights)
+    data.push_back(session.get_tensor_data(w));
+  return data;
+}
+} // namespace
+
+TEST_CASE("every init of one module draws fresh values; a program draws the same every run") {
+  const auto a = linear_weights(3);
+  // Two inits of one Linear are two differently initialised layers, not copies.
+  CHECK_FALSE(a[0] == a[1]);
+  CHECK_FALSE(a[1] == a[2]);
+  CHECK_FALSE(a[0] == a[2]);
+  // The same program gives the same values (the count is kept by the Ir, not the process).
+  CHECK(linear_weights(3) == a);
+  // The first init draws what the name and seed alone give (as before draws were counted), so
+  // it is reproduced in any Ir; the others are the next draws of that name.
+  const auto facts = [&] {
+    Ir ir;
+    auto main = ir.main_graph().scope();
+    auto x = constant(HostTensor({1.f, 2.f, 3.f, 4.f}, {1, 4}), "x");
+    return addons::Linear(3).create_graph(x).first;
+  }();
+  const auto& w = facts.at("weight");
+  CHECK(a[0] == w.data("weight", addons::default_seed));
+  CHECK(a[1] == w.data("weight", addons::default_seed, 1));
+  CHECK(a[2] == w.data("weight", addons::default_seed, 2));
+
+  // An explicit seed chooses other values, reproducibly, and still draws fresh ones per init.
+  const auto s = linear_weights(2, 7);
+  CHECK(linear_weights(2, 7) == s);
+  CHECK_FALSE(s[0] == s[1]);
+  CHECK_FALSE(s[0] == a[0]);
+  CHECK(s[0] == w.data("weight", 7));
+  CHECK(s[1] == w.data("weight", 7, 1));
 }

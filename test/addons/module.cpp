@@ -87,7 +87,7 @@ TEST_CASE("Net's variables are named after its members: fc1.weight ... fc4.bias"
   CHECK(fwd.positional_inputs() == std::vector<Tensor>{fwd.graph().inputs()[0]});
   CHECK(fwd.args().at("fc1.weight") == fwd.graph().inputs()[1]);
   // Inlined: the sub-modules' ops sit in Net's graph under their name scopes.
-  CHECK(fwd.args().at("fc2.weight").id() == "fc2/weight");
+  CHECK(fwd.args().at("fc2.weight").id() == fwd.graph().name() + "/fc2/weight");
   CHECK(fwd.graph().called_graphs().empty());
   CHECK(fwd.graph().outputs()[0].shape() == Shape{2, 10});
 }
@@ -177,7 +177,7 @@ TEST_CASE("ModuleList names its elements by index") {
   CHECK(stack.layers[1].name() == "layers.1");
   auto [facts, fwd] = stack.create_graph(TensorSpec{{2, 4}, float32});
   CHECK(facts.keys_flat() == Keys{"layers.0.weight", "layers.1.weight", "layers.2.weight"});
-  CHECK(fwd.args().at("layers.2.weight").id() == "layers/2/weight");
+  CHECK(fwd.args().at("layers.2.weight").id() == fwd.graph().name() + "/layers/2/weight");
   CHECK_THROWS_WITH_AS(stack.layers[3],
                        doctest::Contains("ModuleList 'layers': index 3 out of "
                                          "range for 3 modules"),
@@ -264,7 +264,8 @@ TEST_CASE("nested sub-modules compose their names, inlined or outlined") {
   CHECK(facts.sub("blocks").keys() == Keys{"0", "1"});
   CHECK(facts.is_leaf("blocks.1.outlined.bias"));
   CHECK(facts.size_flat() == 12);
-  CHECK(fwd.args().at("body.inner.weight").id() == "body/inner/weight");
-  CHECK(fwd.args().at("blocks.1.outlined.weight").id() == "blocks/1/outlined/weight");
+  CHECK(fwd.args().at("body.inner.weight").id() == fwd.graph().name() + "/body/inner/weight");
+  CHECK(fwd.args().at("blocks.1.outlined.weight").id() ==
+        fwd.graph().name() + "/blocks/1/outlined/weight");
   CHECK(fwd.graph().called_graphs().size() == 3);
 }

@@ -298,7 +298,7 @@ HostTensor sgd_on_reduced(bool store_reduced, unsigned workers, StepKinds& kinds
     const Tensor reduced = replicated_all_reduce(ops::host_load(gs), CollectiveOperator::mean);
     if (store_reduced)
       ops::host_store(d2h_stream({3, 7}, float32, "reduced"), reduced);
-    ops::scaled_add_(w, reduced, 0.9, -0.1);
+    ops::scaled_add_(w, reduced, {.a = 0.9, .b = -0.1});
   }
   Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
   auto attached = s.attach();

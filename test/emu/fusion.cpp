@@ -122,7 +122,7 @@ TEST_CASE("No fusion across a write: the matmul sees the values the Transpose sa
       {
         auto in_g = bump.scope();
         auto t = graph_input({6, 5}, float32, "t", /*by_ref=*/true);
-        ops::scaled_add_(t, t, 1.0, 2.0);
+        ops::scaled_add_(t, t, {.b = 2.0});
       }
       sx = h2d_stream({6, 5}, float32, "x");
       sy = d2h_stream({5, 4}, float32, "y");
@@ -131,10 +131,10 @@ TEST_CASE("No fusion across a write: the matmul sees the values the Transpose sa
       Tensor xt = ops::transpose(x);
       switch (write) {
       case Write::source:
-        ops::scaled_add_(x, x, 1.0, 2.0);
+        ops::scaled_add_(x, x, {.b = 2.0});
         break;
       case Write::transposed:
-        ops::scaled_add_(xt, xt, 1.0, 2.0);
+        ops::scaled_add_(xt, xt, {.b = 2.0});
         break;
       case Write::by_ref_call:
         ops::call(bump, {x});
@@ -169,7 +169,7 @@ TEST_CASE("An in-place update of a matmul's product is folded into the matmul") 
       product_id = p.id();
       switch (kind) {
       case Update::scaled_add:
-        ops::scaled_add_(w, p, 0.9, -0.05);
+        ops::scaled_add_(w, p, {.a = 0.9, .b = -0.05});
         break;
       case Update::accumulate:
         ops::var_updates::accumulate_(w, p, 0.25);
@@ -220,21 +220,21 @@ TEST_CASE("No update folding when the product is read again, its operands change
       switch (c) {
       case Case::product_stored: {
         const Tensor p = ops::matmul(x, x);
-        ops::scaled_add_(w, p, 1.0, -0.5);
+        ops::scaled_add_(w, p, {.b = -0.5});
         ops::host_store(d2h_stream({n, n}, float32, "p"), p);
         break;
       }
       case Case::operand_written: {
         const Tensor p = ops::matmul(x, x);
-        ops::scaled_add_(x, x, 1.0, 1.0); // x doubles after the product was taken
-        ops::scaled_add_(w, p, 1.0, -0.5);
+        ops::scaled_add_(x, x); // x doubles after the product was taken
+        ops::scaled_add_(w, p, {.b = -0.5});
         break;
       }
       case Case::w_is_operand:
-        ops::scaled_add_(w, ops::matmul(w, x), 1.0, -0.5);
+        ops::scaled_add_(w, ops::matmul(w, x), {.b = -0.5});
         break;
       case Case::broadcast: // a [1, n] product added to every row of w
-        ops::scaled_add_(w, ops::matmul(ops::slice(x, {0}, {1}, {0}), x), 1.0, -0.5);
+        ops::scaled_add_(w, ops::matmul(ops::slice(x, {0}, {1}, {0}), x), {.b = -0.5});
         break;
       }
     }

@@ -102,7 +102,7 @@ TEST_CASE("Fused steps say so: a transpose read in place and an update folded in
     auto w = variable(HostTensor::full({8, 8}, float32, 0.5), "w");
     auto x = ops::host_load(x_stream);
     // w -= 0.1 * x^T x: the transpose is read in place and the update folded into the matmul.
-    ops::scaled_add_(w, ops::matmul(x.T(), x), 1.0, -0.1);
+    ops::scaled_add_(w, ops::matmul(x.T(), x), {.b = -0.1});
   }
   Session s(ir, "ipu_model", {.workers = 1});
   auto attached = s.attach();

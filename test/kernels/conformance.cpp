@@ -213,9 +213,13 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::SubInplace] = binary(ops::sub_, x, row);
     c[OpKind::MulInplace] = binary(ops::mul_, x, row);
     c[OpKind::ScaledAdd] = {
-        [](const V& v) { return V{ops::scaled_add(v[0], v[1], 0.5, -1.5)}; }, {x, row}, ""};
+        [](const V& v) { return V{ops::scaled_add(v[0], v[1], {.a = 0.5, .b = -1.5})}; },
+        {x, row},
+        ""};
     c[OpKind::ScaledAddInplace] = {
-        [](const V& v) { return V{ops::scaled_add_(v[0], v[1], 0.5, -1.5)}; }, {x, row}, ""};
+        [](const V& v) { return V{ops::scaled_add_(v[0], v[1], {.a = 0.5, .b = -1.5})}; },
+        {x, row},
+        ""};
     c[OpKind::Accumulate] = {
         [](const V& v) { return V{ops::var_updates::accumulate_(v[0], v[1], 0.25)}; },
         {x, row},

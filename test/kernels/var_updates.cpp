@@ -41,15 +41,16 @@ TEST_CASE("scaled_add and scaled_add_: a·x + b·y") {
   const auto x = tensor({3}, float32, {1, 2, 3});
   const auto y = tensor({3}, float32, {10, 20, 30});
   check_values(
-      check_kernel([](Tensor p, Tensor q) { return ops::scaled_add(p, q, 2.0, -0.5); }, {x, y})[0],
+      check_kernel([](Tensor p, Tensor q) { return ops::scaled_add(p, q, {.a = 2.0, .b = -0.5}); },
+                   {x, y})[0],
       x.spec(), {-3, -6, -9});
-  check_values(
-      check_kernel([](Tensor p, Tensor q) { return ops::scaled_add_(p, q, 1.0, -0.1); }, {x, y})[0],
-      x.spec(), {0, 0, 0});
+  check_values(check_kernel([](Tensor p, Tensor q) { return ops::scaled_add_(p, q, {.b = -0.1}); },
+                            {x, y})[0],
+               x.spec(), {0, 0, 0});
   for (DType d : {float32, float16}) {
-    check_kernel([](Tensor p, Tensor q) { return ops::scaled_add(p, q, 0.3, 1.7); },
+    check_kernel([](Tensor p, Tensor q) { return ops::scaled_add(p, q, {.a = 0.3, .b = 1.7}); },
                  {random_tensor({13, 7}, d, -2, 2, 1), random_tensor({7}, d, -2, 2, 2)});
-    check_kernel([](Tensor p, Tensor q) { return ops::scaled_add_(p, q, 0.9, -0.01); },
+    check_kernel([](Tensor p, Tensor q) { return ops::scaled_add_(p, q, {.a = 0.9, .b = -0.01}); },
                  {random_tensor({13, 7}, d, -2, 2, 1), random_tensor({13, 7}, d, -2, 2, 2)});
   }
 }
@@ -61,10 +62,10 @@ TEST_CASE("float32 scaled adds round a·x + b·y computed in double, bit for bit
   const auto x = random_tensor({1001}, float32, -3, 3, 5);
   const auto y = random_tensor({1001}, float32, -3, 3, 6);
   const double a = 0.9, b = -0.0123;
-  const auto out_of_place =
-      check_kernel([&](Tensor p, Tensor q) { return ops::scaled_add(p, q, a, b); }, {x, y})[0];
-  const auto in_place =
-      check_kernel([&](Tensor p, Tensor q) { return ops::scaled_add_(p, q, a, b); }, {x, y})[0];
+  const auto out_of_place = check_kernel(
+      [&](Tensor p, Tensor q) { return ops::scaled_add(p, q, {.a = a, .b = b}); }, {x, y})[0];
+  const auto in_place = check_kernel(
+      [&](Tensor p, Tensor q) { return ops::scaled_add_(p, q, {.a = a, .b = b}); }, {x, y})[0];
   const auto xs = x.data<float>(), ys = y.data<float>();
   for (std::size_t i = 0; i < xs.size(); ++i) {
     CAPTURE(i);

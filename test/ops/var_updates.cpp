@@ -14,7 +14,28 @@ struct Fixture {
   Graph g = ir.create_empty_graph("g");
   GraphScope scope = g.scope();
 };
+
+/// Whether `scaled_add_(x, y, args...)` compiles.
+template <class... Args>
+constexpr bool scaled_add_accepts = requires(const Tensor& t, Args... args) {
+  ops::scaled_add_(t, t, args...);
+};
+template <class... Args>
+constexpr bool scaled_add_out_of_place_accepts = requires(const Tensor& t, Args... args) {
+  ops::scaled_add(t, t, args...);
+};
 } // namespace
+
+// PopXL's `scaled_add_(w, g, b=-lr)` ported as `scaled_add_(w, g, -lr)` would scale w, not g:
+// the factors must be named.
+static_assert(!scaled_add_accepts<double>, "scaled_add_(w, g, -0.1) must not compile");
+static_assert(!scaled_add_accepts<double, double>, "scaled_add_(w, g, 1.0, -0.1) must not compile");
+static_assert(!scaled_add_out_of_place_accepts<double>);
+static_assert(!scaled_add_out_of_place_accepts<double, double>);
+static_assert(scaled_add_accepts<ops::ScaledAddFactors>);
+static_assert(scaled_add_accepts<>);
+static_assert(requires(const Tensor& t) { ops::scaled_add_(t, t, {.a = 1, .b = -0.1}); });
+static_assert(requires(const Tensor& t) { ops::scaled_add(t, t, {.b = -0.1}); });
 
 TEST_CASE("add_: output aliases input 0's spec, b broadcasts to a") {
   Fixture f;
@@ -33,7 +54,7 @@ TEST_CASE("add_: output aliases input 0's spec, b broadcasts to a") {
 
   auto wide = graph_input({4, 2, 3}, float32, "wide");
   CHECK_THROWS_WITH_AS(ops::add_(a, wide),
-                       Contains("'wide' [(4, 2, 3) float32] must broadcast to the shape of 'a' "
+                       Contains("'g/wide' [(4, 2, 3) float32] must broadcast to the shape of 'g/a' "
                                 "[(2, 3) float32], which is updated in place; the broadcast "
                                 "result is (4, 2, 3)"),
                        ShapeError);
@@ -42,7 +63,7 @@ TEST_CASE("add_: output aliases input 0's spec, b broadcasts to a") {
   CHECK_THROWS_WITH_AS(ops::add_(a, i), Contains("same dtype"), DTypeError);
   auto u = graph_input({2}, uint8, "u");
   CHECK_THROWS_WITH_AS(ops::add_(u, u),
-                       Contains("AddLhsInplace: cannot update 'u' [(2,) uint8] in place"),
+                       Contains("AddLhsInplace: cannot update 'g/u' [(2,) uint8] in place"),
                        DTypeError);
 }
 
@@ -65,7 +86,7 @@ TEST_CASE("sub_ and mul_, and the -= and *= operators: as add_") {
   CHECK_THROWS_WITH_AS(ops::mul_(a, wide), Contains("which is updated in place"), ShapeError);
   auto u = graph_input({2}, uint8, "u");
   CHECK_THROWS_WITH_AS(ops::mul_(u, u),
-                       Contains("MulLhsInplace: cannot update 'u' [(2,) uint8] in place"),
+                       Contains("MulLhsInplace: cannot update 'g/u' [(2,) uint8] in place"),
                        DTypeError);
 }
 
@@ -96,29 +117,32 @@ TEST_CASE("scaled_add and scaled_add_") {
     Fixture f;
     auto x = graph_input({2, 1}, float32, "x");
     auto y = graph_input({3}, float32, "y");
-    auto s = ops::scaled_add(x, y, 2.0, -1.0);
+    auto s = ops::scaled_add(x, y, {.a = 2.0, .b = -1.0});
     CHECK(s.spec() == TensorSpec{{2, 3}, float32});
     CHECK(s.producer()->kind() == OpKind::ScaledAdd);
     CHECK(s.producer()->attrs_as<ScalarAttrs>() == ScalarAttrs{2.0, -1.0});
     auto w = graph_input({2, 3}, float32, "w");
-    auto u = ops::scaled_add_(w, y, 1.0, -0.1);
+    auto u = ops::scaled_add_(w, y, {.b = -0.1});
     CHECK(u.spec() == w.spec());
     CHECK(u.producer()->kind() == OpKind::ScaledAddInplace);
+    // An unnamed factor defaults to 1: {.b = -0.1} is w = 1·w − 0.1·y.
+    CHECK(u.producer()->attrs_as<ScalarAttrs>() == ScalarAttrs{1.0, -0.1});
+    CHECK(ops::scaled_add(x, y).producer()->attrs_as<ScalarAttrs>() == ScalarAttrs{1.0, 1.0});
 
     auto i = graph_input({3}, int32, "i");
     CHECK_THROWS_WITH_AS(ops::scaled_add(i, i), Contains("ScaledAdd: expected a float32"),
                          DTypeError);
     CHECK_THROWS_WITH_AS(ops::scaled_add(y, i), Contains("same dtype"), DTypeError);
-    CHECK_THROWS_WITH_AS(ops::scaled_add_(y, w), Contains("must broadcast to the shape of 'y'"),
+    CHECK_THROWS_WITH_AS(ops::scaled_add_(y, w), Contains("must broadcast to the shape of 'g/y'"),
                          ShapeError);
-    CHECK_THROWS_WITH_AS(ops::scaled_add_(i, i), Contains("cannot update 'i' [(3,) int32]"),
+    CHECK_THROWS_WITH_AS(ops::scaled_add_(i, i), Contains("cannot update 'g/i' [(3,) int32]"),
                          DTypeError);
   }
   Ir ir;
   Graph g = ir.create_graph(
       [](Tensor x, Tensor y) {
-        auto s = ops::scaled_add(x, y, 2.0, 0.5);
-        ops::scaled_add_(x, y, 1.0, -0.1); // the SGD step x -= 0.1 y
+        auto s = ops::scaled_add(x, y, {.a = 2.0, .b = 0.5});
+        ops::scaled_add_(x, y, {.b = -0.1}); // the SGD step x -= 0.1 y
         return std::vector<Tensor>{s, x};
       },
       TensorSpec{{2}, float32}, TensorSpec{{2}, float32});
@@ -147,19 +171,19 @@ TEST_CASE("var_updates: accumulate_, copy_var_update_, accumulator_scale_, accum
     CHECK(ops::var_updates::copy_var_update_(i, i).dtype() == int32);
 
     CHECK_THROWS_WITH_AS(ops::var_updates::copy_var_update_(t, x),
-                         Contains("CopyVarUpdate: 'x' [(2,) float32] must have the same shape as "
-                                  "'t' [(2, 2) float32]"),
+                         Contains("CopyVarUpdate: 'g/x' [(2,) float32] must have the same shape as "
+                                  "'g/t' [(2, 2) float32]"),
                          ShapeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::copy_var_update_(i, x), Contains("same dtype"),
                          DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_(i, i),
-                         Contains("Accumulate: cannot update 'i' [(2,) int32] in place; expected "
+                         Contains("Accumulate: cannot update 'g/i' [(2,) int32] in place; expected "
                                   "float32 or float16"),
                          DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulator_scale_(i, 2.0),
-                         Contains("AccumulatorScale: cannot update 'i'"), DTypeError);
+                         Contains("AccumulatorScale: cannot update 'g/i'"), DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulator_zero_(i),
-                         Contains("AccumulatorZero: cannot update 'i'"), DTypeError);
+                         Contains("AccumulatorZero: cannot update 'g/i'"), DTypeError);
     CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_(x, t), Contains("must broadcast"),
                          ShapeError);
   }

@@ -241,7 +241,7 @@ std::unique_ptr<TutorialIr> build_tutorial_ir() {
   const auto grads = bwd.fwd_parent_ins_to_grad_parent_outs(fwd_info, bwd_info);
   REQUIRE(grads.size() == 3);
   for (const Tensor& w : {w1, b1, w2})
-    ops::scaled_add_(w, grads.at(w), 1.0, -0.5);
+    ops::scaled_add_(w, grads.at(w), {.b = -0.5});
   ops::host_store(t->loss_stream, loss);
   return t;
 }

@@ -128,7 +128,7 @@ TEST_CASE("the in-place sub, mul, scaled add and accumulator updates are differe
   check_gradients(
       [](V v) {
         Tensor y = ops::tanh(v[0]);
-        ops::scaled_add_(y, v[1], 0.5, -2.0);
+        ops::scaled_add_(y, v[1], {.a = 0.5, .b = -2.0});
         ops::var_updates::accumulate_(y, v[1], 3.0);
         ops::var_updates::accumulator_scale_(y, -0.25);
         return y * y;
@@ -234,7 +234,7 @@ TEST_CASE("a gradient call after an in-place update of an activation is a clear 
   const auto fwd_call = ops::call_with_info(fwd, {x, w});
   const auto dict = info.inputs_dict(fwd_call); // before the update: fine
   CHECK(dict.size() == 2);                      // dx needs w, dw needs x
-  ops::scaled_add_(w, ops::init({2, 2}, float32), 1.0, -0.1);
+  ops::scaled_add_(w, ops::init({2, 2}, float32), {.b = -0.1});
   const auto message = graph_error([&] { (void)info.inputs_dict(fwd_call); });
   CHECK(message.find("reads 'w' [(2, 2) float32] as Call.") != std::string::npos);
   CHECK(message.find("ScaledAddLhsInplace.") != std::string::npos);

@@ -142,7 +142,7 @@ TEST_CASE("shape and data-movement gradients") {
               return ops::gather(v[0], idx, 1);
             },
             {x}) > 0);
-  CHECK(check_gradients([](V v) { return ops::scaled_add(v[0], v[1], 0.5, -2.0); },
+  CHECK(check_gradients([](V v) { return ops::scaled_add(v[0], v[1], {.a = 0.5, .b = -2.0}); },
                         {x, random_tensor({4}, 52)}) > 0);
 }
 

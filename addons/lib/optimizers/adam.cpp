@@ -50,9 +50,9 @@ void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool
   // Moments in float32 whatever the variable's dtype (float16 squares underflow).
   Tensor g = as(grad, float32);
   if (!decoupled && o.weight_decay != 0.0)
-    g = ops::scaled_add(g, as(var, float32), 1.0, o.weight_decay);
-  m = ops::scaled_add_(m, as(g, first_dtype), o.beta1, 1.0 - o.beta1);
-  v = ops::scaled_add_(v, g * g, o.beta2, 1.0 - o.beta2);
+    g = ops::scaled_add(g, as(var, float32), {.b = o.weight_decay});
+  m = ops::scaled_add_(m, as(g, first_dtype), {.a = o.beta1, .b = 1.0 - o.beta1});
+  v = ops::scaled_add_(v, g * g, {.a = o.beta2, .b = 1.0 - o.beta2});
   t = ops::var_updates::accumulate_(t, constant(1.0, float32));
 
   Tensor m_hat = as(m, float32), v_hat = v;

@@ -14,7 +14,7 @@ inline Tensor as(const Tensor& t, DType d) { return t.dtype() == d ? t : ops::ca
 /// a tensor lr computes (−lr)·u in float32, casts it to w's dtype and adds it (rounded twice).
 inline Tensor subtract_scaled_(const Tensor& w, const Tensor& u, const LearningRate& lr) {
   if (!lr.is_tensor())
-    return ops::scaled_add_(w, as(u, w.dtype()), 1.0, -lr.value());
+    return ops::scaled_add_(w, as(u, w.dtype()), {.b = -lr.value()});
   return ops::add_(w, as(ops::negate(lr.tensor()) * as(u, float32), w.dtype()));
 }
 

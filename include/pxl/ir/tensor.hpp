@@ -24,9 +24,14 @@ public:
   DType dtype() const { return spec().dtype; }
   std::int64_t rank() const { return spec().rank(); }
   std::int64_t nelms() const { return spec().nelms(); }
-  /// Fully scoped name, unique in the Ir ("layer1/weight").
+  /// Unique in the Ir, as in PopXL: the name with its graph's scope (none in the main graph,
+  /// "Linear_subgraph(0)/" in a subgraph) and name scopes ("layer1/weight"); a tensor whose id
+  /// would repeat an earlier one's gets PopXL's suffix `__t<n>` ("weight", "weight__t1",
+  /// "weight__t2", ... for three variables named "weight"). For messages and debugging:
+  /// programs look tensors up by handle or NamedTensors key, never by id.
   const std::string& id() const;
-  /// Name without its scope.
+  /// The name it was created with, without any scope or suffix; several tensors may share it
+  /// (e.g. the "weight" of two `init()`s of one module).
   const std::string& name() const;
   /// Number shown as `%n` by print_schedule.
   std::uint32_t index() const { return index_; }

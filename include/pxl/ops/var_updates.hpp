@@ -11,10 +11,18 @@ Tensor add_(const Tensor& a, const Tensor& b);
 Tensor sub_(const Tensor& a, const Tensor& b);
 /// a *= b (b broadcast to a's shape).
 Tensor mul_(const Tensor& a, const Tensor& b);
-/// a·x + b·y, a new tensor (x and y may differ in dtype from each other only if castable).
-Tensor scaled_add(const Tensor& x, const Tensor& y, double a = 1.0, double b = 1.0);
-/// x = a·x + b·y: the SGD step is `scaled_add_(w, grad, 1.0, -lr)`.
-Tensor scaled_add_(const Tensor& x, const Tensor& y, double a = 1.0, double b = 1.0);
+/// The coefficients of `a·x + b·y`, named at every call so that neither can be mistaken for
+/// the other: `scaled_add_(w, grad, {.a = 1, .b = -lr})`, or `{.b = -lr}` since a defaults
+/// to 1. (PopXL's `scaled_add_(w, g, b=-lr)`; a bare trailing number does not compile.)
+struct ScaledAddFactors {
+  double a = 1.0; ///< the factor of x
+  double b = 1.0; ///< the factor of y
+};
+
+/// a·x + b·y, a new tensor (x and y of one float dtype; y broadcast to x's shape).
+Tensor scaled_add(const Tensor& x, const Tensor& y, ScaledAddFactors f = {});
+/// x = a·x + b·y in place: the SGD step is `scaled_add_(w, grad, {.b = -lr})`.
+Tensor scaled_add_(const Tensor& x, const Tensor& y, ScaledAddFactors f = {});
 
 } // namespace pxl::ops
 

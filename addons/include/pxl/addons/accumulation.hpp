@@ -94,7 +94,7 @@ void reset_accumulators(const NamedTensors& accumulators);
 
 /// Updates one variable from its accumulated gradient: `(key, variable, gradient)`, with the
 /// gradient already cast to the variable's dtype. E.g. SGD:
-/// `[&](auto&, const Tensor& w, const Tensor& g) { pxl::ops::scaled_add_(w, g, 1.0, -lr); }`.
+/// `[&](auto&, const Tensor& w, const Tensor& g) { pxl::ops::scaled_add_(w, g, {.b = -lr}); }`.
 using AccumulatedUpdate =
     std::function<void(const std::string& key, const Tensor& variable, const Tensor& gradient)>;
 

@@ -45,8 +45,10 @@ Initializer glorot(Shape shape, double gain = 1.0);
 /// Exactly `data` (converted to the variable's dtype); the seed is ignored.
 Initializer from(HostTensor data);
 
-/// The seed of one variable: `base_seed` mixed with a hash (FNV-1a) of its full dotted name,
-/// so a variable's data depends on its name and the base seed only, never on creation order.
-std::uint64_t seed_for(std::uint64_t base_seed, std::string_view full_name);
+/// The seed of one variable: `base_seed` mixed with a hash (FNV-1a) of its full dotted name
+/// and, from the second on, with `draw`, the number of variables of that name the Ir already
+/// held (so draw 0 depends on the name and base seed only, never on creation order, and each
+/// further variable of one name gets data of its own).
+std::uint64_t seed_for(std::uint64_t base_seed, std::string_view full_name, std::uint64_t draw = 0);
 
 } // namespace pxl::addons::init

@@ -17,8 +17,10 @@ struct VariableFactory {
   bool by_ref = false;
 
   TensorSpec spec() const { return {initializer.shape, dtype}; }
-  /// The variable's data for a full dotted name: `initializer(dtype, seed_for(base_seed, name))`.
-  HostTensor data(std::string_view full_name, std::uint64_t base_seed) const;
+  /// The data of the `draw`-th variable of a full dotted name:
+  /// `initializer(dtype, seed_for(base_seed, name, draw))`.
+  HostTensor data(std::string_view full_name, std::uint64_t base_seed,
+                  std::uint64_t draw = 0) const;
   /// Prints "(784, 512) float32 normal(mean=0, std=0.02)".
   friend std::ostream& operator<<(std::ostream& os, const VariableFactory& f);
 };
@@ -35,8 +37,16 @@ public:
 
   /// Creates one main-graph variable per factory, named `prefix.key` (just `key` when the
   /// prefix is empty), in sorted key order so tensor numbering is deterministic. Its data is
-  /// `factory.data("prefix.key", seed)`: the same names and seed give the same data; another
-  /// prefix or seed gives other data. Needs a current graph (any graph of the Ir).
+  /// `factory.data("prefix.key", seed, draw)`, where draw counts the main-graph variables of
+  /// that name already in the Ir: every init gives fresh values (two `init()`s of one Linear
+  /// are two differently initialised layers), and the same program gives the same values
+  /// every run. The first variable of a name (draw 0) depends on its name and `seed` only, so
+  /// it is reproduced in another Ir by the same prefix and seed; another prefix or seed gives
+  /// other data. Needs a current graph (any graph of the Ir).
+  ///
+  ///     auto a = facts.init();      // "weight": data("weight", default_seed, 0)
+  ///     auto b = facts.init();      // "weight" again (id "weight__t1"): draw 1, other values
+  ///     auto c = facts.init("", 7); // draw 2 of base seed 7
   NamedTensors init(std::string_view prefix = "", std::uint64_t seed = default_seed) const;
   /// Zero-filled tensors (`ops::init`) in the current graph, e.g. accumulators in a subgraph.
   NamedTensors init_zero() const;
