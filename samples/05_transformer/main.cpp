@@ -3,7 +3,6 @@
 // embedding, trained with Adam to predict the next character of a text every Debian system
 // ships (the GNU GPL, version 3). Run: build/samples/05_transformer/05_transformer [steps]
 #include <pxl/addons.hpp>
-#include <pxl/addons/ops/cross_entropy.hpp>
 #include <pxl/pxl.hpp>
 
 #include <cmath>
@@ -120,11 +119,11 @@ int main(int argc, char** argv) try {
     std::cout << "model: 2 blocks, " << heads << " heads, width " << width << ", context "
               << context << ", " << parameters << " parameters in " << vars.tensors().size()
               << " variables\n";
-    const auto fwd_call = fwd.bind(vars).call_with_info({tokens, targets});
+    const auto fwd_call = fwd.bind(vars).call_with_info(tokens, targets);
     ops::host_store(loss_out, fwd_call.parent_output(0));
     const auto bwd_call =
-        bwd.bind(vars).call_with_info({pxl::constant(1.0, pxl::float32, "dloss")}, {},
-                                      bwd.grad_graph_info().inputs_dict(fwd_call));
+        bwd.bind(vars).call_with_info(pxl::constant(1.0, pxl::float32, "dloss"),
+                                      {.args = bwd.grad_graph_info().inputs_dict(fwd_call)});
     addons::optimizers::apply(addons::optimizers::Adam({.lr = 3e-3}), vars, bwd.grads(bwd_call));
   }
 
