@@ -59,7 +59,7 @@ struct Block : addons::Module<Block> {
 
 // Next-character logits for every position, and their cross-entropy against the targets.
 struct LanguageModel : addons::Module<LanguageModel> {
-  explicit LanguageModel(std::int64_t vocabulary) : vocabulary(vocabulary) {}
+  explicit LanguageModel(std::int64_t vocabulary_size) : vocabulary(vocabulary_size) {}
   std::int64_t vocabulary;
   PXL_SUBMODULE(Block, block0);
   PXL_SUBMODULE(Block, block1);
