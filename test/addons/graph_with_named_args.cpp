@@ -140,7 +140,9 @@ TEST_CASE("call and call_with_info take positional tensors as PopXL does: call(x
   Ir ir;
   auto main = ir.main_graph().scope();
   auto x = constant(HostTensor({1.f, 2.f}, {1, 2}), "x");
-  auto [facts, graph] = Linear(2).create_graph(x);
+  auto created = Linear(2).create_graph(x); // not a structured binding: lambdas read `graph`
+  auto& facts = created.first;
+  const auto& graph = created.second;
   auto a = facts.init("a");
   auto b = facts.init("b");
   const auto bound = graph.bind(a);
