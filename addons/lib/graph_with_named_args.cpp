@@ -137,9 +137,11 @@ std::string GraphWithNamedArgs::print_schedule() const {
   std::string line;
   for (std::size_t n = 0; std::getline(lines, line); ++n) {
     os << line;
-    if (n >= 2 && n - 2 < ops.size())
-      if (auto called = ops[n - 2].called_graph())
-        os << " calls " << called->name();
+    if (n >= 2 && n - 2 < ops.size()) {
+      const auto called = ops[n - 2].called_graphs();
+      for (std::size_t k = 0; k < called.size(); ++k)
+        os << (k == 0 ? " calls " : " or ") << called[k].name();
+    }
     os << "\n";
   }
   return os.str();

@@ -65,10 +65,11 @@ private:
       for (OpId o : ir_.ops(g)) {
         if (const auto* s = std::get_if<StreamAttrs>(&ir_.attrs(o)))
           p_.stream_used[s->stream] = true;
-        if (const auto c = ir_.called_graph(o); c && !p_.reachable[c->value]) {
-          p_.reachable[c->value] = true;
-          todo.push_back(*c);
-        }
+        for (const Callee& c : ir_.callees(o))
+          if (!p_.reachable[c.graph.value]) {
+            p_.reachable[c.graph.value] = true;
+            todo.push_back(c.graph);
+          }
       }
     }
   }
@@ -125,19 +126,21 @@ private:
       if (!p_.reachable[g])
         continue;
       for (OpId o : ir_.ops(GraphId{g})) {
-        const auto callee = ir_.called_graph(o);
-        if (!callee || (ir_.kind(o) == OpKind::Call && ir_.attrs_as<CallAttrs>(o).inline_graph))
+        if (ir_.kind(o) == OpKind::Call && ir_.attrs_as<CallAttrs>(o).inline_graph)
           continue;
         const auto inputs = ir_.inputs(o);
-        auto& binding = binding_[callee->value];
-        for (std::size_t i = 0; i < inputs.size() && i < binding.size(); ++i) {
-          const TensorId t = inputs[i];
-          // A by-ref input bound to a variable or constant, and to nothing else at this site
-          // (another input bound to it would see the callee's writes).
-          const bool aliasable = ir_.input_is_by_ref(*callee, i) && is_static(ir_, t) &&
-                                 std::count(inputs.begin(), inputs.end(), t) == 1;
-          const std::uint32_t here = aliasable ? t.value : no_binding;
-          binding[i] = binding[i] == unseen || binding[i] == here ? here : no_binding;
+        for (const Callee& callee : ir_.callees(o)) {
+          auto& binding = binding_[callee.graph.value];
+          for (std::size_t i = 0; i < binding.size() && callee.first_input + i < inputs.size();
+               ++i) {
+            const TensorId t = inputs[callee.first_input + i];
+            // A by-ref input bound to a variable or constant, and to nothing else at this site
+            // (another input bound to it would see the callee's writes).
+            const bool aliasable = ir_.input_is_by_ref(callee.graph, i) && is_static(ir_, t) &&
+                                   std::count(inputs.begin(), inputs.end(), t) == 1;
+            const std::uint32_t here = aliasable ? t.value : no_binding;
+            binding[i] = binding[i] == unseen || binding[i] == here ? here : no_binding;
+          }
         }
       }
     }
@@ -274,14 +277,28 @@ private:
       const OpId op = *step.op;
       out.info.op = op;
       out.info.op_kind = ir_.kind(op);
-      if (const auto callee = ir_.called_graph(op)) {
-        const GraphProgram& callee_plan = program_of(*callee);
-        out.info.kind = out.info.op_kind == OpKind::Repeat ? StepKind::repeat : StepKind::call;
-        out.info.callee = *callee;
-        out.info.trips = ir_.attrs_as<CallAttrs>(op).repeat_count;
+      if (const Callees callees = ir_.callees(op); !callees.empty()) {
+        const GraphProgram& callee_plan = program_of(callees[0].graph);
+        out.info.kind = out.info.op_kind == OpKind::Repeat        ? StepKind::repeat
+                        : out.info.op_kind == OpKind::Conditional ? StepKind::conditional
+                                                                  : StepKind::call;
+        out.info.callee = callees[0].graph;
         out.callee = &callee_plan;
+        if (const auto* c = std::get_if<CallAttrs>(&ir_.attrs(op)))
+          out.info.trips = c->repeat_count;
+        // A conditional's branches never run together: the larger peak counts.
+        std::vector<std::int64_t> peak = callee_plan.peak;
+        if (out.info.kind == StepKind::conditional) {
+          std::vector<bool> seen(ir_.num_graphs(), false);
+          check_branch(op, callees[0].graph, seen);
+          check_branch(op, callees[1].graph, seen);
+          out.info.else_callee = callees[1].graph;
+          out.else_callee = &program_of(callees[1].graph);
+          for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
+            peak[ipu] = std::max(peak[ipu], out.else_callee->peak[ipu]);
+        }
         for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
-          live[ipu][static_cast<std::size_t>(s)] += callee_plan.peak[ipu];
+          live[ipu][static_cast<std::size_t>(s)] += peak[ipu];
       } else {
         out.info.kind = !step.is_fused()                     ? StepKind::kernel
                         : out.info.op_kind == OpKind::MatMul ? StepKind::fused_matmul
@@ -293,6 +310,28 @@ private:
     }
     for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
       plan.peak[ipu] = *std::max_element(live[ipu].begin(), live[ipu].end());
+  }
+
+  /// GraphError unless `branch` (and every graph it runs) can run on some replicas only: a
+  /// replica skipping a host load or store would leave the stream's elements unaligned with
+  /// the replicas, and a collective needs every replica of its group.
+  void check_branch(OpId conditional, GraphId branch, std::vector<bool>& seen) const {
+    if (seen[branch.value])
+      return;
+    seen[branch.value] = true;
+    for (OpId o : ir_.ops(branch)) {
+      const OpKind k = ir_.kind(o);
+      if (k == OpKind::HostLoad || k == OpKind::HostStore || family_of(k) == OpFamily::collectives)
+        throw GraphError("Session: " + ir_.op(conditional).debug_name() + " ('" +
+                         ir_.name(conditional) + "') runs graph '" + ir_.name(branch) +
+                         "' in a branch, and it contains " + ir_.op(o).debug_name() + " ('" +
+                         ir_.name(o) +
+                         "'); a branch runs only on the replicas whose condition chose it, so "
+                         "it cannot use host streams or collectives: move " +
+                         std::string(op_type_name(k)) + " out of the conditional");
+      for (const Callee& c : ir_.callees(o))
+        check_branch(conditional, c.graph, seen);
+    }
   }
 
   void report_memory() {

@@ -61,6 +61,9 @@ private:
       case StepKind::repeat:
         loop(g, i, depth);
         break;
+      case StepKind::conditional:
+        branches(g, i, depth);
+        break;
       default:
         kernel(g, i);
       }
@@ -74,9 +77,13 @@ private:
   /// Calls the observer; an exception it throws (on whichever worker reports) is kept for
   /// Executor::run to rethrow once the run is over, and the observer is not called again.
   void report(StepObserver& o, const StepInfo& info, std::size_t depth) {
+    std::int64_t replicas = 0;
+    for (std::size_t r = 0; r < e_.replicas_.size(); ++r)
+      replicas += active(r) ? 1 : 0;
+    if (replicas == 0)
+      return;
     try {
-      o.on_step(info, {e_.starts_[depth], Clock::now()},
-                static_cast<std::int64_t>(e_.replicas_.size()));
+      o.on_step(info, {e_.starts_[depth], Clock::now()}, replicas);
     } catch (...) {
       e_.observer_error_ = std::current_exception();
       e_.observer_.store(nullptr, std::memory_order_relaxed);
@@ -99,6 +106,35 @@ private:
     copies(g, i, &CallCopies::out, &CallCopies::back);
   }
 
+  /// A conditional: each replica reads its own condition (one item per replica), then both
+  /// branches are stepped, each replica running the items of the branch it chose only. Every
+  /// worker walks the same phases whatever the conditions, so the walk stays deterministic.
+  void branches(const GraphProgram& g, std::size_t i, std::size_t depth) {
+    const ProgramStep& step = g.steps[i];
+    phase(e_.replicas_.size(), [&](std::uint64_t r) {
+      if (!active(r))
+        return;
+      BranchCopies& b = *e_.replicas_[r]->step(g, i).branches;
+      b.take_then = std::to_integer<unsigned>(*b.condition) != 0;
+    });
+    for (const bool then : {true, false}) {
+      guards_.push_back({&g, i, then});
+      const auto side = then ? &BranchCopies::then_copies : &BranchCopies::else_copies;
+      branch_copies(g, i, side, &CallCopies::in);
+      graph(then ? *step.callee : *step.else_callee, depth + 1);
+      branch_copies(g, i, side, &CallCopies::out, &CallCopies::back);
+      guards_.pop_back();
+    }
+  }
+
+  /// Whether replica `r` runs the steps being walked: it chose every enclosing branch.
+  bool active(std::uint64_t r) const {
+    for (const Guard& guard : guards_)
+      if (e_.replicas_[r]->step(*guard.g, guard.i).branches->take_then != guard.then)
+        return false;
+    return true;
+  }
+
   void kernel(const GraphProgram& g, std::size_t i) {
     const StepInfo& info = g.steps[i].info;
     if (host_io(info)) {
@@ -113,7 +149,8 @@ private:
     }
     const unsigned c = chunks_for(info.flops + info.bytes_read + info.bytes_written);
     phase(e_.replicas_.size() * c, [&](std::uint64_t item) {
-      e_.replicas_[item / c]->step(g, i).run(static_cast<unsigned>(item % c), c);
+      if (active(item / c))
+        e_.replicas_[item / c]->step(g, i).run(static_cast<unsigned>(item % c), c);
     });
   }
 
@@ -121,16 +158,35 @@ private:
   /// empty.
   template <typename... Lists>
   void copies(const GraphProgram& g, std::size_t i, Lists... lists) {
+    copies_of(
+        g, i, [](const BoundStep& s) -> const CallCopies& { return *s.call; }, lists...);
+  }
+
+  /// As `copies`, for the copies around one branch (`side`) of conditional step `i`.
+  template <typename... Lists>
+  void branch_copies(const GraphProgram& g, std::size_t i, CallCopies BranchCopies::*side,
+                     Lists... lists) {
+    copies_of(
+        g, i, [side](const BoundStep& s) -> const CallCopies& { return s.branches.get()->*side; },
+        lists...);
+  }
+
+  /// One phase of the copies `lists` of the CallCopies `select` picks from step `i`, in every
+  /// replica that runs it; none when they are empty.
+  template <typename Select, typename... Lists>
+  void copies_of(const GraphProgram& g, std::size_t i, Select select, Lists... lists) {
     std::size_t bytes = 0;
     for (const auto& r : e_.replicas_) {
-      const CallCopies& c = *r->step(g, i).call;
+      const CallCopies& c = select(r->step(g, i));
       bytes = std::max(bytes, ((c.*lists).bytes() + ...));
     }
     if (bytes == 0)
       return;
     const unsigned c = chunks_for(2 * static_cast<std::int64_t>(bytes));
     phase(e_.replicas_.size() * c, [&](std::uint64_t item) {
-      const CallCopies& copies = *e_.replicas_[item / c]->step(g, i).call;
+      if (!active(item / c))
+        return;
+      const CallCopies& copies = select(e_.replicas_[item / c]->step(g, i));
       const auto chunk = static_cast<unsigned>(item % c);
       ((copies.*lists).run(chunk, c), ...);
     });
@@ -202,8 +258,16 @@ private:
     }
   }
 
+  /// A branch being walked: the conditional's step and which of its branches.
+  struct Guard {
+    const GraphProgram* g;
+    std::size_t i;
+    bool then;
+  };
+
   Executor& e_;
   const Mode mode_;
+  std::vector<Guard> guards_;   ///< the enclosing branches, outermost first
   std::uint64_t cursor_;        ///< the next phase's first item
   const std::uint64_t run_end_; ///< one past the run's last item
   /// This worker started the run or completed the latest phase: it alone may report the

@@ -76,35 +76,6 @@ private:
     }
   }
 
-  /// Per input of graph `g`: whether running `g` may change it (an in-place op on it or on
-  /// an alias of it, or passing it by reference to a call).
-  std::vector<bool> written_inputs(GraphId g) const {
-    const auto graph_inputs = ir_.inputs(g);
-    std::unordered_map<TensorId, std::size_t> input_of;
-    for (std::size_t i = 0; i < graph_inputs.size(); ++i)
-      input_of[graph_inputs[i]] = i;
-    std::vector<bool> written(graph_inputs.size(), false);
-    for (OpId o : ir_.ops(g)) {
-      const auto inputs = ir_.inputs(o);
-      auto mark = [&](std::size_t k) {
-        if (auto it = input_of.find(inputs[k]); it != input_of.end())
-          written[it->second] = true;
-      };
-      if (is_inplace(ir_.kind(o)) && !inputs.empty()) {
-        mark(0);
-        if (auto it = input_of.find(inputs[0]); it != input_of.end())
-          input_of[ir_.outputs(o)[0]] = it->second;
-      }
-      if (const auto callee = ir_.called_graph(o)) {
-        const std::size_t n = std::min(inputs.size(), ir_.inputs(*callee).size());
-        for (std::size_t k = 0; k < n; ++k)
-          if (ir_.input_is_by_ref(*callee, k))
-            mark(k);
-      }
-    }
-    return written;
-  }
-
   void inline_call(OpId op, GraphId g, Env& env) {
     const auto callee_inputs = ir_.inputs(g), callee_outputs = ir_.outputs(g);
     const auto op_outputs = ir_.outputs(op);
@@ -112,7 +83,9 @@ private:
     std::vector<std::size_t> bound;
     for (TensorId t : ir_.inputs(op))
       bound.push_back(value_of(env, t));
-    const std::vector<bool> written = written_inputs(g);
+    std::vector<bool> written(bound.size());
+    for (std::size_t i = 0; i < bound.size(); ++i)
+      written[i] = ir_.input_is_written(g, i);
     Env inner;
     for (std::size_t i = 0; i < bound.size(); ++i) {
       const bool by_ref = i < callee_inputs.size() && ir_.input_is_by_ref(g, i);

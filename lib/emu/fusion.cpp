@@ -36,7 +36,7 @@ bool swaps_last_two(const IrView& ir, OpId op) {
 bool may_write(const IrView& ir, const FlatStep& step, std::size_t v) {
   if (std::ranges::find(step.outputs, v) != step.outputs.end())
     return true;
-  return !step.is_copy() && ir.called_graph(*step.op) &&
+  return !step.is_copy() && !ir.callees(*step.op).empty() &&
          std::ranges::find(step.inputs, v) != step.inputs.end();
 }
 

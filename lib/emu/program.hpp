@@ -32,8 +32,9 @@ struct GraphProgram;
 struct ProgramStep {
   StepInfo info;
   std::vector<Slot> inputs, outputs;
-  MatMulFusion fusion;                  ///< StepKind::fused_matmul
-  const GraphProgram* callee = nullptr; ///< StepKind::call and repeat
+  MatMulFusion fusion;                       ///< StepKind::fused_matmul
+  const GraphProgram* callee = nullptr;      ///< call and repeat; a conditional's then-branch
+  const GraphProgram* else_callee = nullptr; ///< a conditional's else-branch
 };
 
 /// One graph, compiled once however many call sites it has. Its intermediates and inputs

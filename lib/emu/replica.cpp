@@ -96,6 +96,14 @@ void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view
   case StepKind::repeat:
     bound.call = bind_call(g, step, view);
     break;
+  case StepKind::conditional: {
+    auto b = std::make_unique<BranchCopies>();
+    b->condition = buffers.inputs[0];
+    bind_copies(b->then_copies, g, step, *step.callee, 1, view);
+    bind_copies(b->else_copies, g, step, *step.else_callee, 1 + step.callee->inputs.size(), view);
+    bound.branches = std::move(b);
+    break;
+  }
   case StepKind::fused_matmul:
     bound.run = compile_fused_matmul(ctx, KernelOp(view, *step.info.op), step.fusion, buffers);
     break;
@@ -113,6 +121,22 @@ void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view
   steps.push_back(std::move(bound));
 }
 
+void Replica::bind_copies(CallCopies& c, const GraphProgram& g, const ProgramStep& step,
+                          const GraphProgram& callee, std::size_t first_input,
+                          const IrView& view) const {
+  for (std::size_t i = 0; i < callee.inputs.size(); ++i) {
+    std::byte* arg = resolve(g, step.inputs[first_input + i]);
+    std::byte* param = resolve(callee, callee.inputs[i]);
+    c.in.add(param, arg, callee.inputs[i].bytes);
+    if (view.input_is_by_ref(callee.graph, i))
+      c.back.add(arg, param, callee.inputs[i].bytes);
+  }
+  // A differentiated callee may return activations the step does not take.
+  for (std::size_t i = 0; i < step.outputs.size(); ++i)
+    c.out.add(resolve(g, step.outputs[i]), resolve(callee, callee.outputs[i]),
+              callee.outputs[i].bytes);
+}
+
 namespace {
 bool overlaps(const std::byte* a, std::size_t na, const std::byte* b, std::size_t nb) {
   return a < b + nb && b < a + na;
@@ -123,26 +147,19 @@ std::unique_ptr<const CallCopies> Replica::bind_call(const GraphProgram& g, cons
                                                      const IrView& view) const {
   const GraphProgram& callee = *step.callee;
   auto c = std::make_unique<CallCopies>();
-  std::vector<std::byte*> in, out, callee_in, callee_out;
-  for (std::size_t i = 0; i < step.inputs.size(); ++i) {
-    std::byte* arg = resolve(g, step.inputs[i]);
-    std::byte* param = resolve(callee, callee.inputs[i]);
-    c->in.add(param, arg, callee.inputs[i].bytes);
-    if (view.input_is_by_ref(callee.graph, i))
-      c->back.add(arg, param, callee.inputs[i].bytes);
-    callee_in.push_back(param);
-  }
-  for (std::size_t i = 0; i < step.outputs.size(); ++i) {
-    std::byte* result = resolve(callee, callee.outputs[i]);
-    c->out.add(resolve(g, step.outputs[i]), result, callee.outputs[i].bytes);
-    callee_out.push_back(result);
-  }
+  bind_copies(*c, g, step, callee, 0, view);
   if (step.info.kind != StepKind::repeat)
     return c;
-  // Loop-carried values: iteration k-1's outputs are iteration k's first inputs. An output
-  // may be an input itself (or alias one in place); copying in sequence could then read a
-  // value already overwritten, so such loops go through a staging buffer.
-  const std::size_t carried = callee.outputs.size();
+  std::vector<std::byte*> callee_in, callee_out;
+  for (const Slot& s : callee.inputs)
+    callee_in.push_back(resolve(callee, s));
+  for (const Slot& s : callee.outputs)
+    callee_out.push_back(resolve(callee, s));
+  // Loop-carried values: iteration k-1's outputs are iteration k's first inputs (the loop's
+  // outputs only: a differentiated body also returns activations, which are not carried). An
+  // output may be an input itself (or alias one in place); copying in sequence could then read
+  // a value already overwritten, so such loops go through a staging buffer.
+  const std::size_t carried = step.outputs.size();
   bool staged = false;
   for (std::size_t i = 0; i < carried; ++i)
     for (std::size_t j = 0; j < carried; ++j)

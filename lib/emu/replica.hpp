@@ -22,11 +22,21 @@ struct CallCopies {
   AlignedBytes staging;
 };
 
-/// A step of one replica: its kernel (or copy) bound to the replica's buffers, or the copies
-/// of a call or loop whose callee the Executor steps.
+/// A conditional in one replica: where its condition lives, the copies around each branch,
+/// and the branch this replica takes in the current run (set by the step's first phase, read
+/// by the later ones).
+struct BranchCopies {
+  const std::byte* condition = nullptr;
+  CallCopies then_copies, else_copies;
+  bool take_then = true;
+};
+
+/// A step of one replica: its kernel (or copy) bound to the replica's buffers, the copies
+/// of a call or loop whose callee the Executor steps, or a conditional's.
 struct BoundStep {
   StepFn run;
   std::unique_ptr<const CallCopies> call;
+  std::unique_ptr<BranchCopies> branches;
 };
 
 /// One replica's memory (the static block of variables and constants, and an arena per IPU
@@ -62,6 +72,10 @@ private:
   std::byte* resolve(const GraphProgram& g, const Slot& s) const;
   std::unique_ptr<const CallCopies> bind_call(const GraphProgram& g, const ProgramStep& step,
                                               const IrView& view) const;
+  /// The copies between `g`'s buffers and `callee`'s inputs and outputs, for a step whose
+  /// input `first_input + k` is bound to the callee's input k.
+  void bind_copies(CallCopies& c, const GraphProgram& g, const ProgramStep& step,
+                   const GraphProgram& callee, std::size_t first_input, const IrView& view) const;
 
   const Program& program_;
   AlignedBytes static_;

@@ -59,8 +59,9 @@ std::vector<Op> Graph::ops() const {
 std::vector<Graph> Graph::called_graphs() const {
   std::vector<Graph> r;
   for (const auto& op : ops())
-    if (auto g = op.called_graph(); g && std::find(r.begin(), r.end(), *g) == r.end())
-      r.push_back(*g);
+    for (const Graph& g : op.called_graphs())
+      if (std::find(r.begin(), r.end(), g) == r.end())
+        r.push_back(g);
   return r;
 }
 bool Graph::contains(const Tensor& t) const {

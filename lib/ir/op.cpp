@@ -1,6 +1,7 @@
 #include "pxl/ir/op.hpp"
 #include "ir/handle_access.hpp"
 #include "pxl/ir/graph.hpp"
+#include "pxl/ir/view.hpp"
 
 namespace pxl {
 
@@ -46,6 +47,12 @@ std::optional<Graph> Op::called_graph() const {
   if (const auto* c = std::get_if<CallAttrs>(&attrs()))
     return HandleAccess::graph(ir_, GraphId{c->graph});
   return std::nullopt;
+}
+std::vector<Graph> Op::called_graphs() const {
+  std::vector<Graph> r;
+  for (const Callee& c : HandleAccess::view(ir_).callees(IrView::id(*this)))
+    r.push_back(HandleAccess::graph(ir_, c.graph));
+  return r;
 }
 
 } // namespace pxl

@@ -78,9 +78,9 @@ std::string Ir::to_dot() const {
   }
   for (std::uint32_t gi = 0; gi < v.num_graphs(); ++gi)
     for (const OpId o : v.ops(GraphId{gi}))
-      if (auto called = v.called_graph(o))
-        os << "  op" << o.value << " -> g" << called->value << " [style=dotted, label=\"calls "
-           << v.name(*called) << "\"];\n";
+      for (const Callee& called : v.callees(o))
+        os << "  op" << o.value << " -> g" << called.graph.value << " [style=dotted, label=\"calls "
+           << v.name(called.graph) << "\"];\n";
   os << "}\n";
   return os.str();
 }

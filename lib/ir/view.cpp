@@ -26,13 +26,9 @@ bool IrView::input_is_written(GraphId g, std::size_t i) const {
   const TensorId target = ir_->graph(g).inputs[i];
   for (const OpId o : ir_->graph(g).ops) {
     const auto ins = inputs(o);
-    if (is_inplace(kind(o)) && !ins.empty() && alias_root(ins[0]) == target)
-      return true;
-    if (const auto called = called_graph(o))
-      for (std::size_t k = 0; k < ins.size(); ++k)
-        if (alias_root(ins[k]) == target && input_is_by_ref(*called, k) &&
-            input_is_written(*called, k))
-          return true;
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (alias_root(ins[k]) == target && op_writes_input(o, k))
+        return true;
   }
   return false;
 }
@@ -57,6 +53,26 @@ std::optional<GraphId> IrView::called_graph(OpId o) const {
   if (const auto* c = std::get_if<CallAttrs>(&ir_->op(o).attrs))
     return GraphId{c->graph};
   return std::nullopt;
+}
+Callees IrView::callees(OpId o) const {
+  const OpAttrs& a = ir_->op(o).attrs;
+  if (const auto* c = std::get_if<CallAttrs>(&a))
+    return Callees(Callee{GraphId{c->graph}, 0});
+  if (const auto* c = std::get_if<ConditionalAttrs>(&a))
+    return Callees(Callee{GraphId{c->then_graph}, 1},
+                   Callee{GraphId{c->else_graph}, 1 + std::size_t{c->then_inputs}});
+  return {};
+}
+bool IrView::op_writes_input(OpId o, std::size_t k) const {
+  if (k == 0 && is_inplace(kind(o)))
+    return true;
+  for (const Callee& c : callees(o)) {
+    const auto n = ir_->graph(c.graph).inputs.size();
+    if (k >= c.first_input && k - c.first_input < n &&
+        input_is_by_ref(c.graph, k - c.first_input) && input_is_written(c.graph, k - c.first_input))
+      return true;
+  }
+  return false;
 }
 
 TensorId IrView::alias_root(TensorId t) const {

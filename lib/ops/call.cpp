@@ -52,6 +52,23 @@ CallSiteInfo::CallSiteInfo(Op call_op) : op_(call_op) {
     throw GraphError("CallSiteInfo: op " + op_.debug_name() + " does not call a graph");
 }
 
+ConditionalSiteInfo::ConditionalSiteInfo(Op conditional_op) : op_(conditional_op) {
+  if (op_.kind() != OpKind::Conditional)
+    throw GraphError("ConditionalSiteInfo: op " + op_.debug_name() + " is not a conditional");
+}
+Graph ConditionalSiteInfo::then_graph() const { return op_.called_graphs()[0]; }
+Graph ConditionalSiteInfo::else_graph() const { return op_.called_graphs()[1]; }
+std::vector<Tensor> ConditionalSiteInfo::then_inputs() const {
+  const auto ins = op_.inputs();
+  const auto n = op_.attrs<OpKind::Conditional>().then_inputs;
+  return {ins.begin() + 1, ins.begin() + 1 + n};
+}
+std::vector<Tensor> ConditionalSiteInfo::else_inputs() const {
+  const auto ins = op_.inputs();
+  const auto n = op_.attrs<OpKind::Conditional>().then_inputs;
+  return {ins.begin() + 1 + n, ins.end()};
+}
+
 namespace ops {
 
 namespace {
@@ -187,6 +204,50 @@ CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,
                        std::to_string(i) + " " + describe(graph_ins[i]) +
                        ", so their shapes and dtypes must be equal");
   return CallSiteInfo(add_call_op(OpKind::Repeat, graph, bound, CallAttrs{graph.index(), count}));
+}
+
+ConditionalSiteInfo conditional_with_info(const Tensor& condition, const Graph& then_branch,
+                                          const Graph& else_branch,
+                                          const std::vector<Tensor>& then_inputs,
+                                          const std::vector<Tensor>& else_inputs,
+                                          const InputsDict& then_inputs_dict,
+                                          const InputsDict& else_inputs_dict) {
+  if (!condition.valid())
+    throw GraphError("If: the condition is an empty Tensor");
+  if (condition.dtype() != DType::bool_ || condition.spec().nelms() != 1)
+    throw DTypeError("If: the condition must be a bool_ tensor of one element, got " +
+                     describe(condition));
+  const auto then_bound = bind_inputs("If", then_branch, then_inputs, then_inputs_dict);
+  const auto else_bound = bind_inputs("If", else_branch, else_inputs, else_inputs_dict);
+  const auto then_outs = then_branch.outputs(), else_outs = else_branch.outputs();
+  if (then_outs.size() != else_outs.size())
+    throw GraphError("If: the then-branch '" + then_branch.name() + "' returns " +
+                     std::to_string(then_outs.size()) + " outputs but the else-branch '" +
+                     else_branch.name() + "' returns " + std::to_string(else_outs.size()) +
+                     "; both must return the same outputs");
+  for (std::size_t i = 0; i < then_outs.size(); ++i)
+    if (then_outs[i].spec() != else_outs[i].spec())
+      throw ShapeError("If: output " + std::to_string(i) + " is " + describe(then_outs[i]) +
+                       " in the then-branch '" + then_branch.name() + "' but " +
+                       describe(else_outs[i]) + " in the else-branch '" + else_branch.name() +
+                       "'; both branches must return equal shapes and dtypes");
+  std::vector<Tensor> inputs{condition};
+  inputs.insert(inputs.end(), then_bound.begin(), then_bound.end());
+  inputs.insert(inputs.end(), else_bound.begin(), else_bound.end());
+  return ConditionalSiteInfo(
+      detail::add_op_node(OpKind::Conditional, inputs, output_specs(then_branch),
+                          ConditionalAttrs{then_branch.index(), else_branch.index(),
+                                           static_cast<std::uint32_t>(then_bound.size())}));
+}
+
+std::vector<Tensor> conditional(const Tensor& condition, const Graph& then_branch,
+                                const Graph& else_branch, const std::vector<Tensor>& then_inputs,
+                                const std::vector<Tensor>& else_inputs,
+                                const InputsDict& then_inputs_dict,
+                                const InputsDict& else_inputs_dict) {
+  return conditional_with_info(condition, then_branch, else_branch, then_inputs, else_inputs,
+                               then_inputs_dict, else_inputs_dict)
+      .outputs();
 }
 
 std::vector<Tensor> repeat(const Graph& graph, std::int64_t count,

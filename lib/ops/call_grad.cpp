@@ -1,7 +1,9 @@
-// Gradient rules of call and repeat: they differentiate the called graph and call its
-// gradient graph.
+// Gradient rules of call, repeat and conditional: they differentiate the called graph and
+// call its gradient graph.
+#include "ir/context.hpp"
 #include "ops/grad_rule.hpp"
 #include "pxl/ir/graph.hpp"
+#include "pxl/ir/ir.hpp"
 #include "pxl/ops/call.hpp"
 #include "pxl/ops/shape.hpp"
 
@@ -109,6 +111,70 @@ vector<Tensor> grad_Repeat(GradContext& c) {
   vector<Tensor> result(op.num_inputs());
   for (std::size_t k = 0; k < op.num_inputs(); ++k)
     result[k] = k < carried ? carry_grads[k] : other_grads[k];
+  return result;
+}
+
+vector<Tensor> grad_Conditional(GradContext& c) {
+  // Recompute-based, as repeat's: the gradient is a conditional on the same condition whose
+  // branches each replay their forward branch and run its gradient graph. So only the branch
+  // taken runs, forward and backward, and the forward keeps no activations of either branch.
+  // Both backward branches return a gradient for every input that needs one (zeros for the
+  // other branch's inputs), as a conditional's branches must return the same outputs.
+  const Op op = c.op();
+  const auto branches = op.called_graphs();
+  const std::size_t then_inputs = op.attrs<OpKind::Conditional>().then_inputs;
+  const std::size_t first_input[2] = {1, 1 + then_inputs};
+  const std::size_t end_input[2] = {1 + then_inputs, op.num_inputs()};
+  vector<std::size_t> wanted; // op inputs whose gradient the backward branches return
+  for (std::size_t k = 1; k < op.num_inputs(); ++k)
+    if (c.needs_grad(k) && is_floating_point(op.input(k).dtype()))
+      wanted.push_back(k);
+  vector<Tensor> output_grads;
+  for (std::size_t k = 0; k < op.num_outputs(); ++k)
+    output_grads.push_back(c.grad_output(k));
+
+  vector<Tensor> branch_args[2];
+  Graph backward[2];
+  for (std::size_t b = 0; b < 2; ++b) {
+    const Graph forward = branches[b];
+    const GradCall info = c.called_grad(forward, {}, {});
+    vector<Tensor> own;
+    for (std::size_t k = first_input[b]; k < end_input[b]; ++k)
+      own.push_back(c.fwd_input(k));
+    // Traced outside the gradient graph's in_sequence scopes, which order its own ops.
+    auto& ctx = context();
+    auto sequences = std::exchange(ctx.sequences, {});
+    try {
+      backward[b] = op.graph().ir().create_graph(
+          forward.name() + "_branch_grad",
+          [&](const vector<Tensor>& inputs, const vector<Tensor>& grads) {
+            const CallSiteInfo replay = ops::call_with_info(forward, inputs);
+            const auto input_grads = call_grad_graph(
+                info, [&](std::size_t k) { return grads[k]; },
+                [&](const Tensor& t) { return replay.graph_to_parent(t); }, ops::CallOptions{});
+            vector<Tensor> results;
+            for (const std::size_t k : wanted) {
+              const bool own_input = k >= first_input[b] && k < end_input[b];
+              const Tensor g = own_input ? input_grads[k - first_input[b]] : Tensor();
+              results.push_back(g.valid() ? g
+                                          : ops::init(op.input(k).shape(), op.input(k).dtype()));
+            }
+            return results;
+          },
+          own, output_grads);
+    } catch (...) {
+      ctx.sequences = std::move(sequences);
+      throw;
+    }
+    ctx.sequences = std::move(sequences);
+    branch_args[b] = std::move(own);
+    branch_args[b].insert(branch_args[b].end(), output_grads.begin(), output_grads.end());
+  }
+  const auto grads =
+      ops::conditional(c.fwd_input(0), backward[0], backward[1], branch_args[0], branch_args[1]);
+  vector<Tensor> result(op.num_inputs());
+  for (std::size_t j = 0; j < wanted.size(); ++j)
+    result[wanted[j]] = grads[j];
   return result;
 }
 

@@ -58,8 +58,8 @@ GradCall grad_call(const transforms::GradGraphInfo& info) {
 }
 
 /// The buffer versions of a forward graph, for in-place updates. An in-place op gives its
-/// target's buffer a new version (the tensor it makes), and so does a call or repeat writing
-/// a by-ref input (a version without a handle of its own). An op reads the version current
+/// target's buffer a new version (the tensor it makes), and so does a call, repeat or conditional
+/// writing a by-ref input (a version without a handle of its own). An op reads the version current
 /// when it runs, whatever handle it names: after `add_(y, x)`, `y * y` reads y + x. Autodiff
 /// keys gradients and saved activations by version, so the gradient of `y * y` flows through
 /// the in-place add, and an activation changed later is saved by a copy made before the change.
@@ -68,7 +68,8 @@ public:
   /// Keys of versions without a handle start here; the others are tensor indices.
   static constexpr std::uint32_t unnamed_base = 1u << 31;
 
-  /// A version a call or repeat made by writing its by-ref input `input`.
+  /// A version a call, repeat or conditional made by writing the by-ref input bound to its
+  /// input `input`.
   struct Unnamed {
     Op call;
     std::size_t input;
@@ -89,9 +90,9 @@ public:
         next_writer_.emplace(current(view, op.input(0)), op);
         current_[root.value] = op.output(0).index();
       }
-      if (const auto called = op.called_graph())
+      if (!is_inplace(op.kind()))
         for (std::size_t k = 0; k < op.num_inputs(); ++k) {
-          if (!called->input_is_by_ref(k) || !view.input_is_written(IrView::id(*called), k))
+          if (!view.op_writes_input(IrView::id(op), k))
             continue;
           const TensorId root = view.alias_root(IrView::id(op.input(k)));
           next_writer_.emplace(current(view, op.input(k)), op);
@@ -295,13 +296,20 @@ private:
   /// A gradient reaches a buffer version a call made by writing a by-ref input: the called
   /// graph's gradient has no input for it.
   [[noreturn]] void by_ref_update_on_gradient_path(const Versions::Unnamed& u) const {
-    const Graph called = *u.call.called_graph();
+    // The graph whose by-ref input is bound there (a conditional binds its inputs after the
+    // condition, the then-branch's first).
+    const IrView view(fwd_.ir());
+    std::string called;
+    for (const Callee& c : view.callees(IrView::id(u.call)))
+      if (u.input >= c.first_input && u.input - c.first_input < view.inputs(c.graph).size() &&
+          view.input_is_by_ref(c.graph, u.input - c.first_input))
+        called += (called.empty() ? "'" : " and '") + view.name(c.graph) + "'";
     throw GraphError("autodiff: " + u.call.debug_name() + " in graph '" + fwd_.name() +
-                     "' updates " + describe(u.handle) + " in place through by-reference input " +
-                     std::to_string(u.input) + " of graph '" + called.name() +
-                     "', and a gradient flows through the updated value; a by-reference update "
-                     "cannot be differentiated: return the new value from '" +
-                     called.name() + "' as an output instead, or detach what reads it");
+                     "' updates " + describe(u.handle) + " in place through its input " +
+                     std::to_string(u.input) + ", by reference in graph " + called +
+                     ", and a gradient flows through the updated value; a by-reference update "
+                     "cannot be differentiated: return the new value from " +
+                     called + " as an output instead, or detach what reads it");
   }
 
   transforms::IrRewriter rewriter_;
@@ -412,11 +420,8 @@ void check_activations_unchanged(const CallSiteInfo& fwd_call, const InputsDict&
   for (++it; it != sched.end(); ++it) {
     const auto ins = view.inputs(*it);
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      const bool writes =
-          (k == 0 && is_inplace(view.kind(*it))) ||
-          (view.called_graph(*it) && view.input_is_by_ref(*view.called_graph(*it), k) &&
-           view.input_is_written(*view.called_graph(*it), k));
-      const auto hit = writes ? roots.find(view.alias_root(ins[k])) : roots.end();
+      const auto hit =
+          view.op_writes_input(*it, k) ? roots.find(view.alias_root(ins[k])) : roots.end();
       if (hit == roots.end())
         continue;
       const Op writer = view.op(*it);

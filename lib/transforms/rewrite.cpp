@@ -61,8 +61,9 @@ Op IrRewriter::clone_op(const Op& op, const Graph& into, std::span<const Tensor>
                        shown(op.input(i)) + " of another shape or dtype");
     ids.push_back(IrView::id(t));
   }
-  if (const auto called = op.called_graph(); called && *called == into)
-    throw GraphError(what + ": the graph would call itself");
+  for (const Graph& called : op.called_graphs())
+    if (called == into)
+      throw GraphError(what + ": the graph would call itself");
   return v.op(detail::edit::clone_op(*ir_, IrView::id(op), IrView::id(into), ids));
 }
 

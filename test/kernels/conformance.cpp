@@ -236,6 +236,9 @@ const std::map<OpKind, OpCase>& op_cases() {
     const std::string calls = "test/emu (calls, repeat, inlining) and test/transforms/autodiff";
     c[OpKind::Call].elsewhere = calls;
     c[OpKind::Repeat].elsewhere = calls;
+    c[OpKind::Conditional].elsewhere =
+        "test/emu/conditional.cpp (per-replica branches, 1-4 workers, gradients by finite "
+        "differences)";
     const std::string streams = "test/ops/host_io.cpp and test/emu (streams, feeds)";
     c[OpKind::HostLoad].elsewhere = streams;
     c[OpKind::HostStore].elsewhere = streams;

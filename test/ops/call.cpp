@@ -298,3 +298,108 @@ TEST_CASE("by-ref inputs: in-place updates inside reach the parent; others are c
   CHECK(ev.variable(b) == HostTensor({1.f, 2.f}));
   CHECK(ev.variable(c) == HostTensor({31.f, 302.f}));
 }
+
+TEST_CASE("conditional: the branch the condition chooses, with each branch's own inputs") {
+  Ir ir;
+  // then: (x, y) -> x * y; else: z -> z - 1 (one input fewer).
+  Graph mul = ir.create_graph(
+      "mul", [](Tensor x, Tensor y) { return x * y; }, f2, f2);
+  Graph dec = ir.create_graph(
+      "dec", [](Tensor z) { return z - 1.0; }, f2);
+  Graph probe = ir.create_graph(
+      "probe",
+      [&](Tensor c, Tensor x, Tensor y) {
+        const auto info = ops::conditional_with_info(c, mul, dec, {x, y}, {x});
+        CHECK(info.op().kind() == OpKind::Conditional);
+        CHECK(info.op().attrs<OpKind::Conditional>() ==
+              ConditionalAttrs{mul.index(), dec.index(), 2});
+        CHECK(info.condition() == c);
+        CHECK(info.then_graph() == mul);
+        CHECK(info.else_graph() == dec);
+        CHECK(info.then_inputs() == std::vector<Tensor>{x, y});
+        CHECK(info.else_inputs() == std::vector<Tensor>{x});
+        CHECK(info.op().called_graphs() == std::vector<Graph>{mul, dec});
+        CHECK_FALSE(info.op().called_graph().has_value());
+        return info.outputs()[0];
+      },
+      TensorSpec{{}, bool_}, f2, f2);
+  CHECK(probe.called_graphs() == std::vector<Graph>{mul, dec});
+  ReferenceEvaluator ev(ir);
+  const HostTensor x({2.f, 3.f}), y({5.f, 7.f});
+  CHECK(ev.evaluate(probe, {HostTensor::scalar(true), x, y})[0] == HostTensor({10.f, 21.f}));
+  CHECK(ev.evaluate(probe, {HostTensor::scalar(false), x, y})[0] == HostTensor({1.f, 2.f}));
+}
+
+TEST_CASE("conditional: a by-ref input changes in the parent only when its branch runs") {
+  Ir ir;
+  Graph bump = ir.create_empty_graph("bump");
+  {
+    auto scope = bump.scope();
+    auto counter = graph_input({2}, float32, "counter", /*by_ref=*/true);
+    ops::add_(counter, constant(HostTensor({1.f, 1.f})));
+    graph_output(counter * 2.0);
+  }
+  Graph keep = ir.create_graph(
+      "keep", [](Tensor t) { return t * 0.0; }, f2);
+  Tensor counter, out;
+  DeviceToHostStream y;
+  HostToDeviceStream take;
+  {
+    auto in_main = ir.main_graph().scope();
+    counter = variable(HostTensor({0.f, 10.f}), "counter");
+    take = h2d_stream({}, bool_, "take");
+    out = ops::conditional(ops::host_load(take), bump, keep, {counter}, {counter})[0];
+  }
+  ReferenceEvaluator ev(ir);
+  auto run = [&](bool t) { ev.run({{"take", HostTensor::scalar(t)}}); };
+  run(true);
+  CHECK(ev.variable(counter) == HostTensor({1.f, 11.f}));
+  run(false);
+  CHECK(ev.variable(counter) == HostTensor({1.f, 11.f}));
+  run(true);
+  CHECK(ev.variable(counter) == HostTensor({2.f, 12.f}));
+}
+
+TEST_CASE("conditional: errors name the condition, the branches and what differs") {
+  Ir ir;
+  Graph inc = ir.create_graph(
+      "inc", [](Tensor x) { return x + 1.0; }, f2);
+  Graph two = ir.create_graph(
+      "two",
+      [](Tensor x) {
+        return std::vector<Tensor>{x, x};
+      },
+      f2);
+  Graph wide = ir.create_graph(
+      "wide",
+      [](Tensor x) {
+        return ops::reshape(x, {1, 2});
+      },
+      f2);
+  Graph ints = ir.create_graph(
+      "ints", [](Tensor x) { return ops::cast(x, int32); }, f2);
+  auto in_main = ir.main_graph().scope();
+  auto x = constant(HostTensor({0.f, 1.f}), "x");
+  auto yes = constant(HostTensor::scalar(true), "yes");
+  auto two_flags = constant(HostTensor({true, false}, {2}), "flags");
+  CHECK_THROWS_WITH_AS(ops::conditional(Tensor(), inc, inc, {x}, {x}),
+                       Contains("If: the condition is an empty Tensor"), GraphError);
+  CHECK_THROWS_WITH_AS(ops::conditional(x, inc, inc, {x}, {x}),
+                       has("If: the condition must be a bool_ tensor of one element, got '" +
+                           x.id() + "' [(2,) float32]"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::conditional(two_flags, inc, inc, {x}, {x}),
+                       Contains("must be a bool_ tensor of one element"), DTypeError);
+  CHECK_THROWS_WITH_AS(
+      ops::conditional(yes, inc, two, {x}, {x}),
+      has("the then-branch '" + inc.name() + "' returns 1 outputs but the else-branch"),
+      GraphError);
+  CHECK_THROWS_WITH_AS(ops::conditional(yes, inc, wide, {x}, {x}), Contains("If: output 0 is"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::conditional(yes, inc, ints, {x}, {x}),
+                       Contains("both branches must return equal shapes and dtypes"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::conditional(yes, inc, inc, {x}, {}),
+                       Contains("If: missing inputs of graph"), GraphError);
+  CHECK_THROWS_WITH_AS(ops::conditional(yes, ir.main_graph(), inc, {}, {x}),
+                       Contains("cannot call the main graph"), GraphError);
+}

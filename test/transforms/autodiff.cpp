@@ -121,6 +121,76 @@ TEST_CASE("autodiff through repeat") {
       {random_tensor({2, 3}, 72), random_tensor({3, 3}, 73)});
 }
 
+TEST_CASE("autodiff through repeat whose body keeps an activation") {
+  // The body's tanh output is an activation its gradient reads: the differentiated body
+  // returns it too, and the loop must still carry only its own output.
+  check_gradients(
+      [](V v) {
+        Graph step = current_graph().ir().create_graph(
+            "Step", [](Tensor x, Tensor w) { return ops::tanh(ops::matmul(x, w)) * 0.5; }, v[0],
+            v[1]);
+        return ops::repeat(step, 3, {v[0], v[1]})[0];
+      },
+      {random_tensor({2, 3}, 74), random_tensor({3, 3}, 75)});
+}
+
+TEST_CASE("a differentiated loop body returns activations; the loop carries only its outputs") {
+  Ir ir;
+  const TensorSpec xs{{2, 3}, float32}, ws{{3, 3}, float32};
+  Graph step = ir.create_graph(
+      "Step", [](Tensor x, Tensor w) { return ops::tanh(ops::matmul(x, w)) * 0.5; }, xs, ws);
+  Graph fwd = ir.create_graph(
+      "f",
+      [&](Tensor x, Tensor w) {
+        return ops::repeat(step, 3, {x, w})[0];
+      },
+      xs, ws);
+  transforms::autodiff(fwd);
+  REQUIRE(step.outputs().size() == 2); // tanh's output, which its gradient reads, joined them
+  HostToDeviceStream x_in, w_in;
+  DeviceToHostStream looped, unrolled;
+  {
+    auto in_main = ir.main_graph().scope();
+    x_in = h2d_stream(xs.shape, float32, "x");
+    w_in = h2d_stream(ws.shape, float32, "w");
+    looped = d2h_stream(xs.shape, float32, "looped");
+    unrolled = d2h_stream(xs.shape, float32, "unrolled");
+    const Tensor x = ops::host_load(x_in), w = ops::host_load(w_in);
+    ops::host_store(looped, ops::call(fwd, {x, w})[0]);
+    Tensor h = x;
+    for (int i = 0; i < 3; ++i)
+      h = ops::call(step, {h, w})[0];
+    ops::host_store(unrolled, h);
+  }
+  const HostTensor x = random_tensor(xs.shape, 90), w = random_tensor(ws.shape, 91);
+  Session session(ir, "ipu_model", {.workers = 2, .oversubscribe = true});
+  auto attached = session.attach();
+  const auto out = session.run({{x_in, x}, {w_in, w}});
+  CHECK(out.at(looped) == out.at(unrolled));
+  ReferenceEvaluator ev(ir);
+  const auto expected = ev.run({{"x", x}, {"w", w}});
+  CHECK(expected.at("looped") == expected.at("unrolled"));
+  CHECK(allclose(out.at(looped), expected.at("looped"), 1e-5, 1e-6));
+}
+
+TEST_CASE("autodiff through conditional: each branch, with inputs of its own") {
+  // then (x, w): tanh(x @ w) * x; else (x, b): exp(x) + b. Gradients reach the taken branch's
+  // inputs; the other branch's get zeros.
+  auto fn = [](V v) {
+    Ir& ir = current_graph().ir();
+    Graph then_g = ir.create_graph(
+        "Then", [](Tensor x, Tensor w) { return ops::tanh(ops::matmul(x, w)) * x; }, v[0], v[1]);
+    Graph else_g = ir.create_graph(
+        "Else", [](Tensor x, Tensor b) { return ops::exp(x) + b; }, v[0], v[2]);
+    return ops::conditional(v[3], then_g, else_g, {v[0], v[1]}, {v[0], v[2]})[0];
+  };
+  for (const bool take_then : {true, false}) {
+    CAPTURE(take_then);
+    check_gradients(fn, {random_tensor({2, 2}, 76), random_tensor({2, 2}, 77),
+                         random_tensor({2, 2}, 78), HostTensor::scalar(take_then)});
+  }
+}
+
 TEST_CASE("a 4-layer MLP's gradients match the hand-derived backward pass") {
   // y = W4ᵀ relu(W3ᵀ relu(W2ᵀ relu(W1ᵀ x))) per sample, loss = sum(y * r).
   const std::vector<std::int64_t> widths{5, 4, 4, 3, 2};

@@ -19,6 +19,7 @@ enum class StepKind : std::uint8_t {
   copy,             ///< a buffer copy the compiler added (inlined-call boundaries)
   call,             ///< an outlined call: arguments in, the callee's steps, results out
   repeat,           ///< a loop over an outlined body
+  conditional,      ///< each replica runs one of two outlined branches, as its condition says
 };
 
 /// A compiled step, fixed at compile time. Byte and flop counts are per replica.
@@ -33,11 +34,12 @@ struct StepInfo {
   std::int64_t bytes_read = 0;
   std::int64_t bytes_written = 0;
   /// Floating-point operations (a multiply-add counts two); element operations for
-  /// non-arithmetic kernels; 0 for copies. For call and repeat: the arguments' copies only,
-  /// the callee's steps are reported on their own.
+  /// non-arithmetic kernels; 0 for copies. For call, repeat and conditional: the arguments'
+  /// copies only, the callee's steps are reported on their own.
   std::int64_t flops = 0;
-  std::optional<GraphId> callee; ///< call and repeat
-  std::int64_t trips = 1;        ///< repeat: iterations
+  std::optional<GraphId> callee;      ///< call and repeat; a conditional's then-branch
+  std::optional<GraphId> else_callee; ///< a conditional's else-branch
+  std::int64_t trips = 1;             ///< repeat: iterations
 };
 
 /// Host timing of one executed step: from the start of the step on every replica to the
@@ -47,15 +49,17 @@ struct StepTiming {
 };
 
 /// Sees every step a run executes, in execution order (a callee's steps before the call step
-/// that encloses them completes; a loop body's steps once per iteration). Called on one
+/// that encloses them completes; a loop body's steps once per iteration; a conditional's
+/// then-branch steps before its else-branch steps). Called on one
 /// emulator worker at a time, before the next step starts, so an observer needs no locking of
 /// its own but should be quick; it must not call back into the Session. Without an observer a run
 /// pays nothing for this.
 class StepObserver {
 public:
   virtual ~StepObserver() = default;
-  /// `replicas` replicas executed the step together. Called on whichever emulator worker
-  /// completed the step, one step at a time, in program order. If it throws, the observer is
+  /// `replicas` replicas executed the step together (inside a conditional's branch, those whose
+  /// condition chose it; a step no replica executed is not reported). Called on whichever emulator
+  /// worker completed the step, one step at a time, in program order. If it throws, the observer is
   /// not called again in that run, the run goes on to its end and then throws the exception.
   virtual void on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) = 0;
 };

@@ -89,6 +89,15 @@ struct CallAttrs {
   friend bool operator==(const CallAttrs&, const CallAttrs&) = default;
 };
 
+/// conditional: input 0 is the condition; the next `then_inputs` inputs are bound to the
+/// then-branch's inputs in order, the rest to the else-branch's.
+struct ConditionalAttrs {
+  std::uint32_t then_graph = 0;
+  std::uint32_t else_graph = 0;
+  std::uint32_t then_inputs = 0;
+  friend bool operator==(const ConditionalAttrs&, const ConditionalAttrs&) = default;
+};
+
 struct StreamAttrs {
   std::uint32_t stream = 0;
   friend bool operator==(const StreamAttrs&, const StreamAttrs&) = default;
@@ -162,9 +171,9 @@ struct PrintAttrs {
   friend bool operator==(const PrintAttrs&, const PrintAttrs&) = default;
 };
 
-using OpAttrs =
-    std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
-                 ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, StreamAttrs, OneHotAttrs,
-                 CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs, DynamicAttrs, PrintAttrs>;
+using OpAttrs = std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs,
+                             SplitAttrs, CastAttrs, ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs,
+                             ConditionalAttrs, StreamAttrs, OneHotAttrs, CollectiveAttrs,
+                             DiagonalAttrs, PadAttrs, TileAttrs, DynamicAttrs, PrintAttrs>;
 
 } // namespace pxl

@@ -48,8 +48,11 @@ public:
   std::int64_t ipu() const;
   /// Ops of the same graph that must run before this one though no data links them.
   std::vector<Op> after() const;
-  /// The graph run by call and repeat.
+  /// The graph run by call and repeat (not a conditional: see called_graphs).
   std::optional<Graph> called_graph() const;
+  /// Every graph this op runs: the callee of a call or repeat, a conditional's then- and
+  /// else-branch (in that order); empty for other ops.
+  std::vector<Graph> called_graphs() const;
 
   friend bool operator==(const Op& a, const Op& b) {
     return a.ir_ == b.ir_ && a.index_ == b.index_;

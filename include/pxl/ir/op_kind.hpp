@@ -136,6 +136,7 @@ enum : unsigned {
   /* calls */                                                                                      \
   X(Call, "Call", call, CallAttrs, Grad)                                                           \
   X(Repeat, "Loop", call, CallAttrs, Grad)                                                         \
+  X(Conditional, "If", call, ConditionalAttrs, Grad)                                               \
   /* host IO */                                                                                    \
   X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad)                                            \
   X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad)                                          \

@@ -10,6 +10,7 @@
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,29 @@ PXL_STRONG_ID(StreamId)
 
 /// What a tensor is: made by an op, an input of its graph, a variable or a constant.
 enum class TensorKind : std::uint8_t { intermediate, graph_input, variable, constant };
+
+/// A graph an op runs: op input `first_input + k` is bound to the graph's input k.
+struct Callee {
+  GraphId graph;
+  std::size_t first_input = 0;
+};
+
+/// The graphs one op runs (at most two: a conditional's branches), iterable without allocating.
+class Callees {
+public:
+  Callees() = default;
+  explicit Callees(Callee only) : items_{only, Callee{}}, size_(1) {}
+  Callees(Callee first, Callee second) : items_{first, second}, size_(2) {}
+  const Callee* begin() const { return items_.data(); }
+  const Callee* end() const { return items_.data() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Callee& operator[](std::size_t i) const { return items_[i]; }
+
+private:
+  std::array<Callee, 2> items_{};
+  std::size_t size_ = 0;
+};
 
 /// Reads an Ir without changing it and without allocating: every accessor returns a value, a
 /// reference or a span into the Ir. The emulator, the schedule printer, autodiff and the test
@@ -61,9 +85,9 @@ public:
   /// Whether input `i` of `g` is passed by reference (its modifications reach the caller).
   bool input_is_by_ref(GraphId g, std::size_t i) const;
   /// Whether the ops of `g` may modify input `i`'s buffer: in place, or through a by-ref input
-  /// of a call or repeat whose graph writes it (a by-value input written in place changes only
-  /// the callee's copy; a by-ref one reaches the caller). Cost: the ops of `g` and of the
-  /// graphs it calls.
+  /// of a call, repeat or conditional whose graph writes it (a by-value input written in place
+  /// changes only the callee's copy; a by-ref one reaches the caller). Cost: the ops of `g` and of
+  /// the graphs it calls.
   bool input_is_written(GraphId g, std::size_t i) const;
   /// Every tensor owned by `g`, in creation order.
   std::span<const TensorId> tensors(GraphId g) const;
@@ -90,8 +114,14 @@ public:
   std::int64_t ipu(OpId o) const;
   /// Ops of the same graph that must run before `o` though no data links them.
   std::span<const OpId> after(OpId o) const;
-  /// The graph run by a call or repeat.
+  /// The graph run by a call or repeat (not a conditional: see callees).
   std::optional<GraphId> called_graph(OpId o) const;
+  /// Every graph `o` runs: its callee for call and repeat, the then- and else-branch (in that
+  /// order) for a conditional, none for other ops.
+  Callees callees(OpId o) const;
+  /// Whether running `o` may change the buffer of its input `k`: it is input 0 of an in-place
+  /// op, or bound to a by-ref input of a graph `o` runs, which writes it.
+  bool op_writes_input(OpId o, std::size_t k) const;
 
   // Tensors.
   const TensorSpec& spec(TensorId t) const;

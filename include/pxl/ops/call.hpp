@@ -1,4 +1,5 @@
-// Calling subgraphs: call, call_with_info, repeat and the CallSiteInfo that maps a call site.
+// Calling subgraphs: call, call_with_info, repeat and the CallSiteInfo that maps a call site;
+// conditional and its ConditionalSiteInfo.
 #pragma once
 
 #include "pxl/ir/graph.hpp"
@@ -38,6 +39,27 @@ private:
   Op op_;
 };
 
+/// What a conditional connects: the condition, each branch's graph and the parent tensors bound
+/// to its inputs, and the outputs (those of the branch taken).
+class ConditionalSiteInfo {
+public:
+  ConditionalSiteInfo() = default;
+  explicit ConditionalSiteInfo(Op conditional_op);
+
+  Op op() const { return op_; }
+  Tensor condition() const { return op_.input(0); }
+  Graph then_graph() const;
+  Graph else_graph() const;
+  /// Parent tensors bound to the then-branch's inputs, in its input order.
+  std::vector<Tensor> then_inputs() const;
+  /// Parent tensors bound to the else-branch's inputs, in its input order.
+  std::vector<Tensor> else_inputs() const;
+  std::vector<Tensor> outputs() const { return op_.outputs(); }
+
+private:
+  Op op_;
+};
+
 namespace ops {
 
 /// How a call site is compiled. An aggregate:
@@ -65,6 +87,27 @@ std::vector<Tensor> repeat(const Graph& graph, std::int64_t count,
 CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,
                               const std::vector<Tensor>& inputs,
                               const InputsDict& inputs_dict = {});
+
+/// PopXL's `conditional`: runs `then_branch` when `condition` (a bool_ tensor of one element)
+/// is true at run time, `else_branch` otherwise, and returns the outputs of the branch taken.
+/// Each branch's inputs are bound as `call` binds them; the branches must return as many
+/// outputs, of equal shapes and dtypes. A by-ref input a branch writes is changed in the
+/// parent only when that branch runs. Replicas decide for themselves: each reads its own
+/// condition. A branch may not load from or store to host streams or run collectives (a
+/// replica that skips the branch would leave its stream or its peers waiting): the Session
+/// refuses such a program with a GraphError.
+std::vector<Tensor> conditional(const Tensor& condition, const Graph& then_branch,
+                                const Graph& else_branch,
+                                const std::vector<Tensor>& then_inputs = {},
+                                const std::vector<Tensor>& else_inputs = {},
+                                const InputsDict& then_inputs_dict = {},
+                                const InputsDict& else_inputs_dict = {});
+ConditionalSiteInfo conditional_with_info(const Tensor& condition, const Graph& then_branch,
+                                          const Graph& else_branch,
+                                          const std::vector<Tensor>& then_inputs = {},
+                                          const std::vector<Tensor>& else_inputs = {},
+                                          const InputsDict& then_inputs_dict = {},
+                                          const InputsDict& else_inputs_dict = {});
 
 } // namespace ops
 } // namespace pxl
