@@ -5,6 +5,7 @@
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/core/input_array.hpp"
 #include "pxl/emu/memory_report.hpp"
+#include "pxl/emu/profile.hpp"
 #include "pxl/emu/step_observer.hpp"
 #include "pxl/emu/target.hpp"
 #include "pxl/ir/ir.hpp"
@@ -62,6 +63,9 @@ struct SessionOptions {
   std::int64_t stream_queue_depth = 2;
   /// Copy the weights back to the host when the outermost attachment ends.
   bool weights_to_host_on_exit = true;
+  /// Estimate the device time of every step the runs execute (the cost model of
+  /// `emu/cost_model.hpp`) for `profile()` and `write_trace()`. Off, a run pays nothing for it.
+  bool profile = false;
 };
 
 /// Arrays for h2d streams, each shaped `[num_host_transfers, replication_factor, *shape]`
@@ -322,6 +326,17 @@ public:
   /// Device memory per IPU of one replica (always-live and peak not-always-live) and the
   /// largest tensors.
   emu::MemoryReport memory_report() const;
+  /// memory_report() as JSON; IoError when the file cannot be written.
+  void write_memory_report(const std::string& path) const;
+  /// The estimated device time of the runs so far, per IPU, graph, op kind and op
+  /// (SessionError unless the session was made with SessionOptions::profile).
+  emu::Profile profile() const;
+  /// Chrome/Perfetto trace-event JSON of the runs so far (their first
+  /// Profiler::event_limit steps): a track per IPU with each step's estimated duration, calls,
+  /// loops and branches as enclosing slices, host round trips, and a host track of the runs'
+  /// wall-clock times. Opens in ui.perfetto.dev and chrome://tracing. SessionError unless
+  /// profiling, IoError when the file cannot be written.
+  void write_trace(const std::string& path) const;
   const emu::Target& target() const;
   unsigned num_workers() const;
   /// The Ir the session was built from; SessionError once it has been destroyed.

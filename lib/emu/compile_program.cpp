@@ -269,6 +269,8 @@ private:
       }
       out.info.graph = g;
       out.info.ipu = step.ipu;
+      if (!step.outputs.empty())
+        out.info.dtype = ir_.spec(values[step.outputs[0]].tensor).dtype;
       if (step.is_copy()) {
         out.info.kind = StepKind::copy;
         plan.steps.push_back(std::move(out));

@@ -68,6 +68,8 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
   // Kernels are compiled for the executor's chunks, which it hands out to the workers.
   replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas);
   executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
+  if (options_.profile)
+    profiler_ = std::make_unique<Profiler>(view_, target_);
 
   refresh_expected();
 
@@ -202,6 +204,22 @@ void Engine::weights_from_host_locked() {
       std::memcpy(replicas_[r]->address(t),
                   host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes, bytes);
     }
+}
+
+Profile Engine::profile() {
+  auto lock = enter("Session::profile");
+  if (!profiler_)
+    throw SessionError("Session::profile: this session does not profile; make it with "
+                       "SessionOptions{.profile = true}");
+  return profiler_->profile();
+}
+
+void Engine::write_trace(const std::string& path) {
+  auto lock = enter("Session::write_trace");
+  if (!profiler_)
+    throw SessionError("Session::write_trace: this session does not profile; make it with "
+                       "SessionOptions{.profile = true}");
+  profiler_->write_trace(path);
 }
 
 void Engine::weights_to_host() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "executor.hpp"
+#include "profiler.hpp"
 #include "program.hpp"
 #include "replica.hpp"
 #include "stream_state.hpp"
@@ -52,6 +53,8 @@ public:
 
   /// One replica's memory: every replica has the same program on its own IPUs.
   const MemoryReport& memory_report() const { return program_.memory; }
+  Profile profile();
+  void write_trace(const std::string& path);
   const Target& target() const { return target_; }
   const SessionOptions& options() const { return options_; }
   unsigned num_workers() const { return pool_->size(); }
@@ -107,6 +110,7 @@ private:
   std::vector<std::unique_ptr<Replica>> replicas_;
   /// Declared after the program and replicas: destroying it stops the workers first.
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Profiler> profiler_; ///< with SessionOptions::profile
   std::vector<HostToDeviceStream> expected_in_;
   std::vector<DeviceToHostStream> expected_out_;
   /// By variable: its value, or one per group for a grouped variable ((num_groups, *shape)).

@@ -297,7 +297,17 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
   // An exception the observer threw ends the run only once its streams are settled.
   std::exception_ptr observer_error;
   try {
-    executor_->run(observer);
+    if (profiler_) {
+      ProfilingObserver profiling(*profiler_, observer);
+      profiler_->begin_run();
+      struct RunEnd {
+        Profiler& p;
+        ~RunEnd() { p.end_run(); }
+      } run_end{*profiler_};
+      executor_->run(&profiling);
+    } else {
+      executor_->run(observer);
+    }
   } catch (...) {
     observer_error = std::current_exception();
   }

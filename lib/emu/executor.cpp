@@ -83,7 +83,7 @@ private:
     if (replicas == 0)
       return;
     try {
-      o.on_step(info, {e_.starts_[depth], Clock::now()}, replicas);
+      o.on_step(info, {e_.starts_[depth], Clock::now(), depth}, replicas);
     } catch (...) {
       e_.observer_error_ = std::current_exception();
       e_.observer_.store(nullptr, std::memory_order_relaxed);

@@ -1,5 +1,7 @@
 #include "pxl/emu/memory_report.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <sstream>
 
@@ -39,6 +41,27 @@ std::string MemoryReport::summary() const {
     os << "  '" << tensors[i].id << "' (" << tensors[i].graph << ", IPU " << tensors[i].ipu << ") "
        << human(tensors[i].bytes) << (tensors[i].always_live ? " always-live" : "") << "\n";
   return os.str();
+}
+
+std::string MemoryReport::to_json() const {
+  nlohmann::json ipus_json = nlohmann::json::array(), tensors_json = nlohmann::json::array();
+  for (const IpuMemory& m : ipus)
+    ipus_json.push_back({{"ipu", m.ipu},
+                         {"capacity", m.capacity},
+                         {"variables", m.variables},
+                         {"constants", m.constants},
+                         {"code", m.code},
+                         {"always_live", m.always_live()},
+                         {"not_always_live_peak", m.not_always_live_peak},
+                         {"total", m.total()}});
+  for (const TensorMemory& t : tensors)
+    tensors_json.push_back({{"id", t.id},
+                            {"graph", t.graph},
+                            {"ipu", t.ipu},
+                            {"bytes", t.bytes},
+                            {"always_live", t.always_live}});
+  return nlohmann::json{{"ipus", std::move(ipus_json)}, {"tensors", std::move(tensors_json)}}.dump(
+      1);
 }
 
 } // namespace pxl::emu

@@ -5,6 +5,7 @@
 #include "pxl/core/error.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 namespace pxl {
 
@@ -106,6 +107,16 @@ std::vector<ReplicaDrift> Session::check_replicas_in_sync() {
 }
 
 emu::MemoryReport Session::memory_report() const { return engine().memory_report(); }
+void Session::write_memory_report(const std::string& path) const {
+  std::ofstream out(path);
+  if (!out)
+    throw IoError("Session::write_memory_report: cannot open '" + path + "' for writing");
+  out << engine().memory_report().to_json() << '\n';
+  if (!out.flush())
+    throw IoError("Session::write_memory_report: writing '" + path + "' failed");
+}
+emu::Profile Session::profile() const { return engine().profile(); }
+void Session::write_trace(const std::string& path) const { engine().write_trace(path); }
 const emu::Target& Session::target() const { return engine().target(); }
 unsigned Session::num_workers() const { return engine().num_workers(); }
 Ir& Session::ir() const {

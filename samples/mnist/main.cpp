@@ -10,11 +10,13 @@
 #include "pxl/addons/data/fashion_mnist.hpp"
 #include "pxl/addons/safetensors.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/emu/profile.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -35,6 +37,9 @@ struct Options {
   std::uint64_t seed = 42;
   std::string save;
   std::string load;
+  bool profile = false;
+  std::string trace;
+  std::string memory_report;
   // One worker: at the default batch of 8 most steps are too small to share, so two workers
   // gain little on an idle machine and lose beside a busy process (test/bench/contention);
   // from batch 32 two are faster idle and as fast under contention.
@@ -46,6 +51,9 @@ int train_and_test(const Options& o) {
   if (o.replicas < 1)
     throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
                           std::to_string(o.replicas));
+  // The trace is written after training: find out now whether it can be.
+  if (!o.trace.empty() && !std::ofstream(o.trace))
+    throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
   const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
   std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
@@ -58,7 +66,8 @@ int train_and_test(const Options& o) {
                                 .gradient_accumulation = o.gradient_accumulation,
                                 .replicas = o.replicas,
                                 .seed = o.seed,
-                                .workers = o.workers});
+                                .workers = o.workers,
+                                .profile = o.profile || !o.trace.empty()});
   const std::int64_t global_batch = train.global_batch_size();
   std::printf("Emulator: %u worker(s), %lld replica(s); batch %lld", train.session().num_workers(),
               static_cast<long long>(o.replicas), static_cast<long long>(o.batch_size));
@@ -70,6 +79,10 @@ int train_and_test(const Options& o) {
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
+  if (!o.memory_report.empty()) {
+    train.session().write_memory_report(o.memory_report);
+    std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
+  }
   if (!o.load.empty()) {
     train.load_weights(
         pxl::addons::NamedTensorData::from_dict(pxl::addons::load_safetensors(o.load)));
@@ -134,6 +147,21 @@ int train_and_test(const Options& o) {
                                     : 0.0,
                 static_cast<long long>(epoch_log.steps), epoch_log.progress->elapsed());
   }
+  if (o.profile || !o.trace.empty()) {
+    const pxl::emu::Profile profile = train.session().profile();
+    if (o.profile) {
+      std::printf("%s", profile.summary().c_str());
+      // A micro-batch is one step of the device program.
+      const auto steps = trained / global_batch;
+      std::printf("estimated device time per step: %.2f us\n",
+                  steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
+    }
+    if (!o.trace.empty()) {
+      train.session().write_trace(o.trace);
+      std::printf("Wrote the trace of the training runs to %s (open it in ui.perfetto.dev)\n",
+                  o.trace.c_str());
+    }
+  }
   if (!o.save.empty()) {
     pxl::addons::save_safetensors(o.save, train.weights().to_dict(), {{"model", "mnist.Net"}});
     std::printf("Saved weights to %s\n", o.save.c_str());
@@ -190,6 +218,13 @@ int main(int argc, char** argv) {
                  "Emulator worker threads (0: one per core: from batch 32 faster, busy machine "
                  "or not; at batch 8 barely faster idle and slower beside a busy process)")
       ->capture_default_str();
+  app.add_flag("--profile", o.profile,
+               "Estimate the IPU's time for every training step (the cost model) and print "
+               "PopVision's execution summary after training");
+  app.add_option("--trace", o.trace,
+                 "Write a Chrome/Perfetto trace of the training runs' estimated steps to FILE");
+  app.add_option("--memory-report", o.memory_report,
+                 "Write the training program's memory report to FILE (JSON)");
   CLI11_PARSE(app, argc, argv);
 
   try {

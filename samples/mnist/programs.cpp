@@ -24,7 +24,9 @@ namespace mnist {
 using pxl::Tensor;
 using pxl::addons::NamedTensors;
 
-pxl::SessionOptions session_options(unsigned workers) { return {.workers = workers}; }
+pxl::SessionOptions session_options(unsigned workers, bool profile = false) {
+  return {.workers = workers, .profile = profile};
+}
 
 namespace {
 
@@ -135,7 +137,7 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     }
   }
   ir_.set_num_host_transfers(options.steps_per_execution * options.gradient_accumulation);
-  session_.emplace(ir_, "ipu_model", session_options(options.workers));
+  session_.emplace(ir_, "ipu_model", session_options(options.workers, options.profile));
   attachment_.emplace(session_->attach());
 }
 

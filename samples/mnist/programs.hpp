@@ -45,6 +45,8 @@ struct TrainingOptions {
   std::uint64_t seed = 42;
   /// Emulator worker threads (0: one per core).
   unsigned workers = 0;
+  /// Estimate the device time of every step (Session::profile, write_trace).
+  bool profile = false;
 };
 
 /// A range whose elements are Batches held by the range (a container, a BatchView, a range-v3

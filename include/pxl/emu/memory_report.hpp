@@ -41,6 +41,8 @@ struct MemoryReport {
   bool fits() const;
   /// A printable summary: per IPU the totals, then the five largest tensors.
   std::string summary() const;
+  /// Every field as JSON: {"ipus": [...], "tensors": [...]}.
+  std::string to_json() const;
   friend std::ostream& operator<<(std::ostream& os, const MemoryReport& r) {
     return os << r.summary();
   }

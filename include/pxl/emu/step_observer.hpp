@@ -2,10 +2,12 @@
 // that sees every step a run executes.
 #pragma once
 
+#include "pxl/core/dtype.hpp"
 #include "pxl/ir/op_kind.hpp"
 #include "pxl/ir/view.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -37,6 +39,8 @@ struct StepInfo {
   /// non-arithmetic kernels; 0 for copies. For call, repeat and conditional: the arguments'
   /// copies only, the callee's steps are reported on their own.
   std::int64_t flops = 0;
+  /// Element type of the step's first output (a matmul's operands share it).
+  DType dtype = DType::float32;
   std::optional<GraphId> callee;      ///< call and repeat; a conditional's then-branch
   std::optional<GraphId> else_callee; ///< a conditional's else-branch
   std::int64_t trips = 1;             ///< repeat: iterations
@@ -46,6 +50,8 @@ struct StepInfo {
 /// completion of its last piece of work.
 struct StepTiming {
   std::chrono::steady_clock::time_point start, end;
+  /// Calls, loops and branches enclosing the step (0 in the main graph).
+  std::size_t depth = 0;
 };
 
 /// Sees every step a run executes, in execution order (a callee's steps before the call step

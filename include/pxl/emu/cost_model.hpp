@@ -1,0 +1,57 @@
+// pxl::emu::estimate: the estimated IPU cycles of a compiled step, from its StepInfo and the
+// Target, split as a BSP step is (compute, exchange, sync) plus host transfers.
+#pragma once
+
+#include "pxl/emu/step_observer.hpp"
+#include "pxl/emu/target.hpp"
+
+#include <cstdint>
+
+namespace pxl::emu {
+
+/// Estimated cycles of one execution of a step on one IPU. Deterministic: a function of the
+/// step and the Target only, whatever the host's load or worker count.
+struct StepCost {
+  std::int64_t compute = 0;  ///< on-tile work
+  std::int64_t exchange = 0; ///< moving data between tiles, or over IPU-Links
+  std::int64_t sync = 0;     ///< BSP syncs
+  std::int64_t host = 0;     ///< host transfers and round trips
+
+  std::int64_t total() const { return compute + exchange + sync + host; }
+  StepCost& operator+=(const StepCost& o) {
+    compute += o.compute;
+    exchange += o.exchange;
+    sync += o.sync;
+    host += o.host;
+    return *this;
+  }
+  friend bool operator==(const StepCost&, const StepCost&) = default;
+};
+
+/// Smallest piece of a tensor the linear tile mapping puts on one tile (Poplar's default
+/// mapping spreads a tensor over the tiles in pieces of at least this many bytes).
+inline constexpr std::int64_t mapping_grain_bytes = 64;
+
+/// Tiles a tensor of `bytes` spans under the linear mapping: one per grain, at most every tile.
+std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
+
+/// The cost of one execution of a step that `replicas` replicas ran together:
+/// - a matmul: its multiply-accumulates over the tiles its output spans, at the AMP rate of
+///   its dtype (float16 4× float32), at 85% of that peak; its operands are exchanged;
+/// - other kernels: their element operations at the vector width of their dtype, barrel-
+///   scheduled over the tile's workers, transcendental functions at 4 instructions per
+///   vector; kernels that rearrange or combine elements (reductions, shape ops, nn ops)
+///   exchange their inputs, element-wise ones work where their data is;
+/// - copies and the argument copies of calls, loops and conditionals: an exchange;
+/// - collectives: the ring's bytes over IPU-Links ((R−1)/R of the data each way for a
+///   reduce-scatter or an all-gather, twice that for an all-reduce) and the reduction;
+/// - host loads and stores: their bytes over the host link;
+/// - every step one BSP sync.
+/// Control steps (call, repeat, conditional) cost only their own copies: the steps they run
+/// are estimated on their own.
+StepCost estimate(const StepInfo& info, const Target& target, std::int64_t replicas = 1);
+
+/// Cycles of the host round trip paid once per Session::run.
+std::int64_t round_trip_cycles(const Target& target);
+
+} // namespace pxl::emu

@@ -1,0 +1,153 @@
+// The cost model: a closed-form estimate of each step's IPU cycles (see cost_model.hpp).
+#include "pxl/emu/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pxl::emu {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? a : (a + b - 1) / b; }
+
+/// Cycles for `seconds` of transfer at `hz`, at least one when anything moves.
+std::int64_t cycles_of(double seconds, double hz) {
+  return seconds <= 0 ? 0 : std::max<std::int64_t>(1, std::llround(std::ceil(seconds * hz)));
+}
+
+/// Vector instructions per element: 4 for the functions computed by a short series.
+std::int64_t instructions_per_vector(OpKind k) {
+  switch (k) {
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Gelu:
+  case OpKind::GeluErf:
+  case OpKind::Erf:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Pow:
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+  case OpKind::LayerNorm:
+  case OpKind::NllLoss:
+  case OpKind::NllLossWithSoftmaxGrad:
+  case OpKind::RandomNormal:
+  case OpKind::RandomUniform:
+    return 4;
+  default:
+    return 1;
+  }
+}
+
+/// Whether a kernel reads its inputs where its output is mapped: element-wise work and
+/// updates of a tensor by one of the same shape (and reshapes, which keep the linear mapping).
+bool works_in_place(OpKind k) {
+  const OpFamily f = family_of(k);
+  return f == OpFamily::elementwise || f == OpFamily::var_updates || f == OpFamily::random ||
+         k == OpKind::Reshape || k == OpKind::Init || k == OpKind::Arange;
+}
+
+/// Exchange cycles for `bytes` spread over the tiles they span.
+std::int64_t exchange_cycles(std::int64_t bytes, const Target& t) {
+  if (bytes <= 0)
+    return 0;
+  return ceil_div(bytes, t.exchange_bytes_per_cycle * tiles_spanned(bytes, t));
+}
+
+/// Element operations `ops` at the vector width of `dtype`, over `tiles`, barrel-scheduled:
+/// each worker of a tile issues its share of the instructions, one every `workers` cycles.
+std::int64_t vector_cycles(std::int64_t ops, DType dtype, std::int64_t tiles, const Target& t,
+                           std::int64_t per_vector) {
+  if (ops <= 0)
+    return 0;
+  const std::int64_t width =
+      std::max<std::int64_t>(1, t.vector_bytes / static_cast<std::int64_t>(size_of(dtype)));
+  const std::int64_t per_tile = ceil_div(ops, tiles);
+  const std::int64_t workers = std::max<std::int64_t>(1, t.workers_per_tile);
+  const std::int64_t per_worker = ceil_div(ceil_div(per_tile, width) * per_vector, workers);
+  return per_worker * workers;
+}
+
+/// Ring bytes one replica sends for a collective over `replicas` replicas.
+std::int64_t ring_bytes(OpKind k, std::int64_t bytes, std::int64_t replicas) {
+  if (replicas <= 1)
+    return 0;
+  const std::int64_t one_way = ceil_div(bytes * (replicas - 1), replicas);
+  switch (k) {
+  case OpKind::ReplicatedAllReduce:
+  case OpKind::ReplicatedAllReduceInplace:
+    return 2 * one_way;
+  case OpKind::ReplicatedReduceScatter:
+  case OpKind::ReplicatedAllGather:
+    return one_way;
+  default: // slices read the replica's own part
+    return 0;
+  }
+}
+
+} // namespace
+
+std::int64_t tiles_spanned(std::int64_t bytes, const Target& target) {
+  return std::clamp<std::int64_t>(ceil_div(bytes, mapping_grain_bytes), 1,
+                                  std::max<std::int64_t>(1, target.tiles_per_ipu));
+}
+
+std::int64_t round_trip_cycles(const Target& target) {
+  return cycles_of(target.host_round_trip_seconds, target.clock_hz);
+}
+
+StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) {
+  StepCost c;
+  c.sync = t.sync_cycles;
+  switch (info.kind) {
+  case StepKind::copy:
+  case StepKind::call:
+  case StepKind::repeat:
+  case StepKind::conditional:
+    c.exchange = exchange_cycles(info.bytes_read + info.bytes_written, t);
+    if (c.exchange == 0)
+      c.sync = 0; // a call without argument copies is only a jump
+    return c;
+  case StepKind::fused_matmul:
+  case StepKind::kernel:
+  case StepKind::fused_all_reduce:
+    break;
+  }
+  const OpKind k = info.op_kind;
+  const std::int64_t tiles = tiles_spanned(info.bytes_written, t);
+  if (k == OpKind::HostLoad || k == OpKind::HostStore) {
+    const std::int64_t bytes = k == OpKind::HostLoad ? info.bytes_written : info.bytes_read;
+    c.host = cycles_of(static_cast<double>(bytes) / t.host_link_bytes_per_second, t.clock_hz);
+    return c;
+  }
+  if (k == OpKind::MatMul) {
+    // The AMP units of the tiles the output spans, at 85% of their peak.
+    const std::int64_t rate =
+        info.dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
+    const double macs = static_cast<double>(info.flops) / 2;
+    c.compute = std::llround(std::ceil(macs / (0.85 * static_cast<double>(tiles * rate))));
+    c.exchange = exchange_cycles(info.bytes_read, t);
+    if (info.kind == StepKind::fused_matmul) // the folded update: an element-wise pass
+      c.compute +=
+          vector_cycles(info.bytes_written / static_cast<std::int64_t>(size_of(info.dtype)),
+                        info.dtype, tiles, t, 1);
+    return c;
+  }
+  if (family_of(k) == OpFamily::collectives || info.kind == StepKind::fused_all_reduce) {
+    const std::int64_t bytes = std::max(info.bytes_read, info.bytes_written);
+    c.exchange =
+        cycles_of(static_cast<double>(ring_bytes(k, bytes, replicas)) / t.ipu_link_bytes_per_second,
+                  t.clock_hz);
+    c.compute = vector_cycles(info.flops, info.dtype, tiles, t, 1);
+    return c;
+  }
+  c.compute = vector_cycles(info.flops, info.dtype, tiles, t, instructions_per_vector(k));
+  if (!works_in_place(k))
+    c.exchange = exchange_cycles(info.bytes_read, t);
+  return c;
+}
+
+} // namespace pxl::emu

@@ -1,0 +1,89 @@
+// The Profiler: a StepObserver a profiling Session runs with, accumulating the cost model's
+// estimates into a Profile and keeping the first steps as trace events.
+#pragma once
+
+#include "pxl/emu/profile.hpp"
+#include "pxl/ir/view.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pxl::emu::detail {
+
+class Profiler final : public StepObserver {
+public:
+  /// At most this many device events are kept for the trace (the first ones); the profile
+  /// counts every step whatever the limit.
+  static constexpr std::size_t event_limit = 200'000;
+
+  /// `view` and `target` must outlive the profiler.
+  Profiler(const IrView& view, const Target& target);
+
+  /// Around each run: the host round trip, and the run's wall-clock interval.
+  void begin_run();
+  void end_run();
+  void on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) override;
+
+  Profile profile() const;
+  /// Chrome/Perfetto trace-event JSON: a process per IPU with the estimated steps (calls,
+  /// loops and branches as enclosing slices), and a host process with the runs' wall clock.
+  /// IoError when the file cannot be written.
+  void write_trace(const std::string& path) const;
+
+private:
+  struct Event {
+    StepInfo info;
+    std::int64_t start = 0; ///< device cycles since the session began
+    std::int64_t cycles = 0;
+    StepCost own; ///< the step's own cost (a control step's copies only)
+    std::int64_t replicas = 0;
+    std::size_t depth = 0;
+    bool round_trip = false;
+  };
+  struct Run {
+    double start_us = 0, end_us = 0; ///< wall clock since the profiler was made
+  };
+  struct Totals {
+    std::int64_t executions = 0;
+    StepCost cycles;
+  };
+
+  static void add(Totals& t, const StepCost& c) {
+    ++t.executions;
+    t.cycles += c;
+  }
+
+  const IrView& view_;
+  const Target& target_;
+  std::chrono::steady_clock::time_point origin_;
+  std::int64_t clock_ = 0; ///< device cycles so far
+  /// By depth d: when the latest step at depth d or less ended, i.e. when a call, loop or
+  /// conditional at depth d reported now began (its own steps are all deeper).
+  std::vector<std::int64_t> marks_;
+  std::int64_t runs_ = 0, steps_ = 0;
+  StepCost total_;
+  std::vector<Totals> by_ipu_, by_graph_, by_kind_, by_op_;
+  Totals copies_;
+  std::vector<Event> events_;
+  bool truncated_ = false;
+  std::vector<Run> host_runs_;
+};
+
+/// Passes every step to the profiler, then to the run's own observer.
+class ProfilingObserver final : public StepObserver {
+public:
+  ProfilingObserver(Profiler& profiler, StepObserver* next) : profiler_(profiler), next_(next) {}
+  void on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) override {
+    profiler_.on_step(info, timing, replicas);
+    if (next_)
+      next_->on_step(info, timing, replicas);
+  }
+
+private:
+  Profiler& profiler_;
+  StepObserver* next_;
+};
+
+} // namespace pxl::emu::detail

@@ -1,0 +1,275 @@
+// The cost model against closed forms, Session::profile, the trace and the memory report's
+// JSON.
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+using namespace pxl;
+using emu::StepInfo;
+using emu::StepKind;
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+StepInfo kernel(OpKind k, std::int64_t flops, std::int64_t read, std::int64_t written,
+                DType dtype = float32) {
+  StepInfo i;
+  i.kind = StepKind::kernel;
+  i.op = OpId{0};
+  i.op_kind = k;
+  i.flops = flops;
+  i.bytes_read = read;
+  i.bytes_written = written;
+  i.dtype = dtype;
+  return i;
+}
+
+nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+/// A temporary file name, removed at the end of the scope.
+struct TempPath {
+  std::filesystem::path path;
+  explicit TempPath(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             (name + "." + std::to_string(::getpid()) + ".json")) {}
+  ~TempPath() { std::filesystem::remove(path); }
+};
+
+/// x -> relu(x @ w) in a called graph, stored: one (8, 64) @ (64, 32) matmul per step.
+struct MatMulProgram {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+  Graph layer;
+
+  explicit MatMulProgram(std::int64_t steps = 1) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({8, 64}, float32, "x");
+    y = d2h_stream({8, 32}, float32, "y");
+    auto w = variable(HostTensor::full({64, 32}, float32, 0.01), "w");
+    layer = ir.create_graph(
+        "layer", [](Tensor t, Tensor wt) { return ops::relu(ops::matmul(t, wt)); },
+        TensorSpec{{8, 64}, float32}, w);
+    Graph step = ir.create_empty_graph("step");
+    {
+      auto scope = step.scope();
+      auto wi = graph_input(w.spec(), "w", /*by_ref=*/true);
+      ops::host_store(y, ops::call(layer, {ops::host_load(x), wi})[0]);
+    }
+    ops::repeat(step, steps, {w});
+    ir.set_num_host_transfers(steps);
+  }
+};
+} // namespace
+
+TEST_CASE("cost model: a matmul's cycles are its MACs over the AMP units of its tiles") {
+  const emu::Target t = emu::ipu2();
+  // (64, 256) @ (256, 128), float32: the output's 32 KiB span 512 tiles.
+  const std::int64_t m = 64, k = 256, n = 128;
+  const auto mm =
+      emu::estimate(kernel(OpKind::MatMul, 2 * m * n * k, (m * k + k * n) * 4, m * n * 4), t);
+  const std::int64_t tiles = emu::tiles_spanned(m * n * 4, t);
+  CHECK(tiles == m * n * 4 / emu::mapping_grain_bytes);
+  CHECK(mm.compute == static_cast<std::int64_t>(std::ceil(m * n * k / (0.85 * tiles * 16))));
+  CHECK(mm.exchange == ceil_div((m * k + k * n) * 4, 4 * t.tiles_per_ipu));
+  CHECK(mm.sync == t.sync_cycles);
+  CHECK(mm.host == 0);
+  // A large float16 matmul reaches 85% of the float16 peak, never more.
+  const std::int64_t big = 4096;
+  const auto f16 = emu::estimate(
+      kernel(OpKind::MatMul, 2 * big * big * big, 2 * big * big * 2, big * big * 2, float16), t);
+  const double peak_cycles = static_cast<double>(big * big * big) / (t.tiles_per_ipu * 64.0);
+  CHECK(peak_cycles / static_cast<double>(f16.compute) >= 0.7);
+  CHECK(peak_cycles / static_cast<double>(f16.compute) <= 1.0);
+  // float16 runs 4x the float32 MAC rate.
+  const auto f32 = emu::estimate(
+      kernel(OpKind::MatMul, 2 * big * big * big, 2 * big * big * 4, big * big * 4, float32), t);
+  CHECK(static_cast<double>(f32.compute) / static_cast<double>(f16.compute) ==
+        doctest::Approx(4.0).epsilon(0.01));
+}
+
+TEST_CASE("cost model: copies, host transfers, collectives and round trips in closed form") {
+  const emu::Target t = emu::ipu2();
+  // A copy of 1 MiB: both its reads and writes cross tiles, 4 bytes per tile per cycle.
+  StepInfo copy;
+  copy.kind = StepKind::copy;
+  copy.bytes_read = copy.bytes_written = 1 << 20;
+  const auto c = emu::estimate(copy, t);
+  CHECK(c.exchange == ceil_div(2 << 20, 4 * t.tiles_per_ipu));
+  CHECK(c.compute == 0);
+  CHECK(c.sync == t.sync_cycles);
+  // A host load of 1 MB over the 16 GB/s link: 62.5 us.
+  const auto load = emu::estimate(kernel(OpKind::HostLoad, 0, 0, 1'000'000), t);
+  CHECK(load.host == static_cast<std::int64_t>(std::ceil(1e6 / 16e9 * t.clock_hz)));
+  CHECK(emu::round_trip_cycles(t) == static_cast<std::int64_t>(std::ceil(50e-6 * 1.33e9)));
+  // An all-reduce over 4 replicas sends 2 (R-1)/R of its bytes over the IPU-Links.
+  const std::int64_t bytes = 4 << 20;
+  const auto ar = emu::estimate(kernel(OpKind::ReplicatedAllReduce, bytes / 4, bytes, bytes), t, 4);
+  CHECK(ar.exchange ==
+        static_cast<std::int64_t>(std::ceil(2.0 * bytes * 3 / 4 / 27.2e9 * t.clock_hz)));
+  CHECK(
+      emu::estimate(kernel(OpKind::ReplicatedAllReduce, bytes / 4, bytes, bytes), t, 1).exchange ==
+      0);
+  // Element-wise work stays where its data is; a transpose exchanges its input.
+  CHECK(emu::estimate(kernel(OpKind::Add, 1 << 16, 2 << 18, 1 << 18), t).exchange == 0);
+  CHECK(emu::estimate(kernel(OpKind::Transpose, 1 << 16, 1 << 18, 1 << 18), t).exchange > 0);
+  // Transcendental functions take more vector instructions than additions.
+  CHECK(emu::estimate(kernel(OpKind::Exp, 1 << 20, 4 << 20, 4 << 20), t).compute >
+        emu::estimate(kernel(OpKind::Add, 1 << 20, 8 << 20, 4 << 20), t).compute);
+}
+
+TEST_CASE("Session::profile: every executed step and a round trip per run; deterministic") {
+  std::vector<emu::Profile> profiles;
+  for (const unsigned workers : {1u, 2u}) {
+    MatMulProgram p;
+    Session s(p.ir, "ipu_model", {.workers = workers, .oversubscribe = true, .profile = true});
+    auto attached = s.attach();
+    for (int run = 0; run < 3; ++run)
+      s.run({{p.x, HostTensor::full({8, 64}, float32, 1.0)}});
+    profiles.push_back(s.profile());
+  }
+  const emu::Profile& p = profiles[0];
+  CHECK(p.runs == 3);
+  CHECK(p.target == "ipu2");
+  // Per run: the loop, the step's host load, call, matmul, relu, host store (and copies).
+  CHECK(p.steps >= 3 * 6);
+  CHECK(p.total.host >= 3 * emu::round_trip_cycles(emu::ipu2()));
+  CHECK(p.total.compute > 0);
+  CHECK(p.seconds() == doctest::Approx(static_cast<double>(p.total.total()) / 1.33e9));
+  REQUIRE(p.ipus.size() == 1);
+  CHECK(p.ipus[0].cycles.total() + 3 * emu::round_trip_cycles(emu::ipu2()) == p.total.total());
+  std::int64_t by_kind = 0;
+  for (const auto& line : p.op_kinds)
+    by_kind += line.cycles.total();
+  CHECK(by_kind == p.ipus[0].cycles.total());
+  CHECK(std::ranges::any_of(p.op_kinds, [](const auto& l) { return l.name == "MatMul"; }));
+  CHECK(!p.top_ops.empty());
+  CHECK(p.summary().find("Estimated device time on ipu2") != std::string::npos);
+  // Workers change nothing.
+  CHECK(profiles[1].total == p.total);
+  CHECK(profiles[1].steps == p.steps);
+
+  // Without SessionOptions::profile there is nothing to report.
+  MatMulProgram q;
+  Session plain(q.ir);
+  CHECK_THROWS_WITH_AS(plain.profile(), doctest::Contains("SessionOptions{.profile = true}"),
+                       SessionError);
+  CHECK_THROWS_AS(plain.write_trace("unused.json"), SessionError);
+}
+
+TEST_CASE("Session::profile: a device loop saves the host round trips of separate runs") {
+  auto per_step = [](std::int64_t steps_per_run, std::int64_t runs) {
+    MatMulProgram p(steps_per_run);
+    Session s(p.ir, "ipu_model", {.profile = true});
+    auto attached = s.attach();
+    for (std::int64_t r = 0; r < runs; ++r)
+      s.run({{p.x, HostTensor::full(steps_per_run > 1 ? Shape{steps_per_run, 8, 64} : Shape{8, 64},
+                                    float32, 1.0)}});
+    return s.profile().seconds() / static_cast<double>(steps_per_run * runs);
+  };
+  const double one = per_step(1, 20), loop = per_step(20, 1);
+  CHECK(one / loop >= 1.2);
+}
+
+TEST_CASE("Target presets: Bow computes the same cycles 1.85/1.33 times faster") {
+  auto profile = [](emu::Target t) {
+    MatMulProgram p;
+    Session s(p.ir, std::move(t), {.profile = true});
+    auto attached = s.attach();
+    s.run({{p.x, HostTensor::full({8, 64}, float32, 1.0)}});
+    return s.profile();
+  };
+  const auto ipu2 = profile(emu::ipu2()), bow = profile(emu::bow());
+  // The same cycles on the device; the host link and round trip are times, so they take more
+  // of Bow's cycles.
+  auto device = [](const emu::Profile& p) {
+    return p.total.compute + p.total.exchange + p.total.sync;
+  };
+  CHECK(device(ipu2) == device(bow));
+  CHECK(bow.total.host > ipu2.total.host);
+  const double ratio = (static_cast<double>(device(ipu2)) / ipu2.clock_hz) /
+                       (static_cast<double>(device(bow)) / bow.clock_hz);
+  CHECK(ratio == doctest::Approx(1.85 / 1.33));
+  // PopART's default IPU Model has 4 tiles: the same matmul spreads over fewer of them.
+  CHECK(device(profile(emu::popart_ipu_model())) > device(ipu2));
+}
+
+TEST_CASE("Session::write_trace: Chrome trace events that add up to the profile") {
+  MatMulProgram p(2);
+  Session s(p.ir, "ipu_model", {.workers = 2, .oversubscribe = true, .profile = true});
+  auto attached = s.attach();
+  s.run({{p.x, HostTensor::full({2, 8, 64}, float32, 1.0)}});
+  s.run({{p.x, HostTensor::full({2, 8, 64}, float32, 1.0)}});
+  const TempPath trace("pxl_trace");
+  s.write_trace(trace.path.string());
+  const auto j = read_json(trace.path);
+  REQUIRE(j.contains("traceEvents"));
+  const auto& events = j["traceEvents"];
+  bool ipu_named = false, host_named = false;
+  std::int64_t top_level = 0, host_runs = 0;
+  std::vector<nlohmann::json> slices;
+  for (const auto& e : events) {
+    if (e["ph"] == "M") {
+      if (e["name"] == "process_name") {
+        ipu_named |= e["pid"] == 0 && e["args"]["name"].get<std::string>().starts_with("IPU 0");
+        host_named |= e["pid"] == 1 && e["args"]["name"] == "Host (wall clock)";
+      }
+      continue;
+    }
+    REQUIRE(e["ph"] == "X");
+    CHECK(e["dur"].get<double>() >= 0);
+    if (e["pid"] == 1) {
+      ++host_runs;
+      continue;
+    }
+    if (e["args"]["depth"] == 0)
+      top_level += e["args"]["cycles"].get<std::int64_t>();
+    slices.push_back(e);
+  }
+  CHECK(ipu_named);
+  CHECK(host_named);
+  CHECK(host_runs == 2);
+  CHECK(top_level == s.profile().total.total());
+  // The loop's slice encloses the matmul's, which its steps ran.
+  const auto loop = std::ranges::find_if(slices, [](const auto& e) {
+    return e["name"].template get<std::string>().ends_with("(Loop)");
+  });
+  const auto mm = std::ranges::find_if(slices, [](const auto& e) {
+    return e["name"].template get<std::string>().ends_with("(MatMul)");
+  });
+  REQUIRE(loop != slices.end());
+  REQUIRE(mm != slices.end());
+  const double loop_start = (*loop)["ts"], loop_end = loop_start + (*loop)["dur"].get<double>();
+  const double mm_start = (*mm)["ts"], mm_end = mm_start + (*mm)["dur"].get<double>();
+  CHECK(loop_start <= mm_start);
+  CHECK(mm_end <= loop_end + 1e-9);
+  CHECK((*mm)["args"]["depth"] == 2); // main -> loop body -> layer
+  CHECK_THROWS_AS(s.write_trace("/nonexistent-dir/trace.json"), IoError);
+}
+
+TEST_CASE("Session::write_memory_report: the report as JSON") {
+  MatMulProgram p;
+  Session s(p.ir);
+  const TempPath file("pxl_memory");
+  s.write_memory_report(file.path.string());
+  const auto j = read_json(file.path);
+  const auto report = s.memory_report();
+  REQUIRE(j["ipus"].size() == 1);
+  CHECK(j["ipus"][0]["total"] == report.ipus[0].total());
+  CHECK(j["ipus"][0]["variables"] == 64 * 32 * 4);
+  CHECK(j["tensors"].size() == report.tensors.size());
+  CHECK(j["tensors"][0]["bytes"] == report.tensors[0].bytes);
+  CHECK_THROWS_AS(s.write_memory_report("/nonexistent-dir/memory.json"), IoError);
+}
