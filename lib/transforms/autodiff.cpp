@@ -10,7 +10,7 @@
 #include "pxl/transforms/rewrite.hpp"
 
 #include <algorithm>
-#include <set>
+#include <map>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
@@ -83,7 +83,7 @@ public:
         const Tensor t = op.input(i);
         const std::uint32_t now = current(view, t);
         if (now != t.index())
-          reads_.emplace(std::pair{op.index(), i}, now);
+          reads_.emplace(read_key(op, i), now);
       }
       if (is_inplace(op.kind())) {
         const TensorId root = view.alias_root(IrView::id(op.input(0)));
@@ -108,7 +108,7 @@ public:
 
   /// The version input `i` of `op` reads.
   std::uint32_t read(const Op& op, std::size_t i) const {
-    const auto it = reads_.find(std::pair{op.index(), i});
+    const auto it = reads_.find(read_key(op, i));
     return it != reads_.end() ? it->second : op.input(i).index();
   }
   /// The version graph output `t` holds when the graph ends.
@@ -128,13 +128,16 @@ public:
   }
 
 private:
+  static std::uint64_t read_key(const Op& op, std::size_t i) {
+    return std::uint64_t{op.index()} << 32 | static_cast<std::uint32_t>(i);
+  }
   std::uint32_t current(const IrView& view, const Tensor& t) const {
     const TensorId root = view.alias_root(IrView::id(t));
     const auto it = current_.find(root.value);
     return it != current_.end() ? it->second : t.index();
   }
 
-  std::map<std::pair<std::uint32_t, std::size_t>, std::uint32_t> reads_;
+  std::unordered_map<std::uint64_t, std::uint32_t> reads_;   // (op, input) -> version
   std::unordered_map<std::uint32_t, std::uint32_t> current_; // buffer root -> version
   std::unordered_map<std::uint32_t, Op> next_writer_;
   std::unordered_map<std::uint32_t, std::uint32_t> final_;
@@ -317,9 +320,9 @@ private:
   std::map<Graph, transforms::GradGraphInfo>& cache_;
   Versions versions_;
   Op op_;
-  std::map<std::uint32_t, Tensor> grads_;
-  std::map<std::uint32_t, Tensor> activations_;
-  std::set<std::uint32_t> needed_;
+  std::unordered_map<std::uint32_t, Tensor> grads_;
+  std::unordered_map<std::uint32_t, Tensor> activations_;
+  std::unordered_set<std::uint32_t> needed_;
   /// The forward graph's inputs and outputs, which the gradient graph can read (filled on
   /// first use; activations join as they become outputs).
   std::unordered_set<std::uint32_t> visible_;

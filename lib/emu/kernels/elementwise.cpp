@@ -61,11 +61,12 @@ std::int32_t wrap_negate(std::int32_t x) {
 inline float tanh_bounded(float x) {
   const double xd = x;
   const double ax = std::fabs(xd);
-  const double e = exp_bounded(std::max(-2.0 * ax, -700.0));
+  const double t = -2.0 * ax;
+  const double e = exp_bounded(select(t < -700.0, -700.0, t));
   const double big = std::copysign((1.0 - e) / (1.0 + e), xd);
   const double x2 = xd * xd;
   const double small = xd * (1.0 - x2 * (1.0 / 3.0 - x2 * (2.0 / 15.0)));
-  return static_cast<float>(ax < 1e-3 ? small : big);
+  return static_cast<float>(select(ax < 1e-3, small, big));
 }
 
 // One clone per instruction set; see PXL_VECTOR_CLONES.
@@ -448,8 +449,8 @@ inline float gelu_tanh(float x) {
   const double xd = x;
   const double u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd);
   const double t = -2.0 * u;
-  const double clamped = t < -700.0 ? -700.0 : (t > 700.0 ? 700.0 : t);
-  const double e = t > 700.0 ? std::numeric_limits<double>::infinity() : exp_bounded(clamped);
+  const double clamped = select(t < -700.0, -700.0, select(t > 700.0, 700.0, t));
+  const double e = select(t > 700.0, std::numeric_limits<double>::infinity(), exp_bounded(clamped));
   return static_cast<float>(xd / (1.0 + e));
 }
 

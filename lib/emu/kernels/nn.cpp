@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace pxl::emu::detail {
 
@@ -49,6 +50,17 @@ StepFn softmax_like(const KernelOp& op, const OpBuffers& buffers) {
         for (std::int64_t j = 0; j < p.n; ++j)
           m = std::max(m, static_cast<float>(xr[j * s]));
         A sum = 0;
+        if constexpr (!Log && std::is_same_v<T, float>) {
+          // exp once per element: kept in y (exactly, as a float) for the division.
+          for (std::int64_t j = 0; j < p.n; ++j) {
+            const float e = std::exp(xr[j * s] - m);
+            yr[j * s] = e;
+            sum += static_cast<A>(e);
+          }
+          for (std::int64_t j = 0; j < p.n; ++j)
+            yr[j * s] = static_cast<T>(static_cast<A>(yr[j * s]) / sum);
+          continue;
+        }
         for (std::int64_t j = 0; j < p.n; ++j)
           sum += static_cast<A>(std::exp(static_cast<float>(xr[j * s]) - m));
         if constexpr (Log) {

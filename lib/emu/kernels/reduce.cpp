@@ -4,6 +4,8 @@
 // the number of workers.
 #include "common.hpp"
 
+#include <algorithm>
+#include <array>
 #include <limits>
 
 namespace pxl::emu::detail {
@@ -34,7 +36,11 @@ ReducePlan plan_reduce(const Shape& in, const std::vector<std::int64_t>& axes) {
   return p;
 }
 
-/// y[o] = finish(fold(combine, init, x[o's reduced elements])).
+/// Outputs folded side by side when consecutive outputs are adjacent in the input.
+constexpr std::int64_t reduce_block = 256;
+
+/// y[o] = finish(fold(combine, init, x[o's reduced elements])), each output folding its
+/// elements in the same order however the work is split.
 template <typename T, typename Out, typename Acc, typename Combine, typename Finish>
 StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Combine combine,
                    Finish finish) {
@@ -42,21 +48,46 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
   Out* y = typed<Out>(buffers.outputs[0]);
   return [=](unsigned w, unsigned nw) {
     const auto [begin, end] = worker_range(p.n_out, w, nw);
-    p.kept.for_runs(begin, end,
-                    [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
-                      for (std::int64_t j = 0; j < len; ++j) {
-                        const T* base = x + off[0] + j * inner[0];
-                        Acc acc = init;
-                        p.reduced.for_runs(0, p.n_reduced,
-                                           [&](const auto& roff, const auto& rinner, std::int64_t,
-                                               std::int64_t rlen) {
-                                             const T* r = base + roff[0];
-                                             for (std::int64_t k = 0; k < rlen; ++k)
-                                               acc = combine(acc, compute_t<T>(r[k * rinner[0]]));
-                                           });
-                        y[pos + j] = static_cast<Out>(finish(acc));
-                      }
-                    });
+    p.kept.for_runs(
+        begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+          if (inner[0] == 1 && len > 1) {
+            // A run of outputs contiguous in the input (the last axis kept, as when
+            // a gradient is summed over its broadcast leading axes): fold a block of
+            // them together, reading each reduced row contiguously once, rather than
+            // walking the input at a large stride once per output.
+            for (std::int64_t j0 = 0; j0 < len; j0 += reduce_block) {
+              const std::int64_t n = std::min(reduce_block, len - j0);
+              std::array<Acc, reduce_block> acc;
+              std::fill_n(acc.begin(), n, init);
+              const T* base = x + off[0] + j0;
+              p.reduced.for_runs(
+                  0, p.n_reduced,
+                  [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
+                    for (std::int64_t k = 0; k < rlen; ++k) {
+                      const T* r = base + roff[0] + k * rinner[0];
+                      for (std::int64_t j = 0; j < n; ++j)
+                        acc[static_cast<std::size_t>(j)] =
+                            combine(acc[static_cast<std::size_t>(j)], compute_t<T>(r[j]));
+                    }
+                  });
+              for (std::int64_t j = 0; j < n; ++j)
+                y[pos + j0 + j] = static_cast<Out>(finish(acc[static_cast<std::size_t>(j)]));
+            }
+            return;
+          }
+          for (std::int64_t j = 0; j < len; ++j) {
+            const T* base = x + off[0] + j * inner[0];
+            Acc acc = init;
+            p.reduced.for_runs(
+                0, p.n_reduced,
+                [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
+                  const T* r = base + roff[0];
+                  for (std::int64_t k = 0; k < rlen; ++k)
+                    acc = combine(acc, compute_t<T>(r[k * rinner[0]]));
+                });
+            y[pos + j] = static_cast<Out>(finish(acc));
+          }
+        });
   };
 }
 

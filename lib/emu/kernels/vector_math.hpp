@@ -36,6 +36,15 @@ inline double exp_bounded(double t) {
   return p * std::bit_cast<double>(bits);
 }
 
+/// `c ? a : b` by masking bits, for loops meant to vectorise: the compiler may not turn it into
+/// a branch around the computation of `a` or `b` (which, under -ftrapping-math, it cannot
+/// turn back into a vector blend without AVX-512's masked instructions).
+inline double select(bool c, double a, double b) {
+  const std::uint64_t mask = 0 - static_cast<std::uint64_t>(c);
+  return std::bit_cast<double>((std::bit_cast<std::uint64_t>(a) & mask) |
+                               (std::bit_cast<std::uint64_t>(b) & ~mask));
+}
+
 // ThreadSanitizer instruments the clones' resolver, which runs before TSan has started and
 // crashes every program at load time; sanitized builds use the portable versions only.
 // A clone may contract multiply-adds into FMAs, so the last bit can differ between machines,

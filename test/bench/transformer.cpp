@@ -1,0 +1,321 @@
+// Benchmark: training throughput of a GPT-style decoder (lesson 5's model at two sizes: d_model
+// 64 / seq 32 and d_model 256 / seq 128, batch 16, vocabulary 256) on 1 and 2 emulator
+// workers, as steps/s and as a fraction of the machine's SGEMM peak (the model's matmul flops,
+// transformer_reference.hpp); where the time goes, per op kind, from a StepObserver; and, when
+// LibTorch is installed, the same model in LibTorch (its faster of 1 and 2 threads) and the
+// ratio. Prints medians of `reps` timings; asserts nothing.
+//
+//     build/test/bench/transformer [reps]
+//
+// For LibTorch's best configuration run it as DESIGN.md says, with
+// OMP_WAIT_POLICY=passive OPENBLAS_CORETYPE=SkylakeX in the environment.
+#include "sgemm_peak.hpp"
+#include "transformer_reference.hpp"
+
+#include <pxl/addons.hpp>
+#include <pxl/pxl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace addons = pxl::addons;
+namespace ops = pxl::ops;
+using bench::GptShape;
+using pxl::Tensor;
+using Clock = std::chrono::steady_clock;
+
+// The model of samples/05_transformer, with its sizes taken from a GptShape at run time.
+struct Attention : addons::Module<Attention> {
+  explicit Attention(const GptShape& s) : shape(s) {}
+  GptShape shape;
+  PXL_SUBMODULE(addons::Linear, qkv, 3 * shape.width);
+  PXL_SUBMODULE(addons::Linear, proj, shape.width);
+  Tensor build(Tensor x, Tensor causal) {
+    const std::int64_t head_width = shape.width / shape.heads;
+    const auto parts = ops::split(qkv(x), 3, 2);
+    // [batch, context, width] -> [batch, heads, context, head_width]
+    const auto per_head = [&](const Tensor& t) {
+      return ops::transpose(ops::reshape(t, {shape.batch, shape.context, shape.heads, head_width}),
+                            {0, 2, 1, 3});
+    };
+    const Tensor q = per_head(parts[0]), k = per_head(parts[1]), v = per_head(parts[2]);
+    Tensor scores = ops::matmul(q, ops::transpose(k, {0, 1, 3, 2})) *
+                    (1.0 / std::sqrt(static_cast<double>(head_width)));
+    scores = ops::where(causal, scores, pxl::constant(-1e9, pxl::float32));
+    const Tensor mixed = ops::matmul(ops::softmax(scores, -1), v);
+    return proj(ops::reshape(ops::transpose(mixed, {0, 2, 1, 3}),
+                             {shape.batch, shape.context, shape.width}));
+  }
+};
+
+struct Block : addons::Module<Block> {
+  explicit Block(const GptShape& s) : shape(s) {}
+  GptShape shape;
+  PXL_SUBMODULE(addons::LayerNorm, ln1);
+  PXL_SUBMODULE(Attention, attention, shape);
+  PXL_SUBMODULE(addons::LayerNorm, ln2);
+  PXL_SUBMODULE(addons::Linear, expand, 4 * shape.width);
+  PXL_SUBMODULE(addons::Linear, contract, shape.width);
+  Tensor build(Tensor x, Tensor causal) {
+    x += attention(ln1(x), causal);
+    x += contract(ops::gelu(expand(ln2(x))));
+    return x;
+  }
+};
+
+struct LanguageModel : addons::Module<LanguageModel> {
+  explicit LanguageModel(const GptShape& s) : shape(s) {}
+  GptShape shape;
+  PXL_SUBMODULE(Block, block0, shape);
+  PXL_SUBMODULE(Block, block1, shape);
+  PXL_SUBMODULE(addons::LayerNorm, ln_f);
+  Tensor build(Tensor tokens, Tensor targets) {
+    const Tensor wte = add_variable_input(
+        "wte", addons::init::normal(0.0, 0.02, {shape.vocabulary, shape.width}), pxl::float32);
+    const Tensor wpe = add_variable_input(
+        "wpe", addons::init::normal(0.0, 0.01, {shape.context, shape.width}), pxl::float32);
+    Tensor x = ops::gather(wte, tokens) + wpe;
+    const Tensor position = ops::arange(0, shape.context);
+    const Tensor causal =
+        ops::greater_equal(ops::unsqueeze(position, {1}), ops::unsqueeze(position, {0}));
+    x = block0(x, causal);
+    x = block1(x, causal);
+    const Tensor logits = ops::matmul(ln_f(x), ops::transpose(wte)); // the tied head
+    const std::int64_t tokens_per_batch = shape.batch * shape.context;
+    return addons::ops::cross_entropy(ops::reshape(logits, {tokens_per_batch, shape.vocabulary}),
+                                      ops::reshape(targets, {tokens_per_batch}));
+  }
+};
+
+/// One training step per run (forward, backward, Adam) on a session of `workers` workers.
+class Training {
+public:
+  Training(const GptShape& shape, unsigned workers) {
+    {
+      auto in_main = ir_.main_graph().scope();
+      tokens_in_ = pxl::h2d_stream({shape.batch, shape.context}, pxl::int32, "tokens");
+      targets_in_ = pxl::h2d_stream({shape.batch, shape.context}, pxl::int32, "targets");
+      const Tensor tokens = ops::host_load(tokens_in_), targets = ops::host_load(targets_in_);
+      auto [facts, fwd] = LanguageModel(shape).create_graph(tokens, targets);
+      auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
+      const auto vars = facts.init();
+      for (const auto& t : vars.tensors())
+        parameters_ += t.nelms();
+      const auto fwd_call = fwd.bind(vars).call_with_info(tokens, targets);
+      ops::host_store(pxl::d2h_stream({}, pxl::float32, "loss"), fwd_call.parent_output(0));
+      const auto bwd_call =
+          bwd.bind(vars).call_with_info(pxl::constant(1.0, pxl::float32, "dloss"),
+                                        {.args = bwd.grad_graph_info().inputs_dict(fwd_call)});
+      addons::optimizers::apply(addons::optimizers::Adam({.lr = 3e-3}), vars, bwd.grads(bwd_call));
+    }
+    session_ =
+        std::make_unique<pxl::Session>(ir_, "ipu_model", pxl::SessionOptions{.workers = workers});
+    attached_ = std::make_unique<pxl::Session::Attachment>(session_->attach());
+    outputs_ = session_->create_host_outputs();
+    std::mt19937 gen(1);
+    std::uniform_int_distribution<std::int32_t> token(
+        0, static_cast<std::int32_t>(shape.vocabulary - 1));
+    for (int i = 0; i < 8; ++i) {
+      pxl::HostTensor tokens({shape.batch, shape.context}, pxl::int32),
+          targets({shape.batch, shape.context}, pxl::int32);
+      for (auto& t : tokens.data<std::int32_t>())
+        t = token(gen);
+      for (auto& t : targets.data<std::int32_t>())
+        t = token(gen);
+      batches_.push_back({{tokens_in_, std::move(tokens)}, {targets_in_, std::move(targets)}});
+    }
+  }
+
+  void step(std::int64_t i, pxl::emu::StepObserver* observer = nullptr) {
+    session_->run_with_outputs(batches_[static_cast<std::size_t>(i) % batches_.size()], outputs_,
+                               observer);
+  }
+  std::int64_t parameters() const { return parameters_; }
+
+private:
+  pxl::Ir ir_;
+  pxl::HostToDeviceStream tokens_in_, targets_in_;
+  std::int64_t parameters_ = 0;
+  std::unique_ptr<pxl::Session> session_;
+  std::unique_ptr<pxl::Session::Attachment> attached_;
+  pxl::StreamOutputs outputs_;
+  std::vector<pxl::StreamInputs> batches_;
+};
+
+double median(std::vector<double> xs) {
+  std::ranges::sort(xs);
+  return xs[xs.size() / 2];
+}
+
+/// Steps per timing: about a second's worth, judged from a timed warm-up step.
+std::int64_t steps_per_timing(Training& t) {
+  t.step(0);
+  const auto t0 = Clock::now();
+  t.step(1);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(1.0 / s), 5, 500);
+}
+
+/// Median over `reps` timings of `steps` steps.
+double steps_per_second(Training& t, int reps, std::int64_t steps) {
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    for (std::int64_t i = 0; i < steps; ++i)
+      t.step(i);
+    rates.push_back(static_cast<double>(steps) /
+                    std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return median(rates);
+}
+
+/// Host time per op kind: every step but calls and loops (whose callees' steps are reported
+/// on their own) is added to its op kind; the run's wall time less their sum is the calls'
+/// argument copies and the run's own overhead.
+class KindTimes final : public pxl::emu::StepObserver {
+public:
+  struct Kind {
+    double seconds = 0;
+    std::int64_t steps = 0, flops = 0, bytes = 0;
+  };
+
+  void on_step(const pxl::emu::StepInfo& info, const pxl::emu::StepTiming& timing,
+               std::int64_t) override {
+    using pxl::emu::StepKind;
+    if (info.kind == StepKind::call || info.kind == StepKind::repeat)
+      return;
+    std::string name(info.kind == StepKind::copy ? "copy" : op_type_name(info.op_kind));
+    if (info.kind == StepKind::fused_matmul)
+      name += " (fused)";
+    Kind& k = kinds[name];
+    k.seconds += std::chrono::duration<double>(timing.end - timing.start).count();
+    k.steps += 1;
+    k.flops += info.flops;
+    k.bytes += info.bytes_read + info.bytes_written;
+  }
+
+  std::map<std::string, Kind> kinds;
+};
+
+/// Where the time of one training step goes on 1 and on 2 workers, by op kind, largest first.
+void print_split(Training& one, Training& two, std::int64_t steps) {
+  KindTimes times[2];
+  double wall[2] = {0, 0};
+  Training* sessions[2] = {&one, &two};
+  for (int w = 0; w < 2; ++w) {
+    const auto t0 = Clock::now();
+    for (std::int64_t i = 0; i < steps; ++i)
+      sessions[w]->step(i, &times[w]);
+    wall[w] = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::vector<std::pair<std::string, std::array<KindTimes::Kind, 2>>> rows;
+  for (const auto& entry : times[0].kinds)
+    rows.push_back({entry.first, {entry.second, times[1].kinds[entry.first]}});
+  std::ranges::sort(
+      rows, [](const auto& a, const auto& b) { return a.second[0].seconds > b.second[0].seconds; });
+  const auto per_step = [steps](const KindTimes::Kind& k) {
+    return 1e3 * k.seconds / static_cast<double>(steps);
+  };
+  std::printf("  %-26s %6s %10s %6s %10s %6s %9s %9s\n", "op kind", "steps", "1w ms", "1w %",
+              "2w ms", "2w %", "1w GF/s", "1w GB/s");
+  double rest[2] = {wall[0], wall[1]};
+  for (const auto& row : rows) {
+    const KindTimes::Kind &a = row.second[0], &b = row.second[1];
+    rest[0] -= a.seconds;
+    rest[1] -= b.seconds;
+    std::printf("  %-26s %6lld %10.3f %5.1f%% %10.3f %5.1f%%", row.first.c_str(),
+                static_cast<long long>(a.steps / steps), per_step(a), 100 * a.seconds / wall[0],
+                per_step(b), 100 * b.seconds / wall[1]);
+    const bool matmul = row.first.starts_with("MatMul");
+    if (matmul)
+      std::printf(" %9.1f", static_cast<double>(a.flops) / a.seconds * 1e-9);
+    else
+      std::printf(" %9s", "");
+    std::printf(" %9.1f\n", static_cast<double>(a.bytes) / a.seconds * 1e-9);
+  }
+  const auto ms = [steps](double s) { return 1e3 * s / static_cast<double>(steps); };
+  std::printf("  %-26s %6s %10.3f %5.1f%% %10.3f %5.1f%%\n", "(call copies, run overhead)", "",
+              ms(rest[0]), 100 * rest[0] / wall[0], ms(rest[1]), 100 * rest[1] / wall[1]);
+  std::printf("  %-26s %6s %10.3f %6s %10.3f\n", "total", "", ms(wall[0]), "", ms(wall[1]));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const double peak = pxl::bench::print_sgemm_peak();
+  const std::vector<GptShape> shapes = {{.context = 32, .width = 64},
+                                        {.context = 128, .width = 256}};
+  std::printf("GPT-style decoder training (2 pre-LN blocks, 4 heads, GELU MLP, tied head, Adam), "
+              "batch 16, vocabulary 256; median of %d timings\n",
+              reps);
+  std::printf("%-7s %-4s %10s %11s %7s %10s %7s\n", "d_model", "seq", "parameters", "GFLOP/step",
+              "workers", "steps/s", "%peak");
+  struct Row {
+    GptShape shape;
+    std::int64_t steps;
+    double rate[2];
+  };
+  std::vector<Row> rows;
+  for (const GptShape& shape : shapes) {
+    Training one(shape, 1), two(shape, 2);
+    Row row{shape, steps_per_timing(one), {0, 0}};
+    steps_per_timing(two);
+    const double flops = bench::gpt_flops_per_step(shape);
+    for (unsigned w = 1; w <= 2; ++w) {
+      Training& t = w == 1 ? one : two;
+      row.rate[w - 1] = steps_per_second(t, reps, row.steps * w);
+      std::printf("%-7lld %-4lld %10lld %11.2f %7u %10.1f %6.1f%%\n",
+                  static_cast<long long>(shape.width), static_cast<long long>(shape.context),
+                  static_cast<long long>(one.parameters()), flops * 1e-9, w, row.rate[w - 1],
+                  pxl::bench::percent_of_peak(row.rate[w - 1] * flops, peak, w));
+    }
+    std::printf("  where one step's time goes (d_model %lld, seq %lld; host time per op kind, "
+                "%lld observed steps; GF/s and GB/s: matmul flops and bytes moved per second "
+                "of that kind's time on 1 worker)\n",
+                static_cast<long long>(shape.width), static_cast<long long>(shape.context),
+                static_cast<long long>(row.steps));
+    print_split(one, two, row.steps);
+    rows.push_back(row);
+  }
+
+  // LibTorch last, once every pxl worker thread is gone (they would compete with its threads).
+  std::printf("\nLibTorch reference (the same model and Adam recipe; its faster of 1 and 2 "
+              "threads):\n");
+  for (const Row& row : rows) {
+    std::optional<double> torch_rate;
+    for (int threads : {1, 2}) {
+      std::vector<double> rates;
+      for (int r = 0; r < reps; ++r)
+        if (const auto rate = bench::libtorch_gpt_steps_per_second(row.shape, row.steps, threads))
+          rates.push_back(*rate);
+      if (!rates.empty())
+        torch_rate = std::max(torch_rate.value_or(0.0), median(rates));
+    }
+    if (!torch_rate) {
+      std::printf("  LibTorch is not installed in this build (libtorch-dev): comparison "
+                  "skipped\n");
+      break;
+    }
+    std::printf("  d_model %lld, seq %lld: %.1f steps/s; pxl / LibTorch: %.2f (1 worker), %.2f "
+                "(2 workers)\n",
+                static_cast<long long>(row.shape.width), static_cast<long long>(row.shape.context),
+                *torch_rate, row.rate[0] / *torch_rate, row.rate[1] / *torch_rate);
+    if (&row == &rows.back() && std::getenv("OMP_WAIT_POLICY") == nullptr)
+      std::printf("  (LibTorch ran untuned: set OMP_WAIT_POLICY=passive "
+                  "OPENBLAS_CORETYPE=SkylakeX for its best configuration)\n");
+  }
+}
