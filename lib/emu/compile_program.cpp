@@ -7,6 +7,7 @@
 #include "aligned_bytes.hpp"
 
 #include "pxl/core/error.hpp"
+#include "pxl/emu/cost_model.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -15,6 +16,14 @@
 namespace pxl::emu::detail {
 
 namespace {
+
+/// The bytes of a `bytes` buffer on tile 0 under the linear mapping: an even share of the
+/// tiles it spans.
+std::int64_t tile_share(std::int64_t bytes, const Target& target) {
+  const auto aligned = static_cast<std::int64_t>(align_up(static_cast<std::size_t>(bytes)));
+  const std::int64_t tiles = tiles_spanned(aligned, target);
+  return (aligned + tiles - 1) / tiles;
+}
 
 bool is_static(const IrView& ir, TensorId t) {
   const auto k = ir.kind(t);
@@ -208,6 +217,7 @@ private:
     std::vector<Slot> slots(values.size());
     plan.arena_bytes.assign(num_ipus, 0);
     plan.peak.assign(num_ipus, 0);
+    plan.tile_peak.assign(num_ipus, 0);
     plan.ops.assign(num_ipus, 0);
     for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
       std::vector<Lifetime> ipu_lives;
@@ -238,20 +248,27 @@ private:
       plan.outputs.push_back(slots[v]);
 
     // The liveness peak per IPU, from the changes in live bytes at each step (an outlined
-    // graph's peak counts at its call step).
+    // graph's peak counts at its call step); the same for tile 0's share of them.
     std::vector<std::vector<std::int64_t>> live(
         num_ipus, std::vector<std::int64_t>(static_cast<std::size_t>(num_steps) + 2, 0));
+    std::vector<std::vector<std::int64_t>> tile_live = live;
     for (std::size_t v = 0; v < values.size(); ++v)
       if (!values[v].is_static) {
         const auto bytes =
             static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
-        auto& delta = live[static_cast<std::size_t>(values[v].ipu)];
-        delta[static_cast<std::size_t>(lives[v].first)] += bytes;
-        delta[static_cast<std::size_t>(lives[v].last) + 1] -= bytes;
+        const auto ipu = static_cast<std::size_t>(values[v].ipu);
+        const auto first = static_cast<std::size_t>(lives[v].first);
+        const auto after = static_cast<std::size_t>(lives[v].last) + 1;
+        live[ipu][first] += bytes;
+        live[ipu][after] -= bytes;
+        const std::int64_t share = tile_share(values[v].bytes, target_);
+        tile_live[ipu][first] += share;
+        tile_live[ipu][after] -= share;
       }
-    for (auto& delta : live)
-      for (std::size_t s = 1; s < delta.size(); ++s)
-        delta[s] += delta[s - 1];
+    for (auto* deltas : {&live, &tile_live})
+      for (auto& delta : *deltas)
+        for (std::size_t s = 1; s < delta.size(); ++s)
+          delta[s] += delta[s - 1];
 
     // Steps. Every step is code: an inlined graph's ops are counted once per inlined site.
     plan.steps.reserve(flat.steps.size());
@@ -289,18 +306,22 @@ private:
         if (const auto* c = std::get_if<CallAttrs>(&ir_.attrs(op)))
           out.info.trips = c->repeat_count;
         // A conditional's branches never run together: the larger peak counts.
-        std::vector<std::int64_t> peak = callee_plan.peak;
+        std::vector<std::int64_t> peak = callee_plan.peak, tile_peak = callee_plan.tile_peak;
         if (out.info.kind == StepKind::conditional) {
           std::vector<bool> seen(ir_.num_graphs(), false);
           check_branch(op, callees[0].graph, seen);
           check_branch(op, callees[1].graph, seen);
           out.info.else_callee = callees[1].graph;
           out.else_callee = &program_of(callees[1].graph);
-          for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
+          for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
             peak[ipu] = std::max(peak[ipu], out.else_callee->peak[ipu]);
+            tile_peak[ipu] = std::max(tile_peak[ipu], out.else_callee->tile_peak[ipu]);
+          }
         }
-        for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
+        for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
           live[ipu][static_cast<std::size_t>(s)] += peak[ipu];
+          tile_live[ipu][static_cast<std::size_t>(s)] += tile_peak[ipu];
+        }
       } else {
         out.info.kind = !step.is_fused()                     ? StepKind::kernel
                         : out.info.op_kind == OpKind::MatMul ? StepKind::fused_matmul
@@ -310,8 +331,10 @@ private:
       }
       plan.steps.push_back(std::move(out));
     }
-    for (std::size_t ipu = 0; ipu < num_ipus; ++ipu)
+    for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
       plan.peak[ipu] = *std::max_element(live[ipu].begin(), live[ipu].end());
+      plan.tile_peak[ipu] = *std::max_element(tile_live[ipu].begin(), tile_live[ipu].end());
+    }
   }
 
   /// GraphError unless `branch` (and every graph it runs) can run on some replicas only: a
@@ -343,17 +366,21 @@ private:
       IpuMemory m;
       m.ipu = static_cast<std::int64_t>(ipu);
       m.capacity = target_.bytes_per_ipu();
+      m.tile_capacity = target_.bytes_per_tile;
       for (const StaticTensor& s : p_.statics) {
         if (static_cast<std::size_t>(ir_.ipu(s.tensor)) != ipu)
           continue;
         (ir_.kind(s.tensor) == TensorKind::variable ? m.variables : m.constants) +=
             static_cast<std::int64_t>(s.bytes);
+        m.max_tile += tile_share(static_cast<std::int64_t>(s.bytes), target_);
       }
       // An outlined graph's code exists once however many call sites it has.
       for (const auto& g : p_.graphs)
         if (g)
           m.code += g->ops[ipu] * target_.code_bytes_per_op;
       m.not_always_live_peak = p_.main().peak[ipu];
+      const std::int64_t tiles = std::max<std::int64_t>(1, target_.tiles_per_ipu);
+      m.max_tile += (m.code + tiles - 1) / tiles + p_.main().tile_peak[ipu];
       r.ipus.push_back(m);
     }
     r.tensors = std::move(tensors_);

@@ -19,11 +19,16 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
   os << "Session: the plan does not fit target '" << target.name << "' (" << target.tiles_per_ipu
      << " tiles x " << target.bytes_per_tile << " bytes = " << target.bytes_per_ipu()
      << " bytes per IPU):";
-  for (const auto& m : r.ipus)
+  for (const auto& m : r.ipus) {
     if (m.total() > m.capacity)
       os << " IPU " << m.ipu << " needs " << m.total() << " bytes (always-live " << m.always_live()
          << ": variables " << m.variables << ", constants " << m.constants << ", code " << m.code
          << "; not-always-live peak " << m.not_always_live_peak << ");";
+    if (m.max_tile > m.tile_capacity)
+      os << " tile 0 of IPU " << m.ipu << " needs " << m.max_tile << " bytes of its "
+         << m.tile_capacity << " (the linear mapping starts every tensor there: small tensors "
+         << "pile up on the first tiles);";
+  }
   os << " largest tensors:";
   for (std::size_t i = 0; i < r.tensors.size() && i < 5; ++i)
     os << (i ? ", '" : " '") << r.tensors[i].id << "' " << r.tensors[i].bytes << " bytes";

@@ -22,7 +22,7 @@ std::string human(std::int64_t bytes) {
 
 bool MemoryReport::fits() const {
   for (const auto& m : ipus)
-    if (m.total() > m.capacity)
+    if (!m.fits())
       return false;
   return true;
 }
@@ -31,7 +31,9 @@ std::string MemoryReport::summary() const {
   std::ostringstream os;
   for (const auto& m : ipus) {
     os << "IPU " << m.ipu << ": " << human(m.total()) << " of " << human(m.capacity)
-       << (m.total() > m.capacity ? " (OUT OF MEMORY)" : "") << "\n"
+       << (m.total() > m.capacity ? " (OUT OF MEMORY)" : "") << "; most loaded tile "
+       << human(m.max_tile) << " of " << human(m.tile_capacity)
+       << (m.max_tile > m.tile_capacity ? " (OUT OF MEMORY)" : "") << "\n"
        << "  always-live " << human(m.always_live()) << " (variables " << human(m.variables)
        << ", constants " << human(m.constants) << ", code " << human(m.code) << ")\n"
        << "  not-always-live peak " << human(m.not_always_live_peak) << "\n";
@@ -53,7 +55,9 @@ std::string MemoryReport::to_json() const {
                          {"code", m.code},
                          {"always_live", m.always_live()},
                          {"not_always_live_peak", m.not_always_live_peak},
-                         {"total", m.total()}});
+                         {"total", m.total()},
+                         {"tile_capacity", m.tile_capacity},
+                         {"max_tile", m.max_tile}});
   for (const TensorMemory& t : tensors)
     tensors_json.push_back({{"id", t.id},
                             {"graph", t.graph},

@@ -47,6 +47,9 @@ struct GraphProgram {
   /// Per IPU: the most intermediate bytes live at once while this graph runs, counting a
   /// called graph's peak at its call step.
   std::vector<std::int64_t> peak;
+  /// Per IPU: the most bytes tile 0 holds at once (each value's share under the linear
+  /// mapping), counting a called graph's at its call step.
+  std::vector<std::int64_t> tile_peak;
   /// Per IPU: steps compiled for this graph (its code).
   std::vector<std::int64_t> ops;
 };

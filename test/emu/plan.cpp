@@ -230,3 +230,38 @@ TEST_CASE("Plans beyond 2^62 bytes in all are refused before their sizes are sum
   CHECK_THROWS_WITH_AS(Session(ir, emu::ipu2()),
                        doctest::Contains("(1152921504606846976,) float32"), OutOfMemoryError);
 }
+
+TEST_CASE("Memory per tile: small tensors pile up on tile 0 and overflow it before the IPU") {
+  // A 4-tile IPU of 64 KiB tiles: 'big' (240 KiB) spreads evenly, 60 KiB per tile; each small
+  // variable fills less than a 64-byte grain, so the linear mapping puts it all on tile 0.
+  // With 120 of them the IPU's total still fits, tile 0 does not.
+  auto target = emu::ipu2();
+  target.tiles_per_ipu = 4;
+  target.bytes_per_tile = 64 * 1024;
+  target.code_bytes_per_op = 16;
+  auto build = [](Ir& ir, int smalls) {
+    auto in_main = ir.main_graph().scope();
+    auto big = variable(HostTensor({4 * 15 * 1024}, float32), "big");
+    auto out = d2h_stream({4}, float32, "o");
+    Tensor acc = ops::slice(big, {0}, {4});
+    for (int i = 0; i < smalls; ++i)
+      acc = acc + variable(HostTensor({4}, float32), "s" + std::to_string(i));
+    ops::host_store(out, acc);
+  };
+  Ir few;
+  build(few, 2);
+  const auto fits = Session(few, target).memory_report().ipus[0];
+  CHECK(fits.tile_capacity == 64 * 1024);
+  CHECK(fits.max_tile >= 60 * 1024);       // big's share
+  CHECK(fits.max_tile < fits.total() / 2); // spread, not all on one tile
+  Ir many;
+  build(many, 120);
+  Session s(many, target, {.allow_out_of_memory = true});
+  const auto r = s.memory_report().ipus[0];
+  CHECK(r.total() <= r.capacity);
+  CHECK(r.max_tile > r.tile_capacity);
+  CHECK_FALSE(s.memory_report().fits());
+  CHECK(s.memory_report().summary().find("most loaded tile") != std::string::npos);
+  CHECK_THROWS_WITH_AS(Session(many, target), doctest::Contains("tile 0 of IPU 0 needs"),
+                       OutOfMemoryError);
+}

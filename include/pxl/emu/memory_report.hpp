@@ -26,9 +26,16 @@ struct IpuMemory {
   std::int64_t code = 0;      ///< always live: an estimate per compiled op instance
   /// Peak of the intermediates (not always live), a called graph's counted while it runs.
   std::int64_t not_always_live_peak = 0;
+  std::int64_t tile_capacity = 0; ///< bytes per tile
+  /// Bytes on the most loaded tile at the peak: tile 0, as Poplar's linear mapping starts
+  /// every tensor there and spreads it over as many tiles as its size fills in 64-byte
+  /// grains (small tensors all land on the first tiles); code is spread over every tile.
+  std::int64_t max_tile = 0;
 
   std::int64_t always_live() const { return variables + constants + code; }
   std::int64_t total() const { return always_live() + not_always_live_peak; }
+  /// Whether the IPU's total and its most loaded tile both fit.
+  bool fits() const { return total() <= capacity && max_tile <= tile_capacity; }
 };
 
 /// What `Session::memory_report()` returns.
