@@ -4,6 +4,7 @@
 
 #include <dnnl.h>
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -132,39 +133,59 @@ std::pair<const T*, std::int64_t> b_tile(const MatMulPlan& p, const T* b, std::i
 
 /// One worker's float copies of a float16 tile's operands and result, sized for the largest
 /// tile when the plan is compiled so that running it allocates nothing.
+/// Stored rows a transposed float16 operand is widened by at a time (see widen_transposed).
+constexpr std::int64_t transpose_lines = 8;
+
 struct HalfTileScratch {
-  std::vector<float> a, b, c;
+  /// `lines` holds transpose_lines stored rows of a transposed operand on their way into `a`
+  /// or `b`.
+  std::vector<float> a, b, c, lines;
   explicit HalfTileScratch(const MatMulPlan& p)
       : a(static_cast<std::size_t>(p.row_block * p.k)),
         b(static_cast<std::size_t>(p.k * p.col_block)),
-        c(static_cast<std::size_t>(p.row_block * p.col_block)) {}
+        c(static_cast<std::size_t>(p.row_block * p.col_block)),
+        lines(
+            static_cast<std::size_t>(transpose_lines * std::max({p.row_block, p.col_block, p.k}))) {
+  }
 };
 
+/// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: transpose_lines source
+/// rows at a time are widened into `lines` with pxl::convert, then written out as runs of
+/// transpose_lines consecutive floats of each destination row.
+void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
+                      float* dst, std::int64_t ldd, float* lines) {
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += transpose_lines) {
+    const std::int64_t m = std::min(transpose_lines, n_rows - r0);
+    for (std::int64_t t = 0; t < m; ++t)
+      convert(src + (r0 + t) * ld, lines + t * n_cols, static_cast<std::size_t>(n_cols));
+    for (std::int64_t c = 0; c < n_cols; ++c) {
+      float* out = dst + c * ldd + r0;
+      for (std::int64_t t = 0; t < m; ++t)
+        out[t] = lines[t * n_cols + c];
+    }
+  }
+}
+
 /// float16 tile: widen op(A)'s rows and op(B)'s columns to float, sgemm, round the result to
-/// half. Contiguous rows convert with pxl::convert (F16C or AVX-512 when present).
+/// half. Everything converts with pxl::convert (F16C or AVX-512 when present): a transposed
+/// operand's stored rows are widened, then scattered into place.
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols) {
   const auto k = static_cast<std::size_t>(p.k);
   const auto ncols = static_cast<std::size_t>(cols);
   const auto [ta, lda] = a_tile(p, a, bt, r0);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    float* row = s.a.data() + static_cast<std::size_t>(i) * k;
-    if (p.trans_a)
-      for (std::int64_t q = 0; q < p.k; ++q)
-        row[q] = ta[q * lda + i];
-    else
-      convert(ta + i * lda, row, k);
-  }
+  if (p.trans_a) // stored [k, m]: the tile's rows are a column block of k stored rows
+    widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());
+  else
+    for (std::int64_t i = 0; i < rows; ++i)
+      convert(ta + i * lda, s.a.data() + static_cast<std::size_t>(i) * k, k);
   const auto [tb, ldb] = b_tile(p, b, bt, c0);
-  for (std::int64_t q = 0; q < p.k; ++q) {
-    float* row = s.b.data() + static_cast<std::size_t>(q) * ncols;
-    if (p.trans_b)
-      for (std::int64_t j = 0; j < cols; ++j)
-        row[j] = tb[j * ldb + q];
-    else
-      convert(tb + q * ldb, row, ncols);
-  }
+  if (p.trans_b) // stored [n, k]: the tile's columns are `cols` stored rows
+    widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
+  else
+    for (std::int64_t q = 0; q < p.k; ++q)
+      convert(tb + q * ldb, s.b.data() + static_cast<std::size_t>(q) * ncols, ncols);
   sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
   for (std::int64_t i = 0; i < rows; ++i)

@@ -1,6 +1,10 @@
 // In-place updates and scaled adds: output 0 is input 0 for the in-place kinds.
 #include "common.hpp"
+#include "half_blocks.hpp"
 #include "vector_math.hpp"
+
+#include <bit>
+#include <cmath>
 
 namespace pxl::emu::detail {
 
@@ -45,6 +49,39 @@ PXL_VECTOR_CLONES void scaled_add_f32_inplace(float* x, const float* y, std::int
     x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
 
+/// `d` rounded to float toward zero, with the last bit set when that was inexact (rounding to
+/// odd). Rounding this to half to nearest gives exactly half(d), rounded once: float keeps 13
+/// bits more than half at every magnitude where a half result is not zero (Boldo and
+/// Melquiond's double rounding with round-to-odd). NaN keeps the top of its payload.
+inline float round_to_odd_float(double d) {
+  const float f = static_cast<float>(d);
+  const double back = f;
+  auto bits = std::bit_cast<std::uint32_t>(f);
+  bits -= std::fabs(back) > std::fabs(d) ? 1u : 0u; // rounded away from zero: step back
+  bits |= back != d ? 1u : 0u;
+  return std::bit_cast<float>(bits);
+}
+
+/// z = a·x + b·y in double, rounded to odd float (for float16): a block of the loop below.
+PXL_VECTOR_CLONES void scaled_add_odd(const float* x, const float* y, float* z, std::int64_t n,
+                                      double a, double b) {
+  for (std::int64_t j = 0; j < n; ++j)
+    z[j] = round_to_odd_float(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
+}
+
+/// z = a·x + b·y on contiguous halves (z may be x): blocks widened with pxl::convert, the
+/// formula in double as for float32, rounded once to half through round_to_odd_float.
+void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, double a, double b) {
+  float fx[half_block], fy[half_block], fz[half_block];
+  for (std::int64_t j = 0; j < n; j += half_block) {
+    const std::int64_t m = std::min(half_block, n - j);
+    convert(x + j, fx, static_cast<std::size_t>(m));
+    convert(y + j, fy, static_cast<std::size_t>(m));
+    scaled_add_odd(fx, fy, fz, m, a, b);
+    convert(fz, z + j, static_cast<std::size_t>(m));
+  }
+}
+
 /// out = a·x + b·y with y broadcast to the output's shape. The scalars are doubles and the
 /// arithmetic is too, so each element is the exactly rounded value of the formula.
 StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b) {
@@ -70,6 +107,11 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
                   scaled_add_f32_inplace(pz, py, len, a, b);
                 else
                   scaled_add_f32(px, py, pz, len, a, b);
+                return;
+              }
+            } else if constexpr (std::is_same_v<X, half> && std::is_same_v<Y, half>) {
+              if (inner[0] == 1 && inner[1] == 1) {
+                scaled_add_half(px, py, pz, len, a, b);
                 return;
               }
             }
