@@ -3,6 +3,7 @@
 //
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
 //     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
+//     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -39,13 +40,24 @@ struct Options {
   // gain little on an idle machine and lose beside a busy process (test/bench/contention);
   // from batch 32 two are faster idle and as fast under contention.
   unsigned workers = 1;
+  std::string dtype = "float32";
 };
+
+/// --dtype's value as a DType: float32 or float16, else pxl's ValueError.
+pxl::DType parse_dtype(const std::string& s) {
+  if (s == "float32")
+    return pxl::float32;
+  if (s == "float16")
+    return pxl::float16;
+  throw pxl::ValueError("--dtype: expected float32 or float16, got '" + s + "'");
+}
 
 int train_and_test(const Options& o) {
   // Checked here rather than by CLI11, so that the mistake gets pxl's message and exit code.
   if (o.replicas < 1)
     throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
                           std::to_string(o.replicas));
+  const pxl::DType dtype = parse_dtype(o.dtype);
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
   const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
   std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
@@ -58,7 +70,8 @@ int train_and_test(const Options& o) {
                                 .gradient_accumulation = o.gradient_accumulation,
                                 .replicas = o.replicas,
                                 .seed = o.seed,
-                                .workers = o.workers});
+                                .workers = o.workers,
+                                .dtype = dtype});
   const std::int64_t global_batch = train.global_batch_size();
   std::printf("Emulator: %u worker(s), %lld replica(s); batch %lld", train.session().num_workers(),
               static_cast<long long>(o.replicas), static_cast<long long>(o.batch_size));
@@ -67,6 +80,8 @@ int train_and_test(const Options& o) {
                 static_cast<long long>(global_batch));
   std::printf(", learning rate %g, %lld step(s) per run", o.learning_rate,
               static_cast<long long>(o.steps_per_execution));
+  if (dtype == pxl::float16)
+    std::printf(", float16 (float32 loss, loss scaling %g)", train.options().loss_scaling);
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
@@ -139,7 +154,7 @@ int train_and_test(const Options& o) {
     std::printf("Saved weights to %s\n", o.save.c_str());
   }
 
-  mnist::TestProgram test(100, o.workers);
+  mnist::TestProgram test(100, o.workers, dtype);
   test.copy_weights_from(train);
   const double accuracy = test.accuracy(test_data);
   std::printf("test accuracy: %.2f%% (%lld images)\n", 100.0 * accuracy,
@@ -189,6 +204,10 @@ int main(int argc, char** argv) {
   app.add_option("--workers", o.workers,
                  "Emulator worker threads (0: one per core: from batch 32 faster, busy machine "
                  "or not; at batch 8 barely faster idle and slower beside a busy process)")
+      ->capture_default_str();
+  app.add_option("--dtype", o.dtype,
+                 "float32, or float16: mixed precision (float16 weights and activations, the "
+                 "loss in float32, loss scaling)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
