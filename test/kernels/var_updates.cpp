@@ -134,3 +134,24 @@ TEST_CASE("float16 scaled adds round a·x + b·y computed in double once to half
     }
   }
 }
+
+TEST_CASE("float16 scaled adds just past a halfway point round up, not to even") {
+  // x = 1 + k·2^-10 is a half; adding 2^-11 + 2^-40 lands just above the halfway point to the
+  // next half, which float cannot tell from the halfway point itself: rounding through float
+  // would round half of these down to even.
+  HostTensor x({600}, float16), y({600}, float16);
+  for (std::int64_t k = 0; k < 600; ++k) {
+    x.data<half>()[static_cast<std::size_t>(k)] =
+        half(1.0 + std::ldexp(static_cast<double>(k), -10));
+    y.data<half>()[static_cast<std::size_t>(k)] = half(1.0f);
+  }
+  const double b = std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  const auto out = check_kernel(
+      [&](Tensor p, Tensor q) { return ops::scaled_add_(p, q, {.a = 1.0, .b = b}); }, {x, y})[0];
+  for (std::int64_t k = 0; k < 600; ++k) {
+    CAPTURE(k);
+    const double want = 1.0 + std::ldexp(static_cast<double>(k + 1), -10);
+    CHECK(static_cast<double>(static_cast<float>(out.data<half>()[static_cast<std::size_t>(k)])) ==
+          want);
+  }
+}

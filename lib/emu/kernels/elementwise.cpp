@@ -82,6 +82,35 @@ PXL_VECTOR_CLONES void tanh_f32(const float* x, float* y, std::int64_t n) {
     y[i] = tanh_bounded(x[i]);
 }
 
+/// A float32/float16 op whose float loop `f(x, y, n)` (an instruction-set clone) runs over
+/// the worker's share, or over its float16 share widened block by block: float16 results are
+/// the float32 kernel's rounded to half.
+StepFn float_blocks(const KernelOp& op, const OpBuffers& buffers,
+                    void (*f)(const float*, float*, std::int64_t)) {
+  const auto& spec = op.input(0).spec();
+  const std::int64_t n = spec.nelms();
+  switch (spec.dtype) {
+  case float32: {
+    const float* x = typed<const float>(buffers.inputs[0]);
+    float* y = typed<float>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      f(x + b, y + b, e - b);
+    };
+  }
+  case float16: {
+    const half* x = typed<const half>(buffers.inputs[0]);
+    half* y = typed<half>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      map_half_blocks(x + b, y + b, e - b, f);
+    };
+  }
+  default:
+    unsupported_dtype(op, spec.dtype);
+  }
+}
+
 } // namespace
 
 StepFn compile_Negate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -108,16 +137,7 @@ StepFn compile_Sqrt(CompileContext&, const KernelOp& op, const OpBuffers& buffer
 }
 
 StepFn compile_Tanh(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  if (op.input(0).dtype() == float32) {
-    const float* x = typed<const float>(buffers.inputs[0]);
-    float* y = typed<float>(buffers.outputs[0]);
-    const std::int64_t n = op.input(0).nelms();
-    return [=](unsigned w, unsigned nw) {
-      const auto [b, e] = worker_range(n, w, nw);
-      tanh_f32(x + b, y + b, e - b);
-    };
-  }
-  return float_unary(op, buffers, [](float x) { return tanh_bounded(x); });
+  return float_blocks(op, buffers, tanh_f32);
 }
 
 StepFn compile_Sigmoid(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -476,30 +496,7 @@ PXL_VECTOR_CLONES void gelu_f32(const float* x, float* y, std::int64_t n) {
 } // namespace
 
 StepFn compile_Gelu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const auto& spec = op.input(0).spec();
-  const std::int64_t n = spec.nelms();
-  switch (spec.dtype) {
-  case float32: {
-    const float* x = typed<const float>(buffers.inputs[0]);
-    float* y = typed<float>(buffers.outputs[0]);
-    return [=](unsigned w, unsigned nw) {
-      const auto [b, e] = worker_range(n, w, nw);
-      gelu_f32(x + b, y + b, e - b);
-    };
-  }
-  case float16: {
-    const half* x = typed<const half>(buffers.inputs[0]);
-    half* y = typed<half>(buffers.outputs[0]);
-    // The scalar formula in each block (not gelu_f32's clones, which may contract into FMAs):
-    // bitwise the float32 value of the portable code, rounded to half.
-    return [=](unsigned w, unsigned nw) {
-      const auto [b, e] = worker_range(n, w, nw);
-      map_half(x + b, y + b, e - b, gelu_tanh);
-    };
-  }
-  default:
-    unsupported_dtype(op, spec.dtype);
-  }
+  return float_blocks(op, buffers, gelu_f32);
 }
 
 } // namespace pxl::emu::detail

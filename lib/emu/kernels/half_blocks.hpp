@@ -36,18 +36,27 @@ inline void narrow(const float* x, half* out, std::int64_t stride, std::int64_t 
       out[k * stride] = half(x[k]);
 }
 
-/// y[i] = f(float(x[i])) rounded to half, for i in [0, n): blocks of `x` widened, `f` applied
-/// in float (a loop the compiler may vectorise), blocks narrowed.
-template <typename F>
-void map_half(const half* x, half* y, std::int64_t n, F f) {
+/// Calls `g(in, out, m)` on blocks of `x` widened to float and narrows each `out` into `y`:
+/// y[i] = half(g's out[i]) for i in [0, n).
+template <typename G>
+void map_half_blocks(const half* x, half* y, std::int64_t n, G g) {
   float fx[half_block], fy[half_block];
   for (std::int64_t j = 0; j < n; j += half_block) {
     const std::int64_t m = std::min(half_block, n - j);
     convert(x + j, fx, static_cast<std::size_t>(m));
-    for (std::int64_t k = 0; k < m; ++k)
-      fy[k] = static_cast<float>(f(fx[k]));
+    g(static_cast<const float*>(fx), static_cast<float*>(fy), m);
     convert(fy, y + j, static_cast<std::size_t>(m));
   }
+}
+
+/// y[i] = f(float(x[i])) rounded to half, for i in [0, n), in blocks (a loop over each the
+/// compiler may vectorise).
+template <typename F>
+void map_half(const half* x, half* y, std::int64_t n, F f) {
+  map_half_blocks(x, y, n, [&f](const float* in, float* out, std::int64_t m) {
+    for (std::int64_t k = 0; k < m; ++k)
+      out[k] = static_cast<float>(f(in[k]));
+  });
 }
 
 } // namespace pxl::emu::detail

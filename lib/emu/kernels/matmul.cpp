@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -133,7 +134,7 @@ std::pair<const T*, std::int64_t> b_tile(const MatMulPlan& p, const T* b, std::i
 
 /// One worker's float copies of a float16 tile's operands and result, sized for the largest
 /// tile when the plan is compiled so that running it allocates nothing.
-/// Stored rows a transposed float16 operand is widened by at a time (see widen_transposed).
+/// Stored rows of a transposed float16 operand widened at a time (see widen_transposed).
 constexpr std::int64_t transpose_lines = 8;
 
 struct HalfTileScratch {
@@ -144,36 +145,44 @@ struct HalfTileScratch {
       : a(static_cast<std::size_t>(p.row_block * p.k)),
         b(static_cast<std::size_t>(p.k * p.col_block)),
         c(static_cast<std::size_t>(p.row_block * p.col_block)),
-        lines(
-            static_cast<std::size_t>(transpose_lines * std::max({p.row_block, p.col_block, p.k}))) {
-  }
+        lines(static_cast<std::size_t>(transpose_lines * std::max(p.row_block, p.k))) {}
 };
 
 /// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: transpose_lines source
 /// rows at a time are widened into `lines` with pxl::convert, then written out as runs of
-/// transpose_lines consecutive floats of each destination row.
+/// transpose_lines consecutive floats of each destination row (a run of fixed length the
+/// compiler unrolls, but for the last rows). sgemm is then called on the transposed copy, as
+/// before: reading an operand transposed, oneDNN may accumulate in another order.
 void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
                       float* dst, std::int64_t ldd, float* lines) {
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += transpose_lines) {
-    const std::int64_t m = std::min(transpose_lines, n_rows - r0);
+  constexpr std::int64_t t_lines = transpose_lines;
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += t_lines) {
+    const std::int64_t m = std::min(t_lines, n_rows - r0);
     for (std::int64_t t = 0; t < m; ++t)
       convert(src + (r0 + t) * ld, lines + t * n_cols, static_cast<std::size_t>(n_cols));
-    for (std::int64_t c = 0; c < n_cols; ++c) {
-      float* out = dst + c * ldd + r0;
-      for (std::int64_t t = 0; t < m; ++t)
-        out[t] = lines[t * n_cols + c];
-    }
+    if (m == t_lines)
+      for (std::int64_t c = 0; c < n_cols; ++c) {
+        float* out = dst + c * ldd + r0;
+        for (std::int64_t t = 0; t < t_lines; ++t)
+          out[t] = lines[t * n_cols + c];
+      }
+    else
+      for (std::int64_t c = 0; c < n_cols; ++c) {
+        float* out = dst + c * ldd + r0;
+        for (std::int64_t t = 0; t < m; ++t)
+          out[t] = lines[t * n_cols + c];
+      }
   }
 }
 
-/// float16 tile: widen op(A)'s rows and op(B)'s columns to float, sgemm, round the result to
-/// half. Everything converts with pxl::convert (F16C or AVX-512 when present): a transposed
-/// operand's stored rows are widened, then scattered into place.
+/// float16 tile: op(A)'s rows and op(B)'s columns widened to float with pxl::convert (F16C or
+/// AVX-512 when present), sgemm, the result rounded to half; with a fused update the output
+/// tile is widened too and updated by sgemm in float, then rounded to half once.
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-               std::int64_t cols) {
-  const auto k = static_cast<std::size_t>(p.k);
+               std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
   const auto ncols = static_cast<std::size_t>(cols);
+  const auto k = static_cast<std::size_t>(p.k);
   const auto [ta, lda] = a_tile(p, a, bt, r0);
   if (p.trans_a) // stored [k, m]: the tile's rows are a column block of k stored rows
     widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());
@@ -186,8 +195,16 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
   else
     for (std::int64_t q = 0; q < p.k; ++q)
       convert(tb + q * ldb, s.b.data() + static_cast<std::size_t>(q) * ncols, ncols);
-  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
+  float alpha = 1.0f, beta = 0.0f;
+  if (update) { // keep·c + scale·product in float: the old tile widened, sgemm's beta and alpha
+    for (std::int64_t i = 0; i < rows; ++i)
+      convert(tc + i * p.n, s.c.data() + static_cast<std::size_t>(i) * ncols, ncols);
+    alpha = static_cast<float>(update->scale);
+    beta = static_cast<float>(update->keep);
+  }
+  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha,
+        beta);
   for (std::int64_t i = 0; i < rows; ++i)
     convert(s.c.data() + static_cast<std::size_t>(i) * ncols, tc + i * p.n, ncols);
 }
@@ -218,7 +235,6 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
                 });
     };
   }
-  PXL_ASSERT(!fusion.update); // fuse_matmul_updates folds float32 updates only
   if (d == float16) {
     const half* a = typed<const half>(buffers.inputs[0]);
     const half* b = typed<const half>(buffers.inputs[1]);
@@ -227,6 +243,7 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
     const auto workers = static_cast<std::size_t>(
         std::min<std::int64_t>(ctx.num_workers, std::max<std::int64_t>(plan->tiles, 1)));
     auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
+    const auto update = fusion.update;
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
       if (w >= scratch->size()) {
@@ -238,9 +255,10 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
       }
       HalfTileScratch& s = (*scratch)[w];
       SingleThreadedGemm single;
-      for_tiles(p, w, nw,
-                [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-                    std::int64_t cols) { half_tile(p, s, a, b, c, bt, r0, rows, c0, cols); });
+      for_tiles(
+          p, w, nw,
+          [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
+              std::int64_t cols) { half_tile(p, s, a, b, c, bt, r0, rows, c0, cols, update); });
     };
   }
   unsupported_dtype(op, d);
