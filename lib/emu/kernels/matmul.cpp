@@ -4,6 +4,11 @@
 
 #include <dnnl.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -148,31 +153,87 @@ struct HalfTileScratch {
         lines(static_cast<std::size_t>(transpose_lines * std::max(p.row_block, p.k))) {}
 };
 
-/// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: transpose_lines source
-/// rows at a time are widened into `lines` with pxl::convert, then written out as runs of
-/// transpose_lines consecutive floats of each destination row (a run of fixed length the
-/// compiler unrolls, but for the last rows). sgemm is then called on the transposed copy, as
-/// before: reading an operand transposed, oneDNN may accumulate in another order.
-void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
-                      float* dst, std::int64_t ldd, float* lines) {
-  constexpr std::int64_t t_lines = transpose_lines;
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += t_lines) {
-    const std::int64_t m = std::min(t_lines, n_rows - r0);
+/// dst[c·ldd + r] = float(src[r·ld + c]) for r in [r_begin, n_rows), c < n_cols, portably:
+/// transpose_lines source rows at a time are widened into `lines` with pxl::convert, then
+/// written out as runs of consecutive floats of each destination row.
+void widen_transposed_portable(const half* src, std::int64_t ld, std::int64_t r_begin,
+                               std::int64_t n_rows, std::int64_t n_cols, float* dst,
+                               std::int64_t ldd, float* lines) {
+  for (std::int64_t r0 = r_begin; r0 < n_rows; r0 += transpose_lines) {
+    const std::int64_t m = std::min(transpose_lines, n_rows - r0);
     for (std::int64_t t = 0; t < m; ++t)
       convert(src + (r0 + t) * ld, lines + t * n_cols, static_cast<std::size_t>(n_cols));
-    if (m == t_lines)
-      for (std::int64_t c = 0; c < n_cols; ++c) {
-        float* out = dst + c * ldd + r0;
-        for (std::int64_t t = 0; t < t_lines; ++t)
-          out[t] = lines[t * n_cols + c];
-      }
-    else
-      for (std::int64_t c = 0; c < n_cols; ++c) {
-        float* out = dst + c * ldd + r0;
-        for (std::int64_t t = 0; t < m; ++t)
-          out[t] = lines[t * n_cols + c];
-      }
+    for (std::int64_t c = 0; c < n_cols; ++c) {
+      float* out = dst + c * ldd + r0;
+      for (std::int64_t t = 0; t < m; ++t)
+        out[t] = lines[t * n_cols + c];
+    }
   }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// Whether the CPU converts halves with F16C (and the OS saves the YMM registers).
+bool has_f16c() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __builtin_cpu_init();
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0 &&
+           __builtin_cpu_supports("avx");
+  }();
+  return has;
+}
+
+/// widen_transposed for whole blocks of 8 x 8 in registers: 8 stored rows of 8 halves
+/// widened with F16C, transposed with unpacks and shuffles, stored as 8 runs of 8 floats.
+/// Returns the rows done (a multiple of 8); the caller finishes the rest.
+__attribute__((target("avx,f16c"))) std::int64_t
+widen_transposed_f16c(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
+                      float* dst, std::int64_t ldd) {
+  const std::int64_t rows8 = n_rows - n_rows % 8, cols8 = n_cols - n_cols % 8;
+  for (std::int64_t r0 = 0; r0 < rows8; r0 += 8) {
+    for (std::int64_t c = 0; c < cols8; c += 8) {
+      __m256 r[8];
+      for (int t = 0; t < 8; ++t)
+        r[t] = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (r0 + t) * ld + c)));
+      const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+      const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+      const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+      const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+      float* out = dst + c * ldd + r0;
+      _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+      _mm256_storeu_ps(out + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+      _mm256_storeu_ps(out + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+      _mm256_storeu_ps(out + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+      _mm256_storeu_ps(out + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+      _mm256_storeu_ps(out + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+      _mm256_storeu_ps(out + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+      _mm256_storeu_ps(out + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+    for (std::int64_t c = cols8; c < n_cols; ++c)
+      for (std::int64_t t = 0; t < 8; ++t)
+        dst[c * ldd + r0 + t] = static_cast<float>(src[(r0 + t) * ld + c]);
+  }
+  return rows8;
+}
+#endif
+
+/// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed operand's
+/// tile widened into place (exact either way: conversions are exact and the rest moves
+/// floats). sgemm is then called on the transposed copy: reading an operand transposed,
+/// oneDNN may accumulate in another order.
+void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
+                      float* dst, std::int64_t ldd, float* lines) {
+  std::int64_t done = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    done = widen_transposed_f16c(src, ld, n_rows, n_cols, dst, ldd);
+#endif
+  widen_transposed_portable(src, ld, done, n_rows, n_cols, dst, ldd, lines);
 }
 
 /// float16 tile: op(A)'s rows and op(B)'s columns widened to float with pxl::convert (F16C or
