@@ -406,9 +406,9 @@ TEST_CASE("float16 mixed precision: one epoch on 2000 images learns as float32 d
         {.batch_size = 8, .learning_rate = 0.05, .seed = 42, .workers = 1, .dtype = pxl::float16});
     train_epoch(again);
     const auto a = train.weights().to_dict(), b = again.weights().to_dict();
-    for (const auto& [name, t] : a) {
-      CAPTURE(name);
-      CHECK(same_bits(t, b.at(name)));
+    for (const auto& entry : a) { // not a structured binding: CAPTURE's lambda reads it
+      CAPTURE(entry.first);
+      CHECK(same_bits(entry.second, b.at(entry.first)));
     }
   }
 }

@@ -216,11 +216,68 @@ widen_transposed_f16c(const half* src, std::int64_t ld, std::int64_t n_rows, std
     }
     for (std::int64_t c = cols8; c < n_cols; ++c)
       for (std::int64_t t = 0; t < 8; ++t)
-        dst[c * ldd + r0 + t] = static_cast<float>(src[(r0 + t) * ld + c]);
+        dst[c * ldd + r0 + t] = _cvtsh_ss(src[(r0 + t) * ld + c].bits());
   }
   return rows8;
 }
 #endif
+
+#if defined(__x86_64__) || defined(__i386__)
+/// widen_rows with F16C: one call for the whole block rather than one per row (a tile's rows
+/// are short, 64 to 512 elements, so the per-call cost would show).
+__attribute__((target("avx,f16c"))) void widen_rows_f16c(const half* src, std::int64_t ld,
+                                                         std::int64_t rows, std::int64_t cols,
+                                                         float* dst, std::int64_t ldd) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const half* in = src + r * ld;
+    float* out = dst + r * ldd;
+    std::int64_t i = 0;
+    for (; i + 8 <= cols; i += 8)
+      _mm256_storeu_ps(out + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    for (; i < cols; ++i)
+      out[i] = pxl::detail::half_bits_to_float(in[i].bits());
+  }
+}
+
+/// narrow_rows with F16C, rounding to nearest even.
+__attribute__((target("avx,f16c"))) void narrow_rows_f16c(const float* src, std::int64_t ld,
+                                                          std::int64_t rows, std::int64_t cols,
+                                                          half* dst, std::int64_t ldd) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* in = src + r * ld;
+    half* out = dst + r * ldd;
+    std::int64_t i = 0;
+    for (; i + 8 <= cols; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < cols; ++i)
+      out[i] = half::from_bits(pxl::detail::float_to_half_bits(in[i]));
+  }
+}
+#endif
+
+/// dst[r·ldd + c] = float(src[r·ld + c]) for r < rows, c < cols (exact).
+void widen_rows(const half* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst,
+                std::int64_t ldd) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    return widen_rows_f16c(src, ld, rows, cols, dst, ldd);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r)
+    convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
+}
+
+/// dst[r·ldd + c] = half(src[r·ld + c]) for r < rows, c < cols (to nearest, ties to even).
+void narrow_rows(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, half* dst,
+                 std::int64_t ldd) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    return narrow_rows_f16c(src, ld, rows, cols, dst, ldd);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r)
+    convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
+}
 
 /// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed operand's
 /// tile widened into place (exact either way: conversions are exact and the rest moves
@@ -242,32 +299,26 @@ void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
-  const auto ncols = static_cast<std::size_t>(cols);
-  const auto k = static_cast<std::size_t>(p.k);
   const auto [ta, lda] = a_tile(p, a, bt, r0);
   if (p.trans_a) // stored [k, m]: the tile's rows are a column block of k stored rows
     widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());
   else
-    for (std::int64_t i = 0; i < rows; ++i)
-      convert(ta + i * lda, s.a.data() + static_cast<std::size_t>(i) * k, k);
+    widen_rows(ta, lda, rows, p.k, s.a.data(), p.k);
   const auto [tb, ldb] = b_tile(p, b, bt, c0);
   if (p.trans_b) // stored [n, k]: the tile's columns are `cols` stored rows
     widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
   else
-    for (std::int64_t q = 0; q < p.k; ++q)
-      convert(tb + q * ldb, s.b.data() + static_cast<std::size_t>(q) * ncols, ncols);
+    widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
   float alpha = 1.0f, beta = 0.0f;
   if (update) { // keep·c + scale·product in float: the old tile widened, sgemm's beta and alpha
-    for (std::int64_t i = 0; i < rows; ++i)
-      convert(tc + i * p.n, s.c.data() + static_cast<std::size_t>(i) * ncols, ncols);
+    widen_rows(tc, p.n, rows, cols, s.c.data(), cols);
     alpha = static_cast<float>(update->scale);
     beta = static_cast<float>(update->keep);
   }
   sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha,
         beta);
-  for (std::int64_t i = 0; i < rows; ++i)
-    convert(s.c.data() + static_cast<std::size_t>(i) * ncols, tc + i * p.n, ncols);
+  narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
 }
 
 } // namespace
