@@ -137,11 +137,11 @@ std::pair<const T*, std::int64_t> b_tile(const MatMulPlan& p, const T* b, std::i
   return p.trans_b ? std::pair{base + c0 * p.k, p.k} : std::pair{base + c0, p.n};
 }
 
-/// One worker's float copies of a float16 tile's operands and result, sized for the largest
-/// tile when the plan is compiled so that running it allocates nothing.
 /// Stored rows of a transposed float16 operand widened at a time (see widen_transposed).
 constexpr std::int64_t transpose_lines = 8;
 
+/// One worker's float copies of a float16 tile's operands and result, sized for the largest
+/// tile when the plan is compiled so that running it allocates nothing.
 struct HalfTileScratch {
   /// `lines` holds transpose_lines stored rows of a transposed operand on their way into `a`
   /// or `b`.
@@ -279,6 +279,46 @@ void narrow_rows(const float* src, std::int64_t ld, std::int64_t rows, std::int6
     convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/// update_rows with F16C: multiplies and adds as separate float operations, like the scalar
+/// loop (no FMA), so both give the same bits.
+__attribute__((target("avx,f16c"))) void update_rows_f16c(const float* p, std::int64_t ld,
+                                                          std::int64_t rows, std::int64_t cols,
+                                                          half* w, std::int64_t ldw, float keep) {
+  const __m256 k = _mm256_set1_ps(keep);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* in = p + r * ld;
+    half* out = w + r * ldw;
+    std::int64_t i = 0;
+    for (; i + 8 <= cols; i += 8) {
+      auto* at = reinterpret_cast<__m128i*>(out + i);
+      const __m256 old = _mm256_cvtph_ps(_mm_loadu_si128(at));
+      const __m256 sum = _mm256_add_ps(_mm256_mul_ps(k, old), _mm256_loadu_ps(in + i));
+      _mm_storeu_si128(at, _mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < cols; ++i) {
+      const float old = pxl::detail::half_bits_to_float(out[i].bits());
+      out[i] = half::from_bits(pxl::detail::float_to_half_bits(keep * old + in[i]));
+    }
+  }
+}
+#endif
+
+/// w[r·ldw + c] = half(keep·float(w[r·ldw + c]) + p[r·ld + c]) for r < rows, c < cols: a fused
+/// float16 update of w by the (scaled) product p, in float, rounded to half once.
+void update_rows(const float* p, std::int64_t ld, std::int64_t rows, std::int64_t cols, half* w,
+                 std::int64_t ldw, float keep) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    return update_rows_f16c(p, ld, rows, cols, w, ldw, keep);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      half& x = w[r * ldw + c];
+      x = half(keep * static_cast<float>(x) + p[r * ld + c]);
+    }
+}
+
 /// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed operand's
 /// tile widened into place (exact either way: conversions are exact and the rest moves
 /// floats). sgemm is then called on the transposed copy: reading an operand transposed,
@@ -294,8 +334,8 @@ void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std
 }
 
 /// float16 tile: op(A)'s rows and op(B)'s columns widened to float with pxl::convert (F16C or
-/// AVX-512 when present), sgemm, the result rounded to half; with a fused update the output
-/// tile is widened too and updated by sgemm in float, then rounded to half once.
+/// AVX-512 when present), sgemm, the result rounded to half; with a fused update,
+/// w = keep·w + scale·product in float, rounded to half once.
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
@@ -310,15 +350,14 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
   else
     widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
-  float alpha = 1.0f, beta = 0.0f;
-  if (update) { // keep·c + scale·product in float: the old tile widened, sgemm's beta and alpha
-    widen_rows(tc, p.n, rows, cols, s.c.data(), cols);
-    alpha = static_cast<float>(update->scale);
-    beta = static_cast<float>(update->keep);
-  }
-  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha,
-        beta);
-  narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
+  // A fused update: the product scaled by sgemm's alpha, then keep·w added as the tile is
+  // rounded back to half (w is read once, in the same pass that writes it).
+  const float alpha = update ? static_cast<float>(update->scale) : 1.0f;
+  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha);
+  if (update)
+    update_rows(s.c.data(), cols, rows, cols, tc, p.n, static_cast<float>(update->keep));
+  else
+    narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
 }
 
 } // namespace
