@@ -163,14 +163,19 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
   const std::vector<std::size_t> readers = count_readers(schedule);
   std::vector<std::size_t> matmul_of(schedule.values.size(), none); // the step that wrote it
   std::vector<bool> removed(steps.size(), false);
-  auto is_float32 = [&](TensorId t) { return ir.spec(t).dtype == float32; };
+  // float32 and float16 products fold (float16 computing the update in float, then rounding).
+  auto is_float = [&](TensorId t) {
+    const DType d = ir.spec(t).dtype;
+    return d == float32 || d == float16;
+  };
   // The MatMul step that update step `j` (of `op`) can absorb, or none.
   auto foldable = [&](std::size_t j, OpId op) {
     const FlatStep& step = steps[j];
     const std::size_t target = step.inputs[0], product = step.inputs[1];
     const std::size_t m = matmul_of[product];
     const auto op_inputs = ir.inputs(op);
-    if (m == none || readers[product] != 1 || !is_float32(op_inputs[0]) ||
+    if (m == none || readers[product] != 1 || !is_float(op_inputs[0]) ||
+        ir.spec(op_inputs[0]).dtype != ir.spec(op_inputs[1]).dtype ||
         ir.spec(op_inputs[0]).shape != ir.spec(op_inputs[1]).shape ||
         std::ranges::find(steps[m].inputs, target) != steps[m].inputs.end() ||
         steps[m].ipu != step.ipu ||
@@ -193,9 +198,9 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
         }
       }
     }
-    // A value written here holds a float32 product only if this is a plain MatMul.
+    // A value written here holds a float product only if this is a plain MatMul.
     const bool product = !step.is_copy() && ir.kind(*step.op) == OpKind::MatMul &&
-                         !step.fusion.update && is_float32(ir.outputs(*step.op)[0]);
+                         !step.fusion.update && is_float(ir.outputs(*step.op)[0]);
     for (auto v : step.outputs)
       matmul_of[v] = product ? j : none;
   }

@@ -13,12 +13,14 @@ namespace pxl::emu::detail {
 /// the matmul gradient's weight transposes stop costing a copy each, and their buffers.
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 
-/// Folds `scaled_add_(w, p, {a, b})`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 into
-/// the MatMul that computes `p`, when `p` has no other reader and has w's shape: the matmul
-/// moves to the update's place and sgemm computes w = a·w + b·(product) directly (its beta
-/// and alpha), in float. The product is never stored: an SGD step's weight-gradient matmul
-/// updates the weight in one pass instead of writing the gradient and reading it back. Needs
-/// the matmul's operands unchanged up to the update, and w not among them.
+/// Folds `scaled_add_(w, p, {a, b})`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 or
+/// float16 (w and p alike) into the MatMul that computes `p`, when `p` has no other reader and
+/// has w's shape: the matmul moves to the update's place and computes w = a·w + b·(product)
+/// directly, in float (float32: sgemm's beta and alpha; float16: sgemm's alpha, then a·w added
+/// as the tile is rounded to half, once). The product is never stored: an SGD step's
+/// weight-gradient matmul updates the weight in one pass instead of writing the gradient and
+/// reading it back. Needs the matmul's operands unchanged up to the update, and w not among
+/// them.
 void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule);
 
 /// Folds `scaled_add_(w, p, {a, b})` on float32 into the add or mean ReplicatedAllReduce that

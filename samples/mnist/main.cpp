@@ -3,6 +3,7 @@
 //
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
 //     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
+//     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -44,7 +45,17 @@ struct Options {
   // gain little on an idle machine and lose beside a busy process (test/bench/contention);
   // from batch 32 two are faster idle and as fast under contention.
   unsigned workers = 1;
+  std::string dtype = "float32";
 };
+
+/// --dtype's value as a DType: float32 or float16, else pxl's ValueError.
+pxl::DType parse_dtype(const std::string& s) {
+  if (s == "float32")
+    return pxl::float32;
+  if (s == "float16")
+    return pxl::float16;
+  throw pxl::ValueError("--dtype: expected float32 or float16, got '" + s + "'");
+}
 
 int train_and_test(const Options& o) {
   // Checked here rather than by CLI11, so that the mistake gets pxl's message and exit code.
@@ -54,6 +65,7 @@ int train_and_test(const Options& o) {
   // The trace is written after training: find out now whether it can be.
   if (!o.trace.empty() && !std::ofstream(o.trace))
     throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
+  const pxl::DType dtype = parse_dtype(o.dtype);
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
   const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
   std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
@@ -67,7 +79,8 @@ int train_and_test(const Options& o) {
                                 .replicas = o.replicas,
                                 .seed = o.seed,
                                 .workers = o.workers,
-                                .profile = o.profile || !o.trace.empty()});
+                                .profile = o.profile || !o.trace.empty(),
+                                .dtype = dtype});
   const std::int64_t global_batch = train.global_batch_size();
   std::printf("Emulator: %u worker(s), %lld replica(s); batch %lld", train.session().num_workers(),
               static_cast<long long>(o.replicas), static_cast<long long>(o.batch_size));
@@ -76,6 +89,8 @@ int train_and_test(const Options& o) {
                 static_cast<long long>(global_batch));
   std::printf(", learning rate %g, %lld step(s) per run", o.learning_rate,
               static_cast<long long>(o.steps_per_execution));
+  if (dtype == pxl::float16)
+    std::printf(", float16 (float32 loss, loss scaling %g)", train.options().loss_scaling);
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
@@ -167,7 +182,7 @@ int train_and_test(const Options& o) {
     std::printf("Saved weights to %s\n", o.save.c_str());
   }
 
-  mnist::TestProgram test(100, o.workers);
+  mnist::TestProgram test(100, o.workers, dtype);
   test.copy_weights_from(train);
   const double accuracy = test.accuracy(test_data);
   std::printf("test accuracy: %.2f%% (%lld images)\n", 100.0 * accuracy,
@@ -225,6 +240,10 @@ int main(int argc, char** argv) {
                  "Write a Chrome/Perfetto trace of the training runs' estimated steps to FILE");
   app.add_option("--memory-report", o.memory_report,
                  "Write the training program's memory report to FILE (JSON)");
+  app.add_option("--dtype", o.dtype,
+                 "float32, or float16: mixed precision (float16 weights and activations, the "
+                 "loss in float32, loss scaling)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -40,18 +40,36 @@ constexpr std::int64_t infeed_depth = 8;
 /// would copy every weight into the graph and back on every step.
 constexpr pxl::ops::CallOptions inlined{.inline_graph = true};
 
+/// The images as the Net takes them: cast on the device when it runs in float16.
+Tensor net_input(const pxl::HostToDeviceStream& images, pxl::DType dtype) {
+  auto x = pxl::ops::host_load(images, "x");
+  return dtype == pxl::float32 ? x : pxl::ops::cast(x, dtype);
+}
+
+/// The loss gradient's scale: loss scaling for float16, none for float32.
+double loss_scale(const TrainingOptions& options) {
+  return options.dtype == pxl::float32 ? 1.0 : options.loss_scaling;
+}
+
 /// Traces one micro-batch into the current graph: loads images and labels, runs the forward
 /// and gradient graphs with `weights`, stores the loss, and returns the weights' gradients
-/// by name (this replica's: the mean over its rows).
+/// by name (this replica's: the mean over its rows, times loss_scale). The loss and its
+/// gradient are computed in float32 whatever the Net's dtype.
 NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
                              const pxl::addons::GraphWithNamedArgs& bwd,
                              const NamedTensors& weights, const pxl::HostToDeviceStream& images,
                              const pxl::HostToDeviceStream& labels,
-                             const pxl::DeviceToHostStream& loss_stream) {
-  auto x = pxl::ops::host_load(images, "x");
+                             const pxl::DeviceToHostStream& loss_stream,
+                             const TrainingOptions& options) {
+  auto x = net_input(images, options.dtype);
   auto y = pxl::ops::host_load(labels, "y");
   auto fwd_info = fwd.bind(weights).call_with_info({x}, {}, {}, inlined);
-  auto [loss, dlogits] = pxl::addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], y);
+  auto logits = fwd_info.outputs()[0];
+  if (options.dtype != pxl::float32)
+    logits = pxl::ops::cast(logits, pxl::float32);
+  auto [loss, dlogits] = pxl::addons::ops::cross_entropy_with_grad(logits, y, loss_scale(options));
+  if (options.dtype != pxl::float32)
+    dlogits = pxl::ops::cast(dlogits, options.dtype);
   auto bwd_info =
       bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info), inlined);
   pxl::ops::host_store(loss_stream, loss);
@@ -59,11 +77,13 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
 }
 
 /// SGD on the gradients averaged across replicas (with one replica, the gradients as they
-/// are: no op is added, so the update still folds into the gradient's matmul).
-void sgd_update(const NamedTensors& weights, const NamedTensors& grads, double learning_rate) {
+/// are: no op is added, so the update still folds into the gradient's matmul); `scale` is
+/// the loss scaling the gradients carry.
+void sgd_update(const NamedTensors& weights, const NamedTensors& grads, double learning_rate,
+                double scale) {
   const NamedTensors averaged = pxl::addons::average_across_replicas(grads);
   for (const auto& [name, w] : weights.to_dict())
-    pxl::ops::scaled_add_(w, averaged.at(name), {.b = -learning_rate});
+    pxl::ops::scaled_add_(w, averaged.at(name), {.b = -learning_rate / scale});
 }
 
 } // namespace
@@ -77,6 +97,12 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
                           std::to_string(options.steps_per_execution) + ", " +
                           std::to_string(options.gradient_accumulation) + " and " +
                           std::to_string(options.replicas));
+  if (options.dtype != pxl::float32 && options.dtype != pxl::float16)
+    throw pxl::DTypeError("mnist TrainingOptions: dtype must be float32 or float16, got " +
+                          std::string(pxl::name(options.dtype)));
+  if (!(options.loss_scaling > 0))
+    throw pxl::ValueError("mnist TrainingOptions: loss_scaling must be positive, got " +
+                          std::to_string(options.loss_scaling));
   const std::int64_t b = options.batch_size;
   ir_.set_replication_factor(options.replicas);
   {
@@ -85,7 +111,7 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     labels_ = pxl::h2d_stream({b}, pxl::int32, "labels");
     loss_ = pxl::d2h_stream({}, pxl::float32, "loss");
 
-    auto [factories, fwd] = Net{}.create_graph(pxl::TensorSpec{{b, image_size}, pxl::float32});
+    auto [factories, fwd] = Net{}.create_graph(pxl::TensorSpec{{b, image_size}, options.dtype});
     // Gradients of the weights only: the image's gradient would be wasted work.
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     variables_ = factories.init("", options.seed);
@@ -102,15 +128,16 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     if (options.steps_per_execution == 1 && accumulation.steps == 1) {
       // One step per run: the tutorial's form, traced in the main graph itself (a loop of
       // one would copy every weight into the loop body and back on each run).
-      sgd_update(variables_, trace_gradients(fwd, bwd, variables_, *images_, *labels_, *loss_),
-                 options.learning_rate);
+      sgd_update(variables_,
+                 trace_gradients(fwd, bwd, variables_, *images_, *labels_, *loss_, options),
+                 options.learning_rate, loss_scale(options));
     } else {
       pxl::Graph step = ir_.create_empty_graph("train_step");
       if (accumulation.steps == 1) {
         auto in_step = step.scope();
         auto weights = pxl::addons::named_graph_inputs(state);
-        sgd_update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_),
-                   options.learning_rate);
+        sgd_update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_, options),
+                   options.learning_rate, loss_scale(options));
       } else {
         // N micro-batches accumulate the mean gradient, then one update with it: the same
         // step as one batch of N·b. Replicas average the accumulated gradient, once per
@@ -121,7 +148,8 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
           auto s = pxl::addons::named_graph_inputs(state);
           auto weights = s.filter_keys(variables_.keys_flat());
           pxl::addons::accumulate_gradients(
-              s, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_), accumulation);
+              s, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_, options),
+              accumulation);
         }
         auto in_step = step.scope();
         auto s = pxl::addons::named_graph_inputs(state);
@@ -130,7 +158,7 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
             s.filter_keys(variables_.keys_flat()), s,
             pxl::addons::averaged_across_replicas(
                 [&](const std::string&, const Tensor& w, const Tensor& g) {
-                  pxl::ops::scaled_add_(w, g, {.b = -options.learning_rate});
+                  pxl::ops::scaled_add_(w, g, {.b = -options.learning_rate / loss_scale(options)});
                 }));
       }
       pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());
@@ -251,12 +279,13 @@ void TrainingProgram::load_weights(const pxl::addons::NamedTensorData& weights) 
   session_->write_variables_data(data);
 }
 
-TestProgram::TestProgram(std::int64_t batch_size, unsigned workers) : batch_size_(batch_size) {
+TestProgram::TestProgram(std::int64_t batch_size, unsigned workers, pxl::DType dtype)
+    : batch_size_(batch_size) {
   {
     auto in_main = ir_.main_graph().scope();
     images_ = pxl::h2d_stream({batch_size, image_size}, pxl::float32, "images");
     predictions_ = pxl::d2h_stream({batch_size}, pxl::int32, "predictions");
-    auto x = pxl::ops::host_load(*images_, "x");
+    auto x = net_input(*images_, dtype);
     auto [factories, fwd] = Net{}.create_graph(x);
     variables_ = factories.init();
     auto logits = fwd.bind(variables_).call({x}, {}, {}, inlined)[0];

@@ -47,6 +47,14 @@ struct TrainingOptions {
   unsigned workers = 0;
   /// Estimate the device time of every step (Session::profile, write_trace).
   bool profile = false;
+  /// The Net's weights and activations: float32, or float16 as mixed precision (images cast
+  /// to float16 on the device, the logits cast back to float32 for the loss and its
+  /// gradient, which is scaled by `loss_scaling` and cast to float16 for the backward pass;
+  /// the update divides the scaling out). DTypeError for anything else.
+  pxl::DType dtype = pxl::float32;
+  /// The float16 loss gradient's scale, against underflow in the backward pass; ignored for
+  /// float32.
+  double loss_scaling = 128.0;
 };
 
 /// A range whose elements are Batches held by the range (a container, a BatchView, a range-v3
@@ -167,10 +175,12 @@ private:
   std::optional<pxl::Session::Attachment> attachment_;
 };
 
-/// The test Ir: the same Net forward, returning each image's predicted class.
+/// The test Ir: the same Net forward (in float32 or float16), returning each image's predicted
+/// class.
 class TestProgram {
 public:
-  TestProgram(std::int64_t batch_size, unsigned workers = 0);
+  /// `dtype` must be the training program's: the weights are copied as they are.
+  TestProgram(std::int64_t batch_size, unsigned workers = 0, pxl::DType dtype = pxl::float32);
 
   /// Copies the training session's weights into this session by name (the tutorial's
   /// `to_mapping` + `write_variables_data`); from replica 0 when training is replicated.

@@ -82,6 +82,54 @@ TEST_CASE("A Transpose feeding a MatMul is read in place: reference results on 1
   }
 }
 
+TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the matmul of "
+          "the transposed copy") {
+  // The fused kernel widens the stored rows and scatters them into place; the result must be
+  // the one of the same matmul fed the operands already transposed on the host.
+  const auto transposed = [](const HostTensor& t) {
+    const std::int64_t r = t.shape()[0], c = t.shape()[1];
+    HostTensor out({c, r}, t.dtype());
+    const auto in = t.data<half>();
+    auto o = out.data<half>();
+    for (std::int64_t i = 0; i < r; ++i)
+      for (std::int64_t j = 0; j < c; ++j)
+        o[static_cast<std::size_t>(j * r + i)] = in[static_cast<std::size_t>(i * c + j)];
+    return out;
+  };
+  // [90, 300] x [300, 200]: more rows and columns than one tile has, and k = 300 longer than
+  // either, so a stored row of B^T spans a whole tile's k.
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      const Shape a_shape = ta ? Shape{300, 90} : Shape{90, 300};
+      const Shape b_shape = tb ? Shape{200, 300} : Shape{300, 200};
+      const HostTensor a = pattern({a_shape, float16}, 3), b = pattern({b_shape, float16}, 4);
+      const auto product = [&](bool fuse) {
+        const HostTensor ha = fuse || !ta ? a : transposed(a);
+        const HostTensor hb = fuse || !tb ? b : transposed(b);
+        Ir ir;
+        HostToDeviceStream sa, sb;
+        DeviceToHostStream sy;
+        {
+          auto in_main = ir.main_graph().scope();
+          sa = h2d_stream(ha.shape(), float16, "a");
+          sb = h2d_stream(hb.shape(), float16, "b");
+          Tensor x = ops::host_load(sa), y = ops::host_load(sb);
+          if (fuse && ta)
+            x = ops::transpose(x);
+          if (fuse && tb)
+            y = ops::transpose(y);
+          const Tensor z = ops::matmul(x, y);
+          sy = d2h_stream(z.shape(), float16, "y");
+          ops::host_store(sy, z);
+        }
+        return run_on(ir, 2, {{sa, ha}, {sb, hb}}).at(sy);
+      };
+      CHECK(product(true) == product(false));
+    }
+}
+
 TEST_CASE("A fused Transpose costs neither code nor memory; one with other readers stays") {
   auto build = [](Ir& ir, bool store_transposed) -> std::string {
     auto in_main = ir.main_graph().scope();
@@ -151,54 +199,60 @@ TEST_CASE("No fusion across a write: the matmul sees the values the Transpose sa
 }
 
 TEST_CASE("An in-place update of a matmul's product is folded into the matmul") {
-  // w = keep·w + scale·(xᵀ g) for scaled_add_, accumulate_ and add_: the reference's result
-  // (float rounding apart), bitwise alike on 1-4 workers, and no buffer for the product.
+  // w = keep·w + scale·(xᵀ g) for scaled_add_, accumulate_ and add_, in float32 and float16:
+  // the reference's result (float rounding apart; float16 rounds once, the reference twice),
+  // bitwise alike on 1-4 workers, and no buffer for the product.
   enum class Update { scaled_add, accumulate, add };
-  for (Update kind : {Update::scaled_add, Update::accumulate, Update::add}) {
-    CAPTURE(static_cast<int>(kind));
-    Ir ir;
-    HostToDeviceStream sx, sg;
-    Tensor w;
-    std::string product_id;
-    {
-      auto in_main = ir.main_graph().scope();
-      sx = h2d_stream({9, 70}, float32, "x");
-      sg = h2d_stream({9, 130}, float32, "g");
-      w = variable(pattern({{70, 130}, float32}, 6), "w");
-      const Tensor p = ops::matmul(ops::transpose(ops::host_load(sx)), ops::host_load(sg));
-      product_id = p.id();
-      switch (kind) {
-      case Update::scaled_add:
-        ops::scaled_add_(w, p, {.a = 0.9, .b = -0.05});
-        break;
-      case Update::accumulate:
-        ops::var_updates::accumulate_(w, p, 0.25);
-        break;
-      case Update::add:
-        ops::add_(w, p);
-        break;
+  for (DType dtype : {float32, float16})
+    for (Update kind : {Update::scaled_add, Update::accumulate, Update::add}) {
+      CAPTURE(name(dtype));
+      CAPTURE(static_cast<int>(kind));
+      Ir ir;
+      HostToDeviceStream sx, sg;
+      Tensor w;
+      std::string product_id;
+      {
+        auto in_main = ir.main_graph().scope();
+        sx = h2d_stream({9, 70}, dtype, "x");
+        sg = h2d_stream({9, 130}, dtype, "g");
+        w = variable(pattern({{70, 130}, dtype}, 6), "w");
+        const Tensor p = ops::matmul(ops::transpose(ops::host_load(sx)), ops::host_load(sg));
+        product_id = p.id();
+        switch (kind) {
+        case Update::scaled_add:
+          ops::scaled_add_(w, p, {.a = 0.9, .b = -0.05});
+          break;
+        case Update::accumulate:
+          ops::var_updates::accumulate_(w, p, 0.25);
+          break;
+        case Update::add:
+          ops::add_(w, p);
+          break;
+        }
       }
-    }
-    const HostTensor x = pattern({{9, 70}, float32}, 7), g = pattern({{9, 130}, float32}, 8);
-    testing::ReferenceEvaluator ref(ir);
-    ref.run({{"x", x}, {"g", g}});
-    std::vector<HostTensor> results;
-    for (unsigned workers = 1; workers <= 4; ++workers) {
-      Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
-      if (workers == 1) {
-        const auto report = s.memory_report();
-        CHECK_FALSE(has_tensor(report, product_id));
-        // host_load twice, then the matmul with the update in it.
-        CHECK(report.ipus[0].code == 3 * emu::ipu2().code_bytes_per_op);
+      const HostTensor x = pattern({{9, 70}, dtype}, 7), g = pattern({{9, 130}, dtype}, 8);
+      testing::ReferenceEvaluator ref(ir);
+      ref.run({{"x", x}, {"g", g}});
+      std::vector<HostTensor> results;
+      for (unsigned workers = 1; workers <= 4; ++workers) {
+        Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+        if (workers == 1) {
+          const auto report = s.memory_report();
+          CHECK_FALSE(has_tensor(report, product_id));
+          // host_load twice, then the matmul with the update in it.
+          CHECK(report.ipus[0].code == 3 * emu::ipu2().code_bytes_per_op);
+        }
+        auto attached = s.attach();
+        s.run({{sx, x}, {sg, g}});
+        results.push_back(s.get_tensor_data(w));
       }
-      auto attached = s.attach();
-      s.run({{sx, x}, {sg, g}});
-      results.push_back(s.get_tensor_data(w));
+      for (std::size_t i = 1; i < results.size(); ++i)
+        CHECK(results[i] == results[0]);
+      if (dtype == float32)
+        CHECK(allclose(results[0], ref.variable(w), 1e-5, 1e-6));
+      else
+        CHECK(allclose(results[0].astype(float32), ref.variable(w).astype(float32), 2e-3, 2e-3));
     }
-    for (std::size_t i = 1; i < results.size(); ++i)
-      CHECK(results[i] == results[0]);
-    CHECK(allclose(results[0], ref.variable(w), 1e-5, 1e-6));
-  }
 }
 
 TEST_CASE("No update folding when the product is read again, its operands change, or w is one") {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <span>
 
 using namespace pxl;
 using namespace pxl::testing;
@@ -403,5 +404,71 @@ TEST_CASE("where broadcasts all three operands for every dtype") {
       ref::store(c, i, cond.item(i) > 0);
     check_kernel([](Tensor k, Tensor x, Tensor y) { return ops::where(k, x, y); },
                  {c, random_tensor({1, 7}, d, -5, 5, 4), random_tensor({13, 7}, d, -5, 5, 5)});
+  }
+}
+
+TEST_CASE("float16 unary kernels and casts are bitwise the per-element float formula") {
+  // 1001 elements: whole conversion blocks, a partial one, and worker ranges starting anywhere.
+  auto x = random_tensor({1001}, float16, -6, 6, 9);
+  auto xs = x.data<half>();
+  // Specials: signed zeros, infinities, NaN, the largest half, subnormals.
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            65504.0f,
+                            5.96e-8f,
+                            -6.1e-5f};
+  for (std::size_t i = 0; i < std::size(specials); ++i)
+    xs[i * 97] = half(specials[i]);
+  const auto same_bits = [](const HostTensor& got, const std::function<float(float)>& f,
+                            std::span<const half> in) {
+    const auto g = got.data<half>();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      CAPTURE(i);
+      CHECK(g[i].bits() == half(f(static_cast<float>(in[i]))).bits());
+    }
+  };
+  same_bits(
+      check_kernel(make_case([](Tensor t) { return ops::relu(t); }, {x}), 1e-6, false)[0],
+      [](float v) { return v != v ? v : (v > 0.0f ? v : 0.0f); }, xs);
+  same_bits(
+      check_kernel(make_case([](Tensor t) { return ops::exp(t); }, {x}), 1e-6, false)[0],
+      [](float v) { return std::exp(v); }, xs);
+  same_bits(
+      check_kernel(make_case([](Tensor t) { return ops::negate(t); }, {x}), 1e-6, false)[0],
+      [](float v) { return -v; }, xs);
+  // gelu and tanh: the float16 kernel rounds what the float32 kernel computes.
+  const auto widened = x.astype(float32);
+  for (const Unary& f : {Unary([](const Tensor& t) { return ops::gelu(t); }),
+                         Unary([](const Tensor& t) { return ops::tanh(t); })}) {
+    const HostTensor h = check_kernel(make_case(f, {x}), 1e-6, false)[0];
+    const HostTensor w = check_kernel(make_case(f, {widened}), 1e-6, false)[0];
+    const auto s = w.data<float>();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      CAPTURE(i);
+      CHECK(h.data<half>()[i].bits() == half(s[i]).bits());
+    }
+  }
+  // Casts: float32 → float16 rounds to nearest, ties to even; float16 → float32 is exact.
+  auto f = random_tensor({1001}, float32, -70000, 70000, 10);
+  auto fs = f.data<float>();
+  for (std::size_t i = 0; i < std::size(specials); ++i)
+    fs[i * 89] = specials[i];
+  fs[3] = 65519.0f;           // rounds down to 65504
+  fs[4] = 65520.0f;           // rounds up to infinity
+  fs[5] = 1.0f + 1.0f / 2048; // a tie: to even (1)
+  const auto narrowed = check_kernel([](Tensor t) { return ops::cast(t, float16); }, {f})[0];
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(narrowed.data<half>()[i].bits() == half(fs[i]).bits());
+  }
+  const auto back = check_kernel([](Tensor t) { return ops::cast(t, float32); }, {narrowed})[0];
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    CAPTURE(i);
+    const float want = static_cast<float>(narrowed.data<half>()[i]);
+    const float got = back.data<float>()[i];
+    CHECK((got == want || (got != got && want != want)));
   }
 }

@@ -123,3 +123,47 @@ TEST_CASE("reducing zero elements gives the fold's identity, in kernel and refer
     CHECK(check_kernel([](Tensor t) { return ops::sum(t, Axes{{0}}); }, {x})[0].nelms() == 0);
   }
 }
+
+TEST_CASE("float16 reductions are bitwise a float fold in order, across conversion blocks") {
+  // [3, 600, 5]: over axis 1 the outputs are strided and each folds 600 strided elements (more
+  // than a block); over axis 0 each block of contiguous outputs folds whole rows, 3000 of them
+  // in more than one block.
+  const auto x = random_tensor({3, 600, 5}, float16, -2, 2, 4);
+  const auto xs = x.data<half>();
+  const auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) {
+    return static_cast<float>(xs[static_cast<std::size_t>((i * 600 + j) * 5 + k)]);
+  };
+  const auto sum1 = check_kernel([](Tensor t) { return ops::sum(t, Axes{{1}}); }, {x})[0];
+  const auto max1 = check_kernel([](Tensor t) { return ops::max(t, Axes{{1}}); }, {x})[0];
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t k = 0; k < 5; ++k) {
+      float s = 0, m = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < 600; ++j) {
+        s += at(i, j, k);
+        m = std::max(m, at(i, j, k));
+      }
+      CAPTURE(i);
+      CAPTURE(k);
+      CHECK(sum1.data<half>()[static_cast<std::size_t>(i * 5 + k)].bits() == half(s).bits());
+      CHECK(max1.data<half>()[static_cast<std::size_t>(i * 5 + k)].bits() == half(m).bits());
+    }
+  const auto sum0 = check_kernel([](Tensor t) { return ops::sum(t, Axes{{0}}); }, {x})[0];
+  const auto mean0 = check_kernel([](Tensor t) { return ops::mean(t, Axes{{0}}); }, {x})[0];
+  for (std::int64_t o = 0; o < 3000; ++o) {
+    float s = 0;
+    for (std::int64_t i = 0; i < 3; ++i)
+      s += at(i, o / 5, o % 5);
+    CAPTURE(o);
+    CHECK(sum0.data<half>()[static_cast<std::size_t>(o)].bits() == half(s).bits());
+    CHECK(mean0.data<half>()[static_cast<std::size_t>(o)].bits() ==
+          half(static_cast<float>(static_cast<double>(s) / 3.0)).bits());
+  }
+  const auto arg = check_kernel([](Tensor t) { return ops::argmax(t, 1); }, {x})[0];
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t k = 0; k < 5; ++k) {
+      std::int32_t best = 0;
+      for (std::int32_t j = 1; j < 600; ++j)
+        best = at(i, j, k) > at(i, best, k) ? j : best;
+      CHECK(arg.data<std::int32_t>()[static_cast<std::size_t>(i * 5 + k)] == best);
+    }
+}

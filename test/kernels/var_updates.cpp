@@ -103,3 +103,55 @@ TEST_CASE("accumulate_, copy_var_update_, accumulator_scale_, accumulator_zero_"
     check_kernel([](Tensor p) { return vu::accumulator_zero_(p); }, {a});
   }
 }
+
+TEST_CASE("float16 scaled adds round a·x + b·y computed in double once to half, bit for bit") {
+  // Blocks of float registers and a float rounded to odd on the way: exactly half(double),
+  // never a double rounding through float. 1001 elements cross blocks and worker ranges; the
+  // factors make many results land near halfway between two halves.
+  auto x = random_tensor({1001}, float16, -3, 3, 7);
+  const auto y = random_tensor({1001}, float16, -3, 3, 8);
+  auto xs = x.data<half>();
+  xs[0] = half(65504.0f); // overflows to infinity
+  xs[1] = half(6.0e-8f);  // a subnormal result
+  xs[2] = half(std::numeric_limits<float>::quiet_NaN());
+  xs[3] = half(-std::numeric_limits<float>::infinity());
+  for (const auto& f : {ops::ScaledAddFactors{.a = 1.0, .b = 1.0 / 3},
+                        ops::ScaledAddFactors{.a = 1.5, .b = -0.05 / 128},
+                        ops::ScaledAddFactors{.a = 1.0 + 1.0 / 4096, .b = 1.0 / 4096}}) {
+    CAPTURE(f.a);
+    CAPTURE(f.b);
+    const auto out =
+        check_kernel([&](Tensor p, Tensor q) { return ops::scaled_add(p, q, f); }, {x, y})[0];
+    const auto in_place =
+        check_kernel([&](Tensor p, Tensor q) { return ops::scaled_add_(p, q, f); }, {x, y})[0];
+    const auto ys = y.data<half>();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      CAPTURE(i);
+      const double xd = static_cast<float>(xs[i]);
+      const half want(f.a * xd + f.b * static_cast<double>(static_cast<float>(ys[i])));
+      CHECK(out.data<half>()[i].bits() == want.bits());
+      CHECK(in_place.data<half>()[i].bits() == want.bits());
+    }
+  }
+}
+
+TEST_CASE("float16 scaled adds just past a halfway point round up, not to even") {
+  // x = 1 + k·2^-10 is a half; adding 2^-11 + 2^-40 lands just above the halfway point to the
+  // next half, which float cannot tell from the halfway point itself: rounding through float
+  // would round half of these down to even.
+  HostTensor x({600}, float16), y({600}, float16);
+  for (std::int64_t k = 0; k < 600; ++k) {
+    x.data<half>()[static_cast<std::size_t>(k)] =
+        half(1.0 + std::ldexp(static_cast<double>(k), -10));
+    y.data<half>()[static_cast<std::size_t>(k)] = half(1.0f);
+  }
+  const double b = std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  const auto out = check_kernel(
+      [&](Tensor p, Tensor q) { return ops::scaled_add_(p, q, {.a = 1.0, .b = b}); }, {x, y})[0];
+  for (std::int64_t k = 0; k < 600; ++k) {
+    CAPTURE(k);
+    const double want = 1.0 + std::ldexp(static_cast<double>(k + 1), -10);
+    CHECK(static_cast<double>(static_cast<float>(out.data<half>()[static_cast<std::size_t>(k)])) ==
+          want);
+  }
+}

@@ -1,6 +1,7 @@
 // Element-wise kernels: unary math, logic, casts and copies; binary ops with NumPy
 // broadcasting; where.
 #include "common.hpp"
+#include "half_blocks.hpp"
 #include "vector_math.hpp"
 
 #include <algorithm>
@@ -15,16 +16,23 @@ namespace pxl::emu::detail {
 
 namespace {
 
-/// y[i] = f(x[i]) over the worker's share, computing in compute_t<In>.
+/// y[i] = f(x[i]) over the worker's share, computing in compute_t<In> (half to half in float
+/// blocks).
 template <typename In, typename Out, typename F>
 StepFn map_step(const OpBuffers& buffers, std::int64_t n, F f) {
   const In* x = typed<const In>(buffers.inputs[0]);
   Out* y = typed<Out>(buffers.outputs[0]);
-  return [=](unsigned w, unsigned nw) {
-    const auto [b, e] = worker_range(n, w, nw);
-    for (std::int64_t i = b; i < e; ++i)
-      y[i] = static_cast<Out>(f(static_cast<compute_t<In>>(x[i])));
-  };
+  if constexpr (std::is_same_v<In, half> && std::is_same_v<Out, half>)
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      map_half(x + b, y + b, e - b, f);
+    };
+  else
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      for (std::int64_t i = b; i < e; ++i)
+        y[i] = static_cast<Out>(f(static_cast<compute_t<In>>(x[i])));
+    };
 }
 
 /// A float32/float16 op computing `f` in float.
@@ -75,6 +83,35 @@ PXL_VECTOR_CLONES void tanh_f32(const float* x, float* y, std::int64_t n) {
     y[i] = tanh_bounded(x[i]);
 }
 
+/// A float32/float16 op whose float loop `f(x, y, n)` (an instruction-set clone) runs over
+/// the worker's share, or over its float16 share widened block by block: float16 results are
+/// the float32 kernel's rounded to half.
+StepFn float_blocks(const KernelOp& op, const OpBuffers& buffers,
+                    void (*f)(const float*, float*, std::int64_t)) {
+  const auto& spec = op.input(0).spec();
+  const std::int64_t n = spec.nelms();
+  switch (spec.dtype) {
+  case float32: {
+    const float* x = typed<const float>(buffers.inputs[0]);
+    float* y = typed<float>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      f(x + b, y + b, e - b);
+    };
+  }
+  case float16: {
+    const half* x = typed<const half>(buffers.inputs[0]);
+    half* y = typed<half>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      map_half_blocks(x + b, y + b, e - b, f);
+    };
+  }
+  default:
+    unsupported_dtype(op, spec.dtype);
+  }
+}
+
 } // namespace
 
 StepFn compile_Negate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -101,16 +138,7 @@ StepFn compile_Sqrt(CompileContext&, const KernelOp& op, const OpBuffers& buffer
 }
 
 StepFn compile_Tanh(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  if (op.input(0).dtype() == float32) {
-    const float* x = typed<const float>(buffers.inputs[0]);
-    float* y = typed<float>(buffers.outputs[0]);
-    const std::int64_t n = op.input(0).nelms();
-    return [=](unsigned w, unsigned nw) {
-      const auto [b, e] = worker_range(n, w, nw);
-      tanh_f32(x + b, y + b, e - b);
-    };
-  }
-  return float_unary(op, buffers, [](float x) { return tanh_bounded(x); });
+  return float_blocks(op, buffers, tanh_f32);
 }
 
 StepFn compile_Sigmoid(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -149,6 +177,20 @@ StepFn compile_IsNan(CompileContext&, const KernelOp& op, const OpBuffers& buffe
   }
 }
 
+namespace {
+/// float ↔ half casts through pxl::convert: the same rounding as convert_element.
+template <typename From, typename To>
+StepFn convert_step(const OpBuffers& buffers, std::int64_t n) {
+  const From* x = typed<const From>(buffers.inputs[0]);
+  To* y = typed<To>(buffers.outputs[0]);
+  return [=](unsigned w, unsigned nw) {
+    const auto [b, e] = worker_range(n, w, nw);
+    if (e > b)
+      convert(x + b, y + b, static_cast<std::size_t>(e - b));
+  };
+}
+} // namespace
+
 // Cast converts as pxl::convert_element defines: float → integer truncates and saturates (NaN
 // → 0, ±inf → the extremes), which C++'s own conversion leaves undefined.
 StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -156,6 +198,10 @@ StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffer
   const DType to = op.output(0).dtype();
   if (in.dtype == to)
     return copy_step(buffers.outputs[0], buffers.inputs[0], in.nelms(), size_of(to));
+  if (in.dtype == float32 && to == float16)
+    return convert_step<float, half>(buffers, in.nelms());
+  if (in.dtype == float16 && to == float32)
+    return convert_step<half, float>(buffers, in.nelms());
   return visit_dtype(in.dtype, [&](auto from_t) {
     using From = typename decltype(from_t)::type;
     return visit_dtype(to, [&](auto to_t) {
@@ -216,28 +262,15 @@ StepFn compile_Clip(CompileContext&, const KernelOp& op, const OpBuffers& buffer
 
 namespace {
 
-/// Elements widened to float: a contiguous run through `convert` (F16C or AVX-512 where the
-/// CPU has them), a broadcast one repeated, a strided one one by one.
-void widen(const half* x, std::int64_t stride, float* out, std::int64_t n) {
-  if (stride == 1)
-    convert(x, out, static_cast<std::size_t>(n));
-  else if (stride == 0)
-    std::fill_n(out, n, static_cast<float>(x[0]));
-  else
-    for (std::int64_t k = 0; k < n; ++k)
-      out[k] = static_cast<float>(x[k * stride]);
-}
-
 /// A run of a float16 binary op in float registers, block by block: bitwise what converting
 /// each element, computing in float and rounding back gives, without a conversion call per
 /// element.
 template <typename F>
 void half_run(const half* a, std::int64_t stride_a, const half* b, std::int64_t stride_b, half* y,
               std::int64_t len, F f) {
-  constexpr std::int64_t block = 256;
-  float fa[block], fb[block], fy[block];
-  for (std::int64_t j = 0; j < len; j += block) {
-    const std::int64_t m = std::min(block, len - j);
+  float fa[half_block], fb[half_block], fy[half_block];
+  for (std::int64_t j = 0; j < len; j += half_block) {
+    const std::int64_t m = std::min(half_block, len - j);
     widen(a + j * stride_a, stride_a, fa, m);
     widen(b + j * stride_b, stride_b, fb, m);
     for (std::int64_t k = 0; k < m; ++k)
@@ -464,29 +497,7 @@ PXL_VECTOR_CLONES void gelu_f32(const float* x, float* y, std::int64_t n) {
 } // namespace
 
 StepFn compile_Gelu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const auto& spec = op.input(0).spec();
-  const std::int64_t n = spec.nelms();
-  switch (spec.dtype) {
-  case float32: {
-    const float* x = typed<const float>(buffers.inputs[0]);
-    float* y = typed<float>(buffers.outputs[0]);
-    return [=](unsigned w, unsigned nw) {
-      const auto [b, e] = worker_range(n, w, nw);
-      gelu_f32(x + b, y + b, e - b);
-    };
-  }
-  case float16: {
-    const half* x = typed<const half>(buffers.inputs[0]);
-    half* y = typed<half>(buffers.outputs[0]);
-    return [=](unsigned w, unsigned nw) {
-      const auto [b, e] = worker_range(n, w, nw);
-      for (std::int64_t i = b; i < e; ++i)
-        y[i] = static_cast<half>(gelu_tanh(static_cast<float>(x[i])));
-    };
-  }
-  default:
-    unsupported_dtype(op, spec.dtype);
-  }
+  return float_blocks(op, buffers, gelu_f32);
 }
 
 } // namespace pxl::emu::detail

@@ -4,7 +4,14 @@
 
 #include <dnnl.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -130,45 +137,227 @@ std::pair<const T*, std::int64_t> b_tile(const MatMulPlan& p, const T* b, std::i
   return p.trans_b ? std::pair{base + c0 * p.k, p.k} : std::pair{base + c0, p.n};
 }
 
+/// Stored rows of a transposed float16 operand widened at a time (see widen_transposed).
+constexpr std::int64_t transpose_lines = 8;
+
 /// One worker's float copies of a float16 tile's operands and result, sized for the largest
 /// tile when the plan is compiled so that running it allocates nothing.
 struct HalfTileScratch {
-  std::vector<float> a, b, c;
+  /// `lines` holds transpose_lines stored rows of a transposed operand on their way into `a`
+  /// or `b`.
+  std::vector<float> a, b, c, lines;
   explicit HalfTileScratch(const MatMulPlan& p)
       : a(static_cast<std::size_t>(p.row_block * p.k)),
         b(static_cast<std::size_t>(p.k * p.col_block)),
-        c(static_cast<std::size_t>(p.row_block * p.col_block)) {}
+        c(static_cast<std::size_t>(p.row_block * p.col_block)),
+        lines(static_cast<std::size_t>(transpose_lines * std::max(p.row_block, p.k))) {}
 };
 
-/// float16 tile: widen op(A)'s rows and op(B)'s columns to float, sgemm, round the result to
-/// half. Contiguous rows convert with pxl::convert (F16C or AVX-512 when present).
+/// dst[c·ldd + r] = float(src[r·ld + c]) for r in [r_begin, n_rows), c < n_cols, portably:
+/// transpose_lines source rows at a time are widened into `lines` with pxl::convert, then
+/// written out as runs of consecutive floats of each destination row.
+void widen_transposed_portable(const half* src, std::int64_t ld, std::int64_t r_begin,
+                               std::int64_t n_rows, std::int64_t n_cols, float* dst,
+                               std::int64_t ldd, float* lines) {
+  for (std::int64_t r0 = r_begin; r0 < n_rows; r0 += transpose_lines) {
+    const std::int64_t m = std::min(transpose_lines, n_rows - r0);
+    for (std::int64_t t = 0; t < m; ++t)
+      convert(src + (r0 + t) * ld, lines + t * n_cols, static_cast<std::size_t>(n_cols));
+    for (std::int64_t c = 0; c < n_cols; ++c) {
+      float* out = dst + c * ldd + r0;
+      for (std::int64_t t = 0; t < m; ++t)
+        out[t] = lines[t * n_cols + c];
+    }
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// Whether the CPU converts halves with F16C (and the OS saves the YMM registers).
+bool has_f16c() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __builtin_cpu_init();
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0 &&
+           __builtin_cpu_supports("avx");
+  }();
+  return has;
+}
+
+/// widen_transposed for whole blocks of 8 x 8 in registers: 8 stored rows of 8 halves
+/// widened with F16C, transposed with unpacks and shuffles, stored as 8 runs of 8 floats.
+/// Returns the rows done (a multiple of 8); the caller finishes the rest.
+__attribute__((target("avx,f16c"))) std::int64_t
+widen_transposed_f16c(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
+                      float* dst, std::int64_t ldd) {
+  const std::int64_t rows8 = n_rows - n_rows % 8, cols8 = n_cols - n_cols % 8;
+  for (std::int64_t r0 = 0; r0 < rows8; r0 += 8) {
+    for (std::int64_t c = 0; c < cols8; c += 8) {
+      __m256 r[8];
+      for (int t = 0; t < 8; ++t)
+        r[t] = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (r0 + t) * ld + c)));
+      const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+      const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+      const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+      const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+      float* out = dst + c * ldd + r0;
+      _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+      _mm256_storeu_ps(out + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+      _mm256_storeu_ps(out + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+      _mm256_storeu_ps(out + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+      _mm256_storeu_ps(out + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+      _mm256_storeu_ps(out + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+      _mm256_storeu_ps(out + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+      _mm256_storeu_ps(out + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+    for (std::int64_t c = cols8; c < n_cols; ++c)
+      for (std::int64_t t = 0; t < 8; ++t)
+        dst[c * ldd + r0 + t] = _cvtsh_ss(src[(r0 + t) * ld + c].bits());
+  }
+  return rows8;
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+/// widen_rows with F16C: one call for the whole block rather than one per row (a tile's rows
+/// are short, 64 to 512 elements, so the per-call cost would show).
+__attribute__((target("avx,f16c"))) void widen_rows_f16c(const half* src, std::int64_t ld,
+                                                         std::int64_t rows, std::int64_t cols,
+                                                         float* dst, std::int64_t ldd) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const half* in = src + r * ld;
+    float* out = dst + r * ldd;
+    std::int64_t i = 0;
+    for (; i + 8 <= cols; i += 8)
+      _mm256_storeu_ps(out + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    for (; i < cols; ++i)
+      out[i] = pxl::detail::half_bits_to_float(in[i].bits());
+  }
+}
+
+/// narrow_rows with F16C, rounding to nearest even.
+__attribute__((target("avx,f16c"))) void narrow_rows_f16c(const float* src, std::int64_t ld,
+                                                          std::int64_t rows, std::int64_t cols,
+                                                          half* dst, std::int64_t ldd) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* in = src + r * ld;
+    half* out = dst + r * ldd;
+    std::int64_t i = 0;
+    for (; i + 8 <= cols; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < cols; ++i)
+      out[i] = half::from_bits(pxl::detail::float_to_half_bits(in[i]));
+  }
+}
+#endif
+
+/// dst[r·ldd + c] = float(src[r·ld + c]) for r < rows, c < cols (exact).
+void widen_rows(const half* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst,
+                std::int64_t ldd) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    return widen_rows_f16c(src, ld, rows, cols, dst, ldd);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r)
+    convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
+}
+
+/// dst[r·ldd + c] = half(src[r·ld + c]) for r < rows, c < cols (to nearest, ties to even).
+void narrow_rows(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, half* dst,
+                 std::int64_t ldd) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    return narrow_rows_f16c(src, ld, rows, cols, dst, ldd);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r)
+    convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// update_rows with F16C: multiplies and adds as separate float operations, like the scalar
+/// loop (no FMA), so both give the same bits.
+__attribute__((target("avx,f16c"))) void update_rows_f16c(const float* p, std::int64_t ld,
+                                                          std::int64_t rows, std::int64_t cols,
+                                                          half* w, std::int64_t ldw, float keep) {
+  const __m256 k = _mm256_set1_ps(keep);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* in = p + r * ld;
+    half* out = w + r * ldw;
+    std::int64_t i = 0;
+    for (; i + 8 <= cols; i += 8) {
+      auto* at = reinterpret_cast<__m128i*>(out + i);
+      const __m256 old = _mm256_cvtph_ps(_mm_loadu_si128(at));
+      const __m256 sum = _mm256_add_ps(_mm256_mul_ps(k, old), _mm256_loadu_ps(in + i));
+      _mm_storeu_si128(at, _mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < cols; ++i) {
+      const float old = pxl::detail::half_bits_to_float(out[i].bits());
+      out[i] = half::from_bits(pxl::detail::float_to_half_bits(keep * old + in[i]));
+    }
+  }
+}
+#endif
+
+/// w[r·ldw + c] = half(keep·float(w[r·ldw + c]) + p[r·ld + c]) for r < rows, c < cols: a fused
+/// float16 update of w by the (scaled) product p, in float, rounded to half once.
+void update_rows(const float* p, std::int64_t ld, std::int64_t rows, std::int64_t cols, half* w,
+                 std::int64_t ldw, float keep) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    return update_rows_f16c(p, ld, rows, cols, w, ldw, keep);
+#endif
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      half& x = w[r * ldw + c];
+      x = half(keep * static_cast<float>(x) + p[r * ld + c]);
+    }
+}
+
+/// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed operand's
+/// tile widened into place (exact either way: conversions are exact and the rest moves
+/// floats). sgemm is then called on the transposed copy: reading an operand transposed,
+/// oneDNN may accumulate in another order.
+void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
+                      float* dst, std::int64_t ldd, float* lines) {
+  std::int64_t done = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c())
+    done = widen_transposed_f16c(src, ld, n_rows, n_cols, dst, ldd);
+#endif
+  widen_transposed_portable(src, ld, done, n_rows, n_cols, dst, ldd, lines);
+}
+
+/// float16 tile: op(A)'s rows and op(B)'s columns widened to float with pxl::convert (F16C or
+/// AVX-512 when present), sgemm, the result rounded to half; with a fused update,
+/// w = keep·w + scale·product in float, rounded to half once.
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-               std::int64_t cols) {
-  const auto k = static_cast<std::size_t>(p.k);
-  const auto ncols = static_cast<std::size_t>(cols);
+               std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
   const auto [ta, lda] = a_tile(p, a, bt, r0);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    float* row = s.a.data() + static_cast<std::size_t>(i) * k;
-    if (p.trans_a)
-      for (std::int64_t q = 0; q < p.k; ++q)
-        row[q] = ta[q * lda + i];
-    else
-      convert(ta + i * lda, row, k);
-  }
+  if (p.trans_a) // stored [k, m]: the tile's rows are a column block of k stored rows
+    widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());
+  else
+    widen_rows(ta, lda, rows, p.k, s.a.data(), p.k);
   const auto [tb, ldb] = b_tile(p, b, bt, c0);
-  for (std::int64_t q = 0; q < p.k; ++q) {
-    float* row = s.b.data() + static_cast<std::size_t>(q) * ncols;
-    if (p.trans_b)
-      for (std::int64_t j = 0; j < cols; ++j)
-        row[j] = tb[j * ldb + q];
-    else
-      convert(tb + q * ldb, row, ncols);
-  }
-  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols);
+  if (p.trans_b) // stored [n, k]: the tile's columns are `cols` stored rows
+    widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
+  else
+    widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
-  for (std::int64_t i = 0; i < rows; ++i)
-    convert(s.c.data() + static_cast<std::size_t>(i) * ncols, tc + i * p.n, ncols);
+  // A fused update: the product scaled by sgemm's alpha, then keep·w added as the tile is
+  // rounded back to half (w is read once, in the same pass that writes it).
+  const float alpha = update ? static_cast<float>(update->scale) : 1.0f;
+  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha);
+  if (update)
+    update_rows(s.c.data(), cols, rows, cols, tc, p.n, static_cast<float>(update->keep));
+  else
+    narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
 }
 
 } // namespace
@@ -197,7 +386,6 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
                 });
     };
   }
-  PXL_ASSERT(!fusion.update); // fuse_matmul_updates folds float32 updates only
   if (d == float16) {
     const half* a = typed<const half>(buffers.inputs[0]);
     const half* b = typed<const half>(buffers.inputs[1]);
@@ -206,6 +394,7 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
     const auto workers = static_cast<std::size_t>(
         std::min<std::int64_t>(ctx.num_workers, std::max<std::int64_t>(plan->tiles, 1)));
     auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
+    const auto update = fusion.update;
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
       if (w >= scratch->size()) {
@@ -217,9 +406,10 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
       }
       HalfTileScratch& s = (*scratch)[w];
       SingleThreadedGemm single;
-      for_tiles(p, w, nw,
-                [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-                    std::int64_t cols) { half_tile(p, s, a, b, c, bt, r0, rows, c0, cols); });
+      for_tiles(
+          p, w, nw,
+          [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
+              std::int64_t cols) { half_tile(p, s, a, b, c, bt, r0, rows, c0, cols, update); });
     };
   }
   unsupported_dtype(op, d);

@@ -3,10 +3,12 @@
 // Each output element is reduced by one worker in a fixed order, so results do not depend on
 // the number of workers.
 #include "common.hpp"
+#include "half_blocks.hpp"
 
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <type_traits>
 
 namespace pxl::emu::detail {
 
@@ -39,6 +41,69 @@ ReducePlan plan_reduce(const Shape& in, const std::vector<std::int64_t>& axes) {
 /// Outputs folded side by side when consecutive outputs are adjacent in the input.
 constexpr std::int64_t reduce_block = 256;
 
+/// Writes finish(acc[i]) to y[i], i < n: through a float block and pxl::convert when the
+/// output is half and finish gives float.
+template <typename Out, typename Acc, typename Finish>
+void finish_outputs(const Acc* acc, Out* y, std::int64_t n, Finish finish) {
+  if constexpr (std::is_same_v<Out, half> &&
+                std::is_same_v<std::invoke_result_t<Finish, Acc>, float>) {
+    float f[half_block];
+    for (std::int64_t i = 0; i < n; ++i)
+      f[i] = finish(acc[i]);
+    convert(f, y, static_cast<std::size_t>(n));
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = static_cast<Out>(finish(acc[i]));
+  }
+}
+
+/// A run of `len` float16 outputs whose reduced elements start `stride` apart at `x`, in float
+/// blocks. Contiguous outputs (a reduction over leading axes: a bias gradient) fold whole rows
+/// into a block of accumulators; other outputs widen their reduced runs block by block. Every
+/// output folds its elements in the order the generic loop does, so results are bitwise its.
+template <typename Out, typename Acc, typename Combine, typename Finish>
+void reduce_half_run(const ReducePlan& p, const half* x, std::int64_t stride, Out* y,
+                     std::int64_t len, Acc init, Combine combine, Finish finish) {
+  Acc acc[half_block];
+  float block[half_block];
+  if (stride == 1) {
+    for (std::int64_t j = 0; j < len; j += half_block) {
+      const std::int64_t m = std::min(half_block, len - j);
+      std::fill_n(acc, m, init);
+      p.reduced.for_runs(
+          0, p.n_reduced,
+          [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
+            for (std::int64_t k = 0; k < rlen; ++k) {
+              convert(x + j + roff[0] + k * rinner[0], block, static_cast<std::size_t>(m));
+              for (std::int64_t i = 0; i < m; ++i)
+                acc[i] = combine(acc[i], block[i]);
+            }
+          });
+      finish_outputs(acc, y + j, m, finish);
+    }
+    return;
+  }
+  for (std::int64_t j = 0; j < len; j += half_block) {
+    const std::int64_t m = std::min(half_block, len - j);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const half* base = x + (j + i) * stride;
+      Acc a = init;
+      p.reduced.for_runs(
+          0, p.n_reduced,
+          [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
+            for (std::int64_t k = 0; k < rlen; k += half_block) {
+              const std::int64_t r = std::min(half_block, rlen - k);
+              widen(base + roff[0] + k * rinner[0], rinner[0], block, r);
+              for (std::int64_t q = 0; q < r; ++q)
+                a = combine(a, block[q]);
+            }
+          });
+      acc[i] = a;
+    }
+    finish_outputs(acc, y + j, m, finish);
+  }
+}
+
 /// y[o] = finish(fold(combine, init, x[o's reduced elements])), each output folding its
 /// elements in the same order however the work is split.
 template <typename T, typename Out, typename Acc, typename Combine, typename Finish>
@@ -46,49 +111,58 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
                    Finish finish) {
   const T* x = typed<const T>(buffers.inputs[0]);
   Out* y = typed<Out>(buffers.outputs[0]);
-  return [=](unsigned w, unsigned nw) {
-    const auto [begin, end] = worker_range(p.n_out, w, nw);
-    p.kept.for_runs(
-        begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
-          if (inner[0] == 1 && len > 1) {
-            // A run of outputs contiguous in the input (the last axis kept, as when
-            // a gradient is summed over its broadcast leading axes): fold a block of
-            // them together, reading each reduced row contiguously once, rather than
-            // walking the input at a large stride once per output.
-            for (std::int64_t j0 = 0; j0 < len; j0 += reduce_block) {
-              const std::int64_t n = std::min(reduce_block, len - j0);
-              std::array<Acc, reduce_block> acc;
-              std::fill_n(acc.begin(), n, init);
-              const T* base = x + off[0] + j0;
+  if constexpr (std::is_same_v<T, half>)
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(p.n_out, w, nw);
+      p.kept.for_runs(
+          begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+            reduce_half_run(p, x + off[0], inner[0], y + pos, len, init, combine, finish);
+          });
+    };
+  else
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(p.n_out, w, nw);
+      p.kept.for_runs(
+          begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+            if (inner[0] == 1 && len > 1) {
+              // A run of outputs contiguous in the input (the last axis kept, as when
+              // a gradient is summed over its broadcast leading axes): fold a block of
+              // them together, reading each reduced row contiguously once, rather than
+              // walking the input at a large stride once per output.
+              for (std::int64_t j0 = 0; j0 < len; j0 += reduce_block) {
+                const std::int64_t n = std::min(reduce_block, len - j0);
+                std::array<Acc, reduce_block> acc;
+                std::fill_n(acc.begin(), n, init);
+                const T* base = x + off[0] + j0;
+                p.reduced.for_runs(
+                    0, p.n_reduced,
+                    [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
+                      for (std::int64_t k = 0; k < rlen; ++k) {
+                        const T* r = base + roff[0] + k * rinner[0];
+                        for (std::int64_t j = 0; j < n; ++j)
+                          acc[static_cast<std::size_t>(j)] =
+                              combine(acc[static_cast<std::size_t>(j)], compute_t<T>(r[j]));
+                      }
+                    });
+                for (std::int64_t j = 0; j < n; ++j)
+                  y[pos + j0 + j] = static_cast<Out>(finish(acc[static_cast<std::size_t>(j)]));
+              }
+              return;
+            }
+            for (std::int64_t j = 0; j < len; ++j) {
+              const T* base = x + off[0] + j * inner[0];
+              Acc acc = init;
               p.reduced.for_runs(
                   0, p.n_reduced,
                   [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
-                    for (std::int64_t k = 0; k < rlen; ++k) {
-                      const T* r = base + roff[0] + k * rinner[0];
-                      for (std::int64_t j = 0; j < n; ++j)
-                        acc[static_cast<std::size_t>(j)] =
-                            combine(acc[static_cast<std::size_t>(j)], compute_t<T>(r[j]));
-                    }
+                    const T* r = base + roff[0];
+                    for (std::int64_t k = 0; k < rlen; ++k)
+                      acc = combine(acc, compute_t<T>(r[k * rinner[0]]));
                   });
-              for (std::int64_t j = 0; j < n; ++j)
-                y[pos + j0 + j] = static_cast<Out>(finish(acc[static_cast<std::size_t>(j)]));
+              y[pos + j] = static_cast<Out>(finish(acc));
             }
-            return;
-          }
-          for (std::int64_t j = 0; j < len; ++j) {
-            const T* base = x + off[0] + j * inner[0];
-            Acc acc = init;
-            p.reduced.for_runs(
-                0, p.n_reduced,
-                [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
-                  const T* r = base + roff[0];
-                  for (std::int64_t k = 0; k < rlen; ++k)
-                    acc = combine(acc, compute_t<T>(r[k * rinner[0]]));
-                });
-            y[pos + j] = static_cast<Out>(finish(acc));
-          }
-        });
-  };
+          });
+    };
 }
 
 std::vector<std::int64_t> reduce_axes(const KernelOp& op) {

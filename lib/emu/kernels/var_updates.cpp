@@ -1,6 +1,9 @@
 // In-place updates and scaled adds: output 0 is input 0 for the in-place kinds.
 #include "common.hpp"
+#include "half_blocks.hpp"
 #include "vector_math.hpp"
+
+#include <bit>
 
 namespace pxl::emu::detail {
 
@@ -45,6 +48,60 @@ PXL_VECTOR_CLONES void scaled_add_f32_inplace(float* x, const float* y, std::int
     x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
 
+/// Whether the float `f` lies exactly halfway between two adjacent halves (or half's largest
+/// finite value and its overflow threshold). Rounding a double `d` to float and then to half,
+/// both to nearest, differs from rounding `d` to half once only when the float lands on such
+/// a point while `d` was not there. The halfway bit sits 13 bits below a normal float's
+/// leading bit for a normal half, higher for the subnormal halves below 2^-14; below 2^-25
+/// everything rounds to zero either way. Branch-free, so a loop over it vectorises.
+inline bool on_half_midpoint(float f) {
+  const auto bits = std::bit_cast<std::uint32_t>(f);
+  const int e = static_cast<int>((bits >> 23) & 0xffu) - 127;
+  const int k = std::min(23, std::max(12, -2 - e)); // the halfway bit of the significand
+  const std::uint32_t significand = (bits & 0x7fffffu) | 0x800000u;
+  return static_cast<unsigned>(e >= -25) &
+         static_cast<unsigned>((significand & ((2u << k) - 1u)) == (1u << k));
+}
+
+/// z = float(a·x + b·y), the formula in double as scaled_add_f32's; returns how many results
+/// were rounded onto a half midpoint (exact ones round to half correctly). The rounding error
+/// d - f is exact in double and far above float's smallest subnormal wherever a midpoint can
+/// be, so it is tested in float: the whole loop stays in float lanes.
+PXL_VECTOR_CLONES unsigned scaled_add_f32_midpoints(const float* x, const float* y, float* z,
+                                                    std::int64_t n, double a, double b) {
+  unsigned midpoints = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double d = a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]);
+    const auto f = static_cast<float>(d);
+    const auto error = static_cast<float>(d - static_cast<double>(f));
+    z[j] = f;
+    midpoints += static_cast<unsigned>(on_half_midpoint(f)) & static_cast<unsigned>(error != 0.0f);
+  }
+  return midpoints;
+}
+
+/// z = a·x + b·y on contiguous halves (z may be x): blocks widened with pxl::convert, the
+/// float32 loop's formula in double rounded to float, that rounded to half; the rare elements
+/// whose float lies on a half midpoint (about 1 in 8192) are rounded from double again, so
+/// every element is the double formula rounded once to half (as static_cast<half>(double)).
+void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, double a, double b) {
+  float fx[half_block], fy[half_block], fz[half_block];
+  for (std::int64_t j = 0; j < n; j += half_block) {
+    const std::int64_t m = std::min(half_block, n - j);
+    convert(x + j, fx, static_cast<std::size_t>(m));
+    convert(y + j, fy, static_cast<std::size_t>(m));
+    const unsigned midpoints = scaled_add_f32_midpoints(fx, fy, fz, m, a, b);
+    convert(fz, z + j, static_cast<std::size_t>(m));
+    if (midpoints > 0)
+      for (std::int64_t k = 0; k < m; ++k)
+        if (on_half_midpoint(fz[k])) {
+          const double d = a * static_cast<double>(fx[k]) + b * static_cast<double>(fy[k]);
+          if (static_cast<double>(fz[k]) != d)
+            z[j + k] = half(d);
+        }
+  }
+}
+
 /// out = a·x + b·y with y broadcast to the output's shape. The scalars are doubles and the
 /// arithmetic is too, so each element is the exactly rounded value of the formula.
 StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b) {
@@ -70,6 +127,11 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
                   scaled_add_f32_inplace(pz, py, len, a, b);
                 else
                   scaled_add_f32(px, py, pz, len, a, b);
+                return;
+              }
+            } else if constexpr (std::is_same_v<X, half> && std::is_same_v<Y, half>) {
+              if (inner[0] == 1 && inner[1] == 1) {
+                scaled_add_half(px, py, pz, len, a, b);
                 return;
               }
             }
