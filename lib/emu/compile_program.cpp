@@ -239,8 +239,8 @@ private:
         slots[v] = static_slot(values[v].tensor);
         continue;
       }
-      tensors_.push_back(
-          {ir_.id(values[v].tensor), ir_.name(g), values[v].ipu, values[v].bytes, false});
+      tensors_.push_back({ir_.id(values[v].tensor), ir_.name(g), values[v].ipu, values[v].bytes,
+                          false, lives[v].first, lives[v].last});
     }
     for (auto v : flat.inputs)
       plan.inputs.push_back(slots[v]);
@@ -333,6 +333,8 @@ private:
     }
     for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
       plan.peak[ipu] = *std::max_element(live[ipu].begin(), live[ipu].end());
+      plan.liveness.push_back(std::vector<std::int64_t>(
+          live[ipu].begin(), live[ipu].begin() + static_cast<std::ptrdiff_t>(num_steps) + 1));
       plan.tile_peak[ipu] = *std::max_element(tile_live[ipu].begin(), tile_live[ipu].end());
     }
   }
@@ -379,6 +381,16 @@ private:
         if (g)
           m.code += g->ops[ipu] * target_.code_bytes_per_op;
       m.not_always_live_peak = p_.main().peak[ipu];
+      const GraphProgram& main = p_.main();
+      m.liveness = main.liveness[ipu];
+      m.peak_step = std::max_element(m.liveness.begin(), m.liveness.end()) - m.liveness.begin();
+      if (static_cast<std::size_t>(m.peak_step) < main.steps.size()) {
+        const StepInfo& at = main.steps[static_cast<std::size_t>(m.peak_step)].info;
+        m.peak_step_op = at.op ? ir_.op(*at.op).debug_name() + " '" + ir_.name(*at.op) + "'"
+                               : std::string("copy");
+      } else {
+        m.peak_step_op = "end";
+      }
       const std::int64_t tiles = std::max<std::int64_t>(1, target_.tiles_per_ipu);
       m.max_tile += (m.code + tiles - 1) / tiles + p_.main().tile_peak[ipu];
       r.ipus.push_back(m);

@@ -36,7 +36,8 @@ std::string MemoryReport::summary() const {
        << (m.max_tile > m.tile_capacity ? " (OUT OF MEMORY)" : "") << "\n"
        << "  always-live " << human(m.always_live()) << " (variables " << human(m.variables)
        << ", constants " << human(m.constants) << ", code " << human(m.code) << ")\n"
-       << "  not-always-live peak " << human(m.not_always_live_peak) << "\n";
+       << "  not-always-live peak " << human(m.not_always_live_peak) << " at step " << m.peak_step
+       << " (" << m.peak_step_op << ")\n";
   }
   os << "largest tensors:\n";
   for (std::size_t i = 0; i < tensors.size() && i < 5; ++i)
@@ -57,13 +58,18 @@ std::string MemoryReport::to_json() const {
                          {"not_always_live_peak", m.not_always_live_peak},
                          {"total", m.total()},
                          {"tile_capacity", m.tile_capacity},
-                         {"max_tile", m.max_tile}});
+                         {"max_tile", m.max_tile},
+                         {"peak_step", m.peak_step},
+                         {"peak_step_op", m.peak_step_op},
+                         {"liveness", m.liveness}});
   for (const TensorMemory& t : tensors)
     tensors_json.push_back({{"id", t.id},
                             {"graph", t.graph},
                             {"ipu", t.ipu},
                             {"bytes", t.bytes},
-                            {"always_live", t.always_live}});
+                            {"always_live", t.always_live},
+                            {"first_step", t.first_step},
+                            {"last_step", t.last_step}});
   return nlohmann::json{{"ipus", std::move(ipus_json)}, {"tensors", std::move(tensors_json)}}.dump(
       1);
 }

@@ -47,6 +47,8 @@ struct GraphProgram {
   /// Per IPU: the most intermediate bytes live at once while this graph runs, counting a
   /// called graph's peak at its call step.
   std::vector<std::int64_t> peak;
+  /// Per IPU: the intermediate bytes live at each step and at the end (the outputs held).
+  std::vector<std::vector<std::int64_t>> liveness;
   /// Per IPU: the most bytes tile 0 holds at once (each value's share under the linear
   /// mapping), counting a called graph's at its call step.
   std::vector<std::int64_t> tile_peak;

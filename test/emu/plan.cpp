@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
+
 using namespace pxl;
 
 TEST_CASE("A graph called twice runs once per call site; by-ref inputs reach the caller") {
@@ -264,4 +267,44 @@ TEST_CASE("Memory per tile: small tensors pile up on tile 0 and overflow it befo
   CHECK(s.memory_report().summary().find("most loaded tile") != std::string::npos);
   CHECK_THROWS_WITH_AS(Session(many, target), doctest::Contains("tile 0 of IPU 0 needs"),
                        OutOfMemoryError);
+}
+
+TEST_CASE("Memory report: the liveness curve of the main graph, its peak step and live intervals") {
+  // load x; a = exp(x); b = a * 2; c = sum(b); store c. Two (256, 256) tensors are live at the
+  // Exp (x and a) and at the Mul (a and b): the curve peaks first at the Exp.
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto x = ops::host_load(h2d_stream({256, 256}, float32, "x"));
+    auto a = ops::exp(x);
+    auto b = a * 2.0;
+    ops::host_store(d2h_stream({}, float32, "c"), ops::sum(b));
+  }
+  Session s(ir);
+  const auto r = s.memory_report();
+  const auto& m = r.ipus[0];
+  REQUIRE(!m.liveness.empty());
+  CHECK(*std::max_element(m.liveness.begin(), m.liveness.end()) == m.not_always_live_peak);
+  CHECK(m.liveness[static_cast<std::size_t>(m.peak_step)] == m.not_always_live_peak);
+  CHECK(m.peak_step_op.find("Exp") != std::string::npos);
+  CHECK(m.not_always_live_peak == 2 * 256 * 256 * 4);
+  CHECK(m.liveness[static_cast<std::size_t>(m.peak_step) + 1] == m.not_always_live_peak);
+  CHECK(m.liveness.back() == 0); // nothing is returned from the main graph
+  CHECK(r.summary().find("at step " + std::to_string(m.peak_step)) != std::string::npos);
+  for (const auto& t : r.tensors) {
+    CAPTURE(t.id);
+    if (t.always_live) {
+      CHECK(t.first_step == -1);
+      CHECK(t.last_step == -1);
+    } else {
+      CHECK(t.first_step >= 0);
+      CHECK(t.first_step <= t.last_step);
+      CHECK(t.last_step < static_cast<std::int64_t>(m.liveness.size()));
+    }
+  }
+  // The exp's output is made at its step and last read by the Mul, the step after.
+  const auto exp_out = std::ranges::find_if(
+      r.tensors, [](const auto& t) { return t.id.find("Exp") != std::string::npos; });
+  REQUIRE(exp_out != r.tensors.end());
+  CHECK(exp_out->last_step == exp_out->first_step + 1);
 }

@@ -349,14 +349,16 @@ TEST_CASE("conditional: a by-ref input changes in the parent only when its branc
     counter = variable(HostTensor({0.f, 10.f}), "counter");
     take = h2d_stream({}, bool_, "take");
     out = ops::conditional(ops::host_load(take), bump, keep, {counter}, {counter})[0];
+    y = d2h_stream({2}, float32, "y");
+    ops::host_store(y, out);
   }
   ReferenceEvaluator ev(ir);
-  auto run = [&](bool t) { ev.run({{"take", HostTensor::scalar(t)}}); };
-  run(true);
+  auto run = [&](bool t) { return ev.run({{"take", HostTensor::scalar(t)}}).at("y"); };
+  CHECK(run(true) == HostTensor({2.f, 22.f}));
   CHECK(ev.variable(counter) == HostTensor({1.f, 11.f}));
-  run(false);
+  CHECK(run(false) == HostTensor({0.f, 0.f}));
   CHECK(ev.variable(counter) == HostTensor({1.f, 11.f}));
-  run(true);
+  CHECK(run(true) == HostTensor({4.f, 24.f}));
   CHECK(ev.variable(counter) == HostTensor({2.f, 12.f}));
 }
 

@@ -15,6 +15,11 @@ struct TensorMemory {
   std::int64_t ipu = 0;
   std::int64_t bytes = 0;
   bool always_live = false;
+  /// Live interval: the first and last step of its graph's compiled schedule that use it
+  /// (steps counted from 0; a graph output is held to the step past the last). -1 for both
+  /// when always live.
+  std::int64_t first_step = -1;
+  std::int64_t last_step = -1;
 };
 
 /// Device memory of one IPU, as Poplar splits it.
@@ -31,6 +36,12 @@ struct IpuMemory {
   /// every tensor there and spreads it over as many tiles as its size fills in 64-byte
   /// grains (small tensors all land on the first tiles); code is spread over every tile.
   std::int64_t max_tile = 0;
+  /// Not-always-live bytes at each step of the main graph's schedule (a called graph's peak
+  /// counted at its call step), then at its end (the outputs held): PopVision's liveness
+  /// curve. Its maximum is not_always_live_peak.
+  std::vector<std::int64_t> liveness;
+  std::int64_t peak_step = 0; ///< where the curve peaks (the first such step)
+  std::string peak_step_op;   ///< the op of that step ("MatMul.12 'fc1/MatMul'"), or "end"
 
   std::int64_t always_live() const { return variables + constants + code; }
   std::int64_t total() const { return always_live() + not_always_live_peak; }
