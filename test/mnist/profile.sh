@@ -27,16 +27,20 @@ assert memory["ipus"][0]["variables"] > 0
 PY
 echo "ok: --profile, --trace and --memory-report"
 
-per_step() { # per_step <steps per execution>
-  # shellcheck disable=SC2086
-  "$mnist" --limit 8000 --test-limit 100 --profile --steps-per-execution "$1" 2>/dev/null |
-    sed -n 's/^estimated device time per step: \([0-9.]*\) us$/\1/p'
+per_step() { # per_step <steps per execution> <dtype>
+  "$mnist" --limit 8000 --test-limit 100 --profile --steps-per-execution "$1" --dtype "$2" \
+    2>/dev/null | sed -n 's/^estimated device time per step: \([0-9.]*\) us$/\1/p'
 }
-one=$(per_step 1)
-loop=$(per_step 100)
+one=$(per_step 1 float32)
+loop=$(per_step 100 float32)
 python3 -c "import sys; sys.exit(0 if float('$one') >= 1.2 * float('$loop') else 1)" ||
   fail "--steps-per-execution 100 is estimated at $loop us per step, not 1.2x faster than 1 ($one us)"
 echo "ok: a device loop of 100 steps is estimated at $loop us per step against $one us"
+# float16 runs the matrix units at 4x the float32 rate and packs twice the vector elements.
+half=$(per_step 100 float16)
+python3 -c "import sys; sys.exit(0 if float('$half') < float('$loop') else 1)" ||
+  fail "--dtype float16 is estimated at $half us per step, not faster than float32 ($loop us)"
+echo "ok: float16 is estimated at $half us per step against float32's $loop us"
 
 "$mnist" $small --trace /nonexistent-dir/trace.json >"$tmp/out" 2>"$tmp/err"
 rc=$?

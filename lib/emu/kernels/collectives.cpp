@@ -144,20 +144,12 @@ StepFn reduce_step(const CompileContext& ctx, const Group& g, CollectiveOperator
   };
 }
 
+/// The numeric dtypes, and bool for the logical reductions.
 template <typename Build>
 StepFn dispatch_reduce(const KernelOp& op, DType d, Build build) {
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  case int32:
-    return build(boost::hana::type_c<std::int32_t>);
-  case bool_:
+  if (d == bool_)
     return build(boost::hana::type_c<bool>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, d, build);
 }
 
 PXL_VECTOR_CLONES void widen_f32(double* acc, const float* x, std::int64_t n) {

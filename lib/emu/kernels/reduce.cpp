@@ -195,16 +195,7 @@ StepFn sum_like(const KernelOp& op, const OpBuffers& buffers) {
       });
     }
   };
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  case int32:
-    return build(boost::hana::type_c<std::int32_t>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, d, build);
 }
 
 /// Max (`Greater` true) or min; NaN propagates. An output folding no element keeps `init`:
@@ -227,16 +218,7 @@ StepFn extremum(const KernelOp& op, const OpBuffers& buffers) {
     };
     return reduce_step<T, T>(p, buffers, init, pick, [](C v) { return v; });
   };
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  case int32:
-    return build(boost::hana::type_c<std::int32_t>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, d, build);
 }
 
 } // namespace
@@ -283,17 +265,7 @@ StepFn arg_extremum(const KernelOp& op, const OpBuffers& buffers) {
     };
     return reduce_step<T, std::int32_t>(p, buffers, init, pick, [](Acc a) { return a.at; });
   };
-  const DType d = op.input(0).dtype();
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  case int32:
-    return build(boost::hana::type_c<std::int32_t>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, op.input(0).dtype(), build);
 }
 } // namespace
 
@@ -335,17 +307,7 @@ StepFn compile_CumSum(CompileContext&, const KernelOp& op, const OpBuffers& buff
       }
     };
   };
-  const DType d = op.input(0).dtype();
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  case int32:
-    return build(boost::hana::type_c<std::int32_t>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, op.input(0).dtype(), build);
 }
 
 } // namespace pxl::emu::detail

@@ -482,16 +482,7 @@ StepFn compile_ScatterAdd(CompileContext&, const KernelOp& op, const OpBuffers& 
         y = static_cast<T>(static_cast<compute_t<T>>(y) + static_cast<compute_t<T>>(u));
       });
   };
-  switch (d) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  case int32:
-    return build(boost::hana::type_c<std::int32_t>);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, d, build);
 }
 
 namespace {
