@@ -6,6 +6,7 @@
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/core/read_options.hpp"
 #include "pxl/core/shape.hpp"
+#include "pxl/dist.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/op.hpp"

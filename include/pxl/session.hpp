@@ -66,6 +66,12 @@ struct SessionOptions {
   /// Estimate the device time of every step the runs execute (the cost model of
   /// `emu/cost_model.hpp`) for `profile()` and `write_trace()`. Off, a run pays nothing for it.
   bool profile = false;
+  /// Spread the Ir's replicas over the instances of a distributed run (`pxl/dist.hpp`, as
+  /// PopXL's `Ir(replication="popdist")`): with pxl::dist::num_instances() = N > 1, the Ir's
+  /// replication factor must be dist::num_total_replicas() (SessionError otherwise), and this
+  /// session emulates replicas dist::replica_offset() onwards, dist::num_local_replicas() of
+  /// them. See "Instances" in Session's description. Ignored in a single instance.
+  bool distributed = false;
 };
 
 /// Arrays for h2d streams, each shaped `[num_host_transfers, replication_factor, *shape]`
@@ -200,6 +206,17 @@ private:
 /// A callback-fed stream is shared by the replicas and its elements go step-major, as
 /// TensorFlow's `[steps, replicas]` outfeeds: step 0's load (or store) of replica 0, of
 /// replica 1, ..., then step 1's of every replica, and so on.
+///
+/// Instances (SessionOptions::distributed, under `mpirun -np N`): every instance builds the
+/// same Ir and session and makes the same calls in the same order; each emulates its L = R / N
+/// local replicas (global indices dist::replica_offset() onwards). Collectives span the
+/// replicas of every instance: the inputs are exchanged over MPI and reduced in replica
+/// order, so results are bitwise those of one process running all R replicas. Stream arrays
+/// and callback-fed streams carry the local replicas only (`[num_host_transfers, L, *shape]`).
+/// `get_tensor_data`, `weights_to_host` and the detach-time transfer are collective: each
+/// value comes from the instance holding the replica it is read from and reaches every
+/// instance (as PopXL gathers weights over MPI); `check_replicas_in_sync` compares every
+/// replica of every instance. `memory_report` and `profile` describe this instance.
 ///
 /// Observing: `run`, `run_with_outputs` and `run_async` take an optional emu::StepObserver
 /// that sees every executed step with its StepInfo and host timing; without one the run pays

@@ -2,6 +2,7 @@
 #include "engine.hpp"
 
 #include "pxl/core/error.hpp"
+#include "pxl/dist.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -58,7 +59,23 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
   if (!program_.memory.fits() && !options_.allow_out_of_memory)
     throw OutOfMemoryError(out_of_memory_message(target_, program_.memory));
 
-  const auto replicas = static_cast<std::size_t>(view_.replication_factor());
+  auto replicas = static_cast<std::size_t>(view_.replication_factor());
+  if (options_.distributed && dist::num_instances() > 1) {
+    if (view_.replication_factor() != dist::num_total_replicas())
+      throw SessionError(
+          "Session: a distributed session spreads the Ir's replicas over the instances, so its "
+          "replication factor must be pxl::dist::num_total_replicas() = " +
+          std::to_string(dist::num_total_replicas()) + " (over " +
+          std::to_string(dist::num_instances()) + " instances), got " +
+          std::to_string(view_.replication_factor()) +
+          "; set it with ir.set_replication_factor(pxl::dist::num_total_replicas()) and the "
+          "total with pxl::dist::configure({.num_total_replicas = ...})");
+    replicas = static_cast<std::size_t>(dist::num_local_replicas());
+    replica_offset_ = dist::replica_offset();
+    link_ = std::make_unique<dist::detail::InstanceLink>("Session");
+    exchange_ =
+        std::make_unique<InstanceExchange>(*link_, program_, static_cast<std::int64_t>(replicas));
+  }
   streams_.resize(view_.num_streams());
   for (std::uint32_t i = 0; i < streams_.size(); ++i) {
     auto& s = streams_[i];
@@ -71,10 +88,11 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
     s.used = program_.stream_used[i];
   }
   // Kernels are compiled for the executor's chunks, which it hands out to the workers.
-  replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas);
+  replicas_ =
+      make_replicas(program_, view_, streams_, max_chunks(workers), replicas, exchange_.get());
   executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
   if (options_.profile)
-    profiler_ = std::make_unique<Profiler>(view_, target_);
+    profiler_ = std::make_unique<Profiler>(view_, target_, link_ ? link_->size() : std::int64_t{1});
 
   refresh_expected();
 
@@ -177,26 +195,36 @@ bool Engine::attached() {
   return attach_depth_ > 0;
 }
 
-std::int64_t Engine::host_slot(TensorId t, std::size_t replica) const {
+std::int64_t Engine::host_slot(TensorId t, std::int64_t replica) const {
   // A grouped variable's host copy holds one value per group; every other, one value.
   const VariableGrouping* g = view_.grouping(t);
   if (g == nullptr || g->grouping.num_groups() == 1)
     return 0;
-  return g->grouping.group_of(static_cast<std::int64_t>(replica));
+  return g->grouping.group_of(replica);
 }
 
 void Engine::weights_to_host_locked() {
   // Each group's value from its first replica (replica 0 for ungrouped variables, as PopXL
-  // returns them).
-  for (auto& [t, host] : host_weights_) {
+  // returns them). Distributed, the instance holding that replica sends it to the others:
+  // in the program's tensor order, the same on every instance.
+  for (const StaticTensor& s : program_.statics) {
+    const auto it = host_weights_.find(s.tensor);
+    if (it == host_weights_.end())
+      continue;
+    const TensorId t = s.tensor;
+    HostTensor& host = it->second;
     const std::size_t bytes = view_.spec(t).nbytes();
     const VariableGrouping* g = view_.grouping(t);
-    for (std::size_t r = 0; r < replicas_.size(); ++r) {
-      const bool first =
-          g == nullptr ? r == 0 : g->grouping.index_in_group(static_cast<std::int64_t>(r)) == 0;
-      if (first)
-        std::memcpy(host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes,
-                    replicas_[r]->address(t), bytes);
+    const auto slots = static_cast<std::int64_t>(host.nbytes() / std::max<std::size_t>(bytes, 1));
+    for (std::int64_t slot = 0; slot < slots; ++slot) {
+      const std::int64_t first = g == nullptr ? 0 : g->grouping.replicas(slot)[0];
+      std::byte* value = host.bytes().data() + static_cast<std::size_t>(slot) * bytes;
+      const std::int64_t local = first - replica_offset_;
+      if (local >= 0 && local < static_cast<std::int64_t>(replicas_.size()))
+        std::memcpy(value, replicas_[static_cast<std::size_t>(local)]->address(t), bytes);
+      if (link_)
+        link_->broadcast(value, bytes, first / static_cast<std::int64_t>(replicas_.size()),
+                         "weights_to_host of '" + view_.id(t) + "'");
     }
   }
   host_stale_ = false;
@@ -207,7 +235,8 @@ void Engine::weights_from_host_locked() {
     for (const auto& [t, host] : host_weights_) {
       const std::size_t bytes = view_.spec(t).nbytes();
       std::memcpy(replicas_[r]->address(t),
-                  host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes, bytes);
+                  host.bytes().data() + static_cast<std::size_t>(host_slot(t, global(r))) * bytes,
+                  bytes);
     }
 }
 
@@ -302,8 +331,8 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
     if (attach_depth_ > 0)
       for (std::size_t r = 0; r < replicas_.size(); ++r)
         std::memcpy(replicas_[r]->address(id),
-                    value.bytes().data() +
-                        static_cast<std::size_t>(host_slot(id, r)) * view_.spec(id).nbytes(),
+                    value.bytes().data() + static_cast<std::size_t>(host_slot(id, global(r))) *
+                                               view_.spec(id).nbytes(),
                     view_.spec(id).nbytes());
   }
 }
@@ -313,15 +342,21 @@ HostTensor Engine::all_replicas_value(TensorId t) const {
   // group value from the host copy.
   const std::size_t bytes = view_.spec(t).nbytes();
   Shape shape = view_.spec(t).shape;
-  shape.insert(shape.begin(), static_cast<std::int64_t>(replicas_.size()));
+  shape.insert(shape.begin(), total_replicas());
   HostTensor all(shape, view_.spec(t).dtype);
   const HostTensor& host = host_weights_.at(t);
+  if (attach_depth_ == 0) {
+    for (std::int64_t r = 0; r < total_replicas(); ++r)
+      std::memcpy(all.bytes().data() + static_cast<std::size_t>(r) * bytes,
+                  host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes, bytes);
+    return all;
+  }
   for (std::size_t r = 0; r < replicas_.size(); ++r)
-    std::memcpy(all.bytes().data() + r * bytes,
-                attach_depth_ > 0
-                    ? replicas_[r]->address(t)
-                    : host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes,
-                bytes);
+    std::memcpy(all.bytes().data() + static_cast<std::size_t>(global(r)) * bytes,
+                replicas_[r]->address(t), bytes);
+  if (link_)
+    link_->all_gather(all.bytes().data(), bytes * replicas_.size(),
+                      "the replicas' values of '" + view_.id(t) + "'");
   return all;
 }
 
@@ -329,26 +364,33 @@ std::vector<ReplicaDrift> Engine::check_replicas_in_sync() {
   auto lock = enter("Session::check_replicas_in_sync");
   require_attached("Session::check_replicas_in_sync");
   std::vector<ReplicaDrift> drift;
-  for (const auto& [t, host] : host_weights_) {
+  // In the program's tensor order: distributed, every instance gathers the same values.
+  for (const StaticTensor& s : program_.statics) {
+    if (!host_weights_.contains(s.tensor))
+      continue;
+    const TensorId t = s.tensor;
     const TensorSpec& spec = view_.spec(t);
     const VariableGrouping* g = view_.grouping(t);
-    for (std::size_t r = 0; r < replicas_.size(); ++r) {
+    const HostTensor all = all_replicas_value(t);
+    auto value = [&](std::int64_t r) {
+      HostTensor v(spec);
+      std::memcpy(v.bytes().data(),
+                  all.bytes().data() + static_cast<std::size_t>(r) * spec.nbytes(), spec.nbytes());
+      return v;
+    };
+    for (std::int64_t r = 0; r < total_replicas(); ++r) {
       // Every replica must equal the first replica of its group (replica 0 when ungrouped).
-      const auto first = static_cast<std::size_t>(
-          g == nullptr
-              ? 0
-              : g->grouping.replicas(g->grouping.group_of(static_cast<std::int64_t>(r)))[0]);
-      if (first == r ||
-          std::memcmp(replicas_[r]->address(t), replicas_[first]->address(t), spec.nbytes()) == 0)
+      const std::int64_t first =
+          g == nullptr ? 0 : g->grouping.replicas(g->grouping.group_of(r))[0];
+      if (first == r)
         continue;
-      HostTensor a(spec), b(spec);
-      std::memcpy(a.bytes().data(), replicas_[r]->address(t), spec.nbytes());
-      std::memcpy(b.bytes().data(), replicas_[first]->address(t), spec.nbytes());
+      const HostTensor a = value(r), b = value(first);
+      if (a == b)
+        continue;
       double worst = 0;
       for (std::int64_t i = 0; i < a.nelms(); ++i)
         worst = std::max(worst, std::abs(a.item(i) - b.item(i)));
-      drift.push_back(
-          {view_.id(t), static_cast<std::int64_t>(r), static_cast<std::int64_t>(first), worst});
+      drift.push_back({view_.id(t), r, first, worst});
     }
   }
   std::ranges::sort(drift, {},

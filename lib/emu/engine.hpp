@@ -3,6 +3,7 @@
 #pragma once
 
 #include "executor.hpp"
+#include "instance_exchange.hpp"
 #include "profiler.hpp"
 #include "program.hpp"
 #include "replica.hpp"
@@ -82,9 +83,16 @@ private:
   void weights_to_host_locked();
   void apply_pending_detaches_locked();
   void weights_from_host_locked();
-  /// Which of `t`'s host values replica `replica` holds: its group's, or the only one.
-  std::int64_t host_slot(TensorId t, std::size_t replica) const;
-  /// (replicas, *shape): every replica's value of `t` (RetrievalMode::all_replicas).
+  /// Which of `t`'s host values replica `replica` (a global index) holds: its group's, or
+  /// the only one.
+  std::int64_t host_slot(TensorId t, std::int64_t replica) const;
+  /// The global index of this process's replica `r`.
+  std::int64_t global(std::size_t r) const {
+    return replica_offset_ + static_cast<std::int64_t>(r);
+  }
+  std::int64_t total_replicas() const { return view_.replication_factor(); }
+  /// (replicas, *shape): every replica's value of `t` (RetrievalMode::all_replicas), from the
+  /// device when attached (collective when distributed), else from the host copies.
   HostTensor all_replicas_value(TensorId t) const;
   /// Checks a run's arguments (the caller holds the lock): attachment, then the input arrays,
   /// then the output arrays unless `outputs` is null (they are then made by the run).
@@ -106,7 +114,13 @@ private:
   std::unique_ptr<WorkerPool> pool_;
   std::vector<StreamState> streams_;
   Program program_; ///< compiled once, shared by the replicas
-  /// The program bound to each replica's device memory, stepped together by the executor.
+  /// A distributed session's link to the other instances, and its collectives' exchange;
+  /// null in one process.
+  std::unique_ptr<dist::detail::InstanceLink> link_;
+  std::unique_ptr<InstanceExchange> exchange_;
+  std::int64_t replica_offset_ = 0; ///< the global index of replicas_[0]
+  /// The program bound to each replica's device memory, stepped together by the executor
+  /// (this instance's replicas when distributed).
   std::vector<std::unique_ptr<Replica>> replicas_;
   /// Declared after the program and replicas: destroying it stops the workers first.
   std::unique_ptr<Executor> executor_;

@@ -48,11 +48,14 @@ std::string quoted_list(const std::set<std::string>& names) {
 
 /// StreamError listing both the missing and the unexpected streams, then per-array shape
 /// (ShapeError) and dtype (DTypeError) checks. `role` is "input" or "output"; `last(s)` says
-/// whether an output stream keeps only its last element (OutfeedMode::last).
+/// whether an output stream keeps only its last element (OutfeedMode::last). `replicas` are
+/// the session's own (this instance's, when distributed).
 template <typename Handle, typename Array, typename Last>
-void validate_arrays(const IrView& ir, const std::map<Handle, Array>& arrays,
+void validate_arrays(const IrView& ir, std::int64_t replicas, const std::map<Handle, Array>& arrays,
                      const std::vector<Handle>& expected, std::string_view what,
                      std::string_view role, Last last) {
+  const std::string_view replicas_name =
+      replicas == ir.replication_factor() ? "replication_factor" : "local replicas";
   std::set<std::string> missing, unexpected;
   for (const auto& s : expected)
     if (!arrays.contains(s))
@@ -71,15 +74,14 @@ void validate_arrays(const IrView& ir, const std::map<Handle, Array>& arrays,
   for (const auto& [s, array] : arrays) {
     const bool only_last = last(s);
     const std::int64_t transfers = only_last ? 1 : ir.num_host_transfers();
-    const std::int64_t replicas = ir.replication_factor();
     if (!acceptable_shape(array.shape(), s.spec(), transfers, replicas)) {
       const Shape shape = host_array_shape(s.spec(), transfers, replicas);
       throw ShapeError(
           std::string(what) + ": " + std::string(role) + " stream '" + s.name() + "' " +
           to_string(s.spec()) + " needs an array of shape " + to_string(shape) +
-          (only_last ? " (OutfeedMode::last: [replication_factor"
-                     : " ([num_host_transfers=" + std::to_string(ir.num_host_transfers()) + ",") +
-          (only_last ? "=" : " replication_factor=") + std::to_string(replicas) +
+          (only_last ? " (OutfeedMode::last: ["
+                     : " ([num_host_transfers=" + std::to_string(ir.num_host_transfers()) + ", ") +
+          std::string(replicas_name) + "=" + std::to_string(replicas) +
           ", *stream shape] with dims of 1 dropped" +
           (ir.num_host_transfers() > 1 && !only_last
                ? "; dim 0 may also be larger than num_host_transfers"
@@ -122,7 +124,7 @@ std::vector<HostToDeviceStream> Engine::expected_inputs() {
 
 Shape Engine::output_shape(const DeviceToHostStream& s) const {
   return host_array_shape(s.spec(), streams_[s.index()].last ? 1 : view_.num_host_transfers(),
-                          view_.replication_factor());
+                          static_cast<std::int64_t>(replicas_.size()));
 }
 
 StreamOutputs Engine::create_host_outputs() {
@@ -223,10 +225,12 @@ std::vector<FeedStats> Engine::feed_stats() {
 void Engine::validate_run(std::string_view what, const StreamInputs& inputs,
                           const StreamOutputs* outputs) const {
   require_attached(what);
-  validate_arrays(view_, inputs, expected_inputs_locked(), what, "input",
+  validate_arrays(view_, static_cast<std::int64_t>(replicas_.size()), inputs,
+                  expected_inputs_locked(), what, "input",
                   [](const HostToDeviceStream&) { return false; });
   if (outputs)
-    validate_arrays(view_, *outputs, expected_outputs_locked(), what, "output",
+    validate_arrays(view_, static_cast<std::int64_t>(replicas_.size()), *outputs,
+                    expected_outputs_locked(), what, "output",
                     [this](const DeviceToHostStream& s) { return streams_[s.index()].last; });
 }
 

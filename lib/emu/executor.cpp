@@ -137,6 +137,10 @@ private:
 
   void kernel(const GraphProgram& g, std::size_t i) {
     const StepInfo& info = g.steps[i].info;
+    // A collective of a distributed Session first exchanges its inputs with the other
+    // instances: one item, before any replica's share of the step.
+    if (const auto& before = e_.replicas_.front()->step(g, i).before)
+      phase(1, [&](std::uint64_t) { before(); });
     if (host_io(info)) {
       // Item c is chunk c of every replica, in replica order: a callback-fed stream's chunk 0
       // takes the replicas' elements from one queue, step-major and then replica by replica.

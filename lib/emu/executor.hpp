@@ -27,7 +27,9 @@ constexpr unsigned max_chunks(unsigned workers) { return workers > 1 ? 4 * worke
 /// depend on the split); workers claim items in any order, and no item of a phase is claimed
 /// before the phase before it is complete, so all replicas finish step i before any starts
 /// step i+1. A step may therefore read a peer replica's buffers (collectives), and streams
-/// see elements step-major. Calls and loops are stepped here, their callees in lockstep too;
+/// see elements step-major. A step with work for the whole instance (BoundStep::before: a
+/// distributed collective's exchange with the other instances) gets a phase of one item
+/// first. Calls and loops are stepped here, their callees in lockstep too;
 /// so are both branches of a conditional, each replica skipping the items of the branch its
 /// condition did not choose.
 class Executor {

@@ -32,8 +32,9 @@ std::string percent(std::int64_t part, std::int64_t whole) {
 
 } // namespace
 
-Profiler::Profiler(const IrView& view, const Target& target)
-    : view_(view), target_(target), origin_(std::chrono::steady_clock::now()),
+Profiler::Profiler(const IrView& view, const Target& target, std::int64_t instances)
+    : view_(view), target_(target), instances_(instances),
+      origin_(std::chrono::steady_clock::now()),
       by_ipu_(static_cast<std::size_t>(std::max<std::int64_t>(1, target.ipus))),
       by_graph_(view.num_graphs()), by_kind_(num_op_kinds), by_op_(view.num_ops()) {}
 
@@ -55,7 +56,7 @@ void Profiler::end_run() {
 }
 
 void Profiler::on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) {
-  const StepCost own = estimate(info, target_, replicas);
+  const StepCost own = estimate(info, target_, replicas * instances_);
   const std::size_t d = timing.depth;
   // Deeper than any step so far: every step so far ended no later than now.
   if (marks_.size() < d + 1)

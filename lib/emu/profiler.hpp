@@ -18,8 +18,10 @@ public:
   /// counts every step whatever the limit.
   static constexpr std::size_t event_limit = 200'000;
 
-  /// `view` and `target` must outlive the profiler.
-  Profiler(const IrView& view, const Target& target);
+  /// `view` and `target` must outlive the profiler. A distributed session's steps are run by
+  /// `instances` instances alike: the replicas it reports are one instance's, and the
+  /// estimates (collectives over IPU-Links) count every instance's.
+  Profiler(const IrView& view, const Target& target, std::int64_t instances = 1);
 
   /// Around each run: the host round trip, and the run's wall-clock interval.
   void begin_run();
@@ -57,6 +59,7 @@ private:
 
   const IrView& view_;
   const Target& target_;
+  std::int64_t instances_;
   std::chrono::steady_clock::time_point origin_;
   std::int64_t clock_ = 0; ///< device cycles so far
   /// By depth d: when the latest step at depth d or less ended, i.e. when a call, loop or

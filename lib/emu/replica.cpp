@@ -1,5 +1,6 @@
 #include "replica.hpp"
 #include "compile_context.hpp"
+#include "instance_exchange.hpp"
 
 #include "pxl/core/error.hpp"
 
@@ -33,7 +34,8 @@ Replica::Replica(const Program& program, const IrView& view, std::span<const Str
 
 std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
                                                     std::span<StreamState> streams,
-                                                    unsigned num_workers, std::size_t count) {
+                                                    unsigned num_workers, std::size_t count,
+                                                    InstanceExchange* exchange) {
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<CompileContext> contexts;
   for (std::size_t r = 0; r < count; ++r) {
@@ -43,9 +45,14 @@ std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, cons
   // The step's buffers in every replica, reused from step to step: a collective's kernel
   // addresses its peers' buffers too.
   std::vector<OpBuffers> buffers(count);
+  const std::int64_t offset = exchange ? exchange->offset() : 0;
   for (std::size_t r = 0; r < count; ++r) {
-    contexts[r].replica = static_cast<std::int64_t>(r);
+    contexts[r].replica = offset + static_cast<std::int64_t>(r);
     contexts[r].peers = buffers;
+    contexts[r].total_replicas =
+        exchange ? exchange->total_replicas() : static_cast<std::int64_t>(count);
+    contexts[r].replica_offset = offset;
+    contexts[r].exchange = exchange;
   }
   for (const auto& g : program.graphs)
     if (g)
@@ -85,6 +92,7 @@ void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view
   auto& steps = graphs_[g.graph.value].steps;
   PXL_ASSERT(steps.size() == i);
   BoundStep bound;
+  ctx.before_step = nullptr;
   switch (step.info.kind) {
   case StepKind::copy: {
     auto copy = std::make_shared<CopyList>();
@@ -118,6 +126,7 @@ void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view
     break;
   }
   }
+  bound.before = std::move(ctx.before_step);
   steps.push_back(std::move(bound));
 }
 

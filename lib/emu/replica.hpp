@@ -7,11 +7,14 @@
 #include "stream_state.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 namespace pxl::emu::detail {
+
+class InstanceExchange;
 
 /// The copies around an outlined call or loop, in one replica: arguments in, results out,
 /// by-ref inputs back; for a loop also the carried values from one iteration to the next
@@ -35,6 +38,9 @@ struct BranchCopies {
 /// of a call or loop whose callee the Executor steps, or a conditional's.
 struct BoundStep {
   StepFn run;
+  /// Work for the whole instance before the step's items, set on its first replica's step
+  /// only: a collective's exchange with the other instances.
+  std::function<void()> before;
   std::unique_ptr<const CallCopies> call;
   std::unique_ptr<BranchCopies> branches;
 };
@@ -84,9 +90,11 @@ private:
 };
 
 /// `count` replicas of `program`, bound step by step: each step for every replica before the
-/// next, so the Ir is read once however many replicas there are.
+/// next, so the Ir is read once however many replicas there are. With `exchange`, they are
+/// this instance's of a distributed Session (global indices from exchange->offset()).
 std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
                                                     std::span<StreamState> streams,
-                                                    unsigned num_workers, std::size_t count);
+                                                    unsigned num_workers, std::size_t count,
+                                                    InstanceExchange* exchange = nullptr);
 
 } // namespace pxl::emu::detail

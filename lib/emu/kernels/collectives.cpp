@@ -1,10 +1,13 @@
 // Kernels of the collectives. Replicas run each step in lockstep, so the kernel bound for the
-// first replica of a group (its leader) does the whole group's work, reading every member's
-// input and writing every member's output; the other members' steps do nothing. Work is
-// split by output element and every element is reduced in replica order, so results do not
-// depend on the number of workers; reading all inputs of an element before writing its
-// outputs makes the in-place all-reduce safe.
+// first replica of a group that this process holds (its leader) does the group's work here,
+// reading every member's input and writing the outputs of the members held here; the other
+// members' steps do nothing. In a distributed Session the members held by other instances
+// have their inputs gathered into an InstanceExchange by the step's exchange, which runs
+// before it. Work is split by output element and every element is reduced in replica order,
+// so results depend neither on the number of workers nor on the number of instances; reading
+// all inputs of an element before writing its outputs makes the in-place all-reduce safe.
 #include "../compile_context.hpp"
+#include "../instance_exchange.hpp"
 #include "common.hpp"
 #include "vector_math.hpp"
 
@@ -18,38 +21,100 @@ namespace pxl::emu::detail {
 
 namespace {
 
-/// The replicas of the group of `replica` under CollectiveAttrs' grouping (ReplicaGrouping's
-/// rule: groups of `group_size` replicas `stride` apart, filling blocks of stride × size).
+/// The replicas of the group of the replica being bound, under CollectiveAttrs' grouping
+/// (ReplicaGrouping's rule: groups of `group_size` replicas `stride` apart, filling blocks of
+/// stride × size).
 struct Group {
   std::vector<std::int64_t> members; ///< in group order
-  std::int64_t index = 0;            ///< of `replica` in the group
-  bool leader() const { return index == 0; }
+  std::int64_t index = 0;            ///< of the replica being bound in the group
+  std::int64_t leader_index = 0;     ///< of the first member this process holds
+  bool leader() const { return index == leader_index; }
 };
 
-Group group_of(const CollectiveAttrs& a, std::int64_t replica, std::size_t replicas) {
-  Group g;
-  if (replicas <= 1) { // outside a Session's replicas: a group of one
-    g.members = {replica};
-    return g;
-  }
+std::vector<std::int64_t> members_of(const CollectiveAttrs& a, std::int64_t replica) {
   const std::int64_t block = a.stride * a.group_size;
   const std::int64_t first = replica / block * block + replica % block % a.stride;
+  std::vector<std::int64_t> members;
   for (std::int64_t k = 0; k < a.group_size; ++k)
-    g.members.push_back(first + k * a.stride);
-  g.index = replica % block / a.stride;
+    members.push_back(first + k * a.stride);
+  return members;
+}
+
+Group group_of(const CompileContext& ctx, const CollectiveAttrs& a) {
+  Group g;
+  if (ctx.total_replicas <= 1) { // outside a Session's replicas: a group of one
+    g.members = {ctx.replica};
+    return g;
+  }
+  g.members = members_of(a, ctx.replica);
+  const std::int64_t block = a.stride * a.group_size;
+  g.index = ctx.replica % block / a.stride;
+  g.leader_index =
+      std::ranges::find_if(g.members, [&](std::int64_t m) { return ctx.is_local(m); }) -
+      g.members.begin();
   return g;
 }
 
-/// Each member's buffer `k` (input or output), in group order.
+/// Member `m`'s step buffers, when this process holds it.
+const OpBuffers& local_buffers(const CompileContext& ctx, std::int64_t m, const OpBuffers& own) {
+  return ctx.peers.empty() ? own : ctx.peers[static_cast<std::size_t>(m - ctx.replica_offset)];
+}
+
+/// Each member's input 0, in group order: its own buffer, or where the exchange gathered it.
 template <typename T>
-std::vector<T*> member_buffers(const CompileContext& ctx, const Group& g, bool outputs,
-                               const OpBuffers& own) {
-  std::vector<T*> r;
-  for (std::int64_t m : g.members) {
-    const OpBuffers& b = ctx.peers.empty() ? own : ctx.peers[static_cast<std::size_t>(m)];
-    r.push_back(reinterpret_cast<T*>(outputs ? b.outputs[0] : b.inputs[0]));
-  }
+std::vector<const T*> member_inputs(const CompileContext& ctx, const Group& g, const OpBuffers& own,
+                                    std::size_t block) {
+  std::vector<const T*> r;
+  for (std::int64_t m : g.members)
+    r.push_back(reinterpret_cast<const T*>(ctx.peers.empty() || ctx.is_local(m)
+                                               ? local_buffers(ctx, m, own).inputs[0]
+                                               : ctx.exchange->input(m, block)));
   return r;
+}
+
+/// Output 0 of each member this process holds, with the member's index in the group.
+template <typename T>
+std::vector<std::pair<std::int64_t, T*>> local_outputs(const CompileContext& ctx, const Group& g,
+                                                       const OpBuffers& own) {
+  std::vector<std::pair<std::int64_t, T*>> r;
+  for (std::size_t k = 0; k < g.members.size(); ++k)
+    if (ctx.peers.empty() || ctx.is_local(g.members[k]))
+      r.emplace_back(static_cast<std::int64_t>(k),
+                     reinterpret_cast<T*>(local_buffers(ctx, g.members[k], own).outputs[0]));
+  return r;
+}
+
+/// Just the pointers of local_outputs.
+template <typename T>
+std::vector<T*> local_output_buffers(const CompileContext& ctx, const Group& g,
+                                     const OpBuffers& own) {
+  std::vector<T*> r;
+  for (const auto& [k, p] : local_outputs<T>(ctx, g, own))
+    r.push_back(p);
+  return r;
+}
+
+/// In a distributed Session whose groups span instances, the first replica's step of this
+/// process gets the exchange of its collective: every local replica's input 0 (`block`
+/// bytes) to every instance, before the step. Every instance decides alike (the grouping is
+/// the same everywhere), so their exchanges match.
+void exchange_inputs(CompileContext& ctx, const KernelOp& op, const CollectiveAttrs& a,
+                     std::size_t block) {
+  if (ctx.exchange == nullptr || ctx.replica != ctx.replica_offset)
+    return;
+  bool spans = false;
+  for (std::int64_t r = 0; r < ctx.total_replicas && !spans; ++r)
+    for (std::int64_t m : members_of(a, r))
+      spans = spans || ctx.exchange->instance_of(m) != ctx.exchange->instance_of(r);
+  if (!spans)
+    return;
+  std::vector<const std::byte*> inputs;
+  for (const OpBuffers& b : ctx.peers)
+    inputs.push_back(b.inputs[0]);
+  ctx.before_step = [exchange = ctx.exchange, inputs = std::move(inputs), block,
+                     what = "exchanging the inputs of " + op.debug_name()] {
+    exchange->gather(inputs, block, what);
+  };
 }
 
 /// The accumulator of a reduction of `T`: double for floats, int64 for int32 (wrapped back).
@@ -111,35 +176,39 @@ reduce_t<T> first_term(CollectiveOperator op, T x) {
     return op == CollectiveOperator::square_add ? v * v : v;
 }
 
-/// out_k[e] = op over the group of in_j[source(k, e)], for the group's outputs of `out_n`
-/// elements each; `source` returns the input element or -1 for padding (zero).
+/// Output element `at` of the group's member k is op over the group of in_j[source(k, at)]
+/// (-1: padding, zero), for the members held here, `out_n` elements each. With `same_output`
+/// every member's output is the same (source ignores k), computed once.
 template <typename T, typename Source>
-StepFn reduce_step(const CompileContext& ctx, const Group& g, CollectiveOperator op,
-                   const OpBuffers& own, std::int64_t out_n, std::int64_t per_output,
-                   Source source) {
+StepFn reduce_step(const CompileContext& ctx, const KernelOp& op, const Group& g,
+                   CollectiveOperator reduction, const OpBuffers& own, std::int64_t out_n,
+                   bool same_output, Source source) {
   if (!g.leader())
     return [](unsigned, unsigned) {};
-  auto in =
-      std::make_shared<const std::vector<const T*>>(member_buffers<const T>(ctx, g, false, own));
-  auto out = std::make_shared<const std::vector<T*>>(member_buffers<T>(ctx, g, true, own));
+  auto in = std::make_shared<const std::vector<const T*>>(
+      member_inputs<T>(ctx, g, own, op.input(0).spec().nbytes()));
+  auto out = std::make_shared<const std::vector<std::pair<std::int64_t, T*>>>(
+      local_outputs<T>(ctx, g, own));
+  const std::int64_t rows = same_output ? 1 : static_cast<std::int64_t>(out->size());
   return [=](unsigned w, unsigned nw) {
     const std::size_t size = in->size();
-    const auto [b, e] = worker_range(out_n, w, nw);
+    const auto [b, e] = worker_range(rows * out_n, w, nw);
     for (std::int64_t i = b; i < e; ++i) {
-      const std::int64_t k = per_output ? i / per_output : 0, at = per_output ? i % per_output : i;
-      const std::int64_t src = source(k, at);
+      const auto row = static_cast<std::size_t>(i / out_n);
+      const std::int64_t at = i % out_n;
+      const std::int64_t src = source((*out)[row].first, at);
       T result{};
       if (src >= 0) {
-        reduce_t<T> acc = first_term(op, (*in)[0][src]);
+        reduce_t<T> acc = first_term(reduction, (*in)[0][src]);
         for (std::size_t j = 1; j < size; ++j)
-          acc = combine<T>(op, acc, value_of((*in)[j][src]));
-        result = finish<T>(op, acc, size);
+          acc = combine<T>(reduction, acc, value_of((*in)[j][src]));
+        result = finish<T>(reduction, acc, size);
       }
-      if (per_output)
-        (*out)[static_cast<std::size_t>(k)][at] = result;
-      else
-        for (T* o : *out)
+      if (same_output)
+        for (const auto& [k, o] : *out)
           o[at] = result;
+      else
+        (*out)[row].second[at] = result;
     }
   };
 }
@@ -180,9 +249,10 @@ StepFn float_sum_step(const CompileContext& ctx, const Group& g, bool mean, cons
                       std::int64_t n) {
   if (!g.leader())
     return [](unsigned, unsigned) {};
-  auto in = std::make_shared<const std::vector<const float*>>(
-      member_buffers<const float>(ctx, g, false, own));
-  auto out = std::make_shared<const std::vector<float*>>(member_buffers<float>(ctx, g, true, own));
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  auto in =
+      std::make_shared<const std::vector<const float*>>(member_inputs<float>(ctx, g, own, bytes));
+  auto out = std::make_shared<const std::vector<float*>>(local_output_buffers<float>(ctx, g, own));
   const double divisor = mean ? static_cast<double>(g.members.size()) : 1.0;
   return [in, out, n, divisor](unsigned w, unsigned nw) {
     constexpr std::int64_t block = 512;
@@ -210,16 +280,17 @@ void scaled_update_f32(float* w, const float* r, std::int64_t n, double a, doubl
 
 StepFn all_reduce(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
-  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Group g = group_of(ctx, a);
   const std::int64_t n = op.input(0).nelms();
   if (a.variant == AllReduceVariant::identical_inputs || g.members.size() == 1)
     return copy_step(buffers.outputs[0], buffers.inputs[0], n, size_of(op.input(0).dtype()));
+  exchange_inputs(ctx, op, a, op.input(0).spec().nbytes());
   if (op.input(0).dtype() == float32 &&
       (a.op == CollectiveOperator::add || a.op == CollectiveOperator::mean))
     return float_sum_step(ctx, g, a.op == CollectiveOperator::mean, buffers, n);
   return dispatch_reduce(op, op.input(0).dtype(), [&](auto type) {
     using T = typename decltype(type)::type;
-    return reduce_step<T>(ctx, g, a.op, buffers, n, 0,
+    return reduce_step<T>(ctx, op, g, a.op, buffers, n, true,
                           [](std::int64_t, std::int64_t i) { return i; });
   });
 }
@@ -227,14 +298,14 @@ StepFn all_reduce(CompileContext& ctx, const KernelOp& op, const OpBuffers& buff
 /// A byte-copying step for the group leader: out_k[e] = in_{j(k, e)}[i(k, e)] for every member
 /// k, `map(e) -> {j, i}` over `out_n` elements of `elem` bytes.
 template <typename Map>
-StepFn gather_step(const CompileContext& ctx, const Group& g, const OpBuffers& own,
-                   std::int64_t out_n, std::size_t elem, Map map) {
+StepFn gather_step(const CompileContext& ctx, const KernelOp& op, const Group& g,
+                   const OpBuffers& own, std::int64_t out_n, std::size_t elem, Map map) {
   if (!g.leader())
     return [](unsigned, unsigned) {};
   auto in = std::make_shared<const std::vector<const std::byte*>>(
-      member_buffers<const std::byte>(ctx, g, false, own));
+      member_inputs<std::byte>(ctx, g, own, op.input(0).spec().nbytes()));
   auto out =
-      std::make_shared<const std::vector<std::byte*>>(member_buffers<std::byte>(ctx, g, true, own));
+      std::make_shared<const std::vector<std::byte*>>(local_output_buffers<std::byte>(ctx, g, own));
   return [=](unsigned w, unsigned nw) {
     const auto [b, e] = worker_range(out_n, w, nw);
     for (std::int64_t i = b; i < e; ++i) {
@@ -272,19 +343,16 @@ StepFn slice_step(const OpBuffers& buffers, std::int64_t k, std::int64_t outer, 
 StepFn compile_fused_all_reduce(CompileContext& ctx, const KernelOp& op,
                                 const MatMulFusion::Update& update, const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
-  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Group g = group_of(ctx, a);
+  const std::size_t bytes = op.input(0).spec().nbytes();
+  exchange_inputs(ctx, op, a, bytes);
   if (!g.leader())
     return [](unsigned, unsigned) {};
   const std::int64_t n = op.input(0).nelms();
-  std::vector<const float*> grads;
-  std::vector<float*> targets;
-  for (std::int64_t m : g.members) {
-    const OpBuffers& b = ctx.peers.empty() ? buffers : ctx.peers[static_cast<std::size_t>(m)];
-    grads.push_back(reinterpret_cast<const float*>(b.inputs[0]));
-    targets.push_back(reinterpret_cast<float*>(b.outputs[0]));
-  }
-  auto in = std::make_shared<const std::vector<const float*>>(std::move(grads));
-  auto out = std::make_shared<const std::vector<float*>>(std::move(targets));
+  auto in = std::make_shared<const std::vector<const float*>>(
+      member_inputs<float>(ctx, g, buffers, bytes));
+  auto out =
+      std::make_shared<const std::vector<float*>>(local_output_buffers<float>(ctx, g, buffers));
   const double divisor =
       a.op == CollectiveOperator::mean ? static_cast<double>(g.members.size()) : 1.0;
   const double keep = update.keep, scale = update.scale;
@@ -318,9 +386,11 @@ StepFn compile_ReplicatedAllReduceInplace(CompileContext& ctx, const KernelOp& o
 StepFn compile_ReplicatedReduceScatter(CompileContext& ctx, const KernelOp& op,
                                        const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
-  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Group g = group_of(ctx, a);
   const std::int64_t n = op.input(0).nelms(), shard = op.output(0).nelms();
   const auto size = static_cast<std::int64_t>(g.members.size());
+  if (size > 1)
+    exchange_inputs(ctx, op, a, op.input(0).spec().nbytes());
   return dispatch_reduce(op, op.input(0).dtype(), [&](auto type) {
     using T = typename decltype(type)::type;
     // Output element `at` of member k is input element k·shard + at (padding past n).
@@ -328,17 +398,18 @@ StepFn compile_ReplicatedReduceScatter(CompileContext& ctx, const KernelOp& op,
       const std::int64_t src = k * shard + at;
       return src < n ? src : -1;
     };
-    if (size == 1) // this replica keeps shard 0: the whole tensor, padded
-      return reduce_step<T>(ctx, g, a.op, buffers, shard, 0, source);
-    return reduce_step<T>(ctx, g, a.op, buffers, size * shard, shard, source);
+    // Alone, this replica keeps shard 0: the whole tensor, padded.
+    return reduce_step<T>(ctx, op, g, a.op, buffers, shard, size == 1, source);
   });
 }
 
 StepFn compile_ReplicatedAllGather(CompileContext& ctx, const KernelOp& op,
                                    const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
-  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Group g = group_of(ctx, a);
   const auto size = static_cast<std::int64_t>(g.members.size());
+  if (size > 1)
+    exchange_inputs(ctx, op, a, op.input(0).spec().nbytes());
   const Shape& s = op.input(0).shape();
   const std::size_t elem = size_of(op.input(0).dtype());
   // The output is [outer][size][inner]: the group's inputs, each [outer][inner], interleaved
@@ -350,7 +421,7 @@ StepFn compile_ReplicatedAllGather(CompileContext& ctx, const KernelOp& op,
       outer *= s[static_cast<std::size_t>(d)];
     inner = op.input(0).nelms() / std::max<std::int64_t>(outer, 1);
   }
-  return gather_step(ctx, g, buffers, outer * size * inner, elem,
+  return gather_step(ctx, op, g, buffers, outer * size * inner, elem,
                      [size, inner](std::int64_t e) -> std::pair<std::int64_t, std::int64_t> {
                        const std::int64_t o = e / (size * inner), rem = e % (size * inner);
                        return {rem / inner, o * inner + rem % inner};
@@ -359,7 +430,7 @@ StepFn compile_ReplicatedAllGather(CompileContext& ctx, const KernelOp& op,
 
 StepFn compile_ReplicatedSlice(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
-  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Group g = group_of(ctx, a);
   const Shape& s = op.input(0).shape();
   std::int64_t outer = 1;
   for (std::int64_t d = 0; d < a.axis; ++d)
@@ -373,7 +444,7 @@ StepFn compile_ReplicatedSlice(CompileContext& ctx, const KernelOp& op, const Op
 StepFn compile_ReplicaShardedSlice(CompileContext& ctx, const KernelOp& op,
                                    const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
-  const Group g = group_of(a, ctx.replica, ctx.peers.size());
+  const Group g = group_of(ctx, a);
   const std::int64_t n = op.input(0).nelms(), shard = op.output(0).nelms();
   return slice_step(buffers, g.index, 1, n, shard, n, size_of(op.input(0).dtype()));
 }

@@ -75,7 +75,7 @@ StepFn compile_HostStore(CompileContext& ctx, const KernelOp& op, const OpBuffer
 StepFn compile_PrintTensor(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& a = op.attrs<OpKind::PrintTensor>();
   const std::string title =
-      ctx.peers.size() > 1 ? a.title + " (replica " + std::to_string(ctx.replica) + ")" : a.title;
+      ctx.total_replicas > 1 ? a.title + " (replica " + std::to_string(ctx.replica) + ")" : a.title;
   const TensorSpec spec = op.input(0).spec();
   const std::byte* x = buffers.inputs[0];
   const StepFn copy = copy_step(buffers.outputs[0], x, spec.nelms(), size_of(spec.dtype));
