@@ -20,15 +20,23 @@
 
 namespace mnist {
 
+/// The replicas a process feeds: `count` of `total`, from `first` (all of them in one
+/// process; its own under mpirun).
+struct LocalReplicas {
+  std::int64_t total = 1;
+  std::int64_t first = 0;
+  std::int64_t count = 1;
+};
+
 /// Splits one pipeline of Batches between the producers of two h2d streams, images to one and
 /// labels to the other, in lockstep: element k of both streams comes from batch k, and each
 /// batch is pulled from the pipeline once. Whichever producer needs batch k first pulls it and
 /// keeps the other half for its partner. Each producer thread calls `fill` for its own side;
 /// the pipeline is only touched under the lock.
 ///
-/// With R replicas a batch is a global batch of R·b rows, and the device takes R elements of
-/// each stream per step, replica 0's first: a batch then gives R elements per side, element r
-/// being rows r·b … r·b+b−1 (replica r's part).
+/// With R replicas a batch is a global batch of R·b rows, and the device takes an element of
+/// each stream per step for each replica it holds, the first's first: a batch then gives an
+/// element per local replica and side, replica r's being rows r·b … r·b+b−1.
 ///
 /// Bounded: a producer runs at most its queue depth ahead of the device, and the device takes
 /// a step's images and labels together, so one side is never more than `depth + R` elements
@@ -41,18 +49,19 @@ public:
   /// the next call (BatchView reuses one buffer).
   using Next = std::function<const pxl::addons::data::Batch*()>;
 
-  /// `images_spec` and `labels_spec` are a whole batch's (the global batch), which `replicas`
-  /// divides into the streams' elements. `depth` is the queue depth of both streams;
-  /// `batches_per_run` only words the errors.
+  /// `images_spec` and `labels_spec` are a whole batch's (the global batch), which
+  /// `replicas.total` divides into the streams' elements. `depth` is the queue depth of both
+  /// streams; `batches_per_run` only words the errors.
   BatchFanOut(Next next, const pxl::TensorSpec& images_spec, const pxl::TensorSpec& labels_spec,
-              std::int64_t depth, std::int64_t batches_per_run, std::int64_t replicas = 1)
+              std::int64_t depth, std::int64_t batches_per_run, LocalReplicas replicas = {})
       : next_(std::move(next)), specs_{images_spec, labels_spec}, batches_per_run_(batches_per_run),
-        replicas_(static_cast<std::size_t>(replicas)) {
+        parts_(static_cast<std::size_t>(replicas.total)),
+        first_(static_cast<std::size_t>(replicas.first)),
+        local_(static_cast<std::size_t>(replicas.count)) {
     for (std::size_t s = 0; s < 2; ++s) {
       pxl::TensorSpec part = specs_[s];
-      part.shape.at(0) /= replicas;
-      rings_[s].slots.assign((static_cast<std::size_t>(depth) + 2) * replicas_,
-                             pxl::HostTensor(part));
+      part.shape.at(0) /= replicas.total;
+      rings_[s].slots.assign((static_cast<std::size_t>(depth) + 2) * local_, pxl::HostTensor(part));
     }
   }
 
@@ -86,11 +95,11 @@ public:
     }
     ++pulled_;
     const pxl::HostTensor* halves[2] = {&batch->images, &batch->labels};
-    copy_part(*halves[side], 0, element.bytes());
-    for (std::size_t r = 1; r < replicas_; ++r)
+    copy_part(*halves[side], first_, element.bytes());
+    for (std::size_t r = first_ + 1; r < first_ + local_; ++r)
       copy_part(*halves[side], r, mine.push());
     Ring& other = rings_[1 - side];
-    for (std::size_t r = 0; r < replicas_; ++r)
+    for (std::size_t r = first_; r < first_ + local_; ++r)
       copy_part(*halves[1 - side], r, other.push());
   }
 
@@ -109,9 +118,9 @@ private:
   static void copy(const pxl::HostTensor& src, pxl::HostTensor& dst) {
     std::ranges::copy(src.bytes(), dst.bytes().begin());
   }
-  /// Part `r` of `replicas_` equal parts of `src`'s bytes into `dst`.
+  /// Part `r` of `parts_` equal parts of `src`'s bytes into `dst`.
   void copy_part(const pxl::HostTensor& src, std::size_t r, std::span<std::byte> dst) const {
-    PXL_ASSERT(dst.size() * replicas_ == src.bytes().size());
+    PXL_ASSERT(dst.size() * parts_ == src.bytes().size());
     std::ranges::copy(src.bytes().subspan(r * dst.size(), dst.size()), dst.begin());
   }
 
@@ -132,8 +141,9 @@ private:
   std::array<pxl::TensorSpec, 2> specs_;
   std::array<Ring, 2> rings_;
   std::int64_t batches_per_run_;
-  std::size_t replicas_;
-  std::int64_t pulled_ = 0; ///< batches taken from the pipeline
+  std::size_t parts_;         ///< replicas in all: each takes a part of every batch
+  std::size_t first_, local_; ///< the replicas fed here
+  std::int64_t pulled_ = 0;   ///< batches taken from the pipeline
   std::exception_ptr error_;
 };
 

@@ -4,6 +4,7 @@
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
 //     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
 //     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
+//     mpirun -np 2 mnist --replicas 4        # 2 instances (processes), 2 replicas each
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -11,6 +12,7 @@
 #include "pxl/addons/data/fashion_mnist.hpp"
 #include "pxl/addons/safetensors.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/dist.hpp"
 #include "pxl/emu/profile.hpp"
 
 #include <CLI/CLI.hpp>
@@ -57,11 +59,31 @@ pxl::DType parse_dtype(const std::string& s) {
   throw pxl::ValueError("--dtype: expected float32 or float16, got '" + s + "'");
 }
 
+/// Under `mpirun -np N`: the replicas spread over the N instances, PopRun's way. Only
+/// instance 0 prints (PopRun's --only-output-from-instance 0): the others' standard output
+/// goes nowhere, their errors still show.
+void join_instances(const Options& o) {
+  const std::int64_t n = pxl::dist::num_instances();
+  if (o.replicas % n != 0)
+    throw pxl::ValueError("--replicas: " + std::to_string(o.replicas) +
+                          " replica(s) cannot be shared evenly by the " + std::to_string(n) +
+                          " instances of mpirun; use a multiple of " + std::to_string(n));
+  pxl::dist::configure({.num_total_replicas = o.replicas});
+  if (pxl::dist::instance_index() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
+    throw pxl::IoError("mnist: cannot silence instance " +
+                       std::to_string(pxl::dist::instance_index()) + "'s output");
+}
+
 int train_and_test(const Options& o) {
   // Checked here rather than by CLI11, so that the mistake gets pxl's message and exit code.
   if (o.replicas < 1)
     throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
                           std::to_string(o.replicas));
+  const bool distributed = pxl::dist::is_distributed();
+  if (distributed)
+    join_instances(o);
+  // Files are written by instance 0 alone.
+  const bool writes = pxl::dist::instance_index() == 0;
   // The trace is written after training: find out now whether it can be.
   if (!o.trace.empty() && !std::ofstream(o.trace))
     throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
@@ -77,13 +99,19 @@ int train_and_test(const Options& o) {
                                 .steps_per_execution = o.steps_per_execution,
                                 .gradient_accumulation = o.gradient_accumulation,
                                 .replicas = o.replicas,
+                                .distributed = distributed,
                                 .seed = o.seed,
                                 .workers = o.workers,
                                 .profile = o.profile || !o.trace.empty(),
                                 .dtype = dtype});
   const std::int64_t global_batch = train.global_batch_size();
-  std::printf("Emulator: %u worker(s), %lld replica(s); batch %lld", train.session().num_workers(),
-              static_cast<long long>(o.replicas), static_cast<long long>(o.batch_size));
+  std::printf("Emulator: %u worker(s), %lld replica(s)", train.session().num_workers(),
+              static_cast<long long>(o.replicas));
+  if (distributed)
+    std::printf(" over %lld instances (%lld each)",
+                static_cast<long long>(pxl::dist::num_instances()),
+                static_cast<long long>(pxl::dist::num_local_replicas()));
+  std::printf("; batch %lld", static_cast<long long>(o.batch_size));
   if (o.replicas > 1)
     std::printf(" per replica (%lld in all, gradients averaged across replicas)",
                 static_cast<long long>(global_batch));
@@ -94,7 +122,7 @@ int train_and_test(const Options& o) {
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
-  if (!o.memory_report.empty()) {
+  if (!o.memory_report.empty() && writes) {
     train.session().write_memory_report(o.memory_report);
     std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
   }
@@ -132,6 +160,7 @@ int train_and_test(const Options& o) {
 
   double train_seconds = 0;
   std::int64_t trained = 0;
+  const pxl::dist::Traffic traffic_before = pxl::dist::traffic();
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     const data::BatchOptions batching{.batch_size = global_batch,
                                       .seed = o.seed,
@@ -162,6 +191,14 @@ int train_and_test(const Options& o) {
                                     : 0.0,
                 static_cast<long long>(epoch_log.steps), epoch_log.progress->elapsed());
   }
+  const pxl::dist::Traffic traffic_after = pxl::dist::traffic();
+  if (distributed && trained > 0) {
+    const auto steps = static_cast<double>(trained / global_batch);
+    std::printf("MPI: instance 0 sent %.1f messages and %.0f bytes per step\n",
+                static_cast<double>(traffic_after.messages_sent - traffic_before.messages_sent) /
+                    steps,
+                static_cast<double>(traffic_after.bytes_sent - traffic_before.bytes_sent) / steps);
+  }
   if (o.profile || !o.trace.empty()) {
     const pxl::emu::Profile profile = train.session().profile();
     if (o.profile) {
@@ -171,19 +208,26 @@ int train_and_test(const Options& o) {
       std::printf("estimated device time per step: %.2f us\n",
                   steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
     }
-    if (!o.trace.empty()) {
+    if (!o.trace.empty() && writes) {
       train.session().write_trace(o.trace);
       std::printf("Wrote the trace of the training runs to %s (open it in ui.perfetto.dev)\n",
                   o.trace.c_str());
     }
   }
   if (!o.save.empty()) {
-    pxl::addons::save_safetensors(o.save, train.weights().to_dict(), {{"model", "mnist.Net"}});
-    std::printf("Saved weights to %s\n", o.save.c_str());
+    // Every instance takes part in gathering the weights; instance 0 writes them.
+    const auto weights = train.weights();
+    if (writes) {
+      pxl::addons::save_safetensors(o.save, weights.to_dict(), {{"model", "mnist.Net"}});
+      std::printf("Saved weights to %s\n", o.save.c_str());
+    }
   }
 
+  // Every instance gathers the weights; only instance 0 tests (the others would repeat it).
   mnist::TestProgram test(100, o.workers, dtype);
   test.copy_weights_from(train);
+  if (!writes)
+    return 0;
   const double accuracy = test.accuracy(test_data);
   std::printf("test accuracy: %.2f%% (%lld images)\n", 100.0 * accuracy,
               static_cast<long long>(test_data.size()));
@@ -218,7 +262,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--replicas", o.replicas,
                  "Data-parallel replicas: each trains on its --batch-size images of every "
-                 "global batch of replicas x batch-size, gradients averaged across them")
+                 "global batch of replicas x batch-size, gradients averaged across them; under "
+                 "`mpirun -np N`, spread over the N instances (a multiple of N)")
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")
       ->capture_default_str();
@@ -246,13 +291,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  // Under mpirun an instance that fails ends them all at once (dist::abort), rather than
+  // leaving the others waiting for it in an exchange until their timeout.
+  auto fail = [](int code) {
+    if (pxl::dist::is_distributed())
+      pxl::dist::abort(code);
+    return code;
+  };
   try {
     return train_and_test(o);
   } catch (const pxl::Error& e) {
     std::fprintf(stderr, "mnist: %s\n", e.what());
-    return 1;
+    return fail(1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mnist: unexpected error: %s\n", e.what());
-    return 2;
+    return fail(2);
   }
 }

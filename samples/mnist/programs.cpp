@@ -1,6 +1,5 @@
 #include "programs.hpp"
 
-#include "batch_fan_out.hpp"
 #include "model.hpp"
 
 #include "pxl/addons/accumulation.hpp"
@@ -8,9 +7,11 @@
 #include "pxl/addons/data_parallel.hpp"
 #include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/dist.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/scope.hpp"
 #include "pxl/ops/call.hpp"
+#include "pxl/ops/collectives.hpp"
 #include "pxl/ops/host_io.hpp"
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/var_updates.hpp"
@@ -24,8 +25,9 @@ namespace mnist {
 using pxl::Tensor;
 using pxl::addons::NamedTensors;
 
-pxl::SessionOptions session_options(unsigned workers, bool profile = false) {
-  return {.workers = workers, .profile = profile};
+pxl::SessionOptions session_options(unsigned workers, bool profile = false,
+                                    bool distributed = false) {
+  return {.workers = workers, .profile = profile, .distributed = distributed};
 }
 
 namespace {
@@ -52,9 +54,11 @@ double loss_scale(const TrainingOptions& options) {
 }
 
 /// Traces one micro-batch into the current graph: loads images and labels, runs the forward
-/// and gradient graphs with `weights`, stores the loss, and returns the weights' gradients
-/// by name (this replica's: the mean over its rows, times loss_scale). The loss and its
-/// gradient are computed in float32 whatever the Net's dtype.
+/// and gradient graphs with `weights`, stores the loss (with replicas, the global batch's:
+/// every replica stores the mean of theirs, so a process that holds some of the replicas
+/// reports what one holding all would), and returns the weights' gradients by name (this
+/// replica's: the mean over its rows, times loss_scale). The loss and its gradient are
+/// computed in float32 whatever the Net's dtype.
 NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
                              const pxl::addons::GraphWithNamedArgs& bwd,
                              const NamedTensors& weights, const pxl::HostToDeviceStream& images,
@@ -72,7 +76,10 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
     dlogits = pxl::ops::cast(dlogits, options.dtype);
   auto bwd_info =
       bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info), inlined);
-  pxl::ops::host_store(loss_stream, loss);
+  pxl::ops::host_store(loss_stream, options.replicas > 1
+                                        ? pxl::ops::collectives::replicated_all_reduce(
+                                              loss, pxl::CollectiveOperator::mean)
+                                        : loss);
   return bwd.grads(bwd_info);
 }
 
@@ -165,8 +172,15 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     }
   }
   ir_.set_num_host_transfers(options.steps_per_execution * options.gradient_accumulation);
-  session_.emplace(ir_, "ipu_model", session_options(options.workers, options.profile));
+  session_.emplace(ir_, "ipu_model",
+                   session_options(options.workers, options.profile, options.distributed));
   attachment_.emplace(session_->attach());
+}
+
+LocalReplicas TrainingProgram::local_replicas() const {
+  if (options_.distributed)
+    return {options_.replicas, pxl::dist::replica_offset(), pxl::dist::num_local_replicas()};
+  return {options_.replicas, 0, options_.replicas};
 }
 
 std::optional<pxl::HostTensor>
@@ -185,7 +199,18 @@ TrainingProgram::per_replica(const pxl::HostTensor& array,
   }
   if (array.shape() != global)
     return std::nullopt;
-  return array.reshaped(split);
+  const LocalReplicas local = local_replicas();
+  if (local.count == n)
+    return array.reshaped(split);
+  // This process's replicas of each micro-batch: [m, local, batch, ...].
+  split.at(m > 1 ? 1 : 0) = local.count;
+  pxl::HostTensor mine(split, array.dtype());
+  const std::size_t part = array.nbytes() / static_cast<std::size_t>(m * n);
+  const std::size_t taken = part * static_cast<std::size_t>(local.count);
+  for (std::int64_t k = 0; k < m; ++k)
+    std::memcpy(mine.bytes().data() + static_cast<std::size_t>(k) * taken,
+                array.bytes().data() + static_cast<std::size_t>(k * n + local.first) * part, taken);
+  return mine;
 }
 
 std::vector<float> TrainingProgram::run(const pxl::HostTensor& images,
@@ -194,17 +219,13 @@ std::vector<float> TrainingProgram::run(const pxl::HostTensor& images,
   const auto split_labels = per_replica(labels, *labels_);
   auto out = session_->run({{*images_, split_images ? *split_images : images},
                             {*labels_, split_labels ? *split_labels : labels}});
-  // [micro-batches, replicas] losses, step-major: each micro-batch's is the replicas' mean.
+  // [micro-batches, local replicas] losses, step-major, each the global batch's.
   const auto losses = out.at(*loss_).data<float>();
-  const auto n = static_cast<std::size_t>(options_.replicas);
-  std::vector<float> means;
-  for (std::size_t i = 0; i < losses.size(); i += n) {
-    double sum = 0;
-    for (std::size_t r = 0; r < n; ++r)
-      sum += losses[i + r];
-    means.push_back(static_cast<float>(sum / static_cast<double>(n)));
-  }
-  return means;
+  const auto n = static_cast<std::size_t>(local_replicas().count);
+  std::vector<float> per_micro_batch;
+  for (std::size_t i = 0; i < losses.size(); i += n)
+    per_micro_batch.push_back(losses[i]);
+  return per_micro_batch;
 }
 
 void TrainingProgram::bind_feed(std::function<const pxl::addons::data::Batch*()> next,
@@ -212,35 +233,33 @@ void TrainingProgram::bind_feed(std::function<const pxl::addons::data::Batch*()>
   if (!on_loss)
     throw pxl::ValueError("mnist TrainingProgram::feed_from: the loss callback is empty; pass "
                           "one taking (index, loss)");
-  const std::int64_t replicas = options_.replicas;
-  auto global = [replicas](pxl::TensorSpec spec) {
-    spec.shape.at(0) *= replicas;
+  const LocalReplicas local = local_replicas();
+  const std::int64_t replicas = local.count;
+  auto global = [&local](pxl::TensorSpec spec) {
+    spec.shape.at(0) *= local.total;
     return spec;
   };
   auto fan_out = std::make_shared<BatchFanOut>(std::move(next), global(images_->spec()),
                                                global(labels_->spec()), infeed_depth * replicas,
-                                               micro_batches_per_run(), replicas);
-  // Each step takes one element per replica: the queues hold infeed_depth steps.
+                                               micro_batches_per_run(), local);
+  // Each step takes one element per local replica: the queues hold infeed_depth steps.
   const pxl::FeedOptions feed{.depth = infeed_depth * replicas};
   session_->set_h2d_callback(
       *images_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::images, e); }, feed);
   session_->set_h2d_callback(
       *labels_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::labels, e); }, feed);
   // Room for a whole run's losses: the device never waits for the callback within a run. The
-  // replicas' losses of a step arrive one after the other (step-major); their mean is the
-  // step's loss on the global batch.
-  session_->set_d2h_callback(
-      *loss_,
-      [on_loss = std::move(on_loss), replicas, index = std::int64_t{0}, seen = std::int64_t{0},
-       sum = 0.0](const pxl::HostTensor& loss) mutable {
-        sum += loss.data<float>()[0];
-        if (++seen < replicas)
-          return;
-        on_loss(index++, static_cast<float>(sum / static_cast<double>(replicas)));
-        seen = 0;
-        sum = 0;
-      },
-      {.depth = micro_batches_per_run() * replicas});
+  // replicas' losses of a step arrive one after the other (step-major), each the global
+  // batch's: the first of each step is reported.
+  session_->set_d2h_callback(*loss_,
+                             [on_loss = std::move(on_loss), replicas, index = std::int64_t{0},
+                              seen = std::int64_t{0}](const pxl::HostTensor& loss) mutable {
+                               if (seen++ == 0)
+                                 on_loss(index++, loss.data<float>()[0]);
+                               if (seen == replicas)
+                                 seen = 0;
+                             },
+                             {.depth = micro_batches_per_run() * replicas});
   fed_ = true;
 }
 

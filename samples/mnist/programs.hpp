@@ -2,6 +2,8 @@
 // streams) and a test Ir (predictions), each with its own Session.
 #pragma once
 
+#include "batch_fan_out.hpp"
+
 #include "pxl/addons/data/batch.hpp"
 #include "pxl/addons/data/dataset.hpp"
 #include "pxl/addons/named_tensors.hpp"
@@ -41,6 +43,10 @@ struct TrainingOptions {
   /// replicas × batch_size, and the gradients are averaged across replicas before the
   /// update, so a step equals one replica's on the global batch (to float rounding).
   std::int64_t replicas = 1;
+  /// Spread the replicas over the instances of an `mpirun` (pxl::dist, which must be
+  /// configured with `replicas` in all): this process runs and feeds only its own, while
+  /// run() and feed_from still take global batches. Training equals one process's bitwise.
+  bool distributed = false;
   /// Seeds the weights' initialisers.
   std::uint64_t seed = 42;
   /// Emulator worker threads (0: one per core).
@@ -73,7 +79,7 @@ using LossCallback = std::function<void(std::int64_t index, float loss)>;
 /// Net's gradient graph comes from autodiff, the loss gradient from cross_entropy_with_grad,
 /// and every variable is updated in place with `scaled_add_(w, grad, {.b = -lr})`; the loss goes
 /// back on a d2h stream. One run performs `steps_per_execution` steps. With several replicas
-/// the Ir is replicated and the gradients are mean-all-reduced before the update
+/// the Ir is replicated and the gradients (and the loss) are mean-all-reduced before the update
 /// (addons::average_across_replicas); replica r takes rows r·batch … r·batch+batch−1 of each
 /// global batch.
 ///
@@ -90,8 +96,8 @@ public:
   /// [micro_batches_per_run(), global_batch_size()] int32 (leading dim dropped when 1): with
   /// replicas, replica r takes rows r·batch … r·batch+batch−1 of each (arrays already in the
   /// streams' [micro-batches, replicas, batch, ...] layout are taken as they are). Returns each
-  /// micro-batch's loss over its global batch (the replicas' mean). After feed_from the
-  /// streams are fed from the batches instead: StreamError.
+  /// micro-batch's loss over its global batch (the replicas' mean, all-reduced on the device).
+  /// After feed_from the streams are fed from the batches instead: StreamError.
   std::vector<float> run(const pxl::HostTensor& images, const pxl::HostTensor& labels);
 
   /// Feeds both the images and the labels stream from one pass over `batches` (one epoch of
@@ -100,8 +106,8 @@ public:
   /// and replica r trains on rows r·batch … r·batch+batch−1 of each. Two producer threads (one per
   /// stream) share the pipeline through a fan-out, so it runs once, and prepare up to eight batches
   /// ahead of the device; batches prepared ahead stay queued for the next run. Every loss goes
-  /// to `on_loss` (ValueError when it is empty), from index 0: with replicas, the mean of the
-  /// replicas' losses, once every replica's has arrived.
+  /// to `on_loss` (ValueError when it is empty), from index 0: with replicas, the global
+  /// batch's (the replicas' mean, all-reduced on the device).
   ///
   /// Replaces an earlier feed, dropping what it had prepared ahead: with one feed per epoch
   /// and ⌊batches / micro_batches_per_run()⌋ runs on each, those are the batches of the
@@ -146,6 +152,8 @@ public:
   }
   /// Images per micro-batch over all replicas: replicas × batch_size.
   std::int64_t global_batch_size() const { return options_.replicas * options_.batch_size; }
+  /// The replicas this process runs: all of them, or its own when distributed.
+  LocalReplicas local_replicas() const;
   /// The variables (fc1.weight … fc4.bias) of the training Ir (identical on every replica).
   const pxl::addons::NamedTensors& variables() const { return variables_; }
   /// Current weights by name (copied from the device; replica 0's).
