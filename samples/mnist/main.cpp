@@ -8,9 +8,9 @@
 #include "programs.hpp"
 #include "progress.hpp"
 
+#include "pxl/addons/checkpoint.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
-#include "pxl/addons/safetensors.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/emu/profile.hpp"
@@ -127,8 +127,7 @@ int train_and_test(const Options& o) {
     std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
   }
   if (!o.load.empty()) {
-    train.load_weights(
-        pxl::addons::NamedTensorData::from_dict(pxl::addons::load_safetensors(o.load)));
+    pxl::addons::load_checkpoint(train.session(), train.variables(), o.load);
     std::printf("Loaded weights from %s\n", o.load.c_str());
   }
 
@@ -215,12 +214,10 @@ int train_and_test(const Options& o) {
     }
   }
   if (!o.save.empty()) {
-    // Every instance takes part in gathering the weights; instance 0 writes them.
-    const auto weights = train.weights();
-    if (writes) {
-      pxl::addons::save_safetensors(o.save, weights.to_dict(), {{"model", "mnist.Net"}});
-      std::printf("Saved weights to %s\n", o.save.c_str());
-    }
+    // Every instance gathers the weights; instance 0 writes them.
+    pxl::addons::save_checkpoint(train.session(), train.variables(), o.save,
+                                 {{"model", "mnist.Net"}});
+    std::printf("Saved weights to %s\n", o.save.c_str());
   }
 
   // Every instance gathers the weights; only instance 0 tests (the others would repeat it).

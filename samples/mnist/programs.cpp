@@ -202,8 +202,13 @@ TrainingProgram::per_replica(const pxl::HostTensor& array,
   const LocalReplicas local = local_replicas();
   if (local.count == n)
     return array.reshaped(split);
-  // This process's replicas of each micro-batch: [m, local, batch, ...].
-  split.at(m > 1 ? 1 : 0) = local.count;
+  // This process's replicas of each micro-batch: [m, local, batch, ...], without a replica
+  // dim of 1 (as the session's arrays drop it).
+  const auto replica_dim = split.begin() + (m > 1 ? 1 : 0);
+  if (local.count == 1)
+    split.erase(replica_dim);
+  else
+    *replica_dim = local.count;
   pxl::HostTensor mine(split, array.dtype());
   const std::size_t part = array.nbytes() / static_cast<std::size_t>(m * n);
   const std::size_t taken = part * static_cast<std::size_t>(local.count);
@@ -276,26 +281,6 @@ pxl::addons::NamedTensorData TrainingProgram::weights() {
   for (const auto& [name, var] : variables_.to_dict())
     data.insert(name, session_->get_tensor_data(var));
   return data;
-}
-
-void TrainingProgram::load_weights(const pxl::addons::NamedTensorData& weights) {
-  const auto given = weights.to_dict();
-  const auto expected = variables_.to_dict();
-  std::string missing, unexpected;
-  for (const auto& [name, var] : expected)
-    if (!given.contains(name))
-      missing += " " + name;
-  for (const auto& [name, data] : given)
-    if (!expected.contains(name))
-      unexpected += " " + name;
-  if (!missing.empty() || !unexpected.empty())
-    throw pxl::ValueError("mnist weights: the checkpoint does not match the Net (missing:" +
-                          (missing.empty() ? std::string(" none") : missing) + "; unexpected:" +
-                          (unexpected.empty() ? std::string(" none") : unexpected) + ")");
-  std::map<Tensor, pxl::HostTensor> data;
-  for (const auto& [name, var] : expected)
-    data.emplace(var, given.at(name));
-  session_->write_variables_data(data);
 }
 
 TestProgram::TestProgram(std::int64_t batch_size, unsigned workers, pxl::DType dtype)

@@ -158,8 +158,6 @@ public:
   const pxl::addons::NamedTensors& variables() const { return variables_; }
   /// Current weights by name (copied from the device; replica 0's).
   pxl::addons::NamedTensorData weights();
-  /// Replaces the weights; ValueError when names or shapes do not match the Net's.
-  void load_weights(const pxl::addons::NamedTensorData& weights);
 
   pxl::Session& session() { return *session_; }
   const TrainingOptions& options() const { return options_; }

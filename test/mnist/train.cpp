@@ -4,9 +4,9 @@
 #include "device_loop_feed.hpp"
 #include "programs.hpp"
 
+#include "pxl/addons/checkpoint.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
-#include "pxl/addons/safetensors.hpp"
 #include "pxl/core/error.hpp"
 
 #include <doctest/doctest.h>
@@ -101,10 +101,9 @@ TEST_CASE("one epoch on 2000 images: the loss falls and accuracy far beats chanc
 
   SUBCASE("a checkpoint saved and loaded gives identical test accuracy") {
     const auto path = std::filesystem::temp_directory_path() / "pxl_mnist_checkpoint.safetensors";
-    pxl::addons::save_safetensors(path, train.weights().to_dict());
+    pxl::addons::save_checkpoint(train.session(), train.variables(), path);
     mnist::TrainingProgram restored({.batch_size = 8, .seed = 1234});
-    restored.load_weights(
-        pxl::addons::NamedTensorData::from_dict(pxl::addons::load_safetensors(path)));
+    pxl::addons::load_checkpoint(restored.session(), restored.variables(), path);
     std::filesystem::remove(path);
     mnist::TestProgram test2(100);
     test2.copy_weights_from(restored);
@@ -135,18 +134,6 @@ TEST_CASE("a device loop of N steps gives bitwise the weights of N single-step r
     CAPTURE(name);
     CHECK(same_bits(t, wn.at(name)));
   }
-}
-
-TEST_CASE("weights that do not match the Net are refused with their names") {
-  mnist::TrainingProgram train({.batch_size = 8});
-  auto weights = train.weights();
-  weights.insert("fc5.weight", pxl::HostTensor({2, 2}, pxl::float32));
-  CHECK_THROWS_WITH_AS(train.load_weights(weights), doctest::Contains("unexpected: fc5.weight"),
-                       pxl::ValueError);
-  auto partial =
-      pxl::addons::NamedTensorData::from_dict({{"fc1.weight", train.weights().at("fc1.weight")}});
-  CHECK_THROWS_WITH_AS(train.load_weights(partial), doctest::Contains("missing: fc1.bias"),
-                       pxl::ValueError);
 }
 
 TEST_CASE("accumulating 4 micro-batches of 2 is one SGD step on the batch of 8") {
