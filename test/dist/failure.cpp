@@ -2,6 +2,8 @@
 // waits in: the waiting one must end every instance with a message naming the exchange once
 // its timeout passes, not hang with it. (An instance that exits with an error is ended by
 // mpirun itself, or by dist::abort.) Run by test/dist/failure.sh under `mpirun -np 2`.
+#include "../emu/helpers.hpp"
+
 #include "pxl/dist.hpp"
 #include "pxl/pxl.hpp"
 
@@ -13,22 +15,15 @@ using namespace pxl;
 
 int main() {
   dist::configure({.num_total_replicas = 2, .timeout = std::chrono::seconds(3)});
-  Ir ir(2);
-  HostToDeviceStream x;
-  {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({4}, float32, "x");
-    ops::host_store(d2h_stream({4}, float32, "y"),
-                    ops::collectives::replicated_all_reduce(ops::host_load(x)));
-  }
-  Session session(ir, "ipu_model", {.workers = 1, .distributed = true});
+  test_emu::AllReduceProgram p(2, 4);
+  Session session(p.ir, "ipu_model", {.workers = 1, .distributed = true});
   auto attached = session.attach();
   if (dist::instance_index() == 1) {
     std::fprintf(stderr, "instance 1: stopping before the run\n");
     std::this_thread::sleep_for(std::chrono::seconds(50));
     return 3;
   }
-  session.run({{x, HostTensor({4}, float32)}});
+  session.run({{p.x, HostTensor({4}, float32)}});
   std::fprintf(stderr, "instance 0: the run returned, which it must not\n");
   return 0;
 }

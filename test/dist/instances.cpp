@@ -1,6 +1,8 @@
 // Instances joined by MPI, run as `mpirun -np 2` (test/dist/mpirun.sh): each instance runs a
 // distributed session on its half of the replicas and, beside it, a session holding every
 // replica in this process; the two must agree bitwise on every output and weight.
+#include "../emu/helpers.hpp"
+
 #include "pxl/dist.hpp"
 #include "pxl/pxl.hpp"
 
@@ -217,36 +219,24 @@ TEST_CASE("A distributed session's streams carry its local replicas only") {
 
 TEST_CASE("A distributed session needs the Ir's replication factor to be the total") {
   Distributed d;
-  Ir ir(2);
-  {
-    auto in_main = ir.main_graph().scope();
-    auto x = h2d_stream({2}, float32, "x");
-    ops::host_store(d2h_stream({2}, float32, "y"),
-                    ops::collectives::replicated_all_reduce(ops::host_load(x)));
-  }
+  test_emu::AllReduceProgram p(2);
   try {
-    Session s(ir, "ipu_model", {.workers = 1, .distributed = true});
+    Session s(p.ir, "ipu_model", {.workers = 1, .distributed = true});
     FAIL("a replication factor of 2 was accepted for 4 replicas in all");
   } catch (const SessionError& e) {
     CHECK(std::string(e.what()).find("num_total_replicas() = 4") != std::string::npos);
   }
   // Not distributed, every instance runs the Ir's replicas itself.
-  Session alone(ir, "ipu_model", {.workers = 1});
+  Session alone(p.ir, "ipu_model", {.workers = 1});
   CHECK(alone.create_host_outputs().begin()->second.shape() == Shape{2, 2});
 }
 
 TEST_CASE("Settings that disagree with mpirun are a clear error on every instance") {
   dist::configure(
       {.num_instances = 3, .instance_index = dist::instance_index(), .num_total_replicas = 3});
-  Ir ir(3);
-  {
-    auto in_main = ir.main_graph().scope();
-    ops::host_store(
-        d2h_stream({2}, float32, "y"),
-        ops::collectives::replicated_all_reduce(ops::host_load(h2d_stream({2}, float32, "x"))));
-  }
+  test_emu::AllReduceProgram p(3);
   try {
-    Session s(ir, "ipu_model", {.workers = 1, .distributed = true});
+    Session s(p.ir, "ipu_model", {.workers = 1, .distributed = true});
     FAIL("a session of 3 instances was made under mpirun -np 2");
   } catch (const SessionError& e) {
     CHECK(std::string(e.what()).find("MPI's world has 2 process(es)") != std::string::npos);

@@ -51,19 +51,11 @@ TEST_CASE("pxl::dist: explicit settings and their errors") {
 TEST_CASE("A distributed session of one instance runs every replica itself") {
   Restore restore;
   dist::configure({.num_instances = 1, .num_total_replicas = 2});
-  Ir ir(2);
-  HostToDeviceStream x;
-  DeviceToHostStream y;
-  {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({2}, float32, "x");
-    y = d2h_stream({2}, float32, "y");
-    ops::host_store(y, ops::collectives::replicated_all_reduce(ops::host_load(x)));
-  }
-  Session s(ir, "ipu_model", {.workers = 1, .distributed = true});
+  test_emu::AllReduceProgram p(2);
+  Session s(p.ir, "ipu_model", {.workers = 1, .distributed = true});
   auto attached = s.attach();
-  const auto out = s.run({{x, HostTensor({1.f, 2.f, 10.f, 20.f}, {2, 2})}});
-  CHECK(out.at(y) == HostTensor({11.f, 22.f, 11.f, 22.f}, {2, 2}));
+  const auto out = s.run({{p.x, HostTensor({1.f, 2.f, 10.f, 20.f}, {2, 2})}});
+  CHECK(out.at(p.y) == HostTensor({11.f, 22.f, 11.f, 22.f}, {2, 2}));
 }
 
 TEST_CASE("Without MPI, several instances are a clear error") {
@@ -71,15 +63,9 @@ TEST_CASE("Without MPI, several instances are a clear error") {
     return; // the MPI build joins them: test/dist runs it under mpirun
   Restore restore;
   dist::configure({.num_instances = 2, .instance_index = 1, .num_total_replicas = 2});
-  Ir ir(2);
-  {
-    auto in_main = ir.main_graph().scope();
-    ops::host_store(
-        d2h_stream({2}, float32, "y"),
-        ops::collectives::replicated_all_reduce(ops::host_load(h2d_stream({2}, float32, "x"))));
-  }
+  test_emu::AllReduceProgram p(2);
   try {
-    Session s(ir, "ipu_model", {.workers = 1, .distributed = true});
+    Session s(p.ir, "ipu_model", {.workers = 1, .distributed = true});
     FAIL("a session of instance 1 of 2 was made without MPI");
   } catch (const SessionError& e) {
     CHECK(std::string(e.what()).find("instance 1 of 2") != std::string::npos);
@@ -87,6 +73,6 @@ TEST_CASE("Without MPI, several instances are a clear error") {
   }
   CHECK_THROWS_AS(dist::barrier(), SessionError);
   // A session that is not distributed runs as always.
-  Session alone(ir, "ipu_model", {.workers = 1});
+  Session alone(p.ir, "ipu_model", {.workers = 1});
   CHECK(alone.create_host_outputs().begin()->second.shape() == Shape{2, 2});
 }

@@ -31,6 +31,21 @@ struct AddProgram {
   }
 };
 
+/// y = the all-reduce (add) over the replicas of x, a (n) float32 stream, on `replicas`
+/// replicas: the smallest program whose replicas must meet.
+struct AllReduceProgram {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+
+  explicit AllReduceProgram(std::int64_t replicas, std::int64_t n = 2) : ir(replicas) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({n}, float32, "x");
+    y = d2h_stream({n}, float32, "y");
+    ops::host_store(y, ops::collectives::replicated_all_reduce(ops::host_load(x)));
+  }
+};
+
 inline HostTensor iota(Shape shape, float start = 0.f) {
   HostTensor t(std::move(shape), float32);
   auto d = t.data<float>();
