@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
+#include <tuple>
 
 namespace pxl::emu::detail {
 
@@ -23,6 +25,20 @@ std::int64_t tile_share(std::int64_t bytes, const Target& target) {
   const auto aligned = static_cast<std::int64_t>(align_up(static_cast<std::size_t>(bytes)));
   const std::int64_t tiles = tiles_spanned(aligned, target);
   return (aligned + tiles - 1) / tiles;
+}
+
+/// Adds `bytes` to each of the first `tiles` tiles of a per-tile difference array.
+void add_to_tiles(std::vector<std::int64_t>& diff, std::int64_t tiles, std::int64_t bytes) {
+  diff[0] += bytes;
+  diff[static_cast<std::size_t>(tiles)] -= bytes;
+}
+
+/// A difference array's values, one per tile.
+std::vector<std::int64_t> per_tile(std::vector<std::int64_t> diff) {
+  for (std::size_t t = 1; t < diff.size(); ++t)
+    diff[t] += diff[t - 1];
+  diff.pop_back();
+  return diff;
 }
 
 bool is_static(const IrView& ir, TensorId t) {
@@ -54,6 +70,10 @@ public:
   Program run() {
     p_.graphs.resize(ir_.num_graphs());
     p_.stream_used.assign(ir_.num_streams(), false);
+    code_.resize(static_cast<std::size_t>(target_.ipus));
+    for (Code& c : code_)
+      c.tiles.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, target_.tiles_per_ipu)) + 1,
+                     0);
     find_reachable();
     check_total_bytes();
     layout_statics();
@@ -272,6 +292,9 @@ private:
 
     // Steps. Every step is code: an inlined graph's ops are counted once per inlined site.
     plan.steps.reserve(flat.steps.size());
+    // Per IPU and step: the bytes a called graph adds while it runs there.
+    std::vector<std::vector<std::int64_t>> call_peak(
+        num_ipus, std::vector<std::int64_t>(static_cast<std::size_t>(num_steps), 0));
     for (std::int64_t s = 0; s < num_steps; ++s) {
       const auto& step = flat.steps[static_cast<std::size_t>(s)];
       plan.ops[static_cast<std::size_t>(step.ipu)] += 1;
@@ -290,6 +313,7 @@ private:
         out.info.dtype = ir_.spec(values[step.outputs[0]].tensor).dtype;
       if (step.is_copy()) {
         out.info.kind = StepKind::copy;
+        add_code(out.info);
         plan.steps.push_back(std::move(out));
         continue;
       }
@@ -305,22 +329,29 @@ private:
         out.callee = &callee_plan;
         if (const auto* c = std::get_if<CallAttrs>(&ir_.attrs(op)))
           out.info.trips = c->repeat_count;
-        // A conditional's branches never run together: the larger peak counts.
+        // What the callee adds while it runs, its inputs that alias arguments taken out.
         std::vector<std::int64_t> peak = callee_plan.peak, tile_peak = callee_plan.tile_peak;
+        alias_arguments(callees[0], callee_plan, step, s, lives, values, out.info, peak, tile_peak);
         if (out.info.kind == StepKind::conditional) {
+          // A conditional's branches never run together: the larger peak counts.
           std::vector<bool> seen(ir_.num_graphs(), false);
           check_branch(op, callees[0].graph, seen);
           check_branch(op, callees[1].graph, seen);
           out.info.else_callee = callees[1].graph;
           out.else_callee = &program_of(callees[1].graph);
+          std::vector<std::int64_t> else_peak = out.else_callee->peak,
+                                    else_tile_peak = out.else_callee->tile_peak;
+          alias_arguments(callees[1], *out.else_callee, step, s, lives, values, out.info, else_peak,
+                          else_tile_peak);
           for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
-            peak[ipu] = std::max(peak[ipu], out.else_callee->peak[ipu]);
-            tile_peak[ipu] = std::max(tile_peak[ipu], out.else_callee->tile_peak[ipu]);
+            peak[ipu] = std::max(peak[ipu], else_peak[ipu]);
+            tile_peak[ipu] = std::max(tile_peak[ipu], else_tile_peak[ipu]);
           }
         }
         for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
           live[ipu][static_cast<std::size_t>(s)] += peak[ipu];
           tile_live[ipu][static_cast<std::size_t>(s)] += tile_peak[ipu];
+          call_peak[ipu][static_cast<std::size_t>(s)] = peak[ipu];
         }
       } else {
         out.info.kind = !step.is_fused()                     ? StepKind::kernel
@@ -329,6 +360,7 @@ private:
         out.info.flops = flops_of(ir_, op);
         out.fusion = step.fusion;
       }
+      add_code(out.info);
       plan.steps.push_back(std::move(out));
     }
     for (std::size_t ipu = 0; ipu < num_ipus; ++ipu) {
@@ -336,6 +368,74 @@ private:
       plan.liveness.push_back(std::vector<std::int64_t>(
           live[ipu].begin(), live[ipu].begin() + static_cast<std::ptrdiff_t>(num_steps) + 1));
       plan.tile_peak[ipu] = *std::max_element(tile_live[ipu].begin(), tile_live[ipu].end());
+    }
+    if (g == IrView::main_graph())
+      plan.tiles_at_peak = tiles_at_peak(plan, values, lives, call_peak);
+  }
+
+  /// Per IPU, the bytes of each tile at the graph's not-always-live peak: the values live at
+  /// that step, and a called graph's peak there (spread from tile 0 as one tensor would be).
+  std::vector<std::vector<std::int64_t>>
+  tiles_at_peak(const GraphProgram& plan, const std::vector<FlatValue>& values,
+                const std::vector<Lifetime>& lives,
+                const std::vector<std::vector<std::int64_t>>& call_peak) const {
+    const std::int64_t tiles = std::max<std::int64_t>(1, target_.tiles_per_ipu);
+    std::vector<std::vector<std::int64_t>> r;
+    for (std::size_t ipu = 0; ipu < plan.liveness.size(); ++ipu) {
+      const auto& curve = plan.liveness[ipu];
+      const auto at = std::max_element(curve.begin(), curve.end()) - curve.begin();
+      std::vector<std::int64_t> diff(static_cast<std::size_t>(tiles) + 1, 0);
+      for (std::size_t v = 0; v < values.size(); ++v)
+        if (!values[v].is_static && static_cast<std::size_t>(values[v].ipu) == ipu &&
+            lives[v].first <= at && at <= lives[v].last) {
+          const auto bytes =
+              static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
+          add_to_tiles(diff, tiles_spanned(bytes, target_), tile_share(bytes, target_));
+        }
+      if (static_cast<std::size_t>(at) < call_peak[ipu].size())
+        if (const std::int64_t bytes = call_peak[ipu][static_cast<std::size_t>(at)]; bytes > 0)
+          add_to_tiles(diff, tiles_spanned(bytes, target_), tile_share(bytes, target_));
+      r.push_back(std::move(diff));
+    }
+    return r;
+  }
+
+  /// Takes out of a call's `peak` (and tile 0's) the inputs of the callee that may share the
+  /// caller's argument (PopXL's aliasZeroCopy): one the callee does not write, or takes by
+  /// reference, or whose argument the caller no longer needs after step `s` and passes only
+  /// there. Inputs bound to a variable by reference live in the variable already. Both kinds
+  /// are recorded as passed without a copy (StepInfo::aliased_bytes).
+  void alias_arguments(const Callee& callee_at, const GraphProgram& callee_plan,
+                       const FlatStep& step, std::int64_t s, const std::vector<Lifetime>& lives,
+                       const std::vector<FlatValue>& values, StepInfo& info,
+                       std::vector<std::int64_t>& peak,
+                       std::vector<std::int64_t>& tile_peak) const {
+    const GraphId callee = callee_at.graph;
+    for (std::size_t k = 0;
+         k < callee_plan.inputs.size() && callee_at.first_input + k < step.inputs.size(); ++k) {
+      const Slot& input = callee_plan.inputs[k];
+      const std::size_t arg = step.inputs[callee_at.first_input + k];
+      if (input.is_static) {
+        info.aliased_bytes += values[arg].bytes;
+        continue;
+      }
+      const bool written = ir_.input_is_written(callee, k);
+      // Passed twice to this callee (a conditional's other branch does not run with it).
+      const std::size_t end =
+          std::min(step.inputs.size(), callee_at.first_input + callee_plan.inputs.size());
+      const bool shared_elsewhere =
+          std::count(step.inputs.begin() + static_cast<std::ptrdiff_t>(callee_at.first_input),
+                     step.inputs.begin() + static_cast<std::ptrdiff_t>(end), arg) > 1;
+      const bool safe =
+          !shared_elsewhere && (!written || ir_.input_is_by_ref(callee, k) || lives[arg].last <= s);
+      if (!safe)
+        continue;
+      const auto ipu = static_cast<std::size_t>(input.ipu);
+      const auto bytes = static_cast<std::int64_t>(align_up(input.bytes));
+      peak[ipu] = std::max<std::int64_t>(0, peak[ipu] - bytes);
+      tile_peak[ipu] = std::max<std::int64_t>(
+          0, tile_peak[ipu] - tile_share(static_cast<std::int64_t>(input.bytes), target_));
+      info.aliased_bytes += values[arg].bytes;
     }
   }
 
@@ -369,17 +469,29 @@ private:
       m.ipu = static_cast<std::int64_t>(ipu);
       m.capacity = target_.bytes_per_ipu();
       m.tile_capacity = target_.bytes_per_tile;
+      const std::int64_t tiles = std::max<std::int64_t>(1, target_.tiles_per_ipu);
+      // Always-live bytes by tile (a difference array): variables, constants and code.
+      std::vector<std::int64_t> always = code_[ipu].tiles;
       for (const StaticTensor& s : p_.statics) {
         if (static_cast<std::size_t>(ir_.ipu(s.tensor)) != ipu)
           continue;
         (ir_.kind(s.tensor) == TensorKind::variable ? m.variables : m.constants) +=
             static_cast<std::int64_t>(s.bytes);
-        m.max_tile += tile_share(static_cast<std::int64_t>(s.bytes), target_);
+        const auto bytes = static_cast<std::int64_t>(align_up(s.bytes));
+        add_to_tiles(always, tiles_spanned(bytes, target_), tile_share(bytes, target_));
       }
-      // An outlined graph's code exists once however many call sites it has.
+      // Code: an outlined graph's steps were compiled, and counted, once.
+      const Code& code = code_[ipu];
+      for (const auto& [codelet, spanned] : code.codelets) {
+        m.vertex_code += target_.vertex_code_bytes * spanned;
+        add_to_tiles(always, spanned, target_.vertex_code_bytes);
+      }
+      m.vertex_state = code.vertex_state;
+      m.control_code = code.control;
+      m.exchange_code = code.exchange;
       for (const auto& g : p_.graphs)
         if (g)
-          m.code += g->ops[ipu] * target_.code_bytes_per_op;
+          m.steps += g->ops[ipu];
       m.not_always_live_peak = p_.main().peak[ipu];
       const GraphProgram& main = p_.main();
       m.liveness = main.liveness[ipu];
@@ -391,8 +503,19 @@ private:
       } else {
         m.peak_step_op = "end";
       }
-      const std::int64_t tiles = std::max<std::int64_t>(1, target_.tiles_per_ipu);
-      m.max_tile += (m.code + tiles - 1) / tiles + p_.main().tile_peak[ipu];
+      const std::vector<std::int64_t> always_by_tile = per_tile(always);
+      m.max_tile = always_by_tile[0] + main.tile_peak[ipu];
+      std::vector<std::int64_t> at_peak = per_tile(main.tiles_at_peak[ipu]);
+      m.tile_histogram.assign(10, 0);
+      std::int64_t sum = 0;
+      for (std::size_t t = 0; t < at_peak.size(); ++t) {
+        const std::int64_t bytes = always_by_tile[t] + at_peak[t];
+        sum += bytes;
+        const std::int64_t bucket =
+            m.tile_capacity > 0 ? std::min<std::int64_t>(9, bytes * 10 / m.tile_capacity) : 9;
+        ++m.tile_histogram[static_cast<std::size_t>(bucket)];
+      }
+      m.tile_mean = sum / tiles;
       r.ipus.push_back(m);
     }
     r.tensors = std::move(tensors_);
@@ -400,11 +523,42 @@ private:
                      [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   }
 
+  /// The code of step `info` (compiled once) on its IPU: vertex state, control and exchange
+  /// code on each tile it spans, and its codelet on those tiles.
+  void add_code(const StepInfo& info) {
+    const auto ipu = static_cast<std::size_t>(info.ipu);
+    Code& code = code_[ipu];
+    const std::int64_t tiles = step_tiles(info, target_);
+    const bool kernel = info.kind == StepKind::kernel || info.kind == StepKind::fused_matmul ||
+                        info.kind == StepKind::fused_all_reduce;
+    const std::int64_t state =
+        kernel ? target_.vertex_state_bytes * std::max<std::int64_t>(1, target_.workers_per_tile)
+               : 0;
+    const std::int64_t exchange = exchanges_between_tiles(info) ? target_.exchange_code_bytes : 0;
+    code.vertex_state += state * tiles;
+    code.control += target_.control_code_bytes * tiles;
+    code.exchange += exchange * tiles;
+    add_to_tiles(code.tiles, tiles, state + target_.control_code_bytes + exchange);
+    if (kernel) {
+      std::int64_t& spanned = code.codelets[{info.kind, info.op_kind, info.dtype}];
+      spanned = std::max(spanned, tiles);
+    }
+  }
+
+  /// An IPU's code so far, by category, and per tile (a difference array).
+  struct Code {
+    std::int64_t vertex_state = 0, control = 0, exchange = 0;
+    std::vector<std::int64_t> tiles;
+    /// By codelet (step kind, op kind, dtype): the most tiles a step running it spans.
+    std::map<std::tuple<StepKind, OpKind, DType>, std::int64_t> codelets;
+  };
+
   const IrView& ir_;
   const Target& target_;
   Program p_;
   std::vector<std::vector<std::uint32_t>> binding_;
   std::vector<TensorMemory> tensors_;
+  std::vector<Code> code_; ///< per IPU
 };
 
 } // namespace

@@ -95,6 +95,26 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target) {
                                   std::max<std::int64_t>(1, target.tiles_per_ipu));
 }
 
+bool exchanges_between_tiles(const StepInfo& info) {
+  switch (info.kind) {
+  case StepKind::copy:
+    return true;
+  case StepKind::call:
+  case StepKind::repeat:
+  case StepKind::conditional:
+    return info.bytes_read - info.aliased_bytes + info.bytes_written > 0;
+  case StepKind::kernel:
+  case StepKind::fused_matmul:
+  case StepKind::fused_all_reduce:
+    break;
+  }
+  return !works_in_place(info.op_kind);
+}
+
+std::int64_t step_tiles(const StepInfo& info, const Target& target) {
+  return tiles_spanned(std::max(info.bytes_read, info.bytes_written), target);
+}
+
 std::int64_t round_trip_cycles(const Target& target) {
   return cycles_of(target.host_round_trip_seconds, target.clock_hz);
 }
@@ -107,7 +127,7 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
   case StepKind::call:
   case StepKind::repeat:
   case StepKind::conditional:
-    c.exchange = exchange_cycles(info.bytes_read + info.bytes_written, t);
+    c.exchange = exchange_cycles(info.bytes_read - info.aliased_bytes + info.bytes_written, t);
     if (c.exchange == 0)
       c.sync = 0; // a call without argument copies is only a jump
     return c;

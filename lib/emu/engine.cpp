@@ -23,7 +23,7 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
   for (const auto& m : r.ipus) {
     if (m.total() > m.capacity)
       os << " IPU " << m.ipu << " needs " << m.total() << " bytes (always-live " << m.always_live()
-         << ": variables " << m.variables << ", constants " << m.constants << ", code " << m.code
+         << ": variables " << m.variables << ", constants " << m.constants << ", code " << m.code()
          << "; not-always-live peak " << m.not_always_live_peak << ");";
     if (m.max_tile > m.tile_capacity)
       os << " tile 0 of IPU " << m.ipu << " needs " << m.max_tile << " bytes of its "

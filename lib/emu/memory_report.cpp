@@ -35,9 +35,15 @@ std::string MemoryReport::summary() const {
        << human(m.max_tile) << " of " << human(m.tile_capacity)
        << (m.max_tile > m.tile_capacity ? " (OUT OF MEMORY)" : "") << "\n"
        << "  always-live " << human(m.always_live()) << " (variables " << human(m.variables)
-       << ", constants " << human(m.constants) << ", code " << human(m.code) << ")\n"
+       << ", constants " << human(m.constants) << ", vertex code " << human(m.vertex_code)
+       << ", vertex state " << human(m.vertex_state) << ", control code " << human(m.control_code)
+       << ", exchange code " << human(m.exchange_code) << "; " << m.steps << " steps)\n"
        << "  not-always-live peak " << human(m.not_always_live_peak) << " at step " << m.peak_step
-       << " (" << m.peak_step_op << ")\n";
+       << " (" << m.peak_step_op << ")\n"
+       << "  tiles at the peak: mean " << human(m.tile_mean) << ", by tenth of capacity [";
+    for (std::size_t b = 0; b < m.tile_histogram.size(); ++b)
+      os << (b ? " " : "") << m.tile_histogram[b];
+    os << "]\n";
   }
   os << "largest tensors:\n";
   for (std::size_t i = 0; i < tensors.size() && i < 5; ++i)
@@ -53,12 +59,19 @@ std::string MemoryReport::to_json() const {
                          {"capacity", m.capacity},
                          {"variables", m.variables},
                          {"constants", m.constants},
-                         {"code", m.code},
+                         {"vertex_code", m.vertex_code},
+                         {"vertex_state", m.vertex_state},
+                         {"control_code", m.control_code},
+                         {"exchange_code", m.exchange_code},
+                         {"code", m.code()},
+                         {"steps", m.steps},
                          {"always_live", m.always_live()},
                          {"not_always_live_peak", m.not_always_live_peak},
                          {"total", m.total()},
                          {"tile_capacity", m.tile_capacity},
                          {"max_tile", m.max_tile},
+                         {"tile_mean", m.tile_mean},
+                         {"tile_histogram", m.tile_histogram},
                          {"peak_step", m.peak_step},
                          {"peak_step_op", m.peak_step_op},
                          {"liveness", m.liveness}});

@@ -54,6 +54,9 @@ struct GraphProgram {
   std::vector<std::int64_t> tile_peak;
   /// Per IPU: steps compiled for this graph (its code).
   std::vector<std::int64_t> ops;
+  /// Per IPU: the not-always-live bytes at the main graph's peak step, by tile (the main
+  /// graph only: the memory report's tile histogram).
+  std::vector<std::vector<std::int64_t>> tiles_at_peak;
 };
 
 /// A static tensor (variable or constant) of the compiled graphs and its place.

@@ -88,8 +88,8 @@ int main() {
   const auto out = session.run({{x_stream, pxl::HostTensor({1.f, 2.f, 3.f, 4.f}, {1, 4})}});
   std::cout << "bound to first:  y = " << out.at(y_streams[0]) << "\n";
   std::cout << "bound to second: y = " << out.at(y_streams[1]) << "\n";
-  // Code is counted per compiled op: the main graph's ops plus the Linear graph's, once.
-  std::cout << "code: " << session.memory_report().ipus[0].code / session.target().code_bytes_per_op
+  // Code is compiled per op: the main graph's ops plus the Linear graph's, once.
+  std::cout << "code: " << session.memory_report().ipus[0].steps
             << " compiled ops = " << ir.main_graph().ops().size() << " in the main graph + "
             << linear_graph.ops().size() << " in " << linear_graph.name()
             << " (one copy for both call sites)\n\n";

@@ -273,3 +273,121 @@ TEST_CASE("Session::write_memory_report: the report as JSON") {
   CHECK(j["tensors"][0]["bytes"] == report.tensors[0].bytes);
   CHECK_THROWS_AS(s.write_memory_report("/nonexistent-dir/memory.json"), IoError);
 }
+
+TEST_CASE("Target presets: IPU21 runs the same cycles at its own clock") {
+  const emu::Target ipu21 = emu::ipu21(), ipu2 = emu::ipu2();
+  CHECK(ipu21.name == "ipu21");
+  CHECK(ipu21.tiles_per_ipu == ipu2.tiles_per_ipu);
+  CHECK(ipu21.clock_hz > ipu2.clock_hz);
+  CHECK(ipu21.clock_hz < emu::bow().clock_hz);
+  // 280 TFLOPS of float16: 1,472 tiles x 64 MACs x 2 flops per cycle.
+  CHECK(static_cast<double>(ipu21.tiles_per_ipu * ipu21.fp16_macs_per_tile_cycle * 2) *
+            ipu21.clock_hz ==
+        doctest::Approx(280e12).epsilon(0.001));
+}
+
+TEST_CASE("Memory: code by category in closed form") {
+  // host_load, exp, host_store of 64 float32 (256 bytes: 4 tiles of a 64-byte grain) on a
+  // 16-tile IPU: three kernels over 4 tiles each; exp works in place, the host transfers
+  // exchange.
+  auto target = emu::ipu2();
+  target.tiles_per_ipu = 16;
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    ops::host_store(d2h_stream({64}, float32, "y"),
+                    ops::exp(ops::host_load(h2d_stream({64}, float32, "x"))));
+  }
+  const auto m = Session(ir, target).memory_report().ipus[0];
+  constexpr std::int64_t steps = 3, tiles = 4;
+  CHECK(m.steps == steps);
+  CHECK(m.vertex_code == 3 * tiles * target.vertex_code_bytes); // three codelets
+  CHECK(m.vertex_state == steps * tiles * target.workers_per_tile * target.vertex_state_bytes);
+  CHECK(m.control_code == steps * tiles * target.control_code_bytes);
+  CHECK(m.exchange_code == 2 * tiles * target.exchange_code_bytes);
+  CHECK(m.code() == m.vertex_code + m.vertex_state + m.control_code + m.exchange_code);
+  // Tile 0 holds every step's share and every codelet; tiles past the fourth hold nothing.
+  const std::int64_t tile0_code =
+      3 * target.vertex_code_bytes +
+      steps * (target.workers_per_tile * target.vertex_state_bytes + target.control_code_bytes) +
+      2 * target.exchange_code_bytes;
+  CHECK(m.max_tile >= tile0_code);
+  std::int64_t counted = 0;
+  for (std::int64_t n : m.tile_histogram)
+    counted += n;
+  CHECK(m.tile_histogram.size() == 10);
+  CHECK(counted == 16);
+  CHECK(m.tile_histogram[0] == 16); // every tile well under a tenth of its 624 KiB
+  CHECK(m.tile_mean * 16 <= m.total());
+  CHECK(m.tile_mean * 16 >= m.always_live());
+}
+
+TEST_CASE("Memory: a tile histogram shows the tiles a large tensor fills") {
+  // 4 tiles of 64 KiB; a 200 KiB variable fills 50 KiB of each: every tile lands in the
+  // eighth tenth (70-80%) once code is added.
+  auto target = emu::ipu2();
+  target.tiles_per_ipu = 4;
+  target.bytes_per_tile = 64 * 1024;
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto w = variable(HostTensor({50 * 1024}, float32), "w");
+    ops::host_store(d2h_stream({4}, float32, "y"), ops::slice(w, {0}, {4}));
+  }
+  const auto m = Session(ir, target).memory_report().ipus[0];
+  CHECK(m.tile_histogram[7] + m.tile_histogram[8] == 4);
+  CHECK(m.tile_mean >= 50 * 1024);
+  CHECK(m.max_tile >= m.tile_mean);
+  const auto json = nlohmann::json::parse(Session(ir, target).memory_report().to_json());
+  CHECK(json["ipus"][0]["tile_histogram"].size() == 10);
+  CHECK(json["ipus"][0]["vertex_code"] == m.vertex_code);
+  CHECK(json["ipus"][0]["code"] == m.code());
+}
+
+TEST_CASE("Memory: an outlined call's input aliases its argument where that is safe") {
+  // g(t) = t * 2 (does not write t) or g(t) = (t += t) (writes it); called on a (256, 256)
+  // intermediate that the caller reads again afterwards. Only the reading callee can share
+  // the caller's buffer (aliasZeroCopy): the writing one needs its own copy.
+  const TensorSpec spec{{256, 256}, float32};
+  const std::int64_t bytes = 256 * 256 * 4;
+  struct Observed : emu::StepObserver {
+    std::int64_t aliased = -1;
+    void on_step(const emu::StepInfo& info, const emu::StepTiming&, std::int64_t) override {
+      if (info.kind == emu::StepKind::call)
+        aliased = info.aliased_bytes;
+    }
+  };
+  auto run = [&](bool writes) {
+    Ir ir;
+    Graph g = ir.create_graph(
+        "g",
+        [writes](Tensor t) {
+          if (writes)
+            return ops::add_(t, t) * 1.0;
+          return t * 2.0;
+        },
+        spec);
+    auto in_main = ir.main_graph().scope();
+    auto x = ops::host_load(h2d_stream(spec.shape, float32, "x")) + 1.0;
+    auto y = ops::call(g, {x})[0];
+    ops::host_store(d2h_stream(spec.shape, float32, "y"), y + x); // x is read after the call
+    Session s(ir, "ipu_model", {.profile = true});
+    auto attached = s.attach();
+    Observed o;
+    s.run({{s.expected_inputs()[0], HostTensor(spec)}}, &o);
+    return std::pair{s.memory_report().ipus[0].not_always_live_peak, o.aliased};
+  };
+  const auto [reading_peak, reading_aliased] = run(false);
+  const auto [writing_peak, writing_aliased] = run(true);
+  CHECK(reading_aliased == bytes);
+  CHECK(writing_aliased == 0);
+  CHECK(writing_peak - reading_peak == bytes);
+  // A copy that is not made costs no exchange.
+  emu::StepInfo call;
+  call.kind = StepKind::call;
+  call.bytes_read = bytes;
+  call.bytes_written = bytes;
+  const auto copied = emu::estimate(call, emu::ipu2());
+  call.aliased_bytes = bytes;
+  CHECK(emu::estimate(call, emu::ipu2()).exchange < copied.exchange);
+}

@@ -42,7 +42,8 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 ///   scheduled over the tile's workers, transcendental functions at 4 instructions per
 ///   vector; kernels that rearrange or combine elements (reductions, shape ops, nn ops)
 ///   exchange their inputs, element-wise ones work where their data is;
-/// - copies and the argument copies of calls, loops and conditionals: an exchange;
+/// - copies and the argument copies of calls, loops and conditionals (but the arguments
+///   passed without a copy, StepInfo::aliased_bytes): an exchange;
 /// - collectives: the ring's bytes over IPU-Links ((R−1)/R of the data each way for a
 ///   reduce-scatter or an all-gather, twice that for an all-reduce) and the reduction;
 /// - host loads and stores: their bytes over the host link;
@@ -50,6 +51,13 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 /// Control steps (call, repeat, conditional) cost only their own copies: the steps they run
 /// are estimated on their own.
 StepCost estimate(const StepInfo& info, const Target& target, std::int64_t replicas = 1);
+
+/// Whether the step moves data between tiles (an exchange phase): copies and calls that copy
+/// something, and kernels other than element-wise ones, which work where their data is.
+bool exchanges_between_tiles(const StepInfo& info);
+
+/// Tiles a step works on: those its largest tensor spans (at least one).
+std::int64_t step_tiles(const StepInfo& info, const Target& target);
 
 /// Cycles of the host round trip paid once per Session::run.
 std::int64_t round_trip_cycles(const Target& target);

@@ -44,6 +44,10 @@ struct StepInfo {
   std::optional<GraphId> callee;      ///< call and repeat; a conditional's then-branch
   std::optional<GraphId> else_callee; ///< a conditional's else-branch
   std::int64_t trips = 1;             ///< repeat: iterations
+  /// Call and repeat: the bytes of bytes_read passed without a copy, the callee's input
+  /// aliasing the argument (a variable bound by reference at every call site, or PopXL's
+  /// aliasZeroCopy where the caller's value may be shared).
+  std::int64_t aliased_bytes = 0;
 };
 
 /// Host timing of one executed step: from the start of the step on every replica to the

@@ -9,7 +9,8 @@ namespace pxl::emu {
 /// What the emulator models. An aggregate: start from a preset and change what differs,
 /// `auto t = emu::ipu2(); t.tiles_per_ipu = 4;` or `emu::Target{.ipus = 2}`.
 ///
-/// The cost model (cost_model.hpp) reads every knob below except the memory ones.
+/// The cost model (cost_model.hpp) reads the time knobs; the memory report (the plan's
+/// memory, per IPU, tile and category) reads the memory and code knobs.
 struct Target {
   std::string name = "ipu2";
   std::int64_t ipus = 1;
@@ -36,9 +37,17 @@ struct Target {
   /// Collectives between replicas and copies between IPUs: IPU-Link bandwidth one replica's
   /// ring sends at (2 of the GC200's 10 links of 128 Gbit/s per direction, at 85%).
   double ipu_link_bytes_per_second = 27.2e9;
-  /// Estimated code (vertex and control code over the tiles) of one compiled op instance;
-  /// an outlined graph's ops are counted once however often it is called.
-  std::int64_t code_bytes_per_op = 16384;
+  /// Code and its state, as Poplar lays them out, on each tile a step spans (the tiles of its
+  /// largest tensor under the linear mapping). Vertex code: a codelet (an op kind for one
+  /// dtype) is loaded once on each tile that runs it, however many steps use it. Vertex
+  /// state: each step has a vertex per worker on every tile it spans. Control code: each
+  /// step's program on its tiles. Exchange code: each step that moves data between tiles.
+  /// An outlined graph's steps are counted once however often it is called; an inlined
+  /// graph's at every call site, which is the memory outlining saves.
+  std::int64_t vertex_code_bytes = 1024; ///< per codelet and tile
+  std::int64_t vertex_state_bytes = 32;  ///< per vertex
+  std::int64_t control_code_bytes = 64;  ///< per step and tile
+  std::int64_t exchange_code_bytes = 32; ///< per exchanging step and tile
 
   /// Device memory of one IPU.
   std::int64_t bytes_per_ipu() const { return tiles_per_ipu * bytes_per_tile; }
@@ -52,6 +61,15 @@ inline Target bow() {
   Target t;
   t.name = "bow";
   t.clock_hz = 1.85e9;
+  return t;
+}
+/// IPU21, the Mk2 variant of the C600 card (Poplar's "ipu21"): the GC200's tiles and memory
+/// at about 1.5 GHz (280 TFLOPS of float16 over 1,472 tiles × 64 MACs; its FP8, twice that,
+/// pxl does not model).
+inline Target ipu21() {
+  Target t;
+  t.name = "ipu21";
+  t.clock_hz = 1.486e9;
   return t;
 }
 /// PopART's default IPU Model device (`createIpuModelDevice`): a GC200 cut to 4 tiles, small
