@@ -10,6 +10,7 @@ class Op;
 class Ir;
 class HostToDeviceStream;
 class DeviceToHostStream;
+class RemoteBuffer;
 class CallSiteInfo;
 class Session;
 class StreamHandle;

@@ -11,14 +11,26 @@
 namespace pxl::emu::detail {
 
 class InstanceExchange;
+class RunErrors;
+
+/// One remote buffer in one replica's Streaming Memory: `entries` rows `entry_bytes` apart.
+struct RemoteBlock {
+  std::byte* base = nullptr;
+  std::size_t entry_bytes = 0;
+  std::int64_t entries = 0;
+};
 
 struct CompileContext {
   /// The most chunks a step is split into (max_chunks of the pool's workers): per-chunk state
   /// (stream positions, scratch) is sized by it.
   unsigned num_workers = 1;
-  std::span<StreamState> streams; ///< shared by every replica, indexed by stream index
-  std::span<StreamPort> ports;    ///< this replica's side of each stream
-  std::int64_t replica = 0;       ///< the replica being bound (its global index)
+  std::span<StreamState> streams;      ///< shared by every replica, indexed by stream index
+  std::span<StreamPort> ports;         ///< this replica's side of each stream
+  std::span<const RemoteBlock> remote; ///< this replica's remote buffers, by buffer index
+  /// Where kernels record what they find wrong in a run (an offset out of range); null
+  /// outside a Session.
+  RunErrors* errors = nullptr;
+  std::int64_t replica = 0; ///< the replica being bound (its global index)
   /// The step's buffers in every replica of this process (indexed by replica - replica_offset),
   /// for collectives: replicas run each step in lockstep, so a step may read and write its
   /// peers' buffers. Empty outside a Session (a kernel test): the op then runs as on one

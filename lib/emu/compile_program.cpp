@@ -134,6 +134,10 @@ private:
       const TensorId t{i};
       if (!is_static(ir_, t) || !p_.reachable[ir_.graph(t).value])
         continue;
+      if (const RemoteLocation* r = ir_.remote_location(t)) { // in Streaming Memory
+        p_.remote_variables.push_back({t, r->buffer, r->entry});
+        continue;
+      }
       const std::size_t bytes = ir_.spec(t).nbytes();
       p_.statics.push_back({t, p_.static_bytes, bytes});
       p_.static_bytes += align_up(bytes);
@@ -518,6 +522,14 @@ private:
       m.tile_mean = sum / tiles;
       r.ipus.push_back(m);
     }
+    r.streaming.capacity = target_.ipus * target_.streaming_memory_bytes_per_ipu;
+    for (std::uint32_t b = 0; b < ir_.num_remote_buffers(); ++b) {
+      const RemoteBufferId id{b};
+      const auto entry = static_cast<std::int64_t>(align_up(ir_.spec(id).nbytes()));
+      r.streaming.buffers.push_back(
+          {ir_.name(id), ir_.entries(id), entry, entry * ir_.entries(id)});
+      r.streaming.used += entry * ir_.entries(id);
+    }
     r.tensors = std::move(tensors_);
     std::stable_sort(r.tensors.begin(), r.tensors.end(),
                      [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
@@ -529,8 +541,13 @@ private:
     const auto ipu = static_cast<std::size_t>(info.ipu);
     Code& code = code_[ipu];
     const std::int64_t tiles = step_tiles(info, target_);
-    const bool kernel = info.kind == StepKind::kernel || info.kind == StepKind::fused_matmul ||
-                        info.kind == StepKind::fused_all_reduce;
+    // Transfers to and from the host or Streaming Memory are stream copies: no vertices.
+    const bool transfer =
+        info.op && (family_of(info.op_kind) == OpFamily::remote ||
+                    info.op_kind == OpKind::HostLoad || info.op_kind == OpKind::HostStore);
+    const bool kernel = (info.kind == StepKind::kernel || info.kind == StepKind::fused_matmul ||
+                         info.kind == StepKind::fused_all_reduce) &&
+                        !transfer;
     const std::int64_t state =
         kernel ? target_.vertex_state_bytes * std::max<std::int64_t>(1, target_.workers_per_tile)
                : 0;
@@ -566,6 +583,11 @@ private:
 const StaticTensor* Program::find_static(TensorId t) const {
   auto it = std::ranges::lower_bound(statics, t, {}, &StaticTensor::tensor);
   return it != statics.end() && it->tensor == t ? &*it : nullptr;
+}
+
+const RemoteVariable* Program::find_remote(TensorId t) const {
+  auto it = std::ranges::lower_bound(remote_variables, t, {}, &RemoteVariable::tensor);
+  return it != remote_variables.end() && it->tensor == t ? &*it : nullptr;
 }
 
 Program compile_program(const IrView& view, const Target& target) {

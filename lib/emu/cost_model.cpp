@@ -143,6 +143,13 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
     c.host = cycles_of(static_cast<double>(bytes) / t.host_link_bytes_per_second, t.clock_hz);
     return c;
   }
+  if (family_of(k) == OpFamily::remote) {
+    // Streaming Memory is off the chip: its bytes cross to the IPU at its own rate.
+    const std::int64_t bytes = k == OpKind::RemoteStore ? info.bytes_read : info.bytes_written;
+    c.exchange =
+        cycles_of(static_cast<double>(bytes) / t.streaming_memory_bytes_per_second, t.clock_hz);
+    return c;
+  }
   if (k == OpKind::MatMul) {
     // The AMP units of the tiles the output spans, at 85% of their peak.
     const std::int64_t rate =

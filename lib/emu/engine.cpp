@@ -30,6 +30,10 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
          << m.tile_capacity << " (the linear mapping starts every tensor there: small tensors "
          << "pile up on the first tiles);";
   }
+  if (!r.streaming.fits())
+    os << " Streaming Memory needs " << r.streaming.used << " bytes of its " << r.streaming.capacity
+       << " for " << r.streaming.buffers.size()
+       << " remote buffer(s) (Target::streaming_memory_bytes_per_ipu);";
   os << " largest tensors:";
   for (std::size_t i = 0; i < r.tensors.size() && i < 5; ++i)
     os << (i ? ", '" : " '") << r.tensors[i].id << "' " << r.tensors[i].bytes << " bytes";
@@ -88,19 +92,26 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
     s.used = program_.stream_used[i];
   }
   // Kernels are compiled for the executor's chunks, which it hands out to the workers.
-  replicas_ =
-      make_replicas(program_, view_, streams_, max_chunks(workers), replicas, exchange_.get());
+  replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas, &run_errors_,
+                            exchange_.get());
   executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
   if (options_.profile)
     profiler_ = std::make_unique<Profiler>(view_, target_, link_ ? link_->size() : std::int64_t{1});
 
   refresh_expected();
 
+  // The variables on the IPU and in Streaming Memory, in tensor order (the same on every
+  // instance of a distributed run).
   for (const StaticTensor& s : program_.statics)
-    if (view_.kind(s.tensor) == TensorKind::variable) {
-      const HostTensor* data = view_.data(s.tensor);
-      host_weights_.emplace(s.tensor, data ? *data : HostTensor(view_.spec(s.tensor)));
-    }
+    if (view_.kind(s.tensor) == TensorKind::variable)
+      variables_.push_back(s.tensor);
+  for (const RemoteVariable& r : program_.remote_variables)
+    variables_.push_back(r.tensor);
+  std::ranges::sort(variables_);
+  for (const TensorId t : variables_) {
+    const HostTensor* data = view_.data(t);
+    host_weights_.emplace(t, data ? *data : HostTensor(view_.spec(t)));
+  }
 }
 
 Engine::~Engine() {
@@ -207,12 +218,8 @@ void Engine::weights_to_host_locked() {
   // Each group's value from its first replica (replica 0 for ungrouped variables, as PopXL
   // returns them). Distributed, the instance holding that replica sends it to the others:
   // in the program's tensor order, the same on every instance.
-  for (const StaticTensor& s : program_.statics) {
-    const auto it = host_weights_.find(s.tensor);
-    if (it == host_weights_.end())
-      continue;
-    const TensorId t = s.tensor;
-    HostTensor& host = it->second;
+  for (const TensorId t : variables_) {
+    HostTensor& host = host_weights_.at(t);
     const std::size_t bytes = view_.spec(t).nbytes();
     const VariableGrouping* g = view_.grouping(t);
     const auto slots = static_cast<std::int64_t>(host.nbytes() / std::max<std::size_t>(bytes, 1));
@@ -365,10 +372,7 @@ std::vector<ReplicaDrift> Engine::check_replicas_in_sync() {
   require_attached("Session::check_replicas_in_sync");
   std::vector<ReplicaDrift> drift;
   // In the program's tensor order: distributed, every instance gathers the same values.
-  for (const StaticTensor& s : program_.statics) {
-    if (!host_weights_.contains(s.tensor))
-      continue;
-    const TensorId t = s.tensor;
+  for (const TensorId t : variables_) {
     const TensorSpec& spec = view_.spec(t);
     const VariableGrouping* g = view_.grouping(t);
     const HostTensor all = all_replicas_value(t);

@@ -7,6 +7,7 @@
 #include "profiler.hpp"
 #include "program.hpp"
 #include "replica.hpp"
+#include "run_errors.hpp"
 #include "stream_state.hpp"
 #include "worker_pool.hpp"
 
@@ -129,6 +130,10 @@ private:
   std::vector<DeviceToHostStream> expected_out_;
   /// By variable: its value, or one per group for a grouped variable ((num_groups, *shape)).
   std::unordered_map<TensorId, HostTensor> host_weights_;
+  /// The program's variables, on the IPU or in Streaming Memory, in tensor order.
+  std::vector<TensorId> variables_;
+  /// What the kernels of the current run found wrong (remote offsets out of range).
+  RunErrors run_errors_;
   int attach_depth_ = 0;
   /// Detaches not yet applied because a run held the lock (see detach); ordered against
   /// running_ so that either the detaching thread or the run applies each one.

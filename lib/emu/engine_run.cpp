@@ -351,6 +351,8 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
         std::rethrow_exception(e);
   if (observer_error)
     std::rethrow_exception(observer_error);
+  if (auto error = run_errors_.take())
+    throw ValueError("Session::run: " + *error);
 }
 
 } // namespace pxl::emu::detail

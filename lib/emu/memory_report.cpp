@@ -24,7 +24,7 @@ bool MemoryReport::fits() const {
   for (const auto& m : ipus)
     if (!m.fits())
       return false;
-  return true;
+  return streaming.fits();
 }
 
 std::string MemoryReport::summary() const {
@@ -44,6 +44,14 @@ std::string MemoryReport::summary() const {
     for (std::size_t b = 0; b < m.tile_histogram.size(); ++b)
       os << (b ? " " : "") << m.tile_histogram[b];
     os << "]\n";
+  }
+  if (!streaming.buffers.empty()) {
+    os << "Streaming Memory: " << human(streaming.used) << " of " << human(streaming.capacity)
+       << (streaming.fits() ? "" : " (OUT OF MEMORY)") << " in " << streaming.buffers.size()
+       << " remote buffer(s):";
+    for (const auto& b : streaming.buffers)
+      os << " '" << b.name << "' " << b.entries << " x " << human(b.entry_bytes) << ";";
+    os << "\n";
   }
   os << "largest tensors:\n";
   for (std::size_t i = 0; i < tensors.size() && i < 5; ++i)
@@ -83,8 +91,19 @@ std::string MemoryReport::to_json() const {
                             {"always_live", t.always_live},
                             {"first_step", t.first_step},
                             {"last_step", t.last_step}});
-  return nlohmann::json{{"ipus", std::move(ipus_json)}, {"tensors", std::move(tensors_json)}}.dump(
-      1);
+  nlohmann::json buffers_json = nlohmann::json::array();
+  for (const RemoteBufferMemory& b : streaming.buffers)
+    buffers_json.push_back({{"name", b.name},
+                            {"entries", b.entries},
+                            {"entry_bytes", b.entry_bytes},
+                            {"bytes", b.bytes}});
+  return nlohmann::json{{"ipus", std::move(ipus_json)},
+                        {"streaming_memory",
+                         {{"capacity", streaming.capacity},
+                          {"used", streaming.used},
+                          {"buffers", std::move(buffers_json)}}},
+                        {"tensors", std::move(tensors_json)}}
+      .dump(1);
 }
 
 } // namespace pxl::emu

@@ -66,13 +66,21 @@ struct StaticTensor {
   std::size_t bytes = 0;
 };
 
+/// A remote variable of the program: where each replica stores it.
+struct RemoteVariable {
+  TensorId tensor;
+  RemoteBufferId buffer;
+  std::int64_t entry = 0;
+};
+
 struct Program {
   /// By graph: the main graph's and each outlined graph's program; null for graphs that do
   /// not run or only run inlined into their callers.
   std::vector<std::unique_ptr<GraphProgram>> graphs;
   /// By graph: whether it runs (reachable from the main graph), outlined or inlined.
   std::vector<bool> reachable;
-  std::vector<StaticTensor> statics; ///< in tensor order
+  std::vector<StaticTensor> statics; ///< in tensor order; remote variables are not among them
+  std::vector<RemoteVariable> remote_variables; ///< in tensor order
   std::size_t static_bytes = 0;
   /// By stream: whether a compiled host_load / host_store uses it.
   std::vector<bool> stream_used;
@@ -81,6 +89,8 @@ struct Program {
   const GraphProgram& main() const { return *graphs[0]; }
   /// The static tensor `t`, or null when it is not part of the program.
   const StaticTensor* find_static(TensorId t) const;
+  /// The remote variable `t`, or null.
+  const RemoteVariable* find_remote(TensorId t) const;
 };
 
 /// Compiles every graph reachable from the main graph: flattening (inlined calls), fusions,

@@ -18,6 +18,13 @@ Replica::Replica(const Program& program, const IrView& view, std::span<const Str
     if (const HostTensor* data = view.data(s.tensor);
         data && view.kind(s.tensor) == TensorKind::constant)
       std::memcpy(static_.get() + s.offset, data->bytes().data(), data->nbytes());
+  // Streaming Memory: every remote buffer, zero until written.
+  for (std::uint32_t b = 0; b < view.num_remote_buffers(); ++b) {
+    const RemoteBufferId id{b};
+    const std::size_t entry = align_up(view.spec(id).nbytes());
+    remote_.push_back(allocate_aligned(entry * static_cast<std::size_t>(view.entries(id))));
+    remote_blocks_.push_back({remote_.back().get(), entry, view.entries(id)});
+  }
   for (std::size_t i = 0; i < ports_.size(); ++i) {
     ports_[i].position.resize(num_workers);
     if (!streams[i].host_to_device)
@@ -35,12 +42,13 @@ Replica::Replica(const Program& program, const IrView& view, std::span<const Str
 std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
                                                     std::span<StreamState> streams,
                                                     unsigned num_workers, std::size_t count,
-                                                    InstanceExchange* exchange) {
+                                                    RunErrors* errors, InstanceExchange* exchange) {
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<CompileContext> contexts;
   for (std::size_t r = 0; r < count; ++r) {
     replicas.push_back(std::make_unique<Replica>(program, view, streams, num_workers));
-    contexts.push_back({num_workers, streams, replicas.back()->ports()});
+    contexts.push_back(
+        {num_workers, streams, replicas.back()->ports(), replicas.back()->remote(), errors});
   }
   // The step's buffers in every replica, reused from step to step: a collective's kernel
   // addresses its peers' buffers too.
@@ -66,8 +74,13 @@ std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, cons
 }
 
 std::byte* Replica::address(TensorId t) const {
-  const StaticTensor* s = program_.find_static(t);
-  return s ? static_.get() + s->offset : nullptr;
+  if (const StaticTensor* s = program_.find_static(t))
+    return static_.get() + s->offset;
+  if (const RemoteVariable* r = program_.find_remote(t)) {
+    const RemoteBlock& b = remote_blocks_[r->buffer.value];
+    return b.base + static_cast<std::size_t>(r->entry) * b.entry_bytes;
+  }
+  return nullptr;
 }
 
 std::byte* Replica::resolve(const GraphProgram& g, const Slot& s) const {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "aligned_bytes.hpp"
+#include "compile_context.hpp"
 #include "copy_list.hpp"
 #include "program.hpp"
 #include "stream_state.hpp"
@@ -56,8 +57,10 @@ public:
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
 
-  /// The device buffer of a variable or constant of the program, or null.
+  /// The device buffer of a variable or constant of the program (a remote variable's entry
+  /// in Streaming Memory), or null.
   std::byte* address(TensorId t) const;
+  std::span<const RemoteBlock> remote() const { return remote_blocks_; }
   /// Step `i` of graph program `g`.
   const BoundStep& step(const GraphProgram& g, std::size_t i) const {
     return graphs_[g.graph.value].steps[i];
@@ -85,6 +88,8 @@ private:
 
   const Program& program_;
   AlignedBytes static_;
+  std::vector<AlignedBytes> remote_; ///< by remote buffer: its entries
+  std::vector<RemoteBlock> remote_blocks_;
   std::vector<BoundGraph> graphs_; ///< by graph index; empty for graphs without a program
   std::vector<StreamPort> ports_;  ///< by stream index
 };
@@ -95,6 +100,7 @@ private:
 std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
                                                     std::span<StreamState> streams,
                                                     unsigned num_workers, std::size_t count,
+                                                    RunErrors* errors,
                                                     InstanceExchange* exchange = nullptr);
 
 } // namespace pxl::emu::detail

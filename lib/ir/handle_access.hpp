@@ -4,6 +4,7 @@
 
 #include "ir/ir_storage.hpp"
 #include "pxl/ir/ir.hpp"
+#include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ir/view.hpp"
 
 #include <memory>
@@ -29,6 +30,9 @@ struct HandleAccess {
   }
   static DeviceToHostStream d2h_stream(IrStorage* ir, StreamId s) {
     return DeviceToHostStream(ir, s.value);
+  }
+  static RemoteBuffer remote_buffer(IrStorage* ir, RemoteBufferId b) {
+    return RemoteBuffer(ir, b.value);
   }
   static IrView view(const IrStorage* ir) { return IrView(ir); }
 

@@ -36,6 +36,8 @@ struct TensorNode {
   /// Variables with a replica grouping (data then holds one value per group when there are
   /// several: (num_groups, *spec.shape)).
   std::optional<VariableGrouping> grouping;
+  /// A remote variable's entry: its value lives in Streaming Memory, not on the IPU.
+  std::optional<RemoteLocation> remote;
 };
 
 struct OpNode {
@@ -57,6 +59,12 @@ struct GraphNode {
   std::vector<OpId> call_sites;  ///< Call ops (not Repeat) running this graph, in creation order
 };
 
+struct RemoteBufferNode {
+  std::string name;
+  TensorSpec spec; ///< one entry
+  std::int64_t entries = 1;
+};
+
 struct StreamNode {
   std::string name;
   TensorSpec spec;
@@ -71,6 +79,7 @@ struct IrStorage {
   std::deque<TensorNode> tensors;
   std::deque<OpNode> ops;
   std::deque<StreamNode> streams;
+  std::deque<RemoteBufferNode> remote_buffers;
   std::int64_t num_host_transfers = 1;
   std::int64_t replication_factor = 1;
   std::uint64_t unique_id = 0;                ///< distinguishes Irs in messages and caches

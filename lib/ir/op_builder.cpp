@@ -71,6 +71,13 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
                        " is in graph '" + ir.graph(tg).name + "', not in the current graph '" +
                        ir.graph(g.graph).name +
                        "'; pass it to the subgraph as an input (there is no implicit capture)");
+    if (const auto& r = ir.tensor(IrView::id(t)).remote)
+      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + describe(t) +
+                       " is a remote variable, stored in entry " + std::to_string(r->entry) +
+                       " of remote buffer '" + ir.remote_buffers[r->buffer.value].name +
+                       "' (Streaming Memory), not on the IPU; load it with "
+                       "ops::remote_load(buffer, " +
+                       std::to_string(r->entry) + ")");
   }
   require_mutable(ir, std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'");
   auto& ctx = context();

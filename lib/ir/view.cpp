@@ -12,6 +12,7 @@ std::size_t IrView::num_graphs() const { return ir_->graphs.size(); }
 std::size_t IrView::num_tensors() const { return ir_->tensors.size(); }
 std::size_t IrView::num_ops() const { return ir_->ops.size(); }
 std::size_t IrView::num_streams() const { return ir_->streams.size(); }
+std::size_t IrView::num_remote_buffers() const { return ir_->remote_buffers.size(); }
 std::int64_t IrView::num_host_transfers() const { return ir_->num_host_transfers; }
 std::int64_t IrView::replication_factor() const { return ir_->replication_factor; }
 
@@ -96,6 +97,17 @@ const VariableGrouping* IrView::grouping(TensorId t) const {
   return g ? &*g : nullptr;
 }
 
+const std::string& IrView::name(RemoteBufferId b) const {
+  return ir_->remote_buffers[b.value].name;
+}
+const TensorSpec& IrView::spec(RemoteBufferId b) const { return ir_->remote_buffers[b.value].spec; }
+std::int64_t IrView::entries(RemoteBufferId b) const {
+  return ir_->remote_buffers[b.value].entries;
+}
+const RemoteLocation* IrView::remote_location(TensorId t) const {
+  const auto& r = ir_->tensor(t).remote;
+  return r ? &*r : nullptr;
+}
 const std::string& IrView::name(StreamId s) const { return ir_->stream(s).name; }
 const TensorSpec& IrView::spec(StreamId s) const { return ir_->stream(s).spec; }
 bool IrView::host_to_device(StreamId s) const { return ir_->stream(s).host_to_device; }

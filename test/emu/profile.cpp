@@ -288,8 +288,8 @@ TEST_CASE("Target presets: IPU21 runs the same cycles at its own clock") {
 
 TEST_CASE("Memory: code by category in closed form") {
   // host_load, exp, host_store of 64 float32 (256 bytes: 4 tiles of a 64-byte grain) on a
-  // 16-tile IPU: three kernels over 4 tiles each; exp works in place, the host transfers
-  // exchange.
+  // 16-tile IPU: three steps over 4 tiles each; exp runs vertices and works in place, the
+  // host transfers are stream copies (no vertices) that exchange.
   auto target = emu::ipu2();
   target.tiles_per_ipu = 16;
   Ir ir;
@@ -301,16 +301,15 @@ TEST_CASE("Memory: code by category in closed form") {
   const auto m = Session(ir, target).memory_report().ipus[0];
   constexpr std::int64_t steps = 3, tiles = 4;
   CHECK(m.steps == steps);
-  CHECK(m.vertex_code == 3 * tiles * target.vertex_code_bytes); // three codelets
-  CHECK(m.vertex_state == steps * tiles * target.workers_per_tile * target.vertex_state_bytes);
+  CHECK(m.vertex_code == tiles * target.vertex_code_bytes); // exp's codelet
+  CHECK(m.vertex_state == tiles * target.workers_per_tile * target.vertex_state_bytes);
   CHECK(m.control_code == steps * tiles * target.control_code_bytes);
   CHECK(m.exchange_code == 2 * tiles * target.exchange_code_bytes);
   CHECK(m.code() == m.vertex_code + m.vertex_state + m.control_code + m.exchange_code);
   // Tile 0 holds every step's share and every codelet; tiles past the fourth hold nothing.
   const std::int64_t tile0_code =
-      3 * target.vertex_code_bytes +
-      steps * (target.workers_per_tile * target.vertex_state_bytes + target.control_code_bytes) +
-      2 * target.exchange_code_bytes;
+      target.vertex_code_bytes + target.workers_per_tile * target.vertex_state_bytes +
+      steps * target.control_code_bytes + 2 * target.exchange_code_bytes;
   CHECK(m.max_tile >= tile0_code);
   std::int64_t counted = 0;
   for (std::int64_t n : m.tile_histogram)

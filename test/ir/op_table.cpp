@@ -30,7 +30,7 @@ TEST_CASE("the op table's rows give names, families, flags and attribute types")
     CHECK(attrs_index(k) < std::variant_size_v<OpAttrs>);
     inplace += is_inplace(k);
   }
-  CHECK(inplace == 9);
+  CHECK(inplace == 10);
 }
 
 TEST_CASE("op.attrs<K>() is typed by the row") {
@@ -50,7 +50,7 @@ TEST_CASE("every op family has its file in every layer") {
     if (is_differentiable(k))
       differentiable.insert(family_of(k));
   }
-  CHECK(families.size() == 10);
+  CHECK(families.size() == 11);
   for (const OpFamily f : families) {
     const std::string stem(family_name(f));
     CAPTURE(stem);
@@ -63,8 +63,10 @@ TEST_CASE("every op family has its file in every layer") {
     // The Executor runs a call's callee itself: call ops have no kernels.
     const bool has_kernels = f != OpFamily::call;
     CHECK(std::filesystem::exists(root / "lib/emu/kernels" / (stem + ".cpp")) == has_kernels);
-    // Kernels needing replicas or streams are tested with the emulator, in test/emu.
-    if (has_kernels && f != OpFamily::collectives && f != OpFamily::host_io)
+    // Kernels needing replicas, streams or Streaming Memory are tested with the emulator, in
+    // test/emu.
+    if (has_kernels && f != OpFamily::collectives && f != OpFamily::host_io &&
+        f != OpFamily::remote)
       CHECK(std::filesystem::exists(root / "test/kernels" / (stem + ".cpp")));
   }
 }

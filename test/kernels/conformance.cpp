@@ -249,6 +249,10 @@ const std::map<OpKind, OpCase>& op_cases() {
                            OpKind::ReplicatedReduceScatter, OpKind::ReplicatedAllGather,
                            OpKind::ReplicatedSlice, OpKind::ReplicaShardedSlice})
       c[k].elsewhere = replicas;
+    const std::string remote = "test/ops/remote.cpp (reference) and test/emu/remote.cpp (against "
+                               "the reference, per replica, 1-3 workers)";
+    for (const OpKind k : {OpKind::RemoteLoad, OpKind::RemoteLoadInplace, OpKind::RemoteStore})
+      c[k].elsewhere = remote;
     return c;
   }();
   return cases;

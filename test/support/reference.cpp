@@ -91,6 +91,24 @@ Value ReferenceEvaluator::variable_value(std::uint32_t index) {
   return it->second;
 }
 
+HostTensor& ReferenceEvaluator::remote_entry(std::uint32_t buffer, std::int64_t entry) {
+  const IrView view(ir_);
+  const RemoteBufferId id{buffer};
+  if (entry < 0 || entry >= view.entries(id))
+    throw GraphError("reference: offset " + std::to_string(entry) + " is out of range for " +
+                     "remote buffer '" + view.name(id) + "'");
+  auto it = remote_.find({buffer, entry});
+  if (it == remote_.end()) {
+    Value v = std::make_shared<HostTensor>(view.spec(id));
+    for (std::uint32_t t = 0; t < view.num_tensors(); ++t)
+      if (const RemoteLocation* r = view.remote_location(TensorId{t});
+          r && r->buffer == id && r->entry == entry)
+        v = variable_value(t); // the variable's storage is the entry
+    it = remote_.emplace(std::pair{buffer, entry}, std::move(v)).first;
+  }
+  return *it->second;
+}
+
 const HostTensor& ReferenceEvaluator::variable(const Tensor& v) const {
   if (!v.valid() || !IrView(ir_).owns(v) || !v.is_variable())
     throw GraphError("ReferenceEvaluator::variable: " +

@@ -70,6 +70,9 @@ public:
   HostTensor next_h2d(std::uint32_t stream);
   /// Appends an element to d2h stream `stream`.
   void push_d2h(std::uint32_t stream, const HostTensor& t);
+  /// Entry `entry` of remote buffer `buffer` (zero until stored to; a remote variable's entry
+  /// holds the variable); GraphError for an entry out of range.
+  HostTensor& remote_entry(std::uint32_t buffer, std::int64_t entry);
 
 private:
   using Env = std::unordered_map<std::uint32_t, Value>;
@@ -83,6 +86,7 @@ private:
   std::map<std::uint32_t, HostTensor> h2d_feed_; ///< [num_host_transfers, *shape] per stream
   std::map<std::uint32_t, std::int64_t> h2d_position_;
   std::map<std::uint32_t, std::vector<HostTensor>> d2h_out_;
+  std::map<std::pair<std::uint32_t, std::int64_t>, Value> remote_;
 };
 
 /// A reference kernel reads `inputs` and writes `outputs`, which the evaluator allocated with

@@ -46,7 +46,8 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 ///   passed without a copy, StepInfo::aliased_bytes): an exchange;
 /// - collectives: the ring's bytes over IPU-Links ((R−1)/R of the data each way for a
 ///   reduce-scatter or an all-gather, twice that for an all-reduce) and the reduction;
-/// - host loads and stores: their bytes over the host link;
+/// - host loads and stores: their bytes over the host link; remote loads and stores: theirs
+///   at the Streaming Memory rate (as exchange);
 /// - every step one BSP sync.
 /// Control steps (call, repeat, conditional) cost only their own copies: the steps they run
 /// are estimated on their own.

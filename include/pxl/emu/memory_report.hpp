@@ -64,13 +64,30 @@ struct IpuMemory {
   bool fits() const { return total() <= capacity && max_tile <= tile_capacity; }
 };
 
+/// One remote buffer in Streaming Memory (every replica has its own).
+struct RemoteBufferMemory {
+  std::string name;
+  std::int64_t entries = 0;
+  std::int64_t entry_bytes = 0;
+  std::int64_t bytes = 0; ///< entries × entry_bytes
+};
+
+/// One replica's Streaming Memory: off the IPU, so none of it counts in IpuMemory.
+struct StreamingMemory {
+  std::int64_t capacity = 0; ///< the replica's IPUs × Target::streaming_memory_bytes_per_ipu
+  std::int64_t used = 0;
+  std::vector<RemoteBufferMemory> buffers;
+  bool fits() const { return used <= capacity; }
+};
+
 /// What `Session::memory_report()` returns.
 struct MemoryReport {
   std::vector<IpuMemory> ipus;
+  StreamingMemory streaming;
   /// Every variable, constant and intermediate buffer, largest first.
   std::vector<TensorMemory> tensors;
 
-  /// Whether every IPU's total fits its capacity.
+  /// Whether every IPU's total, and Streaming Memory, fit their capacity.
   bool fits() const;
   /// A printable summary: per IPU the totals, then the five largest tensors.
   std::string summary() const;

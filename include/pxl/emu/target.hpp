@@ -37,10 +37,16 @@ struct Target {
   /// Collectives between replicas and copies between IPUs: IPU-Link bandwidth one replica's
   /// ring sends at (2 of the GC200's 10 links of 128 Gbit/s per direction, at 85%).
   double ipu_link_bytes_per_second = 27.2e9;
+  /// Streaming Memory (the DRAM beside each IPU holding remote buffers): capacity per IPU
+  /// (a Bow-2000's 256 GB over its 4 IPUs), and the rate of remote loads and stores (not
+  /// published; the IPU's PCIe Gen4 x8 link to its gateway, ~16 GB/s each way, bounds it).
+  std::int64_t streaming_memory_bytes_per_ipu = std::int64_t{64} << 30;
+  double streaming_memory_bytes_per_second = 16e9;
   /// Code and its state, as Poplar lays them out, on each tile a step spans (the tiles of its
   /// largest tensor under the linear mapping). Vertex code: a codelet (an op kind for one
   /// dtype) is loaded once on each tile that runs it, however many steps use it. Vertex
-  /// state: each step has a vertex per worker on every tile it spans. Control code: each
+  /// state: each step has a vertex per worker on every tile it spans (transfers to and from
+  /// the host or Streaming Memory are stream copies, without vertices). Control code: each
   /// step's program on its tiles. Exchange code: each step that moves data between tiles.
   /// An outlined graph's steps are counted once however often it is called; an inlined
   /// graph's at every call site, which is the memory outlining saves.

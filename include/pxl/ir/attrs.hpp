@@ -103,6 +103,15 @@ struct StreamAttrs {
   friend bool operator==(const StreamAttrs&, const StreamAttrs&) = default;
 };
 
+/// A remote load or store: the buffer, and the entry (`offset`), fixed at construction or,
+/// with `runtime_offset`, read from the op's last input (an int32 scalar) when it runs.
+struct RemoteAttrs {
+  std::uint32_t buffer = 0;
+  std::int64_t offset = 0;
+  bool runtime_offset = false;
+  friend bool operator==(const RemoteAttrs&, const RemoteAttrs&) = default;
+};
+
 struct OneHotAttrs {
   std::int64_t num_classes = 0;
   std::int64_t axis = -1; ///< normalised against the output rank
@@ -171,9 +180,10 @@ struct PrintAttrs {
   friend bool operator==(const PrintAttrs&, const PrintAttrs&) = default;
 };
 
-using OpAttrs = std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs,
-                             SplitAttrs, CastAttrs, ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs,
-                             ConditionalAttrs, StreamAttrs, OneHotAttrs, CollectiveAttrs,
-                             DiagonalAttrs, PadAttrs, TileAttrs, DynamicAttrs, PrintAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
+                 ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
+                 RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
+                 DynamicAttrs, PrintAttrs>;
 
 } // namespace pxl

@@ -28,6 +28,7 @@ enum class OpFamily : std::uint8_t {
   call,
   host_io,
   collectives,
+  remote,
 };
 
 /// Facts about an op kind, combined with `|` in its row.
@@ -148,7 +149,11 @@ enum : unsigned {
   X(ReplicatedReduceScatter, "ReplicatedReduceScatter", collectives, CollectiveAttrs, Grad)        \
   X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad)                \
   X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad)                        \
-  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad)
+  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad)                \
+  /* Streaming Memory */                                                                           \
+  X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad)                                         \
+  X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace)                 \
+  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad)
 
 enum class OpKind : std::uint8_t {
 #define PXL_X(kind, ...) kind,
@@ -204,6 +209,7 @@ constexpr std::string_view family_name(OpFamily f) {
     PXL_F(call)
     PXL_F(host_io)
     PXL_F(collectives)
+    PXL_F(remote)
 #undef PXL_F
   }
   return "";

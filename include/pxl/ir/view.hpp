@@ -6,6 +6,7 @@
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/op.hpp"
 #include "pxl/ir/op_kind.hpp"
+#include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ir/replica_grouping.hpp"
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"
@@ -31,7 +32,14 @@ PXL_STRONG_ID(TensorId)
 PXL_STRONG_ID(OpId)
 PXL_STRONG_ID(GraphId)
 PXL_STRONG_ID(StreamId)
+PXL_STRONG_ID(RemoteBufferId)
 #undef PXL_STRONG_ID
+
+/// Where a remote variable lives: an entry of a remote buffer.
+struct RemoteLocation {
+  RemoteBufferId buffer;
+  std::int64_t entry = 0;
+};
 
 /// What a tensor is: made by an op, an input of its graph, a variable or a constant.
 enum class TensorKind : std::uint8_t { intermediate, graph_input, variable, constant };
@@ -71,6 +79,7 @@ public:
   std::size_t num_tensors() const;
   std::size_t num_ops() const;
   std::size_t num_streams() const;
+  std::size_t num_remote_buffers() const;
   static constexpr GraphId main_graph() { return GraphId{0}; }
   std::int64_t num_host_transfers() const;
   std::int64_t replication_factor() const;
@@ -144,6 +153,15 @@ public:
   const VariableGrouping* grouping(TensorId t) const;
 
   // Streams.
+  // Remote buffers.
+  const std::string& name(RemoteBufferId b) const;
+  /// One entry's shape and dtype.
+  const TensorSpec& spec(RemoteBufferId b) const;
+  std::int64_t entries(RemoteBufferId b) const;
+  /// Where a remote variable is stored, or null for every other tensor.
+  const RemoteLocation* remote_location(TensorId t) const;
+  static RemoteBufferId id(const RemoteBuffer& b) { return RemoteBufferId{b.index()}; }
+
   const std::string& name(StreamId s) const;
   const TensorSpec& spec(StreamId s) const;
   bool host_to_device(StreamId s) const;

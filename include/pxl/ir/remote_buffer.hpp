@@ -1,0 +1,65 @@
+// Remote buffers: tables of tensors in Streaming Memory, the DRAM beside each IPU (PopXL's
+// remote_buffer), read and written by ops::remote_load / remote_store, and remote variables
+// stored in their entries.
+#pragma once
+
+#include "pxl/core/host_tensor.hpp"
+#include "pxl/core/shape.hpp"
+#include "pxl/fwd.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace pxl {
+
+/// A small value `{ir, index}` naming a remote buffer of an Ir: `entries` rows, each a tensor
+/// of `spec()`. Every replica has its own copy of every buffer, in its Streaming Memory; the
+/// device reaches an entry only through remote_load and remote_store, the host through the
+/// remote variables stored in it.
+class RemoteBuffer {
+public:
+  RemoteBuffer() = default;
+  const std::string& name() const;
+  /// One entry's shape and dtype.
+  const TensorSpec& spec() const;
+  const Shape& shape() const { return spec().shape; }
+  DType dtype() const { return spec().dtype; }
+  std::int64_t entries() const;
+  std::uint32_t index() const { return index_; }
+  /// False for a default-constructed handle.
+  bool valid() const { return ir_ != nullptr; }
+  friend bool operator==(const RemoteBuffer& a, const RemoteBuffer& b) {
+    return a.ir_ == b.ir_ && a.index_ == b.index_;
+  }
+  friend auto operator<=>(const RemoteBuffer& a, const RemoteBuffer& b) {
+    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
+  }
+
+private:
+  friend struct detail::HandleAccess;
+  RemoteBuffer(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+  detail::IrStorage* ir_ = nullptr;
+  std::uint32_t index_ = 0;
+};
+
+/// A buffer of `entries` tensors of `shape` and `dtype` in the Ir of the current graph
+/// (PopXL's `remote_buffer`), zero until written. ValueError for fewer than one entry or a
+/// name already taken.
+RemoteBuffer remote_buffer(Shape shape, DType dtype, std::int64_t entries = 1,
+                           std::string name = "");
+
+/// A variable stored in entry `entry` of `buffer` instead of on the IPU (PopXL's
+/// `remote_variable`; the current graph must be the main graph). The session writes `data`
+/// there on every replica and reads it back like any variable (`get_tensor_data`,
+/// `write_variable_data`, checkpoints); the device loads it with ops::remote_load(buffer,
+/// entry) and stores it back with ops::remote_store. No op may read it directly (GraphError).
+/// ShapeError / DTypeError when `data` does not match the buffer's entries, ValueError for an
+/// entry out of range or already holding a remote variable, GraphError for a buffer of
+/// another Ir.
+Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t entry = 0,
+                       std::string name = "");
+
+} // namespace pxl

@@ -1,0 +1,31 @@
+// Streaming Memory ops (PopXL's remote_load, remote_load_, remote_store): copies between a
+// tensor and an entry of a remote buffer.
+#pragma once
+
+#include "pxl/ir/remote_buffer.hpp"
+#include "pxl/ir/tensor.hpp"
+
+#include <cstdint>
+
+namespace pxl::ops {
+
+/// Entry `offset` of `buffer`, as a new tensor of the buffer's entry spec. ValueError for an
+/// offset out of range, GraphError for a buffer of another Ir.
+Tensor remote_load(const RemoteBuffer& buffer, std::int64_t offset, std::string name = "");
+/// The entry an int32 scalar tensor names when the op runs: an offset out of range ends the
+/// run with a ValueError naming the op, the offset and the buffer. DTypeError / ShapeError for
+/// an offset that is not an int32 scalar.
+Tensor remote_load(const RemoteBuffer& buffer, const Tensor& offset, std::string name = "");
+/// As remote_load, into `t` (in place; returns it updated). ShapeError / DTypeError when `t`
+/// does not match the buffer's entries.
+Tensor remote_load_(const RemoteBuffer& buffer, std::int64_t offset, const Tensor& t);
+Tensor remote_load_(const RemoteBuffer& buffer, const Tensor& offset, const Tensor& t);
+/// Writes `t` to entry `offset` of `buffer`; errors as remote_load_.
+///
+/// Loads and stores of one buffer run in the order they were created (each op runs where it
+/// is created in its graph's schedule), so a load made after a store reads what it stored:
+/// PopXL's rule to order them with in_sequence is kept by construction.
+void remote_store(const RemoteBuffer& buffer, std::int64_t offset, const Tensor& t);
+void remote_store(const RemoteBuffer& buffer, const Tensor& offset, const Tensor& t);
+
+} // namespace pxl::ops

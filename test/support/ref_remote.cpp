@@ -1,0 +1,30 @@
+// Reference kernels of the Streaming Memory ops: copies to and from the evaluator's remote
+// buffer entries.
+#include "reference.hpp"
+
+namespace pxl::testing {
+
+namespace {
+std::int64_t entry_of(const Op& op, std::span<const HostTensor* const> inputs) {
+  const auto& a = op.attrs_as<RemoteAttrs>();
+  return a.runtime_offset ? inputs.back()->data<std::int32_t>()[0] : a.offset;
+}
+} // namespace
+
+void ref_RemoteLoad(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  *outputs[0] = ev.remote_entry(op.attrs_as<RemoteAttrs>().buffer, entry_of(op, inputs));
+}
+
+void ref_RemoteLoadInplace(ReferenceEvaluator& ev, const Op& op,
+                           std::span<const HostTensor* const> inputs,
+                           std::span<HostTensor* const> outputs) {
+  *outputs[0] = ev.remote_entry(op.attrs_as<RemoteAttrs>().buffer, entry_of(op, inputs));
+}
+
+void ref_RemoteStore(ReferenceEvaluator& ev, const Op& op,
+                     std::span<const HostTensor* const> inputs, std::span<HostTensor* const>) {
+  ev.remote_entry(op.attrs_as<RemoteAttrs>().buffer, entry_of(op, inputs)) = *inputs[0];
+}
+
+} // namespace pxl::testing
