@@ -1,5 +1,6 @@
 // Creating variables and buffers from factories.
 #include "pxl/addons/variable_factory.hpp"
+#include "pxl/ir/remote_buffer.hpp"
 
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/scope.hpp"
@@ -23,7 +24,12 @@ std::ostream& operator<<(std::ostream& os, const VariableFactory& f) {
   return os;
 }
 
-NamedTensors NamedVariableFactories::init(std::string_view prefix, std::uint64_t seed) const {
+namespace {
+/// What init and init_remote share: one variable per factory, made by `make(name, data,
+/// factory)` in the main graph, with init's names and draws.
+template <typename Make>
+NamedTensors create_variables(const NamedVariableFactories& factories, std::string_view prefix,
+                              std::uint64_t seed, Make make) {
   if (!prefix.empty())
     impl::split_key(prefix, "NamedVariableFactories::init prefix");
   auto in_main = main_graph().scope();
@@ -33,16 +39,33 @@ NamedTensors NamedVariableFactories::init(std::string_view prefix, std::uint64_t
   for (const Tensor& v : main_graph().variables())
     ++draws[v.name()];
   NamedTensors vars;
-  for (const auto& [key, factory] : to_dict()) {
+  for (const auto& [key, factory] : factories.to_dict()) {
     const std::string name = prefix.empty() ? key : std::string(prefix) + "." + key;
     std::uint64_t& draw = draws[name];
-    vars.insert(key, variable(factory.data(name, seed, draw++), name));
+    vars.insert(key, make(name, factory.data(name, seed, draw++), factory));
   }
   // Keep the factories' (module) order in the tree; only creation followed sorted order.
   NamedTensors ordered;
-  for (const auto& key : keys_flat())
+  for (const auto& key : factories.keys_flat())
     ordered.insert(key, vars.at(key));
   return ordered;
+}
+} // namespace
+
+NamedTensors NamedVariableFactories::init(std::string_view prefix, std::uint64_t seed) const {
+  return create_variables(*this, prefix, seed,
+                          [](const std::string& name, HostTensor data, const VariableFactory&) {
+                            return variable(std::move(data), name);
+                          });
+}
+
+NamedTensors NamedVariableFactories::init_remote(std::string_view prefix,
+                                                 std::uint64_t seed) const {
+  return create_variables(
+      *this, prefix, seed, [](const std::string& name, HostTensor data, const VariableFactory& f) {
+        const RemoteBuffer buffer = remote_buffer(f.initializer.shape, f.dtype, 1, name);
+        return remote_variable(std::move(data), buffer, 0, name);
+      });
 }
 
 namespace {

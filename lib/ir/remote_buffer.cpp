@@ -33,6 +33,16 @@ RemoteBuffer remote_buffer(Shape shape, DType dtype, std::int64_t entries, std::
   return HandleAccess::remote_buffer(&ir, index);
 }
 
+std::optional<RemoteEntry> remote_entry(const Tensor& t) {
+  if (!t.valid())
+    return std::nullopt;
+  detail::IrStorage* ir = HandleAccess::storage(t);
+  const auto& r = ir->tensor(IrView::id(t)).remote;
+  if (!r)
+    return std::nullopt;
+  return RemoteEntry{HandleAccess::remote_buffer(ir, r->buffer), r->entry};
+}
+
 Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t entry,
                        std::string name) {
   const auto g = detail::require_graph("remote_variable");

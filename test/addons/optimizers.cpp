@@ -707,6 +707,8 @@ namespace {
 struct RegressionStep : addons::Module<RegressionStep> {
   HostTensor x, y;
   DeviceToHostStream loss;
+  bool offload = false;
+  NamedTensors offloaded; ///< the state apply keeps in Streaming Memory when offloading
   void build() {
     auto xt = constant(x, "x");
     auto yt = constant(y, "y");
@@ -721,7 +723,8 @@ struct RegressionStep : addons::Module<RegressionStep> {
     auto one = constant(1.0, float32, "dloss");
     auto bwd_info =
         bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
-    addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info));
+    offloaded = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info),
+                                          {.offload_state = offload});
   }
 };
 
@@ -730,11 +733,16 @@ struct RegressionStep : addons::Module<RegressionStep> {
 struct RegressionRun {
   Vec losses, w;
   std::map<std::string, Vec> state;
+  emu::MemoryReport memory;
 };
 
-RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop) {
+/// With `offload`, Adam's state is kept in Streaming Memory; `replicas` replicas all train
+/// alike (each with its own Streaming Memory).
+RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop,
+                               bool offload = false, unsigned workers = 0,
+                               std::int64_t replicas = 1) {
   const auto [x, y] = regression_data();
-  Ir ir;
+  Ir ir(replicas);
   DeviceToHostStream loss;
   Tensor w;
   NamedTensors state;
@@ -746,10 +754,11 @@ RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop
       body.x = x;
       body.y = y;
       body.loss = loss;
+      body.offload = offload;
       auto [facts, step] = body.create_graph();
       auto vars = facts.init();
       w = vars.at("model.fc.weight");
-      state = vars.sub("optimizer.fc.weight");
+      state = offload ? body.offloaded.sub("fc.weight") : vars.sub("optimizer.fc.weight");
       auto bound = step.bind(vars).bound();
       ops::repeat(step.graph(), steps, {}, InputsDict(bound.begin(), bound.end()));
       ir.set_num_host_transfers(steps);
@@ -765,11 +774,12 @@ RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop
       auto one = constant(1.0, float32, "dloss");
       auto bwd_info =
           bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
-      state =
-          addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info)).sub("fc.weight");
+      state = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info),
+                                        {.offload_state = offload})
+                  .sub("fc.weight");
     }
   }
-  Session session{ir, "ipu_model"};
+  Session session{ir, "ipu_model", {.workers = workers, .oversubscribe = true}};
   auto attached = session.attach();
   session.write_variable_data(w, w_init);
   RegressionRun r;
@@ -780,6 +790,7 @@ RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop
   r.w = values(session.get_tensor_data(w));
   for (const auto& [key, t] : state.items())
     r.state[key] = values(session.get_tensor_data(t));
+  r.memory = session.memory_report();
   return r;
 }
 
@@ -798,6 +809,57 @@ TEST_CASE("Adam trains a regression in a device loop: one run of N steps is N ru
   CHECK(loop.state == runs.state);
   CHECK(loop.state.at("step") == Vec{steps});
   CHECK(loop.losses.back() < loop.losses.front() / 2);
+}
+
+TEST_CASE("Adam's state offloaded to Streaming Memory trains bitwise as on-chip state") {
+  const int steps = 20;
+  HostTensor w_init({regression_features, 1}, float32);
+  for (std::int64_t j = 0; j < regression_features; ++j)
+    w_init.data<float>()[static_cast<std::size_t>(j)] = static_cast<float>(0.1 * std::sin(j));
+  for (const bool in_loop : {false, true}) {
+    CAPTURE(in_loop);
+    for (const std::int64_t replicas : {1, 2}) {
+      CAPTURE(replicas);
+      const RegressionRun on_chip = train_regression(steps, w_init, in_loop, false, 1, replicas);
+      for (const unsigned workers : {1u, 2u, 3u}) {
+        CAPTURE(workers);
+        const RegressionRun offloaded =
+            train_regression(steps, w_init, in_loop, true, workers, replicas);
+        CHECK(offloaded.losses == on_chip.losses);
+        CHECK(offloaded.w == on_chip.w);
+        CHECK(offloaded.state == on_chip.state);
+        CHECK(offloaded.state.at("step") == Vec{steps});
+      }
+      // The state left the IPU for Streaming Memory: first and second order (the weight's
+      // shape) and the step count, each in a buffer of its own.
+      const RegressionRun offloaded = train_regression(steps, w_init, in_loop, true, 1, replicas);
+      const std::int64_t moments = 2 * regression_features * 4;
+      CHECK(offloaded.memory.streaming.buffers.size() == 3);
+      CHECK(offloaded.memory.streaming.used >= moments + 4);
+      CHECK(on_chip.memory.ipus[0].variables - offloaded.memory.ipus[0].variables == moments + 4);
+      CHECK(on_chip.memory.streaming.used == 0);
+    }
+  }
+}
+
+TEST_CASE("load_remote / store_remote: named remote variables; errors name the key") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  addons::NamedVariableFactories facts;
+  facts.insert("m", addons::VariableFactory{addons::init::zeros({3}), float32});
+  const NamedTensors remote = facts.init_remote("opt");
+  const auto entry = remote_entry(remote.at("m"));
+  REQUIRE(entry.has_value());
+  CHECK(entry->buffer.name() == "opt.m");
+  CHECK(remote.at("m").name() == "opt.m");
+  const NamedTensors loaded = addons::load_remote(remote);
+  CHECK(loaded.at("m").producer()->kind() == OpKind::RemoteLoad);
+  addons::store_remote(remote, loaded.map([](const Tensor& t) { return t * 2.0; }));
+  CHECK(ir.main_graph().ops().back().kind() == OpKind::RemoteStore);
+  const NamedTensors on_chip{{"m", variable(HostTensor({3}, float32), "m")}};
+  CHECK_THROWS_WITH_AS(addons::load_remote(on_chip), doctest::Contains("'m'"), ValueError);
+  CHECK_THROWS_WITH_AS(addons::store_remote(remote, NamedTensors{}),
+                       doctest::Contains("no value to store for 'm'"), ValueError);
 }
 
 TEST_CASE("Optimizer errors") {

@@ -4,6 +4,7 @@
 #include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/autodiff.hpp"
 #include "pxl/addons/checkpoint.hpp"
+#include "pxl/addons/remote.hpp"
 #include "pxl/addons/data/batch.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/dataset.hpp"

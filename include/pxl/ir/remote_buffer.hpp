@@ -10,6 +10,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -44,6 +45,14 @@ private:
   detail::IrStorage* ir_ = nullptr;
   std::uint32_t index_ = 0;
 };
+
+/// Where a remote variable is stored.
+struct RemoteEntry {
+  RemoteBuffer buffer;
+  std::int64_t entry = 0;
+};
+/// `t`'s buffer and entry when it is a remote variable, else nothing.
+std::optional<RemoteEntry> remote_entry(const Tensor& t);
 
 /// A buffer of `entries` tensors of `shape` and `dtype` in the Ir of the current graph
 /// (PopXL's `remote_buffer`), zero until written. ValueError for fewer than one entry or a

@@ -48,6 +48,10 @@ public:
   ///     auto b = facts.init();      // "weight" again (id "weight__t1"): draw 1, other values
   ///     auto c = facts.init("", 7); // draw 2 of base seed 7
   NamedTensors init(std::string_view prefix = "", std::uint64_t seed = default_seed) const;
+  /// As init, each variable stored in Streaming Memory instead: a remote buffer of one entry
+  /// named as the variable, holding a remote_variable of the same data. Load them with
+  /// addons::load_remote, store them back with addons::store_remote.
+  NamedTensors init_remote(std::string_view prefix = "", std::uint64_t seed = default_seed) const;
   /// Zero-filled tensors (`ops::init`) in the current graph, e.g. accumulators in a subgraph.
   NamedTensors init_zero() const;
   /// Tensors with unspecified contents in the current graph.

@@ -3,6 +3,7 @@
 
 #include "pxl/addons/graph_cache.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
+#include "pxl/addons/remote.hpp"
 
 #include <map>
 #include <string>
@@ -25,6 +26,18 @@ bool check_apply_graph();
 /// ("optimizer.fc1.weight.momentum"): a prefix, so that state and variables fit one tree (the
 /// leaf "fc1.weight" cannot also hold "fc1.weight.momentum").
 inline constexpr std::string_view state_prefix = "optimizer";
+
+/// How `apply` keeps the optimizer's state.
+struct ApplyOptions {
+  /// In Streaming Memory instead of on the IPU (the TF and PopART recipe for large models):
+  /// the state is created as remote variables (NamedVariableFactories::init_remote, one
+  /// remote buffer each, named "<key>.<state>" and initialised as on-chip state would be),
+  /// loaded before each step and stored back after it. Training is bitwise that of on-chip
+  /// state; on-chip memory drops by the state's size, and each step pays its transfers. It
+  /// works in any graph, a device loop's body included, with no state inputs to bind: the
+  /// state stays in the main graph's remote variables.
+  bool offload_state = false;
+};
 
 /// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
 /// `vars` with its gradient in `grads` (keyed by variable, as
@@ -68,8 +81,8 @@ inline constexpr std::string_view state_prefix = "optimizer";
 /// ShapeError for a gradient that does not match its variable.
 template <typename Optimizer>
 NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
-                   const std::map<Tensor, Tensor>& grads) {
-  const bool in_main = impl::check_apply_graph();
+                   const std::map<Tensor, Tensor>& grads, ApplyOptions options = {}) {
+  const bool in_main = options.offload_state || impl::check_apply_graph();
   // One module object for the whole loop: the cache keys graphs by module object and specs.
   std::remove_cvref_t<Optimizer> step_module = optimizer;
   if constexpr (impl::HasLearningRate<std::remove_cvref_t<Optimizer>>)
@@ -82,10 +95,18 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
     if (grad == grads.end())
       impl::missing_grad(key, var);
     auto [facts, step] = cache.create_graph(step_module, var, grad->second);
-    auto vars_state = in_main ? facts.init(key)
-                              : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
     std::vector<Tensor> inputs{var, grad->second};
     inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
+    if (options.offload_state) {
+      const NamedTensors remote = facts.init_remote(key);
+      const NamedTensors loaded = load_remote(remote);
+      step.bind(loaded).call(inputs); // updates the loaded state in place
+      store_remote(remote, loaded);
+      state.insert(key, remote);
+      continue;
+    }
+    auto vars_state = in_main ? facts.init(key)
+                              : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
     step.bind(vars_state).call(inputs);
     state.insert(key, vars_state);
   }
@@ -95,14 +116,15 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
 /// As above with gradients under the variables' keys (what `GraphWithNamedArgs::grads`
 /// returns).
 template <typename Optimizer>
-NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedTensors& grads) {
+NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedTensors& grads,
+                   ApplyOptions options = {}) {
   std::map<Tensor, Tensor> by_var;
   for (const auto& [key, var] : vars.items()) {
     if (!grads.is_leaf(key))
       impl::missing_grad(key, var);
     by_var.emplace(var, grads.at(key));
   }
-  return apply(optimizer, vars, by_var);
+  return apply(optimizer, vars, by_var, options);
 }
 
 } // namespace pxl::addons::optimizers
