@@ -1,6 +1,8 @@
 // Errors of optimizers::apply.
 #include "pxl/addons/optimizers/apply.hpp"
 
+#include "pxl/ir/remote_buffer.hpp"
+
 namespace pxl::addons::optimizers::impl {
 
 bool check_apply_graph() {
@@ -27,6 +29,17 @@ void missing_grad(const std::string& key, const Tensor& var) {
   throw ValueError("optimizers::apply: no gradient for variable '" + key + "' (" + var.id() +
                    "); pass a gradient for every variable, or filter the variables with "
                    "filter_keys");
+}
+
+void missing_state(const std::string& key) {
+  throw ValueError("optimizers::apply_with_state: no state for variable '" + key +
+                   "'; create it from state_factories(optimizer, vars) under '" + key +
+                   ".<state>'");
+}
+
+bool is_remote(const NamedTensors& state) {
+  const auto values = state.values_flat();
+  return !values.empty() && remote_entry(values.front()).has_value();
 }
 
 } // namespace pxl::addons::optimizers::impl

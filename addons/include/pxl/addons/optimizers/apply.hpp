@@ -20,6 +20,10 @@ namespace impl {
 bool check_apply_graph();
 /// ValueError naming the variable without a gradient.
 [[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
+/// ValueError naming the variable without state (apply_with_state).
+[[noreturn]] void missing_state(const std::string& key);
+/// Whether `state` is held in Streaming Memory (its first tensor is a remote variable).
+bool is_remote(const NamedTensors& state);
 } // namespace impl
 
 /// The key prefix of the optimizer state `apply` declares inside a traced subgraph
@@ -125,6 +129,59 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedT
     by_var.emplace(var, grads.at(key));
   }
   return apply(optimizer, vars, by_var, options);
+}
+
+/// The state `apply` gives `optimizer` for `vars`, as factories under "<key>.<state>", for a
+/// graph that can declare none (a device loop's body no Module traces): create it in the
+/// main graph (`init("optimizer")`, or `init_remote` to keep it in Streaming Memory), pass
+/// on-chip state into the graph by reference like any variable, and step with
+/// apply_with_state. Traces each distinct step graph once (they are not run).
+template <typename Optimizer>
+NamedVariableFactories state_factories(Optimizer&& optimizer, const NamedTensors& vars) {
+  std::remove_cvref_t<Optimizer> step_module = optimizer;
+  GraphCache cache;
+  NamedVariableFactories factories;
+  for (const auto& [key, var] : vars.to_dict()) {
+    auto traced = cache.create_graph(step_module, var, var);
+    for (const auto& [name, factory] : traced.first.items())
+      factories.insert(key + "." + name, factory);
+  }
+  return factories;
+}
+
+/// As apply, with the state given under "<key>.<state>" (as state_factories names it):
+/// tensors of the current graph, which the steps update in place (variables in the main graph,
+/// by-ref inputs in a subgraph), or remote variables, loaded before each step and stored
+/// after it. ValueError for a variable without a gradient or without its state.
+template <typename Optimizer>
+void apply_with_state(Optimizer&& optimizer, const NamedTensors& vars, const NamedTensors& grads,
+                      const NamedTensors& state) {
+  std::remove_cvref_t<Optimizer> step_module = optimizer;
+  if constexpr (impl::HasLearningRate<std::remove_cvref_t<Optimizer>>)
+    impl::check_learning_rate_graph(step_module.graph_name(), step_module.options.lr);
+  const std::vector<Tensor> lr_inputs = step_module.lr_inputs();
+  GraphCache cache;
+  for (const auto& [key, var] : vars.to_dict()) {
+    if (!grads.is_leaf(key))
+      impl::missing_grad(key, var);
+    auto [facts, step] = cache.create_graph(step_module, var, grads.at(key));
+    std::vector<Tensor> inputs{var, grads.at(key)};
+    inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
+    if (facts.keys_flat().empty()) { // a stateless step
+      step.bind(NamedTensors{}).call(inputs);
+      continue;
+    }
+    if (!state.contains(key))
+      impl::missing_state(key);
+    const NamedTensors own = state.sub(key);
+    if (impl::is_remote(own)) {
+      const NamedTensors loaded = load_remote(own);
+      step.bind(loaded).call(inputs);
+      store_remote(own, loaded);
+    } else {
+      step.bind(own).call(inputs);
+    }
+  }
 }
 
 } // namespace pxl::addons::optimizers
