@@ -5,6 +5,7 @@
 //     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
 //     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
 //     mpirun -np 2 mnist --replicas 4        # 2 instances (processes), 2 replicas each
+//     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -30,7 +31,10 @@ namespace data = pxl::addons::data;
 struct Options {
   int epochs = 1;
   std::int64_t batch_size = 8;
-  double learning_rate = 0.05;
+  /// 0.05 for SGD, 0.001 for Adam unless given.
+  std::optional<double> learning_rate;
+  std::string optimizer = "sgd";
+  bool offload_optimizer_state = false;
   std::int64_t steps_per_execution = 1;
   std::int64_t gradient_accumulation = 1;
   std::int64_t replicas = 1;
@@ -74,6 +78,21 @@ void join_instances(const Options& o) {
                        std::to_string(pxl::dist::instance_index()) + "'s output");
 }
 
+/// --optimizer's value, else pxl's ValueError.
+mnist::Optimizer parse_optimizer(const std::string& s) {
+  if (s == "sgd")
+    return mnist::Optimizer::sgd;
+  if (s == "adam")
+    return mnist::Optimizer::adam;
+  throw pxl::ValueError("--optimizer: expected sgd or adam, got '" + s + "'");
+}
+
+std::string mib(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
 int train_and_test(const Options& o) {
   // Checked here rather than by CLI11, so that the mistake gets pxl's message and exit code.
   if (o.replicas < 1)
@@ -88,22 +107,31 @@ int train_and_test(const Options& o) {
   if (!o.trace.empty() && !std::ofstream(o.trace))
     throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
   const pxl::DType dtype = parse_dtype(o.dtype);
+  const mnist::Optimizer optimizer = parse_optimizer(o.optimizer);
+  if (o.offload_optimizer_state && optimizer == mnist::Optimizer::sgd)
+    throw pxl::ValueError("--offload-optimizer-state: SGD has no optimizer state to offload; "
+                          "use --optimizer adam");
+  const double learning_rate =
+      o.learning_rate.value_or(optimizer == mnist::Optimizer::adam ? 0.001 : 0.05);
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
   const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
   std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
               static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
               o.data_dir.c_str());
 
-  mnist::TrainingProgram train({.batch_size = o.batch_size,
-                                .learning_rate = o.learning_rate,
-                                .steps_per_execution = o.steps_per_execution,
-                                .gradient_accumulation = o.gradient_accumulation,
-                                .replicas = o.replicas,
-                                .distributed = distributed,
-                                .seed = o.seed,
-                                .workers = o.workers,
-                                .profile = o.profile || !o.trace.empty(),
-                                .dtype = dtype});
+  const mnist::TrainingOptions training{.batch_size = o.batch_size,
+                                        .learning_rate = learning_rate,
+                                        .steps_per_execution = o.steps_per_execution,
+                                        .gradient_accumulation = o.gradient_accumulation,
+                                        .replicas = o.replicas,
+                                        .distributed = distributed,
+                                        .optimizer = optimizer,
+                                        .offload_optimizer_state = o.offload_optimizer_state,
+                                        .seed = o.seed,
+                                        .workers = o.workers,
+                                        .profile = o.profile || !o.trace.empty(),
+                                        .dtype = dtype};
+  mnist::TrainingProgram train(training);
   const std::int64_t global_batch = train.global_batch_size();
   std::printf("Emulator: %u worker(s), %lld replica(s)", train.session().num_workers(),
               static_cast<long long>(o.replicas));
@@ -115,13 +143,25 @@ int train_and_test(const Options& o) {
   if (o.replicas > 1)
     std::printf(" per replica (%lld in all, gradients averaged across replicas)",
                 static_cast<long long>(global_batch));
-  std::printf(", learning rate %g, %lld step(s) per run", o.learning_rate,
+  std::printf(", %s at learning rate %g, %lld step(s) per run",
+              optimizer == mnist::Optimizer::adam ? "Adam" : "SGD", learning_rate,
               static_cast<long long>(o.steps_per_execution));
   if (dtype == pxl::float16)
     std::printf(", float16 (float32 loss, loss scaling %g)", train.options().loss_scaling);
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
+  if (o.offload_optimizer_state) {
+    // The same program with the state on the IPU, compiled only to compare memory.
+    auto on_chip = training;
+    on_chip.offload_optimizer_state = false;
+    const auto with = train.session().memory_report();
+    const auto without = mnist::TrainingProgram(on_chip).session().memory_report();
+    std::printf("On-chip always-live memory: %s with the optimizer state in Streaming Memory "
+                "(%s there), %s with it on the IPU\n",
+                mib(with.ipus[0].always_live()).c_str(), mib(with.streaming.used).c_str(),
+                mib(without.ipus[0].always_live()).c_str());
+  }
   if (!o.memory_report.empty() && writes) {
     train.session().write_memory_report(o.memory_report);
     std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
@@ -246,9 +286,17 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", o.batch_size, "Images per training step and replica")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--learning-rate", o.learning_rate, "SGD learning rate")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--learning-rate", o.learning_rate,
+                 "Learning rate (default 0.05 for SGD, 0.001 for Adam)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", o.optimizer,
+                 "sgd, or adam (Adam with PyTorch's defaults; its state on the IPU, or in "
+                 "Streaming Memory with --offload-optimizer-state)")
       ->capture_default_str();
+  app.add_flag("--offload-optimizer-state", o.offload_optimizer_state,
+               "Keep the optimizer's state in Streaming Memory, loaded and stored around each "
+               "update (training is bitwise the same); prints the on-chip memory with and "
+               "without");
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps run on the device per session.run (a device loop)")
       ->check(CLI::PositiveNumber)

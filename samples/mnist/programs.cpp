@@ -6,6 +6,8 @@
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data_parallel.hpp"
 #include "pxl/addons/ops/cross_entropy.hpp"
+#include "pxl/addons/optimizers/adam.hpp"
+#include "pxl/addons/optimizers/apply.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/ir/graph.hpp"
@@ -83,6 +85,23 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
   return bwd.grads(bwd_info);
 }
 
+/// Where the device loop's by-ref state holds the optimizer's.
+constexpr std::string_view optimizer_key = "optimizer";
+
+pxl::addons::optimizers::Adam adam(const TrainingOptions& options) {
+  return pxl::addons::optimizers::Adam({.lr = options.learning_rate});
+}
+
+/// Adam on gradients that carry the loss scaling `scale` (divided out first: Adam's steps
+/// do not depend on the gradients' scale, but its eps does), with `state` under
+/// "<weight>.<state>" (on chip, or remote).
+void adam_update(const NamedTensors& weights, const NamedTensors& grads, const NamedTensors& state,
+                 const TrainingOptions& options, double scale) {
+  const NamedTensors unscaled =
+      scale == 1.0 ? grads : grads.map([scale](const Tensor& g) { return g * (1.0 / scale); });
+  pxl::addons::optimizers::apply_with_state(adam(options), weights, unscaled, state);
+}
+
 /// SGD on the gradients averaged across replicas (with one replica, the gradients as they
 /// are: no op is added, so the update still folds into the gradient's matmul); `scale` is
 /// the loss scaling the gradients carry.
@@ -91,6 +110,18 @@ void sgd_update(const NamedTensors& weights, const NamedTensors& grads, double l
   const NamedTensors averaged = pxl::addons::average_across_replicas(grads);
   for (const auto& [name, w] : weights.to_dict())
     pxl::ops::scaled_add_(w, averaged.at(name), {.b = -learning_rate / scale});
+}
+
+/// The update of `weights` from their gradients (this replica's), averaged across replicas
+/// first; `state` is the optimizer's (see TrainingProgram::optimizer_state).
+void update(const NamedTensors& weights, const NamedTensors& grads, const NamedTensors& state,
+            const TrainingOptions& options) {
+  if (options.optimizer == Optimizer::sgd) {
+    sgd_update(weights, grads, options.learning_rate, loss_scale(options));
+    return;
+  }
+  adam_update(weights, pxl::addons::average_across_replicas(grads), state, options,
+              loss_scale(options));
 }
 
 } // namespace
@@ -104,6 +135,9 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
                           std::to_string(options.steps_per_execution) + ", " +
                           std::to_string(options.gradient_accumulation) + " and " +
                           std::to_string(options.replicas));
+  if (options.offload_optimizer_state && options.optimizer == Optimizer::sgd)
+    throw pxl::ValueError("mnist TrainingOptions: offload_optimizer_state needs an optimizer with "
+                          "state to offload; SGD has none (use Adam)");
   if (options.dtype != pxl::float32 && options.dtype != pxl::float16)
     throw pxl::DTypeError("mnist TrainingOptions: dtype must be float32 or float16, got " +
                           std::string(pxl::name(options.dtype)));
@@ -122,12 +156,27 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     // Gradients of the weights only: the image's gradient would be wasted work.
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     variables_ = factories.init("", options.seed);
+    if (options.optimizer == Optimizer::adam) {
+      const auto state_factories =
+          pxl::addons::optimizers::state_factories(adam(options), variables_);
+      optimizer_state_ = options.offload_optimizer_state
+                             ? state_factories.init_remote(std::string(optimizer_key))
+                             : state_factories.init(std::string(optimizer_key));
+    }
 
-    // The device state: the weights, plus one accumulator per weight when accumulating.
-    // With several steps per run, the step graph takes all of it by reference, so that its
-    // updates land in the main graph's variables, and `repeat` runs it
-    // steps_per_execution times.
+    // The device state: the weights, plus one accumulator per weight when accumulating, and
+    // the optimizer's state unless it is in Streaming Memory (reached from any graph). With
+    // several steps per run, the step graph takes all of it by reference, so that its updates
+    // land in the main graph's variables, and `repeat` runs it steps_per_execution times.
     NamedTensors state = variables_;
+    const bool state_on_chip =
+        !options.offload_optimizer_state && options.optimizer != Optimizer::sgd;
+    if (state_on_chip)
+      state.insert(optimizer_key, optimizer_state_);
+    // The optimizer state as a graph sees it: `s`'s when passed in, else the remote variables.
+    auto optimizer_state_in = [&](const NamedTensors& s) {
+      return state_on_chip ? s.sub(optimizer_key) : optimizer_state_;
+    };
     const pxl::addons::GradientAccumulation accumulation{.steps = options.gradient_accumulation};
     if (accumulation.steps > 1)
       state.update(pxl::addons::accumulator_factories(factories, accumulation).init());
@@ -135,16 +184,16 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     if (options.steps_per_execution == 1 && accumulation.steps == 1) {
       // One step per run: the tutorial's form, traced in the main graph itself (a loop of
       // one would copy every weight into the loop body and back on each run).
-      sgd_update(variables_,
-                 trace_gradients(fwd, bwd, variables_, *images_, *labels_, *loss_, options),
-                 options.learning_rate, loss_scale(options));
+      update(variables_, trace_gradients(fwd, bwd, variables_, *images_, *labels_, *loss_, options),
+             optimizer_state_, options);
     } else {
       pxl::Graph step = ir_.create_empty_graph("train_step");
       if (accumulation.steps == 1) {
         auto in_step = step.scope();
-        auto weights = pxl::addons::named_graph_inputs(state);
-        sgd_update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_, options),
-                   options.learning_rate, loss_scale(options));
+        auto s = pxl::addons::named_graph_inputs(state);
+        auto weights = s.filter_keys(variables_.keys_flat());
+        update(weights, trace_gradients(fwd, bwd, weights, *images_, *labels_, *loss_, options),
+               optimizer_state_in(s), options);
       } else {
         // N micro-batches accumulate the mean gradient, then one update with it: the same
         // step as one batch of N·b. Replicas average the accumulated gradient, once per
@@ -161,12 +210,20 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
         auto in_step = step.scope();
         auto s = pxl::addons::named_graph_inputs(state);
         pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+        const NamedTensors opt_state = optimizer_state_in(s);
         pxl::addons::apply_accumulated(
             s.filter_keys(variables_.keys_flat()), s,
-            pxl::addons::averaged_across_replicas(
-                [&](const std::string&, const Tensor& w, const Tensor& g) {
-                  pxl::ops::scaled_add_(w, g, {.b = -options.learning_rate / loss_scale(options)});
-                }));
+            pxl::addons::averaged_across_replicas([&](const std::string& name, const Tensor& w,
+                                                      const Tensor& g) {
+              if (options.optimizer == Optimizer::sgd) {
+                pxl::ops::scaled_add_(w, g, {.b = -options.learning_rate / loss_scale(options)});
+                return;
+              }
+              NamedTensors own_state;
+              own_state.insert(name, opt_state.sub(name));
+              adam_update(NamedTensors{{name, w}}, NamedTensors{{name, g}}, own_state, options,
+                          loss_scale(options));
+            }));
       }
       pxl::ops::repeat(step, options.steps_per_execution, state.values_flat());
     }

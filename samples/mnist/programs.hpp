@@ -29,6 +29,12 @@ namespace mnist {
 
 inline constexpr std::int64_t image_size = 28 * 28;
 
+/// The weight update.
+enum class Optimizer {
+  sgd,  ///< w -= lr·g, folded into the gradient's matmul
+  adam, ///< addons::optimizers::Adam (PyTorch's defaults but the learning rate)
+};
+
 struct TrainingOptions {
   /// Images per replica and micro-batch.
   std::int64_t batch_size = 8;
@@ -47,6 +53,11 @@ struct TrainingOptions {
   /// configured with `replicas` in all): this process runs and feeds only its own, while
   /// run() and feed_from still take global batches. Training equals one process's bitwise.
   bool distributed = false;
+  Optimizer optimizer = Optimizer::sgd;
+  /// Keep the optimizer's state (Adam's moments and step) in Streaming Memory, loaded and
+  /// stored around each update, instead of on the IPU: training is bitwise the same.
+  /// ValueError with an optimizer that has no state (SGD).
+  bool offload_optimizer_state = false;
   /// Seeds the weights' initialisers.
   std::uint64_t seed = 42;
   /// Emulator worker threads (0: one per core).
@@ -156,6 +167,9 @@ public:
   LocalReplicas local_replicas() const;
   /// The variables (fc1.weight … fc4.bias) of the training Ir (identical on every replica).
   const pxl::addons::NamedTensors& variables() const { return variables_; }
+  /// The optimizer's state under "<weight>.<state>" (empty for SGD): main-graph variables,
+  /// or remote variables when offloaded.
+  const pxl::addons::NamedTensors& optimizer_state() const { return optimizer_state_; }
   /// Current weights by name (copied from the device; replica 0's).
   pxl::addons::NamedTensorData weights();
 
@@ -174,6 +188,7 @@ private:
   bool fed_ = false;
   pxl::Ir ir_;
   pxl::addons::NamedTensors variables_;
+  pxl::addons::NamedTensors optimizer_state_;
   std::optional<pxl::HostToDeviceStream> images_;
   std::optional<pxl::HostToDeviceStream> labels_;
   std::optional<pxl::DeviceToHostStream> loss_;
