@@ -44,5 +44,7 @@ grep -q "2 replica(s); batch 4 per replica (8 in all" "$tmp/out" ||
   fail "--replicas 2: the startup output does not name the replicas: $(cat "$tmp/out")"
 echo "ok: --replicas 2 named at startup"
 
+expect_error "unknown optimizer" "--optimizer: expected sgd or adam, got 'lamb'" --optimizer lamb
+expect_error "offloading SGD" "SGD has no optimizer state to offload" --offload-optimizer-state
 expect_error "unknown --dtype" "--dtype: expected float32 or float16, got 'bfloat16'" --dtype bfloat16
 expect_error "integer --dtype" "--dtype: expected float32 or float16, got 'int32'" --dtype int32

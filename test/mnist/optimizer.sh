@@ -2,7 +2,7 @@
 # The main job's --optimizer and --offload-optimizer-state: Adam with its state in Streaming
 # Memory trains bitwise as with it on the IPU (the saved weights are equal), one step per
 # run and in a device loop with gradient accumulation and replicas; the run prints the
-# on-chip memory with and without; bad values are clear errors with exit code 1.
+# on-chip memory with and without. (Bad values: cli_errors.sh.)
 # usage: optimizer.sh path/to/mnist
 set -u
 mnist=$1
@@ -33,15 +33,3 @@ compare "one step per run" $small
 # shellcheck disable=SC2086
 compare "device loop, accumulation, replicas" $small --steps-per-execution 4 \
   --gradient-accumulation 2 --replicas 2 --batch-size 4
-
-expect_error() { # expect_error <what> <text in message> <args...>
-  what=$1 text=$2
-  shift 2
-  "$mnist" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  [ $rc -eq 1 ] || fail "$what: exit code $rc, expected 1; stderr: $(cat "$tmp/err")"
-  grep -q -- "$text" "$tmp/err" || fail "$what: stderr lacks '$text': $(cat "$tmp/err")"
-  echo "ok: $what"
-}
-expect_error "unknown optimizer" "--optimizer: expected sgd or adam, got 'lamb'" --optimizer lamb
-expect_error "offloading SGD" "SGD has no optimizer state to offload" --offload-optimizer-state

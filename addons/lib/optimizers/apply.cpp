@@ -1,6 +1,8 @@
-// Errors of optimizers::apply.
+// What optimizers::apply and apply_with_state call out of line: their errors, and a step call
+// with on-chip or remote state.
 #include "pxl/addons/optimizers/apply.hpp"
 
+#include "pxl/addons/remote.hpp"
 #include "pxl/ir/remote_buffer.hpp"
 
 namespace pxl::addons::optimizers::impl {
@@ -37,9 +39,16 @@ void missing_state(const std::string& key) {
                    ".<state>'");
 }
 
-bool is_remote(const NamedTensors& state) {
+void call_step(const GraphWithNamedArgs& step, const NamedTensors& state,
+               const std::vector<Tensor>& inputs) {
   const auto values = state.values_flat();
-  return !values.empty() && remote_entry(values.front()).has_value();
+  if (values.empty() || !remote_entry(values.front())) {
+    step.bind(state).call(inputs);
+    return;
+  }
+  const NamedTensors loaded = load_remote(state);
+  step.bind(loaded).call(inputs); // updates the loaded state in place
+  store_remote(state, loaded);
 }
 
 } // namespace pxl::addons::optimizers::impl

@@ -51,9 +51,10 @@ StepFn compile_RemoteLoad(CompileContext& ctx, const KernelOp& op, const OpBuffe
   return remote_copy(ctx, op, buffers, buffers.outputs[0], false);
 }
 
+/// The same copy: the tensor loaded into is the op's output 0 (its input 0, in place).
 StepFn compile_RemoteLoadInplace(CompileContext& ctx, const KernelOp& op,
                                  const OpBuffers& buffers) {
-  return remote_copy(ctx, op, buffers, buffers.outputs[0], false);
+  return compile_RemoteLoad(ctx, op, buffers);
 }
 
 StepFn compile_RemoteStore(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {

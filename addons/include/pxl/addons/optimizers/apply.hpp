@@ -3,7 +3,6 @@
 
 #include "pxl/addons/graph_cache.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
-#include "pxl/addons/remote.hpp"
 
 #include <map>
 #include <string>
@@ -22,8 +21,11 @@ bool check_apply_graph();
 [[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
 /// ValueError naming the variable without state (apply_with_state).
 [[noreturn]] void missing_state(const std::string& key);
-/// Whether `state` is held in Streaming Memory (its first tensor is a remote variable).
-bool is_remote(const NamedTensors& state);
+/// Calls `step` with `inputs` and its state: tensors of the current graph bound by
+/// reference, or remote variables (its first is one), loaded before the call and stored
+/// after it.
+void call_step(const GraphWithNamedArgs& step, const NamedTensors& state,
+               const std::vector<Tensor>& inputs);
 } // namespace impl
 
 /// The key prefix of the optimizer state `apply` declares inside a traced subgraph
@@ -101,17 +103,11 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
     auto [facts, step] = cache.create_graph(step_module, var, grad->second);
     std::vector<Tensor> inputs{var, grad->second};
     inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
-    if (options.offload_state) {
-      const NamedTensors remote = facts.init_remote(key);
-      const NamedTensors loaded = load_remote(remote);
-      step.bind(loaded).call(inputs); // updates the loaded state in place
-      store_remote(remote, loaded);
-      state.insert(key, remote);
-      continue;
-    }
-    auto vars_state = in_main ? facts.init(key)
+    const NamedTensors vars_state =
+        options.offload_state ? facts.init_remote(key)
+        : in_main             ? facts.init(key)
                               : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
-    step.bind(vars_state).call(inputs);
+    impl::call_step(step, vars_state, inputs);
     state.insert(key, vars_state);
   }
   return state;
@@ -167,20 +163,10 @@ void apply_with_state(Optimizer&& optimizer, const NamedTensors& vars, const Nam
     auto [facts, step] = cache.create_graph(step_module, var, grads.at(key));
     std::vector<Tensor> inputs{var, grads.at(key)};
     inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
-    if (facts.keys_flat().empty()) { // a stateless step
-      step.bind(NamedTensors{}).call(inputs);
-      continue;
-    }
-    if (!state.contains(key))
+    const bool stateless = facts.keys_flat().empty();
+    if (!stateless && !state.contains(key))
       impl::missing_state(key);
-    const NamedTensors own = state.sub(key);
-    if (impl::is_remote(own)) {
-      const NamedTensors loaded = load_remote(own);
-      step.bind(loaded).call(inputs);
-      store_remote(own, loaded);
-    } else {
-      step.bind(own).call(inputs);
-    }
+    impl::call_step(step, stateless ? NamedTensors{} : NamedTensors(state.sub(key)), inputs);
   }
 }
 
