@@ -12,6 +12,7 @@
 #include "pxl/ir/op.hpp"
 #include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ir/replica_grouping.hpp"
+#include "pxl/ir/replica_sharding.hpp"
 #include "pxl/ir/scope.hpp"
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"

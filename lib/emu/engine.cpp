@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -214,24 +215,73 @@ std::int64_t Engine::host_slot(TensorId t, std::int64_t replica) const {
   return g->grouping.group_of(replica);
 }
 
+std::vector<std::int64_t> Engine::slot_replicas(TensorId t, std::int64_t slot) const {
+  if (const VariableGrouping* g = view_.grouping(t))
+    return g->grouping.replicas(slot);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(total_replicas()));
+  std::iota(all.begin(), all.end(), std::int64_t{0});
+  return all;
+}
+
+std::int64_t Engine::reference_replica(TensorId t, std::int64_t replica) const {
+  const ReplicaSharding* s = view_.sharding(t);
+  const std::int64_t k = s ? s->group.index_in_group(replica) : 0;
+  return slot_replicas(t, host_slot(t, replica))[static_cast<std::size_t>(k)];
+}
+
+std::size_t Engine::value_bytes(TensorId t) const {
+  const ReplicaSharding* s = view_.sharding(t);
+  return s ? static_cast<std::size_t>(nelms(s->meta_shape)) * size_of(view_.spec(t).dtype)
+           : view_.spec(t).nbytes();
+}
+
+void Engine::value_to_device(TensorId t, std::int64_t replica, const HostTensor& host,
+                             std::byte* dst) const {
+  const std::size_t bytes = view_.spec(t).nbytes(), whole = value_bytes(t);
+  const std::byte* value =
+      host.bytes().data() + static_cast<std::size_t>(host_slot(t, replica)) * whole;
+  // Shard k of a sharded value is bytes [k·bytes, (k+1)·bytes) of it, zero past its end.
+  const ReplicaSharding* s = view_.sharding(t);
+  const std::size_t at =
+      s ? static_cast<std::size_t>(s->group.index_in_group(replica)) * bytes : std::size_t{0};
+  const std::size_t n = at < whole ? std::min(bytes, whole - at) : 0;
+  std::memcpy(dst, value + at, n);
+  std::memset(dst + n, 0, bytes - n);
+}
+
 void Engine::weights_to_host_locked() {
   // Each group's value from its first replica (replica 0 for ungrouped variables, as PopXL
-  // returns them). Distributed, the instance holding that replica sends it to the others:
-  // in the program's tensor order, the same on every instance.
+  // returns them), a sharded value from the replicas holding its shards. Distributed, the
+  // instance holding a replica sends its part to the others: in the program's tensor order,
+  // the same on every instance.
+  std::vector<std::byte> shard;
   for (const TensorId t : variables_) {
     HostTensor& host = host_weights_.at(t);
-    const std::size_t bytes = view_.spec(t).nbytes();
-    const VariableGrouping* g = view_.grouping(t);
-    const auto slots = static_cast<std::int64_t>(host.nbytes() / std::max<std::size_t>(bytes, 1));
+    const std::size_t bytes = view_.spec(t).nbytes(), whole = value_bytes(t);
+    const ReplicaSharding* s = view_.sharding(t);
+    const std::int64_t parts = s ? s->shards() : 1;
+    const auto slots = static_cast<std::int64_t>(host.nbytes() / std::max<std::size_t>(whole, 1));
     for (std::int64_t slot = 0; slot < slots; ++slot) {
-      const std::int64_t first = g == nullptr ? 0 : g->grouping.replicas(slot)[0];
-      std::byte* value = host.bytes().data() + static_cast<std::size_t>(slot) * bytes;
-      const std::int64_t local = first - replica_offset_;
-      if (local >= 0 && local < static_cast<std::int64_t>(replicas_.size()))
-        std::memcpy(value, replicas_[static_cast<std::size_t>(local)]->address(t), bytes);
-      if (link_)
-        link_->broadcast(value, bytes, first / static_cast<std::int64_t>(replicas_.size()),
-                         "weights_to_host of '" + view_.id(t) + "'");
+      const std::vector<std::int64_t> holders = slot_replicas(t, slot);
+      std::byte* value = host.bytes().data() + static_cast<std::size_t>(slot) * whole;
+      for (std::int64_t k = 0; k < parts; ++k) {
+        const std::int64_t holder = holders[static_cast<std::size_t>(k)];
+        // A whole value goes straight into the host copy, a shard through `shard` (its
+        // padding does not fit there).
+        shard.resize(s ? bytes : 0);
+        std::byte* part = s ? shard.data() : value;
+        const std::int64_t local = holder - replica_offset_;
+        if (local >= 0 && local < static_cast<std::int64_t>(replicas_.size()))
+          std::memcpy(part, replicas_[static_cast<std::size_t>(local)]->address(t), bytes);
+        if (link_)
+          link_->broadcast(part, bytes, holder / static_cast<std::int64_t>(replicas_.size()),
+                           "weights_to_host of '" + view_.id(t) + "'");
+        if (s) {
+          const std::size_t at = static_cast<std::size_t>(k) * bytes;
+          if (at < whole)
+            std::memcpy(value + at, part, std::min(bytes, whole - at));
+        }
+      }
     }
   }
   host_stale_ = false;
@@ -239,12 +289,8 @@ void Engine::weights_to_host_locked() {
 
 void Engine::weights_from_host_locked() {
   for (std::size_t r = 0; r < replicas_.size(); ++r)
-    for (const auto& [t, host] : host_weights_) {
-      const std::size_t bytes = view_.spec(t).nbytes();
-      std::memcpy(replicas_[r]->address(t),
-                  host.bytes().data() + static_cast<std::size_t>(host_slot(t, global(r))) * bytes,
-                  bytes);
-    }
+    for (const auto& [t, host] : host_weights_)
+      value_to_device(t, global(r), host, replicas_[r]->address(t));
 }
 
 Profile Engine::profile() {
@@ -323,11 +369,15 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
       throw DTypeError(std::string(what) + ": variable " + describe(t) + " needs " +
                        std::string(name(t.dtype())) + " data, got " +
                        std::string(name(value.dtype())) + "; convert it with astype");
-    const Shape& host_shape = host_weights_.at(IrView::id(t)).shape();
+    const TensorId id = IrView::id(t);
+    const Shape& host_shape = host_weights_.at(id).shape();
+    const VariableGrouping* g = view_.grouping(id);
     if (value.shape() != host_shape)
       throw ShapeError(std::string(what) + ": variable " + describe(t) + " needs data of shape " +
                        to_string(host_shape) +
-                       (host_shape != t.shape() ? " (one value per replica group)" : "") +
+                       (g && g->grouping.num_groups() > 1 ? " (one value per replica group)"
+                        : view_.sharding(id)              ? " (the whole replica-sharded value)"
+                                                          : "") +
                        ", got " + to_string(value.shape()));
   }
   for (const auto& [t, value] : data) {
@@ -337,10 +387,7 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
     // Only these variables go to the device, so the others keep what runs did to them.
     if (attach_depth_ > 0)
       for (std::size_t r = 0; r < replicas_.size(); ++r)
-        std::memcpy(replicas_[r]->address(id),
-                    value.bytes().data() + static_cast<std::size_t>(host_slot(id, global(r))) *
-                                               view_.spec(id).nbytes(),
-                    view_.spec(id).nbytes());
+        value_to_device(id, global(r), value, replicas_[r]->address(id));
   }
 }
 
@@ -354,8 +401,7 @@ HostTensor Engine::all_replicas_value(TensorId t) const {
   const HostTensor& host = host_weights_.at(t);
   if (attach_depth_ == 0) {
     for (std::int64_t r = 0; r < total_replicas(); ++r)
-      std::memcpy(all.bytes().data() + static_cast<std::size_t>(r) * bytes,
-                  host.bytes().data() + static_cast<std::size_t>(host_slot(t, r)) * bytes, bytes);
+      value_to_device(t, r, host, all.bytes().data() + static_cast<std::size_t>(r) * bytes);
     return all;
   }
   for (std::size_t r = 0; r < replicas_.size(); ++r)
@@ -374,7 +420,6 @@ std::vector<ReplicaDrift> Engine::check_replicas_in_sync() {
   // In the program's tensor order: distributed, every instance gathers the same values.
   for (const TensorId t : variables_) {
     const TensorSpec& spec = view_.spec(t);
-    const VariableGrouping* g = view_.grouping(t);
     const HostTensor all = all_replicas_value(t);
     auto value = [&](std::int64_t r) {
       HostTensor v(spec);
@@ -383,9 +428,9 @@ std::vector<ReplicaDrift> Engine::check_replicas_in_sync() {
       return v;
     };
     for (std::int64_t r = 0; r < total_replicas(); ++r) {
-      // Every replica must equal the first replica of its group (replica 0 when ungrouped).
-      const std::int64_t first =
-          g == nullptr ? 0 : g->grouping.replicas(g->grouping.group_of(r))[0];
+      // Every replica must equal the first replica of its group (replica 0 when ungrouped),
+      // or the first holding the same shard of its value.
+      const std::int64_t first = reference_replica(t, r);
       if (first == r)
         continue;
       const HostTensor a = value(r), b = value(first);

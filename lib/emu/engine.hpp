@@ -87,6 +87,18 @@ private:
   /// Which of `t`'s host values replica `replica` (a global index) holds: its group's, or
   /// the only one.
   std::int64_t host_slot(TensorId t, std::int64_t replica) const;
+  /// The replicas sharing host value `slot` of `t`, in order (for a replica-sharded variable,
+  /// the k-th holds shard k of it).
+  std::vector<std::int64_t> slot_replicas(TensorId t, std::int64_t slot) const;
+  /// The replica whose value of `t` replica `replica` must equal: the first of its group, or
+  /// for a sharded variable the one holding the same shard of the same value.
+  std::int64_t reference_replica(TensorId t, std::int64_t replica) const;
+  /// Writes what replica `replica` (global) holds of `t` to `dst`: its group's value from the
+  /// host copy `host`, or its shard of that value.
+  void value_to_device(TensorId t, std::int64_t replica, const HostTensor& host,
+                       std::byte* dst) const;
+  /// Bytes of one host value of `t` (the whole tensor for a replica-sharded variable).
+  std::size_t value_bytes(TensorId t) const;
   /// The global index of this process's replica `r`.
   std::int64_t global(std::size_t r) const {
     return replica_offset_ + static_cast<std::int64_t>(r);

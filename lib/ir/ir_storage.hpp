@@ -7,6 +7,7 @@
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/op_kind.hpp"
 #include "pxl/ir/replica_grouping.hpp"
+#include "pxl/ir/replica_sharding.hpp"
 #include "pxl/ir/view.hpp"
 
 #include <atomic>
@@ -38,6 +39,9 @@ struct TensorNode {
   std::optional<VariableGrouping> grouping;
   /// A remote variable's entry: its value lives in Streaming Memory, not on the IPU.
   std::optional<RemoteLocation> remote;
+  /// A replica-sharded tensor: `spec` is one shard; a variable's `data` is the whole value
+  /// (one per group of `grouping` when it has several).
+  std::optional<ReplicaSharding> sharding;
 };
 
 struct OpNode {
@@ -63,6 +67,10 @@ struct RemoteBufferNode {
   std::string name;
   TensorSpec spec; ///< one entry
   std::int64_t entries = 1;
+  /// Replica-sharded buffers: how the whole tensors are split, and the grouping of their
+  /// values when there is one (given to the remote variables stored in them).
+  std::optional<ReplicaSharding> sharding;
+  std::optional<ReplicaGrouping> value_grouping;
 };
 
 struct StreamNode {

@@ -11,6 +11,10 @@ namespace pxl {
 using detail::HandleAccess;
 
 const TensorSpec& Tensor::spec() const { return ir_->tensors[index_].spec; }
+const Shape& Tensor::meta_shape() const {
+  const auto& node = ir_->tensors[index_];
+  return node.sharding ? node.sharding->meta_shape : node.spec.shape;
+}
 const std::string& Tensor::id() const { return ir_->tensors[index_].id; }
 const std::string& Tensor::name() const { return ir_->tensors[index_].name; }
 Graph Tensor::graph() const { return HandleAccess::graph(ir_, ir_->tensors[index_].graph); }

@@ -96,6 +96,10 @@ const VariableGrouping* IrView::grouping(TensorId t) const {
   const auto& g = ir_->tensor(t).grouping;
   return g ? &*g : nullptr;
 }
+const ReplicaSharding* IrView::sharding(TensorId t) const {
+  const auto& s = ir_->tensor(t).sharding;
+  return s ? &*s : nullptr;
+}
 
 const std::string& IrView::name(RemoteBufferId b) const {
   return ir_->remote_buffers[b.value].name;

@@ -1,5 +1,6 @@
 // Collectives across replicas: validation and output-spec inference.
 #include "pxl/ops/collectives.hpp"
+#include "ir/handle_access.hpp"
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
@@ -90,6 +91,14 @@ Tensor all_reduce(OpKind kind, const Tensor& t, CollectiveOperator op,
   return add_op1(kind, {t}, t.spec(), a);
 }
 
+/// Records that `shard` is this replica's shard of `whole` over the op's group.
+void mark_shard_of(const Tensor& shard, const Tensor& whole, const CollectiveAttrs& a) {
+  detail::IrStorage& ir = *detail::HandleAccess::storage(shard);
+  ir.tensor(IrView::id(shard)).sharding = ReplicaSharding{
+      whole.shape(),
+      detail::HandleAccess::ir(ir, "replica sharding").replica_grouping(a.stride, a.group_size)};
+}
+
 } // namespace
 
 Tensor replicated_all_reduce(const Tensor& t, CollectiveOperator op,
@@ -115,12 +124,17 @@ Tensor replicated_all_reduce_identical_grad_inputs(const Tensor& t,
 }
 
 Tensor replicated_reduce_scatter(const Tensor& t, CollectiveOperator op,
-                                 std::optional<ReplicaGrouping> group, bool) {
+                                 std::optional<ReplicaGrouping> group,
+                                 bool configure_output_for_replicated_tensor_sharding) {
   const auto name = op_type_name(OpKind::ReplicatedReduceScatter);
   CollectiveAttrs a = grouped(name, t, group);
   check_operator(name, t, op);
   a.op = op;
-  return add_op1(OpKind::ReplicatedReduceScatter, {t}, shard_spec(t, a.group_size), a);
+  const Tensor r = add_op1(OpKind::ReplicatedReduceScatter, {t}, shard_spec(t, a.group_size), a);
+  // Configured for RTS, the output is a shard of `t` (addons::rts gathers it back).
+  if (configure_output_for_replicated_tensor_sharding)
+    mark_shard_of(r, t, a);
+  return r;
 }
 
 Tensor replicated_all_gather(const Tensor& t, std::int64_t axis,
@@ -160,7 +174,9 @@ Tensor replicated_slice(const Tensor& t, std::int64_t axis, std::optional<Replic
 Tensor replica_sharded_slice(const Tensor& t, std::optional<ReplicaGrouping> group) {
   const auto name = op_type_name(OpKind::ReplicaShardedSlice);
   CollectiveAttrs a = grouped(name, t, group);
-  return add_op1(OpKind::ReplicaShardedSlice, {t}, shard_spec(t, a.group_size), a);
+  const Tensor r = add_op1(OpKind::ReplicaShardedSlice, {t}, shard_spec(t, a.group_size), a);
+  mark_shard_of(r, t, a);
+  return r;
 }
 
 } // namespace pxl::ops::collectives

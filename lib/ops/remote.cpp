@@ -66,7 +66,10 @@ Tensor load(const RemoteBuffer& buffer, std::optional<std::int64_t> fixed, const
   const RemoteAttrs a = remote_attrs("RemoteLoad", buffer, fixed, offset, inputs);
   if (name.empty())
     name = buffer.name();
-  return detail::add_op1(OpKind::RemoteLoad, inputs, buffer.spec(), a, name);
+  const Tensor r = detail::add_op1(OpKind::RemoteLoad, inputs, buffer.spec(), a, name);
+  // A shard of a replica-sharded buffer stays one: addons::rts gathers it by its sharding.
+  detail::HandleAccess::storage(r)->tensor(IrView::id(r)).sharding = replica_sharding(buffer);
+  return r;
 }
 
 Tensor load_into(const RemoteBuffer& buffer, std::optional<std::int64_t> fixed,

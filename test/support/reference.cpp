@@ -76,16 +76,21 @@ Value ReferenceEvaluator::variable_value(std::uint32_t index) {
     const HostTensor* data = view.data(TensorId{index});
     PXL_ASSERT(data != nullptr);
     HostTensor value = *data;
-    // A grouped variable starts from its group's value (this evaluator's replica).
+    // A grouped variable starts from its group's value (this evaluator's replica), a sharded
+    // one from its shard of that value.
+    const ReplicaSharding* sharding = view.sharding(TensorId{index});
     if (const VariableGrouping* g = view.grouping(TensorId{index});
         g && g->grouping.num_groups() > 1) {
-      value = HostTensor(view.spec(TensorId{index}));
+      value = HostTensor(sharding ? sharding->meta_shape : view.spec(TensorId{index}).shape,
+                         data->dtype());
       const std::size_t bytes = value.nbytes();
       std::memcpy(value.bytes().data(),
                   data->bytes().data() +
                       static_cast<std::size_t>(g->grouping.group_of(replica_)) * bytes,
                   bytes);
     }
+    if (sharding)
+      value = replica_shard(value, sharding->shards(), sharding->group.index_in_group(replica_));
     it = variables_.emplace(index, std::make_shared<HostTensor>(std::move(value))).first;
   }
   return it->second;

@@ -24,6 +24,9 @@ public:
   DType dtype() const { return spec().dtype; }
   std::int64_t rank() const { return spec().rank(); }
   std::int64_t nelms() const { return spec().nelms(); }
+  /// The whole tensor's shape when this is one replica's shard of it (see replica_sharding;
+  /// PopXL's `meta_shape`), else shape().
+  const Shape& meta_shape() const;
   /// Unique in the Ir, as in PopXL: the name with its graph's scope (none in the main graph,
   /// "Linear_subgraph(0)/" in a subgraph) and name scopes ("layer1/weight"); a tensor whose id
   /// would repeat an earlier one's gets PopXL's suffix `__t<n>` ("weight", "weight__t1",

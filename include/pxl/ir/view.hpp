@@ -8,6 +8,7 @@
 #include "pxl/ir/op_kind.hpp"
 #include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ir/replica_grouping.hpp"
+#include "pxl/ir/replica_sharding.hpp"
 #include "pxl/ir/stream.hpp"
 #include "pxl/ir/tensor.hpp"
 
@@ -147,10 +148,14 @@ public:
   /// is its input 0, modified), then the alias root of that op's input 0.
   TensorId alias_root(TensorId t) const;
   /// Initial value of a variable or constant (null for other tensors); for a variable with a
-  /// replica grouping of several groups, one value per group: (num_groups, *spec(t).shape).
+  /// replica grouping of several groups, one value per group: (num_groups, *spec(t).shape),
+  /// with a replica-sharded variable's meta shape in place of spec(t).shape.
   const HostTensor* data(TensorId t) const;
   /// The replica grouping of a variable created with one (null otherwise).
   const VariableGrouping* grouping(TensorId t) const;
+  /// How a replica-sharded tensor is split (null for others): its spec is one shard, and a
+  /// sharded variable's data() is the whole value (one per value group).
+  const ReplicaSharding* sharding(TensorId t) const;
 
   // Streams.
   // Remote buffers.

@@ -36,8 +36,8 @@ replicated_all_reduce_identical_grad_inputs(const Tensor& t,
 /// `t` flattened and reduced over the group with `op`; replica k of the group keeps shard k, a
 /// 1-D tensor of ceil(nelms / group size) elements (the last shards padded with zeros, as
 /// replicated tensor sharding pads). The gradient of add is the all-gather of the shards.
-/// `configure_output_for_replicated_tensor_sharding` is accepted for PopXL compatibility (the
-/// layout is the same on the emulator).
+/// With `configure_output_for_replicated_tensor_sharding` the output carries t's
+/// replica_sharding (meta shape t.shape(), the group), so addons::rts can gather it back.
 Tensor replicated_reduce_scatter(const Tensor& t, CollectiveOperator op = CollectiveOperator::add,
                                  std::optional<ReplicaGrouping> group = std::nullopt,
                                  bool configure_output_for_replicated_tensor_sharding = false);
@@ -59,7 +59,8 @@ Tensor replicated_all_gather(const Tensor& t, std::int64_t axis = 0,
 Tensor replicated_slice(const Tensor& t, std::int64_t axis = 0,
                         std::optional<ReplicaGrouping> group = std::nullopt);
 /// Replica k of the group keeps shard k of `t` flattened: ceil(nelms / group size) elements,
-/// zero-padded (the shard replicated_reduce_scatter would give). Gradient: the all-gather.
+/// zero-padded (the shard replicated_reduce_scatter would give), carrying its
+/// replica_sharding. Gradient: the all-gather.
 Tensor replica_sharded_slice(const Tensor& t, std::optional<ReplicaGrouping> group = std::nullopt);
 
 } // namespace pxl::ops::collectives
