@@ -1,5 +1,6 @@
 // The trace state behind Module: variables collected per create_graph, sub-module prefixes.
 #include "pxl/addons/module.hpp"
+#include "pxl/ir/replica_sharding.hpp"
 
 #include <cxxabi.h>
 
@@ -73,25 +74,45 @@ std::string short_type_name(const std::type_info& type) {
 
 } // namespace impl
 
-Tensor add_variable_input(std::string_view name, init::Initializer initializer, DType dtype,
-                          bool by_ref) {
-  auto& frame = impl::current_frame("add_variable_input('" + std::string(name) + "')");
-  auto parts = impl::split_key(name, "add_variable_input");
+namespace {
+/// The graph input for `factory` under `name` (add_variable_input and the sharded variant).
+Tensor add_factory_input(std::string_view what, std::string_view name, VariableFactory factory) {
+  auto& frame = impl::current_frame(std::string(what) + "('" + std::string(name) + "')");
+  auto parts = impl::split_key(name, what);
   const std::string key = impl::full_name(frame, name);
   if (frame.factories.contains(key))
-    throw ValueError("add_variable_input: a variable named '" + key +
+    throw ValueError(std::string(what) + ": a variable named '" + key +
                      "' was already added in this module");
-  const TensorSpec spec{initializer.shape, dtype};
   // A dotted name ("fc2.weight") names the tensor like an inlined sub-module would: fc2/weight.
   std::vector<NameScope> scopes;
   for (std::size_t i = 0; i + 1 < parts.size(); ++i)
     scopes.emplace_back(parts[i]);
-  Tensor t = graph_input(spec, parts.back(), by_ref);
+  Tensor t =
+      factory.shard_over > 1
+          ? replica_sharded_graph_input(factory.meta_spec(), {.shard_over = factory.shard_over},
+                                        parts.back(), factory.by_ref)
+          : graph_input(factory.spec(), parts.back(), factory.by_ref);
   while (!scopes.empty())
     scopes.pop_back();
-  frame.factories.insert(key, VariableFactory{std::move(initializer), dtype, by_ref});
+  frame.factories.insert(key, std::move(factory));
   frame.args.insert(key, t);
   return t;
+}
+} // namespace
+
+Tensor add_variable_input(std::string_view name, init::Initializer initializer, DType dtype,
+                          bool by_ref) {
+  return add_factory_input("add_variable_input", name,
+                           VariableFactory{std::move(initializer), dtype, by_ref});
+}
+
+Tensor add_replica_sharded_variable_input(std::string_view name, init::Initializer initializer,
+                                          std::int64_t shard_over, DType dtype, bool by_ref) {
+  if (shard_over < 1)
+    throw ValueError("add_replica_sharded_variable_input: '" + std::string(name) +
+                     "' needs shard_over of at least 1, got " + std::to_string(shard_over));
+  return add_factory_input("add_replica_sharded_variable_input", name,
+                           VariableFactory{std::move(initializer), dtype, by_ref, shard_over});
 }
 
 NamedTensors add_variable_inputs(std::string_view name, const NamedVariableFactories& factories,
@@ -106,7 +127,7 @@ NamedTensors add_variable_inputs(std::string_view name, const NamedVariableFacto
       r.insert(key, frame.args.at(full));
       continue;
     }
-    r.insert(key, add_variable_input(prefix + "." + key, f.initializer, f.dtype, f.by_ref));
+    r.insert(key, add_factory_input("add_variable_inputs", prefix + "." + key, f));
   }
   return r;
 }

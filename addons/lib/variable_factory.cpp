@@ -1,8 +1,8 @@
 // Creating variables and buffers from factories.
 #include "pxl/addons/variable_factory.hpp"
-#include "pxl/ir/remote_buffer.hpp"
-
 #include "pxl/ir/graph.hpp"
+#include "pxl/ir/remote_buffer.hpp"
+#include "pxl/ir/replica_sharding.hpp"
 #include "pxl/ir/scope.hpp"
 #include "pxl/ops/shape.hpp"
 
@@ -16,11 +16,17 @@ HostTensor VariableFactory::data(std::string_view full_name, std::uint64_t base_
   return initializer(dtype, init::seed_for(base_seed, full_name, draw));
 }
 
+TensorSpec VariableFactory::spec() const {
+  return shard_over > 1 ? replica_sharded_spec(meta_spec(), shard_over) : meta_spec();
+}
+
 std::ostream& operator<<(std::ostream& os, const VariableFactory& f) {
   os << pxl::to_string(f.initializer.shape) << " " << name(f.dtype) << " "
      << f.initializer.description;
   if (f.by_ref)
     os << " by_ref";
+  if (f.shard_over > 1)
+    os << " sharded over " << f.shard_over;
   return os;
 }
 
@@ -53,16 +59,23 @@ NamedTensors create_variables(const NamedVariableFactories& factories, std::stri
 } // namespace
 
 NamedTensors NamedVariableFactories::init(std::string_view prefix, std::uint64_t seed) const {
-  return create_variables(*this, prefix, seed,
-                          [](const std::string& name, HostTensor data, const VariableFactory&) {
-                            return variable(std::move(data), name);
-                          });
+  return create_variables(
+      *this, prefix, seed, [](const std::string& name, HostTensor data, const VariableFactory& f) {
+        if (f.shard_over > 1)
+          return replica_sharded_variable(std::move(data), name, {.shard_over = f.shard_over});
+        return variable(std::move(data), name);
+      });
 }
 
 NamedTensors NamedVariableFactories::init_remote(std::string_view prefix,
                                                  std::uint64_t seed) const {
   return create_variables(
       *this, prefix, seed, [](const std::string& name, HostTensor data, const VariableFactory& f) {
+        if (f.shard_over > 1) {
+          const RemoteBuffer buffer = replica_sharded_buffer(f.initializer.shape, f.dtype,
+                                                             {.shard_over = f.shard_over}, 1, name);
+          return remote_replica_sharded_variable(std::move(data), buffer, 0, name);
+        }
         const RemoteBuffer buffer = remote_buffer(f.initializer.shape, f.dtype, 1, name);
         return remote_variable(std::move(data), buffer, 0, name);
       });
@@ -72,7 +85,7 @@ namespace {
 NamedTensors buffers(const NamedVariableFactories& f, InitType type) {
   NamedTensors r;
   for (const auto& [key, factory] : f.items())
-    r.insert(key, ops::init(factory.initializer.shape, factory.dtype, key, type));
+    r.insert(key, ops::init(factory.spec().shape, factory.dtype, key, type));
   return r;
 }
 } // namespace

@@ -707,7 +707,7 @@ namespace {
 struct RegressionStep : addons::Module<RegressionStep> {
   HostTensor x, y;
   DeviceToHostStream loss;
-  bool offload = false;
+  addons::optimizers::ApplyOptions options;
   NamedTensors offloaded; ///< the state apply keeps in Streaming Memory when offloading
   void build() {
     auto xt = constant(x, "x");
@@ -723,8 +723,7 @@ struct RegressionStep : addons::Module<RegressionStep> {
     auto one = constant(1.0, float32, "dloss");
     auto bwd_info =
         bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
-    offloaded = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info),
-                                          {.offload_state = offload});
+    offloaded = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info), options);
   }
 };
 
@@ -736,11 +735,12 @@ struct RegressionRun {
   emu::MemoryReport memory;
 };
 
-/// With `offload`, Adam's state is kept in Streaming Memory; `replicas` replicas all train
-/// alike (each with its own Streaming Memory).
+/// Adam's state is kept as `options` say (offloaded to Streaming Memory, sharded); `replicas`
+/// replicas all train alike (each with its own Streaming Memory).
 RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop,
-                               bool offload = false, unsigned workers = 0,
+                               addons::optimizers::ApplyOptions options = {}, unsigned workers = 0,
                                std::int64_t replicas = 1) {
+  const bool offload = options.offload_state;
   const auto [x, y] = regression_data();
   Ir ir(replicas);
   DeviceToHostStream loss;
@@ -754,7 +754,7 @@ RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop
       body.x = x;
       body.y = y;
       body.loss = loss;
-      body.offload = offload;
+      body.options = options;
       auto [facts, step] = body.create_graph();
       auto vars = facts.init();
       w = vars.at("model.fc.weight");
@@ -774,8 +774,7 @@ RegressionRun train_regression(int steps, const HostTensor& w_init, bool in_loop
       auto one = constant(1.0, float32, "dloss");
       auto bwd_info =
           bwd.bind(vars).call_with_info({one}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
-      state = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info),
-                                        {.offload_state = offload})
+      state = addons::optimizers::apply(Adam({.lr = 0.05}), vars, bwd.grads(bwd_info), options)
                   .sub("fc.weight");
     }
   }
@@ -820,11 +819,11 @@ TEST_CASE("Adam's state offloaded to Streaming Memory trains bitwise as on-chip 
     CAPTURE(in_loop);
     for (const std::int64_t replicas : {1, 2}) {
       CAPTURE(replicas);
-      const RegressionRun on_chip = train_regression(steps, w_init, in_loop, false, 1, replicas);
+      const RegressionRun on_chip = train_regression(steps, w_init, in_loop, {}, 1, replicas);
       for (const unsigned workers : {1u, 2u, 3u}) {
         CAPTURE(workers);
         const RegressionRun offloaded =
-            train_regression(steps, w_init, in_loop, true, workers, replicas);
+            train_regression(steps, w_init, in_loop, {.offload_state = true}, workers, replicas);
         CHECK(offloaded.losses == on_chip.losses);
         CHECK(offloaded.w == on_chip.w);
         CHECK(offloaded.state == on_chip.state);
@@ -832,7 +831,8 @@ TEST_CASE("Adam's state offloaded to Streaming Memory trains bitwise as on-chip 
       }
       // The state left the IPU for Streaming Memory: first and second order (the weight's
       // shape) and the step count, each in a buffer of its own.
-      const RegressionRun offloaded = train_regression(steps, w_init, in_loop, true, 1, replicas);
+      const RegressionRun offloaded =
+          train_regression(steps, w_init, in_loop, {.offload_state = true}, 1, replicas);
       const std::int64_t moments = 2 * regression_features * 4;
       CHECK(offloaded.memory.streaming.buffers.size() == 3);
       CHECK(offloaded.memory.streaming.used >= moments + 4);
@@ -840,6 +840,51 @@ TEST_CASE("Adam's state offloaded to Streaming Memory trains bitwise as on-chip 
       CHECK(on_chip.memory.streaming.used == 0);
     }
   }
+}
+
+TEST_CASE("Adam's state sharded over the replicas trains bitwise as unsharded state") {
+  const int steps = 20;
+  HostTensor w_init({regression_features, 1}, float32);
+  for (std::int64_t j = 0; j < regression_features; ++j)
+    w_init.data<float>()[static_cast<std::size_t>(j)] = static_cast<float>(0.1 * std::sin(j));
+  const std::int64_t f = regression_features;
+  for (const bool in_loop : {false, true}) {
+    CAPTURE(in_loop);
+    for (const std::int64_t replicas : {2, 3}) {
+      CAPTURE(replicas);
+      const RegressionRun on_chip = train_regression(steps, w_init, in_loop, {}, 1, replicas);
+      for (const bool offload : {false, true}) {
+        CAPTURE(offload);
+        const addons::optimizers::ApplyOptions options{.offload_state = offload,
+                                                       .shard_state = true};
+        for (const unsigned workers : {1u, 2u, 3u}) {
+          CAPTURE(workers);
+          const RegressionRun sharded =
+              train_regression(steps, w_init, in_loop, options, workers, replicas);
+          CHECK(sharded.losses == on_chip.losses);
+          CHECK(sharded.w == on_chip.w);
+          // The host sees the whole moments, unpadded.
+          CHECK(sharded.state == on_chip.state);
+          if (workers == 1) {
+            // Each replica keeps its shard of both moments (ceil(f / replicas) floats each);
+            // the step count (a scalar) is not sharded.
+            const std::int64_t shard = (f + replicas - 1) / replicas;
+            const std::int64_t saved = 2 * (f - shard) * 4;
+            // Offloaded, all of it leaves the IPU (the shards' entries in Streaming Memory are
+            // covered by test/emu/replica_sharding.cpp).
+            if (offload)
+              CHECK(on_chip.memory.ipus[0].variables - sharded.memory.ipus[0].variables ==
+                    2 * f * 4 + 4);
+            else
+              CHECK(on_chip.memory.ipus[0].variables - sharded.memory.ipus[0].variables == saved);
+          }
+        }
+      }
+    }
+  }
+  // With one replica there is nothing to shard: the same program as unsharded state.
+  const RegressionRun one = train_regression(steps, w_init, true, {.shard_state = true}, 1, 1);
+  CHECK(one.w == train_regression(steps, w_init, true, {}, 1, 1).w);
 }
 
 TEST_CASE("load_remote / store_remote: named remote variables; errors name the key") {

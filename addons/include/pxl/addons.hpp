@@ -3,6 +3,7 @@
 
 #include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/autodiff.hpp"
+#include "pxl/addons/batch_serialise.hpp"
 #include "pxl/addons/checkpoint.hpp"
 #include "pxl/addons/data/batch.hpp"
 #include "pxl/addons/data/batches.hpp"
@@ -31,5 +32,6 @@
 #include "pxl/addons/optimizers/schedules.hpp"
 #include "pxl/addons/optimizers/sgd.hpp"
 #include "pxl/addons/remote.hpp"
+#include "pxl/addons/rts.hpp"
 #include "pxl/addons/safetensors.hpp"
 #include "pxl/addons/variable_factory.hpp"

@@ -3,7 +3,10 @@
 #include "pxl/addons/optimizers/apply.hpp"
 
 #include "pxl/addons/remote.hpp"
+#include "pxl/addons/rts.hpp"
+#include "pxl/ir/ir.hpp"
 #include "pxl/ir/remote_buffer.hpp"
+#include "pxl/ops/var_updates.hpp"
 
 namespace pxl::addons::optimizers::impl {
 
@@ -49,6 +52,29 @@ void call_step(const GraphWithNamedArgs& step, const NamedTensors& state,
   const NamedTensors loaded = load_remote(state);
   step.bind(loaded).call(inputs); // updates the loaded state in place
   store_remote(state, loaded);
+}
+
+std::optional<ShardedInputs> shard_inputs(const Tensor& var, const Tensor& grad) {
+  if (var.graph().ir().replication_factor() == 1)
+    return std::nullopt;
+  if (grad.spec() != var.spec())
+    throw ShapeError("optimizers: the gradient " + to_string(grad.spec()) + " of '" + var.id() +
+                     "' " + to_string(var.spec()) + " does not match it");
+  return ShardedInputs{rts::shard(var), rts::shard(grad)};
+}
+
+NamedVariableFactories sharded_state(NamedVariableFactories whole,
+                                     const NamedVariableFactories& shard, const Tensor& var) {
+  const std::int64_t replicas = var.graph().ir().replication_factor();
+  const TensorSpec var_shard = replica_sharded_spec(var.spec(), replicas);
+  for (const auto& [key, factory] : shard.items())
+    if (factory.spec().shape == var_shard.shape && whole.at(key).initializer.shape == var.shape())
+      whole.at(key).shard_over = replicas;
+  return whole;
+}
+
+void gather_into(const Tensor& var, const ShardedInputs& shards) {
+  ops::var_updates::copy_var_update_(var, rts::gather(shards.var));
 }
 
 } // namespace pxl::addons::optimizers::impl

@@ -62,6 +62,13 @@ std::string short_type_name(const std::type_info& type);
 /// a name already used in the trace.
 Tensor add_variable_input(std::string_view name, init::Initializer initializer,
                           DType dtype = float32, bool by_ref = false);
+/// As add_variable_input, replica-sharded over runs of `shard_over` consecutive replicas
+/// (popxl.addons' add_replica_sharded_variable_input): the graph input is the 1-D shard
+/// (replica_sharded_spec of the initializer's spec) and carries its replica_sharding, and
+/// `init()` makes a replica_sharded_variable. ValueError for `shard_over` below 1.
+Tensor add_replica_sharded_variable_input(std::string_view name, init::Initializer initializer,
+                                          std::int64_t shard_over, DType dtype = float32,
+                                          bool by_ref = false);
 /// Adds one variable input per factory, under `name` ("fc2.weight", "fc2.bias"), and returns
 /// them keyed like `factories`: the outlining idiom (one graph, several parameter sets). With
 /// `reuse_existing`, a variable already added under the same full name and spec is returned
@@ -87,6 +94,13 @@ protected:
   static Tensor add_variable_input(std::string_view name, init::Initializer initializer,
                                    DType dtype = float32, bool by_ref = false) {
     return addons::add_variable_input(name, std::move(initializer), dtype, by_ref);
+  }
+  static Tensor add_replica_sharded_variable_input(std::string_view name,
+                                                   init::Initializer initializer,
+                                                   std::int64_t shard_over, DType dtype = float32,
+                                                   bool by_ref = false) {
+    return addons::add_replica_sharded_variable_input(name, std::move(initializer), shard_over,
+                                                      dtype, by_ref);
   }
   static NamedTensors add_variable_inputs(std::string_view name,
                                           const NamedVariableFactories& factories,

@@ -9,14 +9,22 @@
 
 namespace pxl::addons {
 
-/// Everything needed to create one variable: its initialiser (shape + data recipe), dtype and
-/// whether graphs take it by reference (their in-place updates reach the caller).
+/// Everything needed to create one variable: its initialiser (shape + data recipe), dtype,
+/// whether graphs take it by reference (their in-place updates reach the caller) and whether it
+/// is replica-sharded.
 struct VariableFactory {
   init::Initializer initializer;
   DType dtype = float32;
   bool by_ref = false;
+  /// Above 1: the variable is replica-sharded over runs of `shard_over` consecutive replicas
+  /// (replica_sharded_variable with ShardingOptions::shard_over), so graphs take its 1-D
+  /// shard and the session sees the whole value (popxl.addons' `shard_over`).
+  std::int64_t shard_over = 1;
 
-  TensorSpec spec() const { return {initializer.shape, dtype}; }
+  /// What graphs take: the whole tensor, or one shard of it.
+  TensorSpec spec() const;
+  /// The whole tensor (what the initializer makes and the session reads).
+  TensorSpec meta_spec() const { return {initializer.shape, dtype}; }
   /// The data of the `draw`-th variable of a full dotted name:
   /// `initializer(dtype, seed_for(base_seed, name, draw))`.
   HostTensor data(std::string_view full_name, std::uint64_t base_seed,
@@ -48,11 +56,16 @@ public:
   ///     auto b = facts.init();      // "weight" again (id "weight__t1"): draw 1, other values
   ///     auto c = facts.init("", 7); // draw 2 of base seed 7
   NamedTensors init(std::string_view prefix = "", std::uint64_t seed = default_seed) const;
+  /// A factory with `shard_over` above 1 makes a replica_sharded_variable (ValueError when
+  /// `shard_over` does not divide the replication factor).
+  ///
   /// As init, each variable stored in Streaming Memory instead: a remote buffer of one entry
-  /// named as the variable, holding a remote_variable of the same data. Load them with
-  /// addons::load_remote, store them back with addons::store_remote.
+  /// named as the variable, holding a remote_variable of the same data (a
+  /// replica_sharded_buffer and remote_replica_sharded_variable for a sharded factory). Load
+  /// them with addons::load_remote, store them back with addons::store_remote.
   NamedTensors init_remote(std::string_view prefix = "", std::uint64_t seed = default_seed) const;
-  /// Zero-filled tensors (`ops::init`) in the current graph, e.g. accumulators in a subgraph.
+  /// Zero-filled tensors (`ops::init`) of each factory's spec() in the current graph, e.g.
+  /// accumulators in a subgraph.
   NamedTensors init_zero() const;
   /// Tensors with unspecified contents in the current graph.
   NamedTensors init_undef() const;

@@ -5,6 +5,7 @@
 #include "pxl/addons/optimizers/optimizer_step.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,19 @@ bool check_apply_graph();
 /// after it.
 void call_step(const GraphWithNamedArgs& step, const NamedTensors& state,
                const std::vector<Tensor>& inputs);
+/// This replica's shards of a variable and its gradient (ApplyOptions::shard_state).
+struct ShardedInputs {
+  Tensor var, grad;
+};
+/// The shards of `var` and `grad` over every replica, or none when the Ir has one replica
+/// (nothing to shard). ShapeError / DTypeError for a gradient that does not match `var`.
+std::optional<ShardedInputs> shard_inputs(const Tensor& var, const Tensor& grad);
+/// `whole` (the state traced on the whole variable) with the state shaped like `var` sharded
+/// over every replica, where `shard` (traced on the shards) has its shard.
+NamedVariableFactories sharded_state(NamedVariableFactories whole,
+                                     const NamedVariableFactories& shard, const Tensor& var);
+/// Writes the shards, updated, back into every replica's `var` (all-gathered).
+void gather_into(const Tensor& var, const ShardedInputs& shards);
 } // namespace impl
 
 /// The key prefix of the optimizer state `apply` declares inside a traced subgraph
@@ -43,6 +57,15 @@ struct ApplyOptions {
   /// works in any graph, a device loop's body included, with no state inputs to bind: the
   /// state stays in the main graph's remote variables.
   bool offload_state = false;
+  /// Replica-shard the state over every replica (ZeRO-1; PopART's
+  /// replicated_optimizer_state_sharding): state shaped like its variable is created
+  /// replica-sharded (VariableFactory::shard_over, on the IPU or, with offload_state, in
+  /// Streaming Memory), each replica steps its shard of the variable with its shard of the
+  /// gradient and state, and the updated shards are all-gathered back into the variable.
+  /// The gradients must already be equal on every replica (average_across_replicas). Training
+  /// is bitwise that of unsharded state; each replica keeps 1/R of the state, and the host
+  /// still sees it whole (get_tensor_data, checkpoints). With one replica it changes nothing.
+  bool shard_state = false;
 };
 
 /// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
@@ -100,14 +123,21 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
     const auto grad = grads.find(var);
     if (grad == grads.end())
       impl::missing_grad(key, var);
-    auto [facts, step] = cache.create_graph(step_module, var, grad->second);
-    std::vector<Tensor> inputs{var, grad->second};
+    const auto shards = options.shard_state ? impl::shard_inputs(var, grad->second) : std::nullopt;
+    auto [facts, step] = shards ? cache.create_graph(step_module, shards->var, shards->grad)
+                                : cache.create_graph(step_module, var, grad->second);
+    if (shards)
+      facts =
+          impl::sharded_state(cache.create_graph(step_module, var, grad->second).first, facts, var);
+    std::vector<Tensor> inputs{shards ? shards->var : var, shards ? shards->grad : grad->second};
     inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
     const NamedTensors vars_state =
         options.offload_state ? facts.init_remote(key)
         : in_main             ? facts.init(key)
                               : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
     impl::call_step(step, vars_state, inputs);
+    if (shards)
+      impl::gather_into(var, *shards);
     state.insert(key, vars_state);
   }
   return state;
@@ -133,12 +163,16 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars, const NamedT
 /// on-chip state into the graph by reference like any variable, and step with
 /// apply_with_state. Traces each distinct step graph once (they are not run).
 template <typename Optimizer>
-NamedVariableFactories state_factories(Optimizer&& optimizer, const NamedTensors& vars) {
+NamedVariableFactories state_factories(Optimizer&& optimizer, const NamedTensors& vars,
+                                       ApplyOptions options = {}) {
   std::remove_cvref_t<Optimizer> step_module = optimizer;
   GraphCache cache;
   NamedVariableFactories factories;
   for (const auto& [key, var] : vars.to_dict()) {
     auto traced = cache.create_graph(step_module, var, var);
+    if (const auto shards = options.shard_state ? impl::shard_inputs(var, var) : std::nullopt)
+      traced.first = impl::sharded_state(
+          traced.first, cache.create_graph(step_module, shards->var, shards->grad).first, var);
     for (const auto& [name, factory] : traced.first.items())
       factories.insert(key + "." + name, factory);
   }
@@ -148,10 +182,12 @@ NamedVariableFactories state_factories(Optimizer&& optimizer, const NamedTensors
 /// As apply, with the state given under "<key>.<state>" (as state_factories names it):
 /// tensors of the current graph, which the steps update in place (variables in the main graph,
 /// by-ref inputs in a subgraph), or remote variables, loaded before each step and stored
-/// after it. ValueError for a variable without a gradient or without its state.
+/// after it. With `options.shard_state` (the state made by state_factories with it) the steps
+/// run on shards as apply's do. ValueError for a variable without a gradient or without its
+/// state.
 template <typename Optimizer>
 void apply_with_state(Optimizer&& optimizer, const NamedTensors& vars, const NamedTensors& grads,
-                      const NamedTensors& state) {
+                      const NamedTensors& state, ApplyOptions options = {}) {
   std::remove_cvref_t<Optimizer> step_module = optimizer;
   if constexpr (impl::HasLearningRate<std::remove_cvref_t<Optimizer>>)
     impl::check_learning_rate_graph(step_module.graph_name(), step_module.options.lr);
@@ -160,13 +196,18 @@ void apply_with_state(Optimizer&& optimizer, const NamedTensors& vars, const Nam
   for (const auto& [key, var] : vars.to_dict()) {
     if (!grads.is_leaf(key))
       impl::missing_grad(key, var);
-    auto [facts, step] = cache.create_graph(step_module, var, grads.at(key));
-    std::vector<Tensor> inputs{var, grads.at(key)};
+    const Tensor& grad = grads.at(key);
+    const auto shards = options.shard_state ? impl::shard_inputs(var, grad) : std::nullopt;
+    auto [facts, step] = shards ? cache.create_graph(step_module, shards->var, shards->grad)
+                                : cache.create_graph(step_module, var, grad);
+    std::vector<Tensor> inputs{shards ? shards->var : var, shards ? shards->grad : grad};
     inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
     const bool stateless = facts.keys_flat().empty();
     if (!stateless && !state.contains(key))
       impl::missing_state(key);
     impl::call_step(step, stateless ? NamedTensors{} : NamedTensors(state.sub(key)), inputs);
+    if (shards)
+      impl::gather_into(var, *shards);
   }
 }
 
