@@ -6,6 +6,7 @@
 //     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
 //     mpirun -np 2 mnist --replicas 4        # 2 instances (processes), 2 replicas each
 //     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
+//     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -35,6 +36,7 @@ struct Options {
   std::optional<double> learning_rate;
   std::string optimizer = "sgd";
   bool offload_optimizer_state = false;
+  bool shard_optimizer_state = false;
   std::int64_t steps_per_execution = 1;
   std::int64_t gradient_accumulation = 1;
   std::int64_t replicas = 1;
@@ -111,6 +113,13 @@ int train_and_test(const Options& o) {
   if (o.offload_optimizer_state && optimizer == mnist::Optimizer::sgd)
     throw pxl::ValueError("--offload-optimizer-state: SGD has no optimizer state to offload; "
                           "use --optimizer adam");
+  if (o.shard_optimizer_state && optimizer == mnist::Optimizer::sgd)
+    throw pxl::ValueError("--shard-optimizer-state: SGD has no optimizer state to shard; "
+                          "use --optimizer adam");
+  if (o.shard_optimizer_state && o.replicas < 2)
+    throw pxl::ValueError("--shard-optimizer-state: needs --replicas of at least 2 to shard "
+                          "the state over, got " +
+                          std::to_string(o.replicas));
   const double learning_rate =
       o.learning_rate.value_or(optimizer == mnist::Optimizer::adam ? 0.001 : 0.05);
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
@@ -127,6 +136,7 @@ int train_and_test(const Options& o) {
                                         .distributed = distributed,
                                         .optimizer = optimizer,
                                         .offload_optimizer_state = o.offload_optimizer_state,
+                                        .shard_optimizer_state = o.shard_optimizer_state,
                                         .seed = o.seed,
                                         .workers = o.workers,
                                         .profile = o.profile || !o.trace.empty(),
@@ -151,16 +161,25 @@ int train_and_test(const Options& o) {
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
-  if (o.offload_optimizer_state) {
-    // The same program with the state on the IPU, compiled only to compare memory.
+  if (o.offload_optimizer_state || o.shard_optimizer_state) {
+    // The same program with the whole state on the IPU, compiled only to compare memory.
     auto on_chip = training;
     on_chip.offload_optimizer_state = false;
+    on_chip.shard_optimizer_state = false;
     const auto with = train.session().memory_report();
     const auto without = mnist::TrainingProgram(on_chip).session().memory_report();
-    std::printf("On-chip always-live memory: %s with the optimizer state in Streaming Memory "
-                "(%s there), %s with it on the IPU\n",
-                mib(with.ipus[0].always_live()).c_str(), mib(with.streaming.used).c_str(),
-                mib(without.ipus[0].always_live()).c_str());
+    const std::string sharded =
+        o.shard_optimizer_state ? ", sharded over " + std::to_string(o.replicas) + " replicas" : "";
+    if (o.offload_optimizer_state)
+      std::printf("On-chip always-live memory: %s with the optimizer state in Streaming Memory "
+                  "(%s there%s), %s with it on the IPU\n",
+                  mib(with.ipus[0].always_live()).c_str(), mib(with.streaming.used).c_str(),
+                  sharded.c_str(), mib(without.ipus[0].always_live()).c_str());
+    else
+      std::printf("On-chip always-live memory: %s with the optimizer state%s, %s with all of "
+                  "it on each replica\n",
+                  mib(with.ipus[0].always_live()).c_str(), sharded.c_str(),
+                  mib(without.ipus[0].always_live()).c_str());
   }
   if (!o.memory_report.empty() && writes) {
     train.session().write_memory_report(o.memory_report);
@@ -297,6 +316,10 @@ int main(int argc, char** argv) {
                "Keep the optimizer's state in Streaming Memory, loaded and stored around each "
                "update (training is bitwise the same); prints the on-chip memory with and "
                "without");
+  app.add_flag("--shard-optimizer-state", o.shard_optimizer_state,
+               "Shard the optimizer's state over the replicas (needs --replicas 2 or more; "
+               "each replica updates its shard of the weights, which are then all-gathered; "
+               "training is bitwise the same); prints the on-chip memory with and without");
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps run on the device per session.run (a device loop)")
       ->check(CLI::PositiveNumber)

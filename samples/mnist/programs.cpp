@@ -99,7 +99,8 @@ void adam_update(const NamedTensors& weights, const NamedTensors& grads, const N
                  const TrainingOptions& options, double scale) {
   const NamedTensors unscaled =
       scale == 1.0 ? grads : grads.map([scale](const Tensor& g) { return g * (1.0 / scale); });
-  pxl::addons::optimizers::apply_with_state(adam(options), weights, unscaled, state);
+  pxl::addons::optimizers::apply_with_state(adam(options), weights, unscaled, state,
+                                            {.shard_state = options.shard_optimizer_state});
 }
 
 /// SGD on the gradients averaged across replicas (with one replica, the gradients as they
@@ -138,6 +139,13 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
   if (options.offload_optimizer_state && options.optimizer == Optimizer::sgd)
     throw pxl::ValueError("mnist TrainingOptions: offload_optimizer_state needs an optimizer with "
                           "state to offload; SGD has none (use Adam)");
+  if (options.shard_optimizer_state && options.optimizer == Optimizer::sgd)
+    throw pxl::ValueError("mnist TrainingOptions: shard_optimizer_state needs an optimizer with "
+                          "state to shard; SGD has none (use Adam)");
+  if (options.shard_optimizer_state && options.replicas < 2)
+    throw pxl::ValueError("mnist TrainingOptions: shard_optimizer_state needs at least 2 "
+                          "replicas to shard over, got " +
+                          std::to_string(options.replicas));
   if (options.dtype != pxl::float32 && options.dtype != pxl::float16)
     throw pxl::DTypeError("mnist TrainingOptions: dtype must be float32 or float16, got " +
                           std::string(pxl::name(options.dtype)));
@@ -157,8 +165,8 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     variables_ = factories.init("", options.seed);
     if (options.optimizer == Optimizer::adam) {
-      const auto state_factories =
-          pxl::addons::optimizers::state_factories(adam(options), variables_);
+      const auto state_factories = pxl::addons::optimizers::state_factories(
+          adam(options), variables_, {.shard_state = options.shard_optimizer_state});
       optimizer_state_ = options.offload_optimizer_state
                              ? state_factories.init_remote(std::string(optimizer_key))
                              : state_factories.init(std::string(optimizer_key));

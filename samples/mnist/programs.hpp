@@ -58,6 +58,10 @@ struct TrainingOptions {
   /// stored around each update, instead of on the IPU: training is bitwise the same.
   /// ValueError with an optimizer that has no state (SGD).
   bool offload_optimizer_state = false;
+  /// Shard the optimizer's state over the replicas (each keeps 1/replicas of Adam's moments,
+  /// on the IPU or in Streaming Memory): training is bitwise the same. ValueError with SGD or
+  /// one replica.
+  bool shard_optimizer_state = false;
   /// Seeds the weights' initialisers.
   std::uint64_t seed = 42;
   /// Emulator worker threads (0: one per core).

@@ -46,5 +46,10 @@ echo "ok: --replicas 2 named at startup"
 
 expect_error "unknown optimizer" "--optimizer: expected sgd or adam, got 'lamb'" --optimizer lamb
 expect_error "offloading SGD" "SGD has no optimizer state to offload" --offload-optimizer-state
+expect_error "sharding SGD" "SGD has no optimizer state to shard" --shard-optimizer-state \
+  --replicas 2
+expect_error "sharding over one replica" \
+  "--shard-optimizer-state: needs --replicas of at least 2 to shard the state over, got 1" \
+  --optimizer adam --shard-optimizer-state
 expect_error "unknown --dtype" "--dtype: expected float32 or float16, got 'bfloat16'" --dtype bfloat16
 expect_error "integer --dtype" "--dtype: expected float32 or float16, got 'int32'" --dtype int32
