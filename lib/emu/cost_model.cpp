@@ -36,6 +36,7 @@ std::int64_t instructions_per_vector(OpKind k) {
   case OpKind::NllLossWithSoftmaxGrad:
   case OpKind::RandomNormal:
   case OpKind::RandomUniform:
+  case OpKind::AdamUpdater: // a square root and a division per element
     return 4;
   default:
     return 1;

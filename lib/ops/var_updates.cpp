@@ -1,8 +1,12 @@
-// In-place updates and scaled_add: validation and output-spec inference. Output 0 of an in-place
-// op aliases input 0, so it carries input 0's spec.
+// In-place updates, scaled_add and adam_updater: validation and output-spec inference. Output 0
+// of an in-place op aliases input 0, so it carries input 0's spec.
 #include "pxl/ops/var_updates.hpp"
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
+
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace pxl::ops {
 
@@ -85,6 +89,70 @@ Tensor accumulator_scale_(const Tensor& t, double f) {
 Tensor accumulator_zero_(const Tensor& t) {
   check_target_dtype("AccumulatorZero", t, false);
   return add_op1(OpKind::AccumulatorZero, {t}, t.spec());
+}
+
+Tensor accumulate_moving_average_(const Tensor& t, const Tensor& x, double f) {
+  return inplace_binary(OpKind::AccumulateMovingAverage, t, x, false, ScalarAttrs{f, 0.0});
+}
+
+Tensor accumulate_moving_average_square_(const Tensor& t, const Tensor& x, double f) {
+  return inplace_binary(OpKind::AccumulateMovingAverageSquare, t, x, false, ScalarAttrs{f, 0.0});
+}
+
+Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& o) {
+  constexpr std::string_view op = "AdamUpdater";
+  const auto fail_dtype = [&](const char* role, const Tensor& t) {
+    throw DTypeError(std::string(op) + ": " + role + " must be float32 or float16, got " +
+                     describe(t));
+  };
+  const auto check_like_m = [&](const char* role, const Tensor& t) {
+    if (!is_floating_point(t.dtype()))
+      fail_dtype(role, t);
+    if (t.shape() != m.shape())
+      throw ShapeError(std::string(op) + ": " + role + " " + describe(t) +
+                       " must have the shape of the first moment " + describe(m));
+  };
+  if (!is_floating_point(m.dtype()))
+    fail_dtype("the first moment", m);
+  check_like_m("the second moment", v);
+  AdamUpdaterAttrs attrs{.weight_decay = o.weight_decay, .epsilon = o.epsilon};
+  std::vector<Tensor> inputs{m, v};
+  if (o.weight_decay != 0.0 && !o.weight.valid()) {
+    std::ostringstream os;
+    os << op << ": a weight decay (" << o.weight_decay
+       << ") needs the weight: pass it as `.weight`";
+    throw ValueError(os.str());
+  }
+  if (o.time_step.valid()) {
+    if (!o.beta1 || !o.beta2)
+      throw ValueError(std::string(op) + ": bias correction (a time_step) needs both beta1 and " +
+                       "beta2, got " +
+                       (o.beta1   ? "beta1 only"
+                        : o.beta2 ? "beta2 only"
+                                  : "neither"));
+    if (!is_floating_point(o.time_step.dtype()))
+      fail_dtype("the time step", o.time_step);
+    if (o.time_step.nelms() != 1)
+      throw ShapeError(std::string(op) + ": the time step must be a scalar, got " +
+                       describe(o.time_step));
+    attrs.bias_correction = true;
+    attrs.beta1 = *o.beta1;
+    attrs.beta2 = *o.beta2;
+  }
+  TensorSpec out{m.shape(), m.dtype()};
+  if (o.weight.valid()) {
+    check_like_m("the weight", o.weight);
+    attrs.weight = true;
+    out.dtype = o.weight.dtype();
+  }
+  // PopXL's adam_updater increments the step in place before reading it (PopART's
+  // AdamUpdaterOp modifies it): here that is an accumulate_ ahead of the op, which then reads
+  // the new value.
+  if (attrs.bias_correction)
+    inputs.push_back(accumulate_(o.time_step, constant(1.0, o.time_step.dtype())));
+  if (attrs.weight)
+    inputs.push_back(o.weight);
+  return add_op1(OpKind::AdamUpdater, inputs, std::move(out), attrs);
 }
 
 } // namespace pxl::ops::var_updates

@@ -60,4 +60,21 @@ vector<Tensor> grad_AccumulatorScale(GradContext& c) {
 
 vector<Tensor> grad_AccumulatorZero(GradContext&) { return {Tensor{}}; }
 
+vector<Tensor> grad_AccumulateMovingAverage(GradContext& c) {
+  const double f = c.op().attrs_as<ScalarAttrs>().a;
+  return scaled_update(c, f, 1.0 - f);
+}
+
+// t' = f·t + (1 − f)·x²: dt = f·g, dx = 2(1 − f)·x·g.
+vector<Tensor> grad_AccumulateMovingAverageSquare(GradContext& c) {
+  const double f = c.op().attrs_as<ScalarAttrs>().a;
+  const Tensor g = c.grad_output(0);
+  vector<Tensor> grads(2);
+  if (c.needs_grad(0))
+    grads[0] = scaled(g, f);
+  if (c.needs_grad(1))
+    grads[1] = unbroadcast(g * c.fwd_input(1) * (2.0 * (1.0 - f)), c.op().input(1).shape());
+  return grads;
+}
+
 } // namespace pxl::detail

@@ -632,6 +632,49 @@ TEST_CASE("optimizers::apply: state per variable, named after it; one step graph
         Keys{"fc1.bias.first_order", "fc1.bias.second_order", "fc1.bias.step"});
 }
 
+TEST_CASE("optimizers::apply inlines its step calls unless outline_steps; training is the same") {
+  // Two variables of one spec: one step graph either way, called inlined (no argument copies)
+  // by default, outlined on request, with bitwise equal weights and state after 3 runs.
+  const auto train = [](bool outline) {
+    Ir ir;
+    HostToDeviceStream gs;
+    NamedTensors vars, state;
+    {
+      auto main = ir.main_graph().scope();
+      vars = NamedTensors{{"a", variable(tensor(w0, shape), "a")},
+                          {"b", variable(tensor(grad_at(5), shape), "b")}};
+      gs = h2d_stream(shape, float32, "g");
+      const Tensor g = ops::host_load(gs);
+      const auto graphs_before = ir.graphs().size();
+      state = addons::optimizers::apply(Adam({.lr = 0.05, .weight_decay = 0.1}), vars,
+                                        NamedTensors{{"a", g}, {"b", g * 0.5}},
+                                        {.outline_steps = outline});
+      CHECK(ir.graphs().size() - graphs_before == 1);
+      std::size_t calls = 0, inlined = 0;
+      for (const auto& op : ir.main_graph().ops())
+        if (op.kind() == OpKind::Call) {
+          ++calls;
+          inlined += op.attrs<OpKind::Call>().inline_graph;
+        }
+      CHECK(calls == 2);
+      CHECK(inlined == (outline ? 0u : 2u));
+    }
+    Session session{ir, "ipu_model"};
+    auto attached = session.attach();
+    Trace t;
+    for (int k = 0; k < 3; ++k) {
+      session.run({{gs, tensor(grad_at(k), shape)}});
+      t.w.push_back(values(session.get_tensor_data(vars.at("a"))));
+      std::map<std::string, Vec> s{{"b", values(session.get_tensor_data(vars.at("b")))}};
+      for (const auto& [key, v] : state.items())
+        s[key] = values(session.get_tensor_data(v));
+      t.state.push_back(std::move(s));
+    }
+    return t;
+  };
+  check_same(train(false), train(true));
+}
+
 namespace {
 
 /// y = X·w*, X (64, 8); the model is a bias-free Linear trained on the squared error.

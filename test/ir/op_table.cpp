@@ -30,7 +30,7 @@ TEST_CASE("the op table's rows give names, families, flags and attribute types")
     CHECK(attrs_index(k) < std::variant_size_v<OpAttrs>);
     inplace += is_inplace(k);
   }
-  CHECK(inplace == 10);
+  CHECK(inplace == 12);
 }
 
 TEST_CASE("op.attrs<K>() is typed by the row") {

@@ -233,6 +233,26 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::AccumulatorZero] = {
         [](const V& v) { return V{ops::var_updates::accumulator_zero_(v[0])}; }, {x}, ""};
     // Kinds whose kernels need the rest of the emulator.
+    c[OpKind::AccumulateMovingAverage] = {
+        [](const V& v) {
+          return V{ops::var_updates::accumulate_moving_average_(v[0], v[1], 0.75)};
+        },
+        {x, row},
+        ""};
+    c[OpKind::AccumulateMovingAverageSquare] = {
+        [](const V& v) {
+          return V{ops::var_updates::accumulate_moving_average_square_(v[0], v[1], 0.75)};
+        },
+        {x, row},
+        ""};
+    // The updater with a weight decay; the bias correction (which reads the step adam_updater
+    // increments first, an op before it) is checked on sessions in test/ops/var_updates.cpp.
+    c[OpKind::AdamUpdater] = {[](const V& v) {
+                                return V{ops::var_updates::adam_updater(
+                                    v[0], v[1], {.weight = v[2], .weight_decay = 0.1})};
+                              },
+                              {x, positive, f32({2, 3}, -2, 2, 20)},
+                              ""};
     const std::string calls = "test/emu (calls, repeat, inlining) and test/transforms/autodiff";
     c[OpKind::Call].elsewhere = calls;
     c[OpKind::Repeat].elsewhere = calls;

@@ -1,4 +1,4 @@
-// In-place updates (output aliases input 0) and scaled_add.
+// In-place updates (output aliases input 0), scaled_add, the moving averages and adam_updater.
 #include "harness.hpp"
 
 #include "pxl/ops/var_updates.hpp"
@@ -153,5 +153,135 @@ TEST_CASE("float16 scaled adds just past a halfway point round up, not to even")
     const double want = 1.0 + std::ldexp(static_cast<double>(k + 1), -10);
     CHECK(static_cast<double>(static_cast<float>(out.data<half>()[static_cast<std::size_t>(k)])) ==
           want);
+  }
+}
+
+TEST_CASE("accumulate_moving_average_ and _square_: f·t + (1 − f)·x and f·t + (1 − f)·x²") {
+  const auto t = tensor({4}, float32, {1, 2, 3, 4});
+  const auto x = tensor({4}, float32, {4, 3, 2, 1});
+  const auto average = [](double f) {
+    return [f](Tensor a, Tensor b) { return vu::accumulate_moving_average_(a, b, f); };
+  };
+  const auto square = [](double f) {
+    return [f](Tensor a, Tensor b) { return vu::accumulate_moving_average_square_(a, b, f); };
+  };
+  check_values(check_kernel(average(0.5), {t, x})[0], t.spec(), {2.5, 2.5, 2.5, 2.5});
+  check_values(check_kernel(square(0.5), {t, x})[0], t.spec(), {8.5, 5.5, 3.5, 2.5});
+  check_values(check_kernel(average(0.0), {t, x})[0], t.spec(), {4, 3, 2, 1});
+  check_values(check_kernel(square(1.0), {t, x})[0], t.spec(), {1, 2, 3, 4});
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    const auto a = random_tensor({13, 7}, d, -2, 2, 1), b = random_tensor({13, 7}, d, -2, 2, 2);
+    const auto avg = check_kernel(average(0.9), {a, b})[0];
+    const auto sq = check_kernel(square(0.999), {a, b})[0];
+    // Closed forms, to half precision.
+    for (std::int64_t i = 0; i < a.nelms(); ++i) {
+      CHECK(avg.item(i) ==
+            doctest::Approx(0.9 * a.item(i) + 0.1 * b.item(i)).epsilon(2e-3).scale(1e-3));
+      CHECK(sq.item(i) ==
+            doctest::Approx(0.999 * a.item(i) + 0.001 * b.item(i) * b.item(i)).epsilon(2e-3));
+    }
+    // x broadcast to t's shape.
+    check_kernel(average(0.25), {a, random_tensor({7}, d, -2, 2, 3)});
+    check_kernel(square(0.25), {a, random_tensor({13, 1}, d, -2, 2, 4)});
+  }
+}
+
+TEST_CASE("moving averages round f·t + (1 − f)·x(²) computed in double once, bit for bit") {
+  // As the scaled adds: 1001 elements cross vector bodies, remainders, blocks and worker ranges.
+  const double f = 0.999;
+  for (const bool squared : {false, true}) {
+    CAPTURE(squared);
+    const auto op = [&](Tensor a, Tensor b) {
+      return squared ? vu::accumulate_moving_average_square_(a, b, f)
+                     : vu::accumulate_moving_average_(a, b, f);
+    };
+    const auto term = [&](double x) { return (1.0 - f) * (squared ? x * x : x); };
+    const auto t32 = random_tensor({1001}, float32, -3, 3, 5);
+    const auto x32 = random_tensor({1001}, float32, -3, 3, 6);
+    const auto out32 = check_kernel(op, {t32, x32})[0];
+    for (std::int64_t i = 0; i < t32.nelms(); ++i) {
+      CAPTURE(i);
+      CHECK(out32.data<float>()[static_cast<std::size_t>(i)] ==
+            static_cast<float>(f * t32.item(i) + term(x32.item(i))));
+    }
+    const auto t16 = random_tensor({1001}, float16, -3, 3, 7);
+    const auto x16 = random_tensor({1001}, float16, -3, 3, 8);
+    const auto out16 = check_kernel(op, {t16, x16})[0];
+    for (std::int64_t i = 0; i < t16.nelms(); ++i) {
+      CAPTURE(i);
+      CHECK(out16.data<half>()[static_cast<std::size_t>(i)].bits() ==
+            half(f * t16.item(i) + term(x16.item(i))).bits());
+    }
+  }
+}
+
+TEST_CASE("adam_updater: m / (sqrt(v) + eps) + wd·w in float32, float16 and mixed dtypes") {
+  const double eps = 1e-3;
+  const auto m = tensor({4}, float32, {0.5, -1, 0, 2});
+  const auto v = tensor({4}, float32, {0.25, 4, 1, 0});
+  const auto w = tensor({4}, float32, {1, -2, 3, -4});
+  check_values(
+      check_kernel([&](Tensor a, Tensor b) { return vu::adam_updater(a, b, {.epsilon = eps}); },
+                   {m, v})[0],
+      m.spec(), {0.5 / (0.5 + eps), -1 / (2 + eps), 0, 2 / eps});
+  check_values(check_kernel(
+                   [&](Tensor a, Tensor b, Tensor c) {
+                     return vu::adam_updater(a, b,
+                                             {.weight = c, .weight_decay = 0.5, .epsilon = eps});
+                   },
+                   {m, v, w})[0],
+               m.spec(), {0.5 / (0.5 + eps) + 0.5, -1 / (2 + eps) - 1, 1.5, 2 / eps - 2}, 1e-5);
+
+  // Every mix of dtypes, 1001 elements: the reference, and 1-4 workers bitwise. Weights of the
+  // moments' sign, so that the relative comparison does not meet a cancellation.
+  for (const DType dm : {float32, float16})
+    for (const DType dv : {float32, float16})
+      for (const DType dw : {float32, float16}) {
+        CAPTURE(dm);
+        CAPTURE(dv);
+        CAPTURE(dw);
+        const auto m_ = random_tensor({1001}, dm, 0.01, 2, 9);
+        const auto v_ = random_tensor({1001}, dv, 0.001, 4, 10);
+        const auto w_ = random_tensor({1001}, dw, 0, 3, 11);
+        const auto plain = check_kernel(
+            [](Tensor a, Tensor b) { return vu::adam_updater(a, b, {.epsilon = 1e-8}); },
+            {m_, v_})[0];
+        CHECK(plain.dtype() == dm);
+        const auto decayed = check_kernel(
+            [](Tensor a, Tensor b, Tensor c) {
+              return vu::adam_updater(a, b, {.weight = c, .weight_decay = 0.01});
+            },
+            {m_, v_, w_})[0];
+        CHECK(decayed.dtype() == dw);
+        // A weight without a decay sets the dtype only.
+        const auto typed = check_kernel(
+            [](Tensor a, Tensor b, Tensor c) { return vu::adam_updater(a, b, {.weight = c}); },
+            {m_, v_, w_})[0];
+        CHECK(typed.dtype() == dw);
+        for (std::int64_t i = 0; i < m_.nelms(); ++i)
+          CHECK(typed.item(i) == doctest::Approx(plain.item(i)).epsilon(1e-3));
+      }
+
+  // float32 without bias correction is exactly m / (sqrt(v) + eps) in float arithmetic, and
+  // signs of both kinds cancel to within float rounding of the terms.
+  const auto m32 = random_tensor({1001}, float32, -2, 2, 12);
+  const auto v32 = random_tensor({1001}, float32, 0, 4, 13);
+  const auto w32 = random_tensor({1001}, float32, -3, 3, 14);
+  const auto u = check_kernel(
+      [](Tensor a, Tensor b) { return vu::adam_updater(a, b, {.epsilon = 1e-8}); }, {m32, v32})[0];
+  const auto ud = check_kernel(
+      [](Tensor a, Tensor b, Tensor c) {
+        return vu::adam_updater(a, b, {.weight = c, .weight_decay = 0.3, .epsilon = 1e-8});
+      },
+      {m32, v32, w32}, 1.0)[0];
+  for (std::size_t i = 0; i < 1001; ++i) {
+    CAPTURE(i);
+    const float mi = m32.data<float>()[i], vi = v32.data<float>()[i];
+    const float q = mi / (std::sqrt(vi) + 1e-8f);
+    CHECK(u.data<float>()[i] == q);
+    const double want = static_cast<double>(q) + 0.3 * w32.data<float>()[i];
+    CHECK(std::abs(ud.data<float>()[i] - want) <=
+          1e-6 * (std::abs(q) + std::abs(0.3 * w32.data<float>()[i])));
   }
 }

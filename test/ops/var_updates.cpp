@@ -1,5 +1,12 @@
-// In-place updates and scaled_add: inference, aliasing in the reference evaluator, errors.
+// In-place updates, scaled_add and adam_updater: inference, aliasing in the reference evaluator,
+// errors; adam_updater's time step on the emulator.
 #include "reference.hpp"
+
+#include "pxl/ops/host_io.hpp"
+#include "pxl/session.hpp"
+#include "pxl/transforms/autodiff.hpp"
+
+#include <cmath>
 
 #include <doctest/doctest.h>
 
@@ -206,4 +213,181 @@ TEST_CASE("var_updates: accumulate_, copy_var_update_, accumulator_scale_, accum
   CHECK(ev.variable(copy) == HostTensor({7, -8}));
   CHECK(ev.variable(scaled) == HostTensor({1.f, -3.f}));
   CHECK(ev.variable(zeroed) == HostTensor({0.f, 0.f}));
+}
+
+TEST_CASE("accumulate_moving_average_ and _square_: in place, as accumulate_") {
+  Fixture f;
+  auto t = graph_input({2, 3}, float32, "t");
+  auto x = graph_input({3}, float32, "x");
+  auto avg = ops::var_updates::accumulate_moving_average_(t, x, 0.9);
+  CHECK(avg.spec() == t.spec());
+  CHECK(avg.producer()->kind() == OpKind::AccumulateMovingAverage);
+  CHECK(avg.producer()->attrs_as<ScalarAttrs>().a == 0.9);
+  auto sq = ops::var_updates::accumulate_moving_average_square_(t, x, 0.999);
+  CHECK(sq.producer()->kind() == OpKind::AccumulateMovingAverageSquare);
+  CHECK(sq.producer()->attrs_as<ScalarAttrs>().a == 0.999);
+  CHECK(is_inplace(OpKind::AccumulateMovingAverage));
+  CHECK(is_inplace(OpKind::AccumulateMovingAverageSquare));
+
+  auto i = graph_input({3}, int32, "i");
+  auto h = graph_input({3}, float16, "h");
+  auto wide = graph_input({4, 2, 3}, float32, "wide");
+  CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_moving_average_(i, i, 0.9),
+                       Contains("AccumulateMovingAverage: cannot update 'g/i' [(3,) int32] in "
+                                "place; expected float32 or float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_moving_average_square_(x, h, 0.9),
+                       Contains("AccumulateMovingAverageSquare: operands must have the same "
+                                "dtype, got 'g/x' [(3,) float32] and 'g/h' [(3,) float16]"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::var_updates::accumulate_moving_average_square_(t, wide, 0.9),
+                       Contains("AccumulateMovingAverageSquare: 'g/wide' [(4, 2, 3) float32] must "
+                                "broadcast to the shape of 'g/t' [(2, 3) float32], which is "
+                                "updated in place"),
+                       ShapeError);
+}
+
+TEST_CASE("adam_updater: inputs, dtype, the time step incremented first, errors") {
+  Fixture f;
+  auto m = graph_input({2, 3}, float16, "m");
+  auto v = graph_input({2, 3}, float32, "v");
+  auto w = graph_input({2, 3}, float32, "w");
+  auto t = graph_input({}, float32, "t");
+  using ops::var_updates::adam_updater;
+
+  // Neither bias correction nor decay: m and v only, m's dtype.
+  auto plain = adam_updater(m, v);
+  CHECK(plain.spec() == TensorSpec{{2, 3}, float16});
+  CHECK(plain.producer()->kind() == OpKind::AdamUpdater);
+  CHECK(plain.producer()->num_inputs() == 2);
+  CHECK(plain.producer()->attrs_as<AdamUpdaterAttrs>() == AdamUpdaterAttrs{});
+  CHECK(!is_inplace(OpKind::AdamUpdater));
+  CHECK(!is_differentiable(OpKind::AdamUpdater));
+
+  // Everything: the step, incremented by an accumulate_ first, then the weight, whose dtype
+  // the updater takes.
+  auto full = adam_updater(m, v,
+                           {.weight = w,
+                            .time_step = t,
+                            .weight_decay = 0.01,
+                            .beta1 = 0.9,
+                            .beta2 = 0.999,
+                            .epsilon = 1e-8});
+  CHECK(full.spec() == TensorSpec{{2, 3}, float32});
+  const Op op = *full.producer();
+  REQUIRE(op.num_inputs() == 4);
+  CHECK(op.input(0) == m);
+  CHECK(op.input(1) == v);
+  CHECK(op.input(2).producer()->kind() == OpKind::Accumulate);
+  CHECK(op.input(2).producer()->input(0) == t);
+  CHECK(op.input(3) == w);
+  CHECK(op.attrs_as<AdamUpdaterAttrs>() == AdamUpdaterAttrs{.weight_decay = 0.01,
+                                                            .beta1 = 0.9,
+                                                            .beta2 = 0.999,
+                                                            .epsilon = 1e-8,
+                                                            .bias_correction = true,
+                                                            .weight = true});
+  // Betas without a step: no bias correction, as in PopXL.
+  CHECK(adam_updater(m, v, {.beta1 = 0.9, .beta2 = 0.999}).producer()->num_inputs() == 2);
+
+  auto i = graph_input({2, 3}, int32, "i");
+  auto small = graph_input({3}, float32, "small");
+  auto steps = graph_input({2}, float32, "steps");
+  CHECK_THROWS_WITH_AS(adam_updater(i, v),
+                       Contains("AdamUpdater: the first moment must be float32 or float16, got "
+                                "'g/i' [(2, 3) int32]"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, i), Contains("AdamUpdater: the second moment must be"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, small),
+                       Contains("AdamUpdater: the second moment 'g/small' [(3,) float32] must "
+                                "have the shape of the first moment 'g/m' [(2, 3) float16]"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, v, {.weight = small, .weight_decay = 0.1}),
+                       Contains("AdamUpdater: the weight 'g/small' [(3,) float32] must have the "
+                                "shape of the first moment"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, v, {.weight = i, .weight_decay = 0.1}),
+                       Contains("AdamUpdater: the weight must be float32 or float16"), DTypeError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, v, {.weight_decay = 0.1}),
+                       Contains("AdamUpdater: a weight decay (0.1) needs the weight"), ValueError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, v, {.time_step = t, .beta1 = 0.9}),
+                       Contains("AdamUpdater: bias correction (a time_step) needs both beta1 and "
+                                "beta2, got beta1 only"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, v, {.time_step = t}), Contains("got neither"), ValueError);
+  CHECK_THROWS_WITH_AS(adam_updater(m, v, {.time_step = steps, .beta1 = 0.9, .beta2 = 0.99}),
+                       Contains("AdamUpdater: the time step must be a scalar, got 'g/steps' "
+                                "[(2,) float32]"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(
+      adam_updater(m, v, {.time_step = graph_input({}, int32, "ti"), .beta1 = 0.9, .beta2 = 0.99}),
+      Contains("AdamUpdater: the time step must be float32 or float16"), DTypeError);
+  // A failed call adds no op (the step's accumulate_ included).
+  const auto ops_before = f.g.ops().size();
+  CHECK_THROWS_AS(adam_updater(m, small, {.time_step = t, .beta1 = 0.9, .beta2 = 0.99}),
+                  ShapeError);
+  CHECK(f.g.ops().size() == ops_before);
+}
+
+TEST_CASE("adam_updater is not differentiable: autodiff names it") {
+  Ir ir;
+  Graph g = ir.create_graph([](Tensor m, Tensor v) { return ops::var_updates::adam_updater(m, v); },
+                            TensorSpec{{2}, float32}, TensorSpec{{2}, float32});
+  CHECK_THROWS_WITH_AS(transforms::autodiff(g), Contains("autodiff: op AdamUpdater."), GraphError);
+}
+
+TEST_CASE("adam_updater with bias correction: the reference and the emulator on 1-3 workers") {
+  // Three runs of u = adam_updater(m, v, t, w) with a d2h stream of u: t counts 1, 2, 3, and
+  // each u matches the closed form with that t, bitwise for any number of workers.
+  const double b1 = 0.8, b2 = 0.95, eps = 1e-6, wd = 0.05;
+  const HostTensor m0({0.3f, -0.7f, 1.5f, -0.01f, 0.2f}, {5});
+  const HostTensor v0({0.09f, 0.5f, 2.25f, 1e-4f, 0.01f}, {5});
+  const HostTensor w0({1.f, 2.f, -3.f, 0.5f, -0.25f}, {5});
+  Ir ir;
+  Tensor t;
+  DeviceToHostStream us;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto m = variable(m0, "m");
+    auto v = variable(v0, "v");
+    auto w = variable(w0, "w");
+    t = variable(HostTensor::scalar(0.0f), "t");
+    auto u = ops::var_updates::adam_updater(m, v,
+                                            {.weight = w,
+                                             .time_step = t,
+                                             .weight_decay = wd,
+                                             .beta1 = b1,
+                                             .beta2 = b2,
+                                             .epsilon = eps});
+    us = d2h_stream(u.shape(), u.dtype(), "u");
+    ops::host_store(us, u);
+  }
+  std::vector<HostTensor> first;
+  for (unsigned workers : {1u, 2u, 3u}) {
+    CAPTURE(workers);
+    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+    auto attached = s.attach();
+    for (int k = 1; k <= 3; ++k) {
+      CAPTURE(k);
+      const HostTensor u = s.run().at(us);
+      if (workers == 1) {
+        first.push_back(u);
+        for (std::int64_t i = 0; i < 5; ++i) {
+          const double m_hat = m0.item(i) / (1 - std::pow(b1, k));
+          const double v_hat = v0.item(i) / (1 - std::pow(b2, k));
+          const double want = m_hat / (std::sqrt(v_hat) + eps) + wd * w0.item(i);
+          CHECK(u.item(i) == doctest::Approx(want).epsilon(1e-6));
+        }
+      } else {
+        CHECK(u == first[static_cast<std::size_t>(k - 1)]);
+      }
+    }
+    CHECK(s.get_tensor_data(t).item(0) == 3.0);
+  }
+  // The reference evaluator increments the step too.
+  ReferenceEvaluator ev(ir);
+  ev.evaluate(ir.main_graph());
+  ev.evaluate(ir.main_graph());
+  CHECK(ev.variable(t).item(0) == 2.0);
 }

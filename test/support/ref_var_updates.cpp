@@ -1,6 +1,8 @@
-// Reference kernels of in-place updates and scaled_add: output 0 of an in-place op is its
-// input 0 (the evaluator aliases them), so these write through outputs[0].
+// Reference kernels of in-place updates, scaled_add and adam_updater: output 0 of an in-place op
+// is its input 0 (the evaluator aliases them), so these write through outputs[0].
 #include "ref_util.hpp"
+
+#include <cmath>
 
 namespace pxl::testing {
 
@@ -77,6 +79,42 @@ void ref_AccumulatorZero(ReferenceEvaluator&, const Op&, std::span<const HostTen
                          std::span<HostTensor* const> outputs) {
   for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i)
     ref::store(*outputs[0], i, 0.0);
+}
+
+void ref_AccumulateMovingAverage(ReferenceEvaluator&, const Op& op,
+                                 std::span<const HostTensor* const> inputs,
+                                 std::span<HostTensor* const> outputs) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  binary_update(*inputs[0], *inputs[1], *outputs[0],
+                [f](double t, double x) { return f * t + (1.0 - f) * x; });
+}
+
+void ref_AccumulateMovingAverageSquare(ReferenceEvaluator&, const Op& op,
+                                       std::span<const HostTensor* const> inputs,
+                                       std::span<HostTensor* const> outputs) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  binary_update(*inputs[0], *inputs[1], *outputs[0],
+                [f](double t, double x) { return f * t + (1.0 - f) * x * x; });
+}
+
+void ref_AdamUpdater(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                     std::span<HostTensor* const> outputs) {
+  const auto& a = op.attrs_as<AdamUpdaterAttrs>();
+  double c1 = 1.0, c2 = 1.0; // the bias corrections' divisors
+  if (a.bias_correction) {
+    const double t = ref::load(*inputs[2], 0);
+    c1 = 1.0 - std::pow(a.beta1, t);
+    c2 = 1.0 - std::pow(a.beta2, t);
+  }
+  // A weight given without a decay sets the updater's dtype only.
+  const HostTensor* w = a.weight && a.weight_decay != 0.0 ? inputs.back() : nullptr;
+  for (std::int64_t i = 0; i < outputs[0]->nelms(); ++i) {
+    const double m_hat = ref::load(*inputs[0], i) / c1, v_hat = ref::load(*inputs[1], i) / c2;
+    double u = m_hat / (std::sqrt(v_hat) + a.epsilon);
+    if (w)
+      u += a.weight_decay * ref::load(*w, i);
+    ref::store(*outputs[0], i, u);
+  }
 }
 
 } // namespace pxl::testing

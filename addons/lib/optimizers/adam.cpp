@@ -46,32 +46,28 @@ void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool
   Tensor m = add_variable_input("first_order", init::zeros(var.shape()), first_dtype, true);
   Tensor v = add_variable_input("second_order", init::zeros(var.shape()), float32, true);
   Tensor t = add_variable_input("step", init::zeros({}), float32, true);
+  namespace vu = ops::var_updates;
 
-  // Moments in float32 whatever the variable's dtype (float16 squares underflow).
-  Tensor g = as(grad, float32);
+  // PopXL's fused updates, one pass over memory each: the two moments, the updater (bias
+  // corrections, the division, AdamW's decay) and the step. Adam's L2 term joins the gradient
+  // first, in float32; v is float32 whatever the variable's dtype (float16 squares underflow).
+  Tensor g = grad;
   if (!decoupled && o.weight_decay != 0.0)
-    g = ops::scaled_add(g, as(var, float32), {.b = o.weight_decay});
-  m = ops::scaled_add_(m, as(g, first_dtype), {.a = o.beta1, .b = 1.0 - o.beta1});
-  v = ops::scaled_add_(v, g * g, {.a = o.beta2, .b = 1.0 - o.beta2});
-  t = ops::var_updates::accumulate_(t, constant(1.0, float32));
-
-  Tensor m_hat = as(m, float32), v_hat = v;
-  if (o.bias_correction) {
-    // 1 − β^t with t read at run time: the counter lives on the device.
-    m_hat = m_hat / (1.0 - ops::pow(constant(o.beta1, float32), t));
-    v_hat = v_hat / (1.0 - ops::pow(constant(o.beta2, float32), t));
+    g = ops::scaled_add(as(g, float32), as(var, float32), {.b = o.weight_decay});
+  m = vu::accumulate_moving_average_(m, as(g, first_dtype), o.beta1);
+  v = vu::accumulate_moving_average_square_(v, as(g, float32), o.beta2);
+  // The weight sets the updater's dtype; with AdamW's decay the updater adds weight_decay·w,
+  // and w − lr·(u + weight_decay·w) is PyTorch's w·(1 − lr·weight_decay) − lr·u.
+  vu::AdamUpdaterOptions u{
+      .weight = var, .weight_decay = decoupled ? o.weight_decay : 0.0, .epsilon = o.eps};
+  if (o.bias_correction) { // adam_updater counts the step, then corrects with it
+    u.time_step = t;
+    u.beta1 = o.beta1;
+    u.beta2 = o.beta2;
+  } else {
+    vu::accumulate_(t, constant(1.0, float32));
   }
-  Tensor update = m_hat / (ops::sqrt(v_hat) + o.eps);
-
-  Tensor w = var;
-  if (decoupled && o.weight_decay != 0.0) {
-    if (!o.lr.is_tensor())
-      w = ops::var_updates::accumulator_scale_(w, 1.0 - o.lr.value() * o.weight_decay);
-    else
-      w = ops::var_updates::copy_var_update_(
-          w, as(as(w, float32) * (1.0 - o.lr.tensor() * o.weight_decay), var.dtype()));
-  }
-  subtract_scaled_(w, update, o.lr);
+  subtract_scaled_(var, vu::adam_updater(m, v, u), o.lr);
 }
 
 } // namespace impl

@@ -43,14 +43,17 @@ void missing_state(const std::string& key) {
 }
 
 void call_step(const GraphWithNamedArgs& step, const NamedTensors& state,
-               const std::vector<Tensor>& inputs) {
+               const std::vector<Tensor>& inputs, bool outline) {
+  // An outlined step copies its arguments in and the by-ref ones back: on the emulator those
+  // copies cost more than the update's own passes over memory.
+  const CallArgs how{.options = {.inline_graph = !outline}};
   const auto values = state.values_flat();
   if (values.empty() || !remote_entry(values.front())) {
-    step.bind(state).call(inputs);
+    step.bind(state).call(inputs, how);
     return;
   }
   const NamedTensors loaded = load_remote(state);
-  step.bind(loaded).call(inputs); // updates the loaded state in place
+  step.bind(loaded).call(inputs, how); // updates the loaded state in place
   store_remote(state, loaded);
 }
 

@@ -52,7 +52,8 @@ struct CastAttrs {
 };
 
 /// Scalar parameters: pow's exponent when constant is a tensor; here a, b for scaled_add,
-/// f for accumulate/accumulator_scale, eps for layer_norm, ratio for dropout.
+/// f for accumulate/accumulator_scale and the moving averages, eps for layer_norm, ratio for
+/// dropout.
 struct ScalarAttrs {
   double a = 0.0, b = 0.0;
   friend bool operator==(const ScalarAttrs&, const ScalarAttrs&) = default;
@@ -180,10 +181,21 @@ struct PrintAttrs {
   friend bool operator==(const PrintAttrs&, const PrintAttrs&) = default;
 };
 
+/// adam_updater: the scalars of its formula, and which optional inputs follow the two moments
+/// (the time step first, then the weight).
+struct AdamUpdaterAttrs {
+  double weight_decay = 0.0;
+  double beta1 = 0.0, beta2 = 0.0; ///< used with `bias_correction` only
+  double epsilon = 1e-7;
+  bool bias_correction = false; ///< input 2 is the time step t: m / (1 − β1^t), v / (1 − β2^t)
+  bool weight = false;          ///< the last input is the weight
+  friend bool operator==(const AdamUpdaterAttrs&, const AdamUpdaterAttrs&) = default;
+};
+
 using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
-                 DynamicAttrs, PrintAttrs>;
+                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs>;
 
 } // namespace pxl

@@ -135,6 +135,10 @@ enum : unsigned {
   X(AccumulatorScale, "AccumulatorScale", var_updates, ScalarAttrs, Grad | Inplace)                \
   X(AccumulatorZero, "AccumulatorZero", var_updates, NoAttrs, Grad | Inplace)                      \
   /* calls */                                                                                      \
+  X(AccumulateMovingAverage, "AccumulateMovingAverage", var_updates, ScalarAttrs, Grad | Inplace)  \
+  X(AccumulateMovingAverageSquare, "AccumulateMovingAverageSquare", var_updates, ScalarAttrs,      \
+    Grad | Inplace)                                                                                \
+  X(AdamUpdater, "AdamUpdater", var_updates, AdamUpdaterAttrs, NoGrad)                             \
   X(Call, "Call", call, CallAttrs, Grad)                                                           \
   X(Repeat, "Loop", call, CallAttrs, Grad)                                                         \
   X(Conditional, "If", call, ConditionalAttrs, Grad)                                               \

@@ -1,7 +1,10 @@
-// In-place updates. Each returns a tensor aliasing its first argument, which it modifies.
+// In-place updates (each returns a tensor aliasing its first argument, which it modifies),
+// scaled adds and Adam's updater term.
 #pragma once
 
 #include "pxl/ir/tensor.hpp"
+
+#include <optional>
 
 namespace pxl::ops {
 
@@ -36,5 +39,44 @@ Tensor copy_var_update_(const Tensor& t, const Tensor& x);
 Tensor accumulator_scale_(const Tensor& t, double f);
 /// t = 0.
 Tensor accumulator_zero_(const Tensor& t);
+
+/// t = f·t + (1 − f)·x: an exponential moving average, such as Adam's first moment
+/// (`accumulate_moving_average_(m, grad, beta1)`). x of t's dtype (float32 or float16),
+/// broadcast to t's shape; computed in double and rounded once, as scaled_add_.
+Tensor accumulate_moving_average_(const Tensor& t, const Tensor& x, double f);
+/// t = f·t + (1 − f)·x²: the moving average of squares, such as Adam's second moment
+/// (`accumulate_moving_average_square_(v, grad, beta2)`). As accumulate_moving_average_.
+Tensor accumulate_moving_average_square_(const Tensor& t, const Tensor& x, double f);
+
+/// adam_updater's optional arguments, PopXL's keyword arguments:
+/// `adam_updater(m, v, {.weight = w, .time_step = t, .weight_decay = 0.01, .beta1 = 0.9,
+/// .beta2 = 0.999, .epsilon = 1e-8})`.
+struct AdamUpdaterOptions {
+  /// w, shaped like m: required for a weight decay. When given, the updater has its dtype.
+  Tensor weight;
+  /// t, a float scalar: enables bias correction (needs beta1 and beta2). adam_updater first
+  /// increments it by 1 in place, then corrects with the new value.
+  Tensor time_step;
+  /// wd: adds wd·w to the updater (decoupled weight decay, as AdamW's once multiplied by lr).
+  double weight_decay = 0.0;
+  std::optional<double> beta1, beta2; ///< only used, and then both required, with time_step
+  double epsilon = 1e-7;
+};
+
+/// The Adam updater term, a new tensor (PopXL's `adam_updater`):
+///
+///     t += 1                                    (with time_step, in place)
+///     m̂ = m / (1 − β1^t)   v̂ = v / (1 − β2^t)   (with time_step; else m̂ = m, v̂ = v)
+///     updater = m̂ / (sqrt(v̂) + epsilon) + weight_decay·w
+///
+/// so that Adam's step is `scaled_add_(w, adam_updater(...), {.b = -lr})`. m, v and w are
+/// float32 or float16 of one shape (their dtypes may differ). Computed in float32 registers as
+/// PyTorch's float32 Adam is, each operation rounded once (the decay term is added in double),
+/// then rounded to the updater's dtype: the weight's when a weight is given, else m's. Not
+/// differentiable. Errors: DTypeError for a non-float m, v, w or t; ShapeError for v or w not
+/// shaped like m, or a t that is not a scalar; ValueError for a weight decay without a weight,
+/// or a time step without both betas.
+Tensor adam_updater(const Tensor& acc_first_order, const Tensor& acc_second_order,
+                    const AdamUpdaterOptions& options = {});
 
 } // namespace pxl::ops::var_updates

@@ -1,9 +1,10 @@
-// In-place updates and scaled adds: output 0 is input 0 for the in-place kinds.
+// In-place updates, scaled adds and Adam's updater: output 0 is input 0 for the in-place kinds.
 #include "common.hpp"
 #include "half_blocks.hpp"
 #include "vector_math.hpp"
 
 #include <bit>
+#include <cmath>
 
 namespace pxl::emu::detail {
 
@@ -47,6 +48,14 @@ PXL_VECTOR_CLONES void scaled_add_f32_inplace(float* x, const float* y, std::int
   for (std::int64_t j = 0; j < n; ++j)
     x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
+// x = a·x + b·y², the moving average of squares; y² is exact in double.
+PXL_VECTOR_CLONES void scaled_add_square_f32_inplace(float* x, const float* y, std::int64_t n,
+                                                     double a, double b) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const auto yd = static_cast<double>(y[j]);
+    x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * (yd * yd));
+  }
+}
 
 /// Whether the float `f` lies exactly halfway between two adjacent halves (or half's largest
 /// finite value and its overflow threshold). Rounding a double `d` to float and then to half,
@@ -80,31 +89,55 @@ PXL_VECTOR_CLONES unsigned scaled_add_f32_midpoints(const float* x, const float*
   return midpoints;
 }
 
-/// z = a·x + b·y on contiguous halves (z may be x): blocks widened with pxl::convert, the
-/// float32 loop's formula in double rounded to float, that rounded to half; the rare elements
-/// whose float lies on a half midpoint (about 1 in 8192) are rounded from double again, so
-/// every element is the double formula rounded once to half (as static_cast<half>(double)).
-void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, double a, double b) {
+/// As scaled_add_f32_midpoints for z = float(a·x + b·y²).
+PXL_VECTOR_CLONES unsigned scaled_add_square_f32_midpoints(const float* x, const float* y, float* z,
+                                                           std::int64_t n, double a, double b) {
+  unsigned midpoints = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const auto yd = static_cast<double>(y[j]);
+    const double d = a * static_cast<double>(x[j]) + b * (yd * yd);
+    const auto f = static_cast<float>(d);
+    const auto error = static_cast<float>(d - static_cast<double>(f));
+    z[j] = f;
+    midpoints += static_cast<unsigned>(on_half_midpoint(f)) & static_cast<unsigned>(error != 0.0f);
+  }
+  return midpoints;
+}
+
+/// b·y, or b·y² for the moving average of squares: the second term of every scaled add.
+inline double second_term(double b, double y, bool square) { return b * (square ? y * y : y); }
+
+/// z = a·x + b·y (b·y² when `square`) on contiguous halves (z may be x): blocks widened with
+/// pxl::convert, the float32 loop's formula in double rounded to float, that rounded to half;
+/// the rare elements whose float lies on a half midpoint (about 1 in 8192) are rounded from
+/// double again, so every element is the double formula rounded once to half (as
+/// static_cast<half>(double)).
+void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, double a, double b,
+                     bool square) {
   float fx[half_block], fy[half_block], fz[half_block];
   for (std::int64_t j = 0; j < n; j += half_block) {
     const std::int64_t m = std::min(half_block, n - j);
     convert(x + j, fx, static_cast<std::size_t>(m));
     convert(y + j, fy, static_cast<std::size_t>(m));
-    const unsigned midpoints = scaled_add_f32_midpoints(fx, fy, fz, m, a, b);
+    const unsigned midpoints = square ? scaled_add_square_f32_midpoints(fx, fy, fz, m, a, b)
+                                      : scaled_add_f32_midpoints(fx, fy, fz, m, a, b);
     convert(fz, z + j, static_cast<std::size_t>(m));
     if (midpoints > 0)
       for (std::int64_t k = 0; k < m; ++k)
         if (on_half_midpoint(fz[k])) {
-          const double d = a * static_cast<double>(fx[k]) + b * static_cast<double>(fy[k]);
+          const double d =
+              a * static_cast<double>(fx[k]) + second_term(b, static_cast<double>(fy[k]), square);
           if (static_cast<double>(fz[k]) != d)
             z[j + k] = half(d);
         }
   }
 }
 
-/// out = a·x + b·y with y broadcast to the output's shape. The scalars are doubles and the
-/// arithmetic is too, so each element is the exactly rounded value of the formula.
-StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b) {
+/// out = a·x + b·y (b·y² when `square`) with y broadcast to the output's shape. The scalars are
+/// doubles and the arithmetic is too, so each element is the exactly rounded value of the
+/// formula.
+StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b,
+                       bool square = false) {
   const auto& out = op.output(0).spec();
   const auto map = make_broadcast_map<2>(out.shape, {op.input(0).shape(), op.input(1).shape()});
   const std::int64_t n = out.nelms();
@@ -122,8 +155,10 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
             const Y* py = y + off[1];
             X* pz = z + pos;
             if constexpr (std::is_same_v<X, float> && std::is_same_v<Y, float>) {
-              if (inner[0] == 1 && inner[1] == 1) {
-                if (pz == px)
+              if (inner[0] == 1 && inner[1] == 1 && (pz == px || !square)) {
+                if (square)
+                  scaled_add_square_f32_inplace(pz, py, len, a, b);
+                else if (pz == px)
                   scaled_add_f32_inplace(pz, py, len, a, b);
                 else
                   scaled_add_f32(px, py, pz, len, a, b);
@@ -131,18 +166,19 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
               }
             } else if constexpr (std::is_same_v<X, half> && std::is_same_v<Y, half>) {
               if (inner[0] == 1 && inner[1] == 1) {
-                scaled_add_half(px, py, pz, len, a, b);
+                scaled_add_half(px, py, pz, len, a, b, square);
                 return;
               }
             }
             if (inner[0] == 1 && inner[1] == 1) {
               for (std::int64_t j = 0; j < len; ++j)
-                pz[j] =
-                    static_cast<X>(a * static_cast<double>(px[j]) + b * static_cast<double>(py[j]));
+                pz[j] = static_cast<X>(a * static_cast<double>(px[j]) +
+                                       second_term(b, static_cast<double>(py[j]), square));
             } else {
               for (std::int64_t j = 0; j < len; ++j)
-                pz[j] = static_cast<X>(a * static_cast<double>(px[j * inner[0]]) +
-                                       b * static_cast<double>(py[j * inner[1]]));
+                pz[j] =
+                    static_cast<X>(a * static_cast<double>(px[j * inner[0]]) +
+                                   second_term(b, static_cast<double>(py[j * inner[1]]), square));
             }
           });
     };
@@ -251,6 +287,114 @@ StepFn compile_AccumulatorScale(CompileContext&, const KernelOp& op, const OpBuf
 StepFn compile_AccumulatorZero(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.output(0).spec();
   return zero_step(buffers.outputs[0], spec.nelms(), size_of(spec.dtype));
+}
+
+StepFn compile_AccumulateMovingAverage(CompileContext&, const KernelOp& op,
+                                       const OpBuffers& buffers) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  return scaled_add_step(op, buffers, f, 1.0 - f);
+}
+
+StepFn compile_AccumulateMovingAverageSquare(CompileContext&, const KernelOp& op,
+                                             const OpBuffers& buffers) {
+  const double f = op.attrs_as<ScalarAttrs>().a;
+  return scaled_add_step(op, buffers, f, 1.0 - f, /*square=*/true);
+}
+
+namespace {
+
+// u = (m·s1) / (sqrt(v·s2) + eps) in float, each operation rounded once (no contraction, and
+// sqrt and division are exact to rounding in every clone). With a weight decay the sum
+// q + wd·w is formed in double from the float quotient, then rounded once.
+PXL_VECTOR_CLONES void adam_updater_f32(const float* m, const float* v, float* u, std::int64_t n,
+                                        float s1, float s2, float eps) {
+  for (std::int64_t j = 0; j < n; ++j)
+    u[j] = (m[j] * s1) / (std::sqrt(v[j] * s2) + eps);
+}
+PXL_VECTOR_CLONES void adam_updater_decay_f32(const float* m, const float* v, const float* w,
+                                              float* u, std::int64_t n, float s1, float s2,
+                                              float eps, double wd) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float q = (m[j] * s1) / (std::sqrt(v[j] * s2) + eps);
+    u[j] = static_cast<float>(static_cast<double>(q) + wd * static_cast<double>(w[j]));
+  }
+}
+
+/// Elements [j, j + n) of a float32 or float16 buffer as floats: the buffer itself, or
+/// widened into `scratch`.
+const float* floats_at(const std::byte* p, DType d, std::int64_t j, std::int64_t n,
+                       float* scratch) {
+  if (d == float32)
+    return typed<const float>(p) + j;
+  convert(typed<const half>(p) + j, scratch, static_cast<std::size_t>(n));
+  return scratch;
+}
+
+/// adam_updater's work over a range of elements, bound to its buffers: m, v, the time step and
+/// the weight in any mix of float32 and float16, the updater in the weight's dtype or m's.
+struct AdamUpdaterKernel {
+  const std::byte *m, *v, *t = nullptr, *w = nullptr;
+  DType m_dtype, v_dtype, t_dtype = float32, w_dtype = float32;
+  std::byte* u;
+  DType u_dtype;
+  AdamUpdaterAttrs attrs;
+
+  AdamUpdaterKernel(const KernelOp& op, const OpBuffers& buffers)
+      : m(buffers.inputs[0]), v(buffers.inputs[1]), m_dtype(op.input(0).dtype()),
+        v_dtype(op.input(1).dtype()), u(buffers.outputs[0]), u_dtype(op.output(0).dtype()),
+        attrs(op.attrs_as<AdamUpdaterAttrs>()) {
+    for (std::size_t k = 0; k < op.num_inputs(); ++k)
+      if (!is_floating_point(op.input(k).dtype()))
+        unsupported_dtype(op, op.input(k).dtype());
+    if (attrs.bias_correction) {
+      t = buffers.inputs[2];
+      t_dtype = op.input(2).dtype();
+    }
+    if (attrs.weight && attrs.weight_decay != 0.0) { // else the weight only sets u's dtype
+      w = buffers.inputs.back();
+      w_dtype = op.input(op.num_inputs() - 1).dtype();
+    }
+  }
+
+  /// Computes u[begin, end). The bias corrections are read from the time step as it runs.
+  void run(std::int64_t begin, std::int64_t end) const {
+    float s1 = 1.0f, s2 = 1.0f;
+    if (t) {
+      const double step = t_dtype == float32 ? static_cast<double>(*typed<const float>(t))
+                                             : static_cast<double>(*typed<const half>(t));
+      s1 = static_cast<float>(1.0 / (1.0 - std::pow(attrs.beta1, step)));
+      s2 = static_cast<float>(1.0 / (1.0 - std::pow(attrs.beta2, step)));
+    }
+    const auto eps = static_cast<float>(attrs.epsilon);
+    const bool all_f32 = m_dtype == float32 && v_dtype == float32 && u_dtype == float32 &&
+                         (!w || w_dtype == float32);
+    const std::int64_t block = all_f32 ? end - begin : half_block;
+    float fm[half_block], fv[half_block], fw[half_block], fu[half_block];
+    for (std::int64_t j = begin; j < end; j += block) {
+      const std::int64_t n = std::min(block, end - j);
+      const float* pm = floats_at(m, m_dtype, j, n, fm);
+      const float* pv = floats_at(v, v_dtype, j, n, fv);
+      float* pu = u_dtype == float32 ? typed<float>(u) + j : fu;
+      if (w)
+        adam_updater_decay_f32(pm, pv, floats_at(w, w_dtype, j, n, fw), pu, n, s1, s2, eps,
+                               attrs.weight_decay);
+      else
+        adam_updater_f32(pm, pv, pu, n, s1, s2, eps);
+      if (u_dtype == float16)
+        convert(fu, typed<half>(u) + j, static_cast<std::size_t>(n));
+    }
+  }
+};
+
+} // namespace
+
+StepFn compile_AdamUpdater(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const AdamUpdaterKernel kernel(op, buffers);
+  const std::int64_t n = op.output(0).nelms();
+  return [=](unsigned w, unsigned nw) {
+    const auto [begin, end] = worker_range(n, w, nw);
+    kernel.run(begin, end);
+  };
 }
 
 } // namespace pxl::emu::detail

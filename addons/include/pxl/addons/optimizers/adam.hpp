@@ -58,9 +58,11 @@ void check_adam_options(const AdamOptions& o, std::string_view who);
 ///
 /// State (by-ref variable inputs, zero initialised): `first_order` (m, shaped like the
 /// variable, of `first_order_dtype`), `second_order` (v, float32), `step` (t, a float32
-/// scalar counting steps). Moments and the update are computed in float32 and the update is
-/// cast to the variable's dtype. A tensor lr (read at run time) gives the constant lr's result
-/// to rounding: w −= lr·u is then two roundings instead of one (see SGD).
+/// scalar counting steps). Built from PopXL's fused updates (ops::var_updates:
+/// accumulate_moving_average_, accumulate_moving_average_square_, adam_updater), then
+/// w −= lr·u: the moments are rounded once to their dtypes, the update is computed in float32
+/// and rounded to the variable's dtype. A tensor lr (read at run time) gives the constant lr's
+/// result to rounding: w −= lr·u is then two roundings instead of one (see SGD).
 class Adam : public OptimizerStep<Adam> {
 public:
   explicit Adam(AdamOptions options = {});
@@ -68,9 +70,9 @@ public:
   AdamOptions options;
 };
 
-/// One AdamW step (`torch.optim.AdamW`): Adam without the L2 term, and before the update
-/// w *= 1 − lr·weight_decay (with a tensor lr, computed in float32 and written back). Same
-/// state as Adam.
+/// One AdamW step (`torch.optim.AdamW`): Adam without the L2 term, and the decoupled decay
+/// w *= 1 − lr·weight_decay, applied as PopXL does: the updater adds weight_decay·w (the old
+/// weight), so that w −= lr·(u + weight_decay·w) is one update. Same state as Adam.
 class AdamW : public OptimizerStep<AdamW> {
 public:
   explicit AdamW(AdamWOptions options = {});

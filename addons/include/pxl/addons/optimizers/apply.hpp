@@ -24,9 +24,9 @@ bool check_apply_graph();
 [[noreturn]] void missing_state(const std::string& key);
 /// Calls `step` with `inputs` and its state: tensors of the current graph bound by
 /// reference, or remote variables (its first is one), loaded before the call and stored
-/// after it.
+/// after it. Inlined unless `outline` (ApplyOptions::outline_steps).
 void call_step(const GraphWithNamedArgs& step, const NamedTensors& state,
-               const std::vector<Tensor>& inputs);
+               const std::vector<Tensor>& inputs, bool outline);
 /// This replica's shards of a variable and its gradient (ApplyOptions::shard_state).
 struct ShardedInputs {
   Tensor var, grad;
@@ -67,16 +67,24 @@ struct ApplyOptions {
   /// still sees it whole (get_tensor_data, checkpoints). With one replica it changes nothing.
   bool shard_state = false;
 };
+  /// Call each step graph outlined: compiled once for all the variables of its spec, and
+  /// called with argument copies (the variable, gradient and state copied in, and the variable
+  /// and state back out) — the least code. By default each call is inlined
+  /// (ops::CallOptions::inline_graph): the step's ops work on the variable and its state where
+  /// they live, so an update costs its own passes over memory and no copies. Training is
+  /// bitwise the same either way.
+  bool outline_steps = false;
 
 /// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
 /// `vars` with its gradient in `grads` (keyed by variable, as
 /// `GradGraphInfo::fwd_parent_ins_to_grad_parent_outs` returns), in the current graph, in
 /// sorted key order. For each variable it traces the step graph once per distinct variable spec
-/// (through a GraphCache, so variables of one shape and dtype share one compiled graph), creates
-/// the step's state as main-graph variables named "<key>.<state>" ("fc1.weight.momentum"; variable
-/// names take the same form) and calls the step with the variable, its gradient and the state (the
-/// variable and the state by reference). Returns the state under those dotted keys (empty for
-/// stateless steps): save it with the weights to resume training.
+/// (through a GraphCache, so variables of one shape and dtype share one graph), creates the
+/// step's state as main-graph variables named "<key>.<state>" ("fc1.weight.momentum"; variable
+/// names take the same form) and calls the step, inlined unless `options.outline_steps`, with
+/// the variable, its gradient and the state (the variable and the state by reference). Returns
+/// the state under those dotted keys (empty for stateless steps): save it with the weights to
+/// resume training.
 ///
 ///     auto grads = bwd.grads(bwd_call);                 // "fc1.weight" → its gradient
 ///     auto opt_state = addons::optimizers::apply(
@@ -135,7 +143,7 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
         options.offload_state ? facts.init_remote(key)
         : in_main             ? facts.init(key)
                               : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
-    impl::call_step(step, vars_state, inputs);
+    impl::call_step(step, vars_state, inputs, options.outline_steps);
     if (shards)
       impl::gather_into(var, *shards);
     state.insert(key, vars_state);
@@ -205,7 +213,8 @@ void apply_with_state(Optimizer&& optimizer, const NamedTensors& vars, const Nam
     const bool stateless = facts.keys_flat().empty();
     if (!stateless && !state.contains(key))
       impl::missing_state(key);
-    impl::call_step(step, stateless ? NamedTensors{} : NamedTensors(state.sub(key)), inputs);
+    impl::call_step(step, stateless ? NamedTensors{} : NamedTensors(state.sub(key)), inputs,
+                    options.outline_steps);
     if (shards)
       impl::gather_into(var, *shards);
   }
