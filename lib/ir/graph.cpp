@@ -80,16 +80,15 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
                      : kind == TensorKind::variable  ? "variable"
                                                      : "constant";
   nbytes(spec.shape, spec.dtype, std::string(what) + " '" + name + "'");
-  ir.tensors.push_back(
-      detail::TensorNode{.id = detail::unique_tensor_id(ir, detail::graph_scope(ir, g.graph) +
-                                                                ctx.scope_prefix() + name),
-                         .name = name,
-                         .spec = std::move(spec),
-                         .kind = kind,
-                         .graph = g.graph,
-                         .producer = std::nullopt,
-                         .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
-                         .data = std::move(data)});
+  ir.tensors.push_back(detail::TensorNode{.id = {},
+                                          .name = name,
+                                          .spec = std::move(spec),
+                                          .kind = kind,
+                                          .graph = g.graph,
+                                          .producer = std::nullopt,
+                                          .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
+                                          .data = std::move(data)});
+  detail::assign_tensor_id(ir, index, detail::graph_scope(ir, g.graph) + ctx.scope_prefix() + name);
   ir.graph(g.graph).tensors.push_back(index);
   return HandleAccess::tensor(g.ir, index);
 }

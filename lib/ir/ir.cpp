@@ -28,15 +28,19 @@ void orphan(const std::shared_ptr<detail::IrStorage>& storage) {
 } // namespace
 
 namespace detail {
-std::string unique_tensor_id(IrStorage& ir, std::string wanted) {
-  if (ir.tensor_ids.insert(wanted).second)
-    return wanted;
-  std::uint32_t& n = ir.id_suffixes[wanted];
-  std::string id;
+void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
+  std::string& id = ir.tensor(t).id;
+  PXL_ASSERT(id.empty());
+  id = std::move(wanted);
+  if (ir.tensor_ids.insert(id).second) // one lookup for the usual, unused id
+    return;
+  std::uint32_t& n = ir.id_suffixes[id];
+  std::string suffixed;
   do
-    id = wanted + "__t" + std::to_string(++n);
-  while (!ir.tensor_ids.insert(id).second);
-  return id;
+    suffixed = id + "__t" + std::to_string(++n);
+  while (ir.tensor_ids.contains(suffixed));
+  id = std::move(suffixed);
+  ir.tensor_ids.insert(id);
 }
 
 std::string graph_scope(const IrStorage& ir, GraphId g) {
@@ -45,7 +49,8 @@ std::string graph_scope(const IrStorage& ir, GraphId g) {
 
 void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
   ir.tensor_ids.erase(ir.tensor(t).id);
-  ir.tensor(t).id = unique_tensor_id(ir, std::move(wanted));
+  ir.tensor(t).id.clear();
+  assign_tensor_id(ir, t, std::move(wanted));
 }
 
 void require_mutable(const IrStorage& ir, std::string_view what) {

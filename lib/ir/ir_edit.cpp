@@ -95,16 +95,17 @@ std::vector<TensorId> add_output(Ir& ir_, GraphId g, TensorId t) {
     OpNode& op = ir.op(site);
     const TensorId out{static_cast<Index>(ir.tensors.size())};
     const TensorNode& src = ir.tensor(t);
-    ir.tensors.push_back(
-        TensorNode{.id = unique_tensor_id(ir, graph_scope(ir, op.graph) + src.name + "/c" +
-                                                  std::to_string(site.value)),
-                   .name = src.name,
-                   .spec = src.spec,
-                   .kind = TensorKind::intermediate,
-                   .graph = op.graph,
-                   .producer = site,
-                   .ipu = op.ipu,
-                   .data = std::nullopt});
+    ir.tensors.push_back(TensorNode{.id = {},
+                                    .name = src.name,
+                                    .spec = src.spec,
+                                    .kind = TensorKind::intermediate,
+                                    .graph = op.graph,
+                                    .producer = site,
+                                    .ipu = op.ipu,
+                                    .data = std::nullopt});
+    assign_tensor_id(ir, out,
+                     graph_scope(ir, op.graph) + ir.tensor(out).name + "/c" +
+                         std::to_string(site.value));
     ir.graph(op.graph).tensors.push_back(out);
     op.outputs.push_back(out);
     added.push_back(out);
@@ -184,9 +185,11 @@ std::vector<TensorId> inline_call(Ir& ir_, OpId call) {
       continue;
     const TensorId c{static_cast<Index>(ir.tensors.size())};
     TensorNode node = ir.tensor(t);
-    node.id = unique_tensor_id(ir, node.id + "/c" + std::to_string(call.value));
+    std::string id = std::move(node.id) + "/c" + std::to_string(call.value);
+    node.id.clear();
     node.graph = caller;
     ir.tensors.push_back(std::move(node));
+    assign_tensor_id(ir, c, std::move(id));
     ir.graph(caller).tensors.push_back(c);
     value.emplace(t.value, c);
   }

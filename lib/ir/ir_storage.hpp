@@ -90,9 +90,11 @@ struct IrStorage {
   std::deque<RemoteBufferNode> remote_buffers;
   std::int64_t num_host_transfers = 1;
   std::int64_t replication_factor = 1;
-  std::uint64_t unique_id = 0;                ///< distinguishes Irs in messages and caches
-  std::vector<std::string> graph_name_stems;  ///< for uniquifying `Name_subgraph(n)`
-  std::unordered_set<std::string> tensor_ids; ///< every tensor's id
+  std::uint64_t unique_id = 0;               ///< distinguishes Irs in messages and caches
+  std::vector<std::string> graph_name_stems; ///< for uniquifying `Name_subgraph(n)`
+  /// Every tensor's id, viewing the string in its node (stable in the deque): the set copies
+  /// no strings. Ids change only through assign_tensor_id and rename_tensor_id.
+  std::unordered_set<std::string_view> tensor_ids;
   std::unordered_map<std::string, std::uint32_t> id_suffixes; ///< last n of `base__t<n>`
   std::vector<GraphId> differentiated; ///< graphs autodiff has been applied to
   std::atomic<std::uint32_t> holds{0}; ///< live IrHolds; the Ir is frozen while > 0
@@ -107,14 +109,15 @@ struct IrStorage {
   const StreamNode& stream(StreamId s) const { return streams[s.value]; }
 };
 
-/// `wanted` if no tensor of `ir` has that id yet, else `wanted__t<n>` (PopART's suffix) with
-/// the smallest n above those already tried for `wanted` that is free; the id is then taken.
-std::string unique_tensor_id(IrStorage& ir, std::string wanted);
+/// Gives tensor `t`, already in the arena and without an id, the id `wanted` if no tensor of
+/// `ir` has it yet, else `wanted__t<n>` (PopART's suffix) with the smallest n above those
+/// already tried for `wanted` that is free; the id is then taken.
+void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted);
 /// The scope of tensor ids in graph `g`, as PopXL's: "" in the main graph, else the graph's
 /// name and a slash ("Linear_subgraph(0)/"), so tensors of one name in different graphs
 /// keep distinct, readable ids.
 std::string graph_scope(const IrStorage& ir, GraphId g);
-/// Gives tensor `t` the id `unique_tensor_id(ir, wanted)`, freeing its old one.
+/// Gives tensor `t` the id assign_tensor_id would give it, freeing its old one.
 void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted);
 
 /// GraphError naming `what` (the change attempted) while an IrHold freezes `ir`.

@@ -32,15 +32,15 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
   node.outputs.clear();
   for (std::size_t i = 0; i < output_specs.size(); ++i) {
     const TensorId t{static_cast<Index>(ir.tensors.size())};
-    ir.tensors.push_back(TensorNode{
-        .id = unique_tensor_id(ir, graph_scope(ir, g) + std::string(scope) + output_names[i]),
-        .name = output_names[i],
-        .spec = std::move(output_specs[i]),
-        .kind = TensorKind::intermediate,
-        .graph = g,
-        .producer = op,
-        .ipu = node.ipu,
-        .data = std::nullopt});
+    ir.tensors.push_back(TensorNode{.id = {},
+                                    .name = output_names[i],
+                                    .spec = std::move(output_specs[i]),
+                                    .kind = TensorKind::intermediate,
+                                    .graph = g,
+                                    .producer = op,
+                                    .ipu = node.ipu,
+                                    .data = std::nullopt});
+    assign_tensor_id(ir, t, graph_scope(ir, g) + std::string(scope) + output_names[i]);
     ir.graph(g).tensors.push_back(t);
     node.outputs.push_back(t);
   }

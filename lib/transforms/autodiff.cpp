@@ -1,6 +1,7 @@
 // Reverse-mode differentiation of one graph into a new gradient graph.
 #include "pxl/transforms/autodiff.hpp"
 #include "ir/context.hpp"
+#include "ir/handle_access.hpp"
 #include "ir/op_builder.hpp"
 #include "ops/grad_rule.hpp"
 #include "pxl/ir/ir.hpp"
@@ -154,6 +155,9 @@ public:
                                 const std::vector<Tensor>& required) {
     grad_ = fwd_.ir().create_empty_graph(fwd_.name() + "_grad");
     auto in_grad = grad_.scope();
+    // A few gradient tensors per forward op: make room for their ids once.
+    auto& ids = HandleAccess::storage(fwd_)->tensor_ids;
+    ids.reserve(ids.size() + 4 * fwd_.ops().size());
     auto unordered = in_sequence(false);
     for (const auto& o : provided) {
       Tensor g = graph_input(o.spec(), "grad_" + o.name());
