@@ -94,6 +94,7 @@ Tensor add_factory_input(std::string_view what, std::string_view name, VariableF
           : graph_input(factory.spec(), parts.back(), factory.by_ref);
   while (!scopes.empty())
     scopes.pop_back();
+  factory.ipu = t.ipu();
   frame.factories.insert(key, std::move(factory));
   frame.args.insert(key, t);
   return t;

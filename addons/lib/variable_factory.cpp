@@ -48,6 +48,7 @@ NamedTensors create_variables(const NamedVariableFactories& factories, std::stri
   for (const auto& [key, factory] : factories.to_dict()) {
     const std::string name = prefix.empty() ? key : std::string(prefix) + "." + key;
     std::uint64_t& draw = draws[name];
+    auto on = pxl::ipu(factory.ipu);
     vars.insert(key, make(name, factory.data(name, seed, draw++), factory));
   }
   // Keep the factories' (module) order in the tree; only creation followed sorted order.
@@ -84,8 +85,10 @@ NamedTensors NamedVariableFactories::init_remote(std::string_view prefix,
 namespace {
 NamedTensors buffers(const NamedVariableFactories& f, InitType type) {
   NamedTensors r;
-  for (const auto& [key, factory] : f.items())
+  for (const auto& [key, factory] : f.items()) {
+    auto on = pxl::ipu(factory.ipu);
     r.insert(key, ops::init(factory.spec().shape, factory.dtype, key, type));
+  }
   return r;
 }
 } // namespace

@@ -164,6 +164,11 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
                         info.dtype, tiles, t, 1);
     return c;
   }
+  if (k == OpKind::IpuCopy) { // from one IPU to another, over the IPU-Link
+    c.exchange =
+        cycles_of(static_cast<double>(info.bytes_read) / t.ipu_link_bytes_per_second, t.clock_hz);
+    return c;
+  }
   if (family_of(k) == OpFamily::collectives || info.kind == StepKind::fused_all_reduce) {
     const std::int64_t bytes = std::max(info.bytes_read, info.bytes_written);
     c.exchange =

@@ -68,6 +68,11 @@ SequenceScope::~SequenceScope() {
   }
 }
 
+std::int64_t current_ipu() {
+  const auto& ipus = detail::context().ipus;
+  return ipus.empty() ? 0 : ipus.back();
+}
+
 bool has_current_graph() { return !detail::context().graphs.empty(); }
 
 Graph current_graph() {

@@ -81,6 +81,22 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
   }
   require_mutable(ir, std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'");
   auto& ctx = context();
+  const std::int64_t placed = ctx.ipus.empty() ? 0 : ctx.ipus.back();
+  // An op computes on one IPU, from tensors on that IPU: only IpuCopy moves data between
+  // IPUs. Ops calling graphs bind each input to the callee's, whose placement their builders
+  // check (a conditional's condition is checked here).
+  const bool binds_callee = kind == OpKind::Call || kind == OpKind::Repeat;
+  const std::size_t checked = kind == OpKind::IpuCopy || binds_callee ? 0
+                              : kind == OpKind::Conditional           ? 1
+                                                                      : inputs.size();
+  for (std::size_t i = 0; i < checked; ++i)
+    if (const std::int64_t on = ir.tensor(IrView::id(inputs[i])).ipu; on != placed)
+      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " +
+                       describe(inputs[i]) + " is on IPU " + std::to_string(on) +
+                       " but the op is placed on IPU " + std::to_string(placed) +
+                       " (inputs located on different IPUs: " + std::to_string(on) +
+                       " != " + std::to_string(placed) + "); copy it there with ops::ipu_copy(" +
+                       inputs[i].name() + ", " + std::to_string(placed) + ")");
   const auto op_index = static_cast<Index>(ir.ops.size());
   OpNode node{.kind = kind,
               .name = ctx.scope_prefix() + std::string(op),
@@ -88,7 +104,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
               .inputs = {},
               .outputs = {},
               .attrs = std::move(attrs),
-              .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
+              .ipu = placed,
               .after = {}};
   for (const auto& t : inputs)
     node.inputs.push_back(IrView::id(t));

@@ -157,6 +157,12 @@ std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
     if (bound[i].dtype() != graph_ins[i].dtype())
       throw DTypeError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
                        gname + " is bound to " + describe(bound[i]) + " of another dtype");
+    if (bound[i].ipu() != graph_ins[i].ipu())
+      throw GraphError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
+                       gname + " is on IPU " + std::to_string(graph_ins[i].ipu()) +
+                       " but is bound to " + describe(bound[i]) + " on IPU " +
+                       std::to_string(bound[i].ipu()) + "; build the graph under ipu(" +
+                       std::to_string(bound[i].ipu()) + "), or copy the tensor with ops::ipu_copy");
   }
   return bound;
 }
@@ -168,8 +174,17 @@ std::vector<TensorSpec> output_specs(const Graph& graph) {
   return specs;
 }
 
+/// Each output of `call` on the IPU of the callee's output it returns.
+Op place_outputs(Op call, const Graph& callee) {
+  detail::IrStorage& ir = *detail::HandleAccess::storage(callee);
+  const auto outs = callee.outputs();
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    ir.tensor(IrView::id(call.output(i))).ipu = outs[i].ipu();
+  return call;
+}
+
 Op add_call_op(OpKind kind, const Graph& graph, const std::vector<Tensor>& bound, CallAttrs attrs) {
-  return detail::add_op_node(kind, bound, output_specs(graph), attrs);
+  return place_outputs(detail::add_op_node(kind, bound, output_specs(graph), attrs), graph);
 }
 } // namespace
 
@@ -234,10 +249,18 @@ ConditionalSiteInfo conditional_with_info(const Tensor& condition, const Graph& 
   std::vector<Tensor> inputs{condition};
   inputs.insert(inputs.end(), then_bound.begin(), then_bound.end());
   inputs.insert(inputs.end(), else_bound.begin(), else_bound.end());
-  return ConditionalSiteInfo(
+  for (std::size_t i = 0; i < then_outs.size(); ++i)
+    if (then_outs[i].ipu() != else_outs[i].ipu())
+      throw GraphError("If: output " + std::to_string(i) + " is on IPU " +
+                       std::to_string(then_outs[i].ipu()) + " in the then-branch '" +
+                       then_branch.name() + "' but on IPU " + std::to_string(else_outs[i].ipu()) +
+                       " in the else-branch '" + else_branch.name() +
+                       "'; both branches must return it on one IPU");
+  return ConditionalSiteInfo(place_outputs(
       detail::add_op_node(OpKind::Conditional, inputs, output_specs(then_branch),
                           ConditionalAttrs{then_branch.index(), else_branch.index(),
-                                           static_cast<std::uint32_t>(then_bound.size())}));
+                                           static_cast<std::uint32_t>(then_bound.size())}),
+      then_branch));
 }
 
 std::vector<Tensor> conditional(const Tensor& condition, const Graph& then_branch,

@@ -2,6 +2,7 @@
 #include "pxl/ops/shape.hpp"
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
+#include "pxl/ir/scope.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -325,6 +326,19 @@ Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int6
     shape[static_cast<std::size_t>(attrs.axes[i])] = attrs.sizes[i];
   return add_op1(OpKind::DynamicSlice, {t, index}, TensorSpec{std::move(shape), t.dtype()},
                  std::move(attrs));
+}
+
+Tensor ipu_copy(const Tensor& t, std::int64_t destination, std::optional<std::int64_t> source) {
+  if (!t.valid())
+    throw GraphError("IpuCopy: the tensor is an empty Tensor");
+  if (destination < 0)
+    throw ValueError("IpuCopy: destination IPU " + std::to_string(destination) + " of " +
+                     describe(t) + " must be >= 0");
+  if (source && *source != t.ipu())
+    throw GraphError("IpuCopy: " + describe(t) + " is on IPU " + std::to_string(t.ipu()) +
+                     ", not on the source IPU " + std::to_string(*source) + " given");
+  auto on_destination = ipu(destination);
+  return add_op1(OpKind::IpuCopy, {t}, t.spec());
 }
 
 Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,

@@ -12,6 +12,10 @@ namespace pxl::detail {
 
 using std::vector;
 
+vector<Tensor> grad_IpuCopy(GradContext& c) {
+  return {ops::ipu_copy(c.grad_output(0), c.op().input(0).ipu(), c.op().ipu())};
+}
+
 vector<Tensor> grad_Reshape(GradContext& c) {
   return {ops::reshape(c.grad_output(0), c.op().input(0).shape())};
 }

@@ -5,6 +5,7 @@
 #include "ir/op_builder.hpp"
 #include "ops/grad_rule.hpp"
 #include "pxl/ir/ir.hpp"
+#include "pxl/ir/scope.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
@@ -154,12 +155,14 @@ public:
   transforms::GradGraphInfo run(const std::vector<Tensor>& provided,
                                 const std::vector<Tensor>& required) {
     grad_ = fwd_.ir().create_empty_graph(fwd_.name() + "_grad");
-    auto in_grad = grad_.scope();
     // A few gradient tensors per forward op: make room for their ids once.
     auto& ids = HandleAccess::storage(fwd_)->tensor_ids;
     ids.reserve(ids.size() + 4 * fwd_.ops().size());
+    auto in_grad = grad_.scope();
     auto unordered = in_sequence(false);
+    // Every gradient lives on the IPU of the forward tensor or op it derives from.
     for (const auto& o : provided) {
+      auto on = ipu(o.ipu());
       Tensor g = graph_input(o.spec(), "grad_" + o.name());
       expected_inputs_.push_back({o, transforms::ExpectedConnection::Kind::fwd_grad});
       accumulate(versions_.final_version(o), g);
@@ -171,6 +174,7 @@ public:
     std::vector<transforms::ExpectedConnection> outputs;
     for (const auto& r : required) {
       auto g = grads_.find(r.index());
+      auto on = ipu(r.ipu());
       graph_output(g != grads_.end() ? g->second : ops::init(r.shape(), r.dtype()));
       outputs.push_back({r, transforms::ExpectedConnection::Kind::fwd_grad});
     }
@@ -222,8 +226,10 @@ public:
 private:
   void accumulate(std::uint32_t version, const Tensor& g) {
     auto [it, inserted] = grads_.emplace(version, g);
-    if (!inserted)
+    if (!inserted) {
+      auto on = ipu(g.ipu());
       it->second = ops::add(it->second, g);
+    }
   }
 
   /// Version `key` of a forward tensor as an input of the gradient graph. A version that an
@@ -237,6 +243,7 @@ private:
     const bool unnamed = Versions::is_unnamed(key);
     Tensor t = unnamed ? versions_.unnamed(key).handle : view.tensor(TensorId{key});
     Tensor in_grad;
+    auto on = ipu(t.ipu());
     if (t.is_constant()) {
       in_grad = constant(*view.data(IrView::id(t)), t.name());
     } else {
@@ -293,6 +300,7 @@ private:
       return;
     op_ = op;
     auto scope = name_scope("grad_" + std::string(op_type_name(op.kind())));
+    auto on = ipu(op.ipu());
     const auto input_grads = grad_table[static_cast<std::size_t>(op.kind())](*this);
     PXL_ASSERT(input_grads.size() == op.num_inputs());
     for (std::size_t i = 0; i < op.num_inputs(); ++i)

@@ -168,14 +168,14 @@ TEST_CASE("IrView maps handles to ids and back without allocating") {
   auto main = ir.main_graph().scope();
   auto in = h2d_stream({2, 3}, float32, "in");
   auto out = d2h_stream({3}, float32, "out");
-  Tensor w = variable(HostTensor::full({3}, float32, 0.5), "w");
-  Tensor x = ops::host_load(in);
-  Tensor y;
+  Tensor w, x, y;
   {
     auto on1 = pxl::ipu(1);
+    w = variable(HostTensor::full({3}, float32, 0.5), "w");
+    x = ops::host_load(in);
     y = ops::sum(x, std::vector<std::int64_t>{0}) + w;
+    ops::host_store(out, y);
   }
-  ops::host_store(out, y);
   const IrView v(ir);
   CHECK(v == IrView(ir));
   CHECK(v.owns(x));

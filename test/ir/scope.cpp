@@ -57,7 +57,7 @@ TEST_CASE("ipu scopes place ops and tensors") {
   Tensor b;
   {
     auto on1 = ipu(1);
-    b = ops::exp(a);
+    b = ops::exp(ops::ipu_copy(a, 1));
   }
   CHECK(a.ipu() == 0);
   CHECK(b.ipu() == 1);

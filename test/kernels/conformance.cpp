@@ -159,6 +159,7 @@ const std::map<OpKind, OpCase>& op_cases() {
         [](const V& v) { return ops::split_random_seed(v[0], 3); }, {seed()}, ""};
     // Shape and data movement.
     c[OpKind::Reshape] = {[](const V& v) { return V{ops::reshape(v[0], {3, 2})}; }, {x}, ""};
+    c[OpKind::IpuCopy] = {[](const V& v) { return V{ops::ipu_copy(v[0], 1)}; }, {x}, ""};
     c[OpKind::Transpose] = {[](const V& v) {
                               return V{ops::transpose(v[0], {2, 0, 1})};
                             },
@@ -232,7 +233,6 @@ const std::map<OpKind, OpCase>& op_cases() {
         [](const V& v) { return V{ops::var_updates::accumulator_scale_(v[0], -0.5)}; }, {x}, ""};
     c[OpKind::AccumulatorZero] = {
         [](const V& v) { return V{ops::var_updates::accumulator_zero_(v[0])}; }, {x}, ""};
-    // Kinds whose kernels need the rest of the emulator.
     c[OpKind::AccumulateMovingAverage] = {
         [](const V& v) {
           return V{ops::var_updates::accumulate_moving_average_(v[0], v[1], 0.75)};
@@ -253,6 +253,7 @@ const std::map<OpKind, OpCase>& op_cases() {
                               },
                               {x, positive, f32({2, 3}, -2, 2, 20)},
                               ""};
+    // Kinds whose kernels need the rest of the emulator.
     const std::string calls = "test/emu (calls, repeat, inlining) and test/transforms/autodiff";
     c[OpKind::Call].elsewhere = calls;
     c[OpKind::Repeat].elsewhere = calls;

@@ -71,12 +71,14 @@ inline std::vector<HostTensor> emulator_gradients(const transforms::GradGraphInf
     for (std::size_t k = 0; k < out_grads.size(); ++k) {
       auto s = h2d_stream(out_grads[k].shape(), out_grads[k].dtype(), "g" + std::to_string(k));
       feed.emplace(s, out_grads[k]);
+      auto on = ipu(info.graph().inputs()[k].ipu()); // where its output is
       gs.push_back(ops::host_load(s));
     }
     const auto fwd_call = ops::call_with_info(fwd, xs);
     const auto grads = ops::call(info.graph(), gs, info.inputs_dict(fwd_call));
     for (std::size_t j = 0; j < grads.size(); ++j) {
       results.push_back(d2h_stream(grads[j].shape(), grads[j].dtype(), "d" + std::to_string(j)));
+      auto on = ipu(grads[j].ipu());
       ops::host_store(results.back(), grads[j]);
     }
   }

@@ -124,6 +124,7 @@ enum : unsigned {
   X(ScatterAdd, "ScatterReduce", shape, AxisAttrs, Grad)                                           \
   X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad)                                       \
   X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad)                                     \
+  X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad)                                                      \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace)                        \
@@ -134,11 +135,11 @@ enum : unsigned {
   X(CopyVarUpdate, "CopyVarUpdate", var_updates, NoAttrs, Grad | Inplace)                          \
   X(AccumulatorScale, "AccumulatorScale", var_updates, ScalarAttrs, Grad | Inplace)                \
   X(AccumulatorZero, "AccumulatorZero", var_updates, NoAttrs, Grad | Inplace)                      \
-  /* calls */                                                                                      \
   X(AccumulateMovingAverage, "AccumulateMovingAverage", var_updates, ScalarAttrs, Grad | Inplace)  \
   X(AccumulateMovingAverageSquare, "AccumulateMovingAverageSquare", var_updates, ScalarAttrs,      \
     Grad | Inplace)                                                                                \
   X(AdamUpdater, "AdamUpdater", var_updates, AdamUpdaterAttrs, NoGrad)                             \
+  /* calls */                                                                                      \
   X(Call, "Call", call, CallAttrs, Grad)                                                           \
   X(Repeat, "Loop", call, CallAttrs, Grad)                                                         \
   X(Conditional, "If", call, ConditionalAttrs, Grad)                                               \

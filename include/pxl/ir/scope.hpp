@@ -70,6 +70,8 @@ inline NameScope name_scope(std::string name) { return NameScope(std::move(name)
 inline IpuScope ipu(std::int64_t n) { return IpuScope(n); }
 inline SequenceScope in_sequence(bool enabled = true) { return SequenceScope(enabled); }
 
+/// The IPU ops created now are placed on: the innermost `ipu(n)` scope's, else 0.
+std::int64_t current_ipu();
 /// The thread's current graph; throws GraphError if no graph scope is open.
 Graph current_graph();
 /// The main graph of the current graph's Ir.

@@ -60,6 +60,13 @@ Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int6
 /// axes, update's extents on axes) reads. `update` has t's shape except on `axes`.
 Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
                       std::vector<std::int64_t> axes);
+/// `t` copied to IPU `destination` (PopXL's `ops.ipu_copy`): the one op whose input may live
+/// on another IPU than the op (it is placed on `destination`). An op reading tensors of other
+/// IPUs than its own is a GraphError; copy them with this. `source`, when given, must be
+/// t's IPU (GraphError otherwise, as PopXL checks it). Its bytes cross the IPU-Link and count
+/// on both IPUs. Gradient: the copy back to the source.
+Tensor ipu_copy(const Tensor& t, std::int64_t destination,
+                std::optional<std::int64_t> source = std::nullopt);
 /// NumPy's arange: start, start + step, ... while below `stop` (above it for a negative step),
 /// of `dtype` (int32, float32 or float16), computed in double per element. ValueError for a
 /// step of 0 or non-integral bounds with int32; an empty range gives shape (0,).

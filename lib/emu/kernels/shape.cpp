@@ -90,6 +90,11 @@ StepFn compile_Reshape(CompileContext&, const KernelOp& op, const OpBuffers& buf
   return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
 }
 
+StepFn compile_IpuCopy(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& spec = op.output(0).spec();
+  return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
+}
+
 StepFn compile_Transpose(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const Shape& in = op.input(0).shape();
   std::vector<std::int64_t> perm = op.attrs_as<TransposeAttrs>().perm;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pxl/addons/module.hpp"
+#include "pxl/ir/scope.hpp"
 
 #include <map>
 #include <string>
@@ -23,7 +24,8 @@ public:
     static_assert((TraceInput<Args> && ...),
                   "GraphCache::create_graph: arguments must be Tensors, TensorSpecs or vectors of "
                   "them (their specs form the cache key)");
-    std::string specs;
+    // A graph is built for the IPU in scope (its inputs live there): part of the key.
+    std::string specs = "ipu " + std::to_string(current_ipu()) + ";";
     (append_specs(specs, args), ...);
     Key key{current_graph().ir().id(), std::type_index(typeid(M)),
             static_cast<const void*>(&module), std::move(specs)};

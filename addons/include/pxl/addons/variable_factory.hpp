@@ -20,6 +20,9 @@ struct VariableFactory {
   /// (replica_sharded_variable with ShardingOptions::shard_over), so graphs take its 1-D
   /// shard and the session sees the whole value (popxl.addons' `shard_over`).
   std::int64_t shard_over = 1;
+  /// The IPU the variable is created on: that of the scope its module was traced in
+  /// (`ipu(n)`), so a module built for IPU n keeps its variables there.
+  std::int64_t ipu = 0;
 
   /// What graphs take: the whole tensor, or one shard of it.
   TensorSpec spec() const;

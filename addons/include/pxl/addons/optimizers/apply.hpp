@@ -3,6 +3,7 @@
 
 #include "pxl/addons/graph_cache.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
+#include "pxl/ir/scope.hpp"
 
 #include <map>
 #include <optional>
@@ -66,7 +67,6 @@ struct ApplyOptions {
   /// is bitwise that of unsharded state; each replica keeps 1/R of the state, and the host
   /// still sees it whole (get_tensor_data, checkpoints). With one replica it changes nothing.
   bool shard_state = false;
-};
   /// Call each step graph outlined: compiled once for all the variables of its spec, and
   /// called with argument copies (the variable, gradient and state copied in, and the variable
   /// and state back out) — the least code. By default each call is inlined
@@ -74,6 +74,7 @@ struct ApplyOptions {
   /// they live, so an update costs its own passes over memory and no copies. Training is
   /// bitwise the same either way.
   bool outline_steps = false;
+};
 
 /// Applies `optimizer` (an OptimizerStep module: SGD, Adam, AdamW, ...) to every variable of
 /// `vars` with its gradient in `grads` (keyed by variable, as
@@ -131,6 +132,7 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
     const auto grad = grads.find(var);
     if (grad == grads.end())
       impl::missing_grad(key, var);
+    auto on_its_ipu = ipu(var.ipu()); // the step, its state and their copies sit by the variable
     const auto shards = options.shard_state ? impl::shard_inputs(var, grad->second) : std::nullopt;
     auto [facts, step] = shards ? cache.create_graph(step_module, shards->var, shards->grad)
                                 : cache.create_graph(step_module, var, grad->second);
@@ -177,6 +179,7 @@ NamedVariableFactories state_factories(Optimizer&& optimizer, const NamedTensors
   GraphCache cache;
   NamedVariableFactories factories;
   for (const auto& [key, var] : vars.to_dict()) {
+    auto on_its_ipu = ipu(var.ipu());
     auto traced = cache.create_graph(step_module, var, var);
     if (const auto shards = options.shard_state ? impl::shard_inputs(var, var) : std::nullopt)
       traced.first = impl::sharded_state(
@@ -204,6 +207,7 @@ void apply_with_state(Optimizer&& optimizer, const NamedTensors& vars, const Nam
   for (const auto& [key, var] : vars.to_dict()) {
     if (!grads.is_leaf(key))
       impl::missing_grad(key, var);
+    auto on_its_ipu = ipu(var.ipu());
     const Tensor& grad = grads.at(key);
     const auto shards = options.shard_state ? impl::shard_inputs(var, grad) : std::nullopt;
     auto [facts, step] = shards ? cache.create_graph(step_module, shards->var, shards->grad)
