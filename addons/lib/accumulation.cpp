@@ -53,12 +53,22 @@ Tensor cast_to(const Tensor& t, DType dtype) {
   return t.dtype() == dtype ? t : ops::cast(t, dtype);
 }
 
-NamedVariableFactories factories_for(const std::vector<std::pair<std::string, Shape>>& vars,
+/// A variable to accumulate the gradient of: its key, shape and IPU (the accumulator's).
+struct Accumulated {
+  std::string key;
+  Shape shape;
+  std::int64_t ipu = 0;
+};
+
+NamedVariableFactories factories_for(const std::vector<Accumulated>& vars,
                                      const GradientAccumulation& config) {
   config.validate();
   NamedVariableFactories r;
-  for (const auto& [key, shape] : vars)
-    r.insert(prefix + "." + key, VariableFactory{init::zeros(shape), config.dtype, true});
+  for (const auto& v : vars)
+    r.insert(prefix + "." + v.key, VariableFactory{.initializer = init::zeros(v.shape),
+                                                   .dtype = config.dtype,
+                                                   .by_ref = true,
+                                                   .ipu = v.ipu});
   if (config.reduction == AccumulationReduction::running_mean)
     r.insert(counter_key, VariableFactory{init::zeros({}), float32, true});
   return r;
@@ -97,20 +107,20 @@ void GradientAccumulation::validate() const {
 
 NamedVariableFactories accumulator_factories(const NamedVariableFactories& variables,
                                              const GradientAccumulation& config) {
-  std::vector<std::pair<std::string, Shape>> vars;
+  std::vector<Accumulated> vars;
   for (const auto& [key, f] : variables.items()) {
     check_float_variable(key, f.dtype);
-    vars.emplace_back(key, f.initializer.shape);
+    vars.push_back({key, f.initializer.shape, f.ipu});
   }
   return factories_for(vars, config);
 }
 
 NamedVariableFactories accumulator_factories(const NamedTensors& variables,
                                              const GradientAccumulation& config) {
-  std::vector<std::pair<std::string, Shape>> vars;
+  std::vector<Accumulated> vars;
   for (const auto& [key, t] : variables.items()) {
     check_float_variable(key, t.dtype());
-    vars.emplace_back(key, t.shape());
+    vars.push_back({key, t.shape(), t.ipu()});
   }
   return factories_for(vars, config);
 }

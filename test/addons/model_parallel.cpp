@@ -103,3 +103,20 @@ TEST_CASE(
   }
   CHECK(one.losses.back().item() < one.losses.front().item());
 }
+
+TEST_CASE("Gradient accumulators sit on their variables' IPUs") {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  Net net;
+  net.split = true;
+  auto [facts, fwd] = net.create_graph(TensorSpec{{rows, features}, float32});
+  const addons::GradientAccumulation accumulation{.steps = 2};
+  for (const NamedTensors& accumulators :
+       {addons::accumulator_factories(facts, accumulation).init(),
+        addons::accumulator_factories(facts.init(), accumulation).init()})
+    for (const auto& [key, t] : accumulators.items())
+      if (key.find("fc") != std::string::npos) {
+        CAPTURE(key);
+        CHECK(t.ipu() == (key.find("fc2") != std::string::npos ? 1 : 0));
+      }
+}
