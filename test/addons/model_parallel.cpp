@@ -116,7 +116,8 @@ TEST_CASE("Gradient accumulators sit on their variables' IPUs") {
         addons::accumulator_factories(facts.init(), accumulation).init()})
     for (const auto& [key, t] : accumulators.items())
       if (key.find("fc") != std::string::npos) {
-        CAPTURE(key);
-        CHECK(t.ipu() == (key.find("fc2") != std::string::npos ? 1 : 0));
+        const std::string name = key; // CAPTURE cannot take a structured binding (clang 14)
+        CAPTURE(name);
+        CHECK(t.ipu() == (name.find("fc2") != std::string::npos ? 1 : 0));
       }
 }
