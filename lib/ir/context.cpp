@@ -50,6 +50,16 @@ IpuScope::~IpuScope() {
     detail::context().ipus.pop_back();
 }
 
+PipelineStageScope::PipelineStageScope(std::int64_t k) {
+  if (k < 0)
+    throw ValueError("pipeline_stage(" + std::to_string(k) + "): stage index must be >= 0");
+  detail::context().pipeline_stages.push_back(k);
+}
+PipelineStageScope::~PipelineStageScope() {
+  if (active_)
+    detail::context().pipeline_stages.pop_back();
+}
+
 SequenceScope::SequenceScope(bool enabled) {
   detail::context().sequences.push_back({.enabled = enabled});
 }
@@ -71,6 +81,11 @@ SequenceScope::~SequenceScope() {
 std::int64_t current_ipu() {
   const auto& ipus = detail::context().ipus;
   return ipus.empty() ? 0 : ipus.back();
+}
+
+std::optional<std::int64_t> current_pipeline_stage() {
+  const auto& stages = detail::context().pipeline_stages;
+  return stages.empty() ? std::nullopt : std::optional<std::int64_t>(stages.back());
 }
 
 bool has_current_graph() { return !detail::context().graphs.empty(); }

@@ -24,6 +24,7 @@ struct Context {
   std::vector<GraphFrame> graphs;
   std::vector<std::string> names;
   std::vector<std::int64_t> ipus;
+  std::vector<std::int64_t> pipeline_stages;
   std::vector<SequenceFrame> sequences;
 
   /// "a/b/" for the open name scopes, "" for none.

@@ -36,7 +36,8 @@ OpId copy_op(IrStorage& ir, OpId src, GraphId into, std::vector<TensorId> inputs
                                      .outputs = {},
                                      .attrs = s.attrs,
                                      .ipu = s.ipu,
-                                     .after = std::move(after)},
+                                     .after = std::move(after),
+                                     .pipeline_stage = s.pipeline_stage},
                               std::move(specs), names, "", what);
   for (std::size_t k = 0; k < src_outputs.size(); ++k)
     rename_tensor_id(ir, ir.op(copy).outputs[k],
@@ -56,7 +57,8 @@ TensorId copy_tensor(IrStorage& ir, GraphId g, TensorId t, const OpNode& like,
                                    .outputs = {},
                                    .attrs = NoAttrs{},
                                    .ipu = like.ipu,
-                                   .after = {}},
+                                   .after = {},
+                                   .pipeline_stage = like.pipeline_stage},
                             {ir.tensor(t).spec}, {name}, "", what);
   return ir.op(op).outputs[0];
 }

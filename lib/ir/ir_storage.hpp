@@ -52,6 +52,8 @@ struct OpNode {
   OpAttrs attrs;
   std::int64_t ipu = 0;
   std::vector<OpId> after; ///< ops of the same graph this one must follow (in_sequence)
+  /// The innermost `pipeline_stage(k)` scope's k when the op was created.
+  std::optional<std::int64_t> pipeline_stage;
 };
 
 struct GraphNode {

@@ -37,6 +37,7 @@ std::size_t Op::num_inputs() const { return ir_->ops[index_].inputs.size(); }
 std::size_t Op::num_outputs() const { return ir_->ops[index_].outputs.size(); }
 const OpAttrs& Op::attrs() const { return ir_->ops[index_].attrs; }
 std::int64_t Op::ipu() const { return ir_->ops[index_].ipu; }
+std::optional<std::int64_t> Op::pipeline_stage() const { return ir_->ops[index_].pipeline_stage; }
 std::vector<Op> Op::after() const {
   std::vector<Op> r;
   for (auto i : ir_->ops[index_].after)

@@ -105,7 +105,10 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
               .outputs = {},
               .attrs = std::move(attrs),
               .ipu = placed,
-              .after = {}};
+              .after = {},
+              .pipeline_stage = ctx.pipeline_stages.empty()
+                                    ? std::nullopt
+                                    : std::optional<std::int64_t>(ctx.pipeline_stages.back())};
   for (const auto& t : inputs)
     node.inputs.push_back(IrView::id(t));
   if (!ctx.sequences.empty()) {

@@ -49,6 +49,9 @@ std::span<const TensorId> IrView::inputs(OpId o) const { return ir_->op(o).input
 std::span<const TensorId> IrView::outputs(OpId o) const { return ir_->op(o).outputs; }
 const OpAttrs& IrView::attrs(OpId o) const { return ir_->op(o).attrs; }
 std::int64_t IrView::ipu(OpId o) const { return ir_->op(o).ipu; }
+std::optional<std::int64_t> IrView::pipeline_stage(OpId o) const {
+  return ir_->op(o).pipeline_stage;
+}
 std::span<const OpId> IrView::after(OpId o) const { return ir_->op(o).after; }
 std::optional<GraphId> IrView::called_graph(OpId o) const {
   if (const auto* c = std::get_if<CallAttrs>(&ir_->op(o).attrs))

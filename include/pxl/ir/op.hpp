@@ -46,6 +46,8 @@ public:
     return *a;
   }
   std::int64_t ipu() const;
+  /// The `pipeline_stage(k)` scope the op was created in, if any.
+  std::optional<std::int64_t> pipeline_stage() const;
   /// Ops of the same graph that must run before this one though no data links them.
   std::vector<Op> after() const;
   /// The graph run by call and repeat (not a conditional: see called_graphs).

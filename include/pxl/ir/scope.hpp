@@ -4,6 +4,7 @@
 #include "pxl/fwd.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace pxl {
@@ -51,6 +52,25 @@ private:
   bool active_ = true;
 };
 
+/// Marks ops created in its lifetime as pipeline stage `k` (PopXL's `pipeline.stage(k)`):
+/// transforms::pipeline runs stage k of micro-batch m while stage k+1 runs micro-batch m-1.
+/// Usually opened with `ipu(n)` for the stage's IPU. A lower bound only: an op is never in an
+/// earlier stage than its inputs, and an IpuCopy starts a later one (see transforms::pipeline).
+class [[nodiscard]] PipelineStageScope {
+public:
+  explicit PipelineStageScope(std::int64_t k);
+  PipelineStageScope(PipelineStageScope&& other) noexcept : active_(other.active_) {
+    other.active_ = false;
+  }
+  PipelineStageScope(const PipelineStageScope&) = delete;
+  PipelineStageScope& operator=(const PipelineStageScope&) = delete;
+  PipelineStageScope& operator=(PipelineStageScope&&) = delete;
+  ~PipelineStageScope();
+
+private:
+  bool active_ = true;
+};
+
 /// With `true`, every op created in its lifetime is ordered after the previous one created in
 /// it, data dependency or not (PopXL's `in_sequence`); `false` lifts that inside a `true` scope.
 class [[nodiscard]] SequenceScope {
@@ -68,10 +88,14 @@ private:
 
 inline NameScope name_scope(std::string name) { return NameScope(std::move(name)); }
 inline IpuScope ipu(std::int64_t n) { return IpuScope(n); }
+inline PipelineStageScope pipeline_stage(std::int64_t k) { return PipelineStageScope(k); }
 inline SequenceScope in_sequence(bool enabled = true) { return SequenceScope(enabled); }
 
 /// The IPU ops created now are placed on: the innermost `ipu(n)` scope's, else 0.
 std::int64_t current_ipu();
+/// The pipeline stage ops created now are marked with: the innermost `pipeline_stage(k)`
+/// scope's, none outside every such scope.
+std::optional<std::int64_t> current_pipeline_stage();
 /// The thread's current graph; throws GraphError if no graph scope is open.
 Graph current_graph();
 /// The main graph of the current graph's Ir.

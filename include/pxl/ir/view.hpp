@@ -122,6 +122,8 @@ public:
     return *a;
   }
   std::int64_t ipu(OpId o) const;
+  /// The `pipeline_stage(k)` scope `o` was created in, if any.
+  std::optional<std::int64_t> pipeline_stage(OpId o) const;
   /// Ops of the same graph that must run before `o` though no data links them.
   std::span<const OpId> after(OpId o) const;
   /// The graph run by a call or repeat (not a conditional: see callees).
