@@ -5,6 +5,7 @@
 #include "pxl/core/error.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/shape.hpp"
 #include "pxl/ops/var_updates.hpp"
 
 #include <algorithm>
@@ -81,6 +82,11 @@ void check_float_variable(const std::string& key, DType dtype) {
                      "; only float32/float16 variables have gradients to accumulate");
 }
 
+/// `t` on the IPU of `like`: itself, or a copy there.
+Tensor on_ipu_of(const Tensor& like, const Tensor& t) {
+  return t.ipu() == like.ipu() ? t : ops::ipu_copy(t, like.ipu());
+}
+
 } // namespace
 
 std::string_view reduction_name(AccumulationReduction reduction) {
@@ -127,8 +133,10 @@ NamedVariableFactories accumulator_factories(const NamedTensors& variables,
 
 NamedTensors named_graph_inputs(const NamedTensors& parent, bool by_ref) {
   NamedTensors r;
-  for (const auto& [key, t] : parent.items())
+  for (const auto& [key, t] : parent.items()) {
+    auto on = ipu(t.ipu()); // each input where its argument is: the call binds them there
     r.insert(key, graph_input(t.spec(), key, by_ref));
+  }
   return r;
 }
 
@@ -166,6 +174,7 @@ void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& 
   }
   for (const auto& [key, grad] : grads.items()) {
     const Tensor& acc = accums.at(key);
+    auto on = ipu(acc.ipu()); // where the accumulator, its variable and (autodiff) its gradient are
     const Tensor g = cast_to(grad, acc.dtype());
     switch (config.reduction) {
     case AccumulationReduction::sum:
@@ -176,12 +185,14 @@ void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& 
       break;
     case AccumulationReduction::running_mean:
       // Reads `acc` before the in-place update: ops run in creation order.
-      ops::var_updates::accumulate_(acc, (g - acc) * weight.at(acc.dtype()));
+      ops::var_updates::accumulate_(acc, (g - acc) * on_ipu_of(acc, weight.at(acc.dtype())));
       break;
     }
   }
-  if (running)
+  if (running) {
+    auto on = ipu(counter.ipu());
     ops::var_updates::accumulate_(counter, constant(1.0, counter.dtype()));
+  }
 }
 
 NamedTensors accumulated_gradients(const NamedTensors& accumulators) {
@@ -190,10 +201,14 @@ NamedTensors accumulated_gradients(const NamedTensors& accumulators) {
 
 void reset_accumulators(const NamedTensors& accumulators) {
   const NamedTensors accums = accumulators_of(accumulators, "reset_accumulators");
-  for (const auto& [key, acc] : accums.items())
+  for (const auto& [key, acc] : accums.items()) {
+    auto on = ipu(acc.ipu());
     ops::var_updates::accumulator_zero_(acc);
-  if (accumulators.is_leaf(counter_key))
+  }
+  if (accumulators.is_leaf(counter_key)) {
+    auto on = ipu(accumulators.at(counter_key).ipu());
     ops::var_updates::accumulator_zero_(accumulators.at(counter_key));
+  }
 }
 
 void apply_accumulated(const NamedTensors& variables, const NamedTensors& accumulators,
@@ -202,8 +217,10 @@ void apply_accumulated(const NamedTensors& variables, const NamedTensors& accumu
   const NamedTensors accums = accumulators_of(accumulators, fn);
   check_same_keys(fn, "variables", variables, "accumulators", accums);
   // Every update reads its accumulator before the resets below zero it (creation order).
-  for (const auto& [key, var] : variables.items())
+  for (const auto& [key, var] : variables.items()) {
+    auto on = ipu(var.ipu()); // the update runs where its variable is
     update(key, var, cast_to(accums.at(key), var.dtype()));
+  }
   reset_accumulators(accumulators);
 }
 

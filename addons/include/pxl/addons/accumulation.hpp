@@ -67,9 +67,9 @@ NamedVariableFactories accumulator_factories(const NamedTensors& variables,
                                              const GradientAccumulation& config);
 
 /// In the current graph, adds one graph input per leaf of `parent`, named after its key, with
-/// `parent`'s spec, and returns them under the same keys. By reference by default, so updates
-/// of variables and accumulators made inside reach the caller. Pass `parent.values_flat()` as
-/// the call's (or repeat's) inputs: they are in the same order.
+/// `parent`'s spec and IPU, and returns them under the same keys. By reference by default, so
+/// updates of variables and accumulators made inside reach the caller. Pass `parent.values_flat()`
+/// as the call's (or repeat's) inputs: they are in the same order.
 NamedTensors named_graph_inputs(const NamedTensors& parent, bool by_ref = true);
 
 /// Accumulates one micro-batch: for every key of `grads`, combines the gradient into the
