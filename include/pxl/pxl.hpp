@@ -30,5 +30,6 @@
 #include "pxl/ops/var_updates.hpp"
 #include "pxl/session.hpp"
 #include "pxl/transforms/autodiff.hpp"
+#include "pxl/transforms/pipeline.hpp"
 #include "pxl/transforms/rewrite.hpp"
 #include "pxl/version.hpp"
