@@ -31,6 +31,7 @@
 #include "pxl/addons/optimizers/rmsprop.hpp"
 #include "pxl/addons/optimizers/schedules.hpp"
 #include "pxl/addons/optimizers/sgd.hpp"
+#include "pxl/addons/pipeline.hpp"
 #include "pxl/addons/remote.hpp"
 #include "pxl/addons/rts.hpp"
 #include "pxl/addons/safetensors.hpp"
