@@ -7,6 +7,8 @@
 //     mpirun -np 2 mnist --replicas 4        # 2 instances (processes), 2 replicas each
 //     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
+//     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
+#include "model.hpp"
 #include "programs.hpp"
 #include "progress.hpp"
 
@@ -40,6 +42,7 @@ struct Options {
   std::int64_t steps_per_execution = 1;
   std::int64_t gradient_accumulation = 1;
   std::int64_t replicas = 1;
+  std::int64_t pipeline_stages = 1;
   std::string data_dir = data::fashion_mnist_default_dir;
   std::optional<std::int64_t> limit;
   std::optional<std::int64_t> test_limit;
@@ -120,6 +123,18 @@ int train_and_test(const Options& o) {
     throw pxl::ValueError("--shard-optimizer-state: needs --replicas of at least 2 to shard "
                           "the state over, got " +
                           std::to_string(o.replicas));
+  if (o.pipeline_stages < 1 || o.pipeline_stages > mnist::Net::layers)
+    throw pxl::ValueError("--pipeline-stages: expected 1 to " + std::to_string(mnist::Net::layers) +
+                          " (the Net has " + std::to_string(mnist::Net::layers) + " layers), got " +
+                          std::to_string(o.pipeline_stages));
+  if (o.pipeline_stages > 1 &&
+      o.gradient_accumulation < mnist::min_pipeline_micro_batches(o.pipeline_stages))
+    throw pxl::ValueError(
+        "--pipeline-stages " + std::to_string(o.pipeline_stages) + ": the pipeline has " +
+        std::to_string(2 * o.pipeline_stages - 1) +
+        " stages (backward ones included) and needs --gradient-accumulation of at least " +
+        std::to_string(mnist::min_pipeline_micro_batches(o.pipeline_stages)) +
+        " micro-batches to fill them, got " + std::to_string(o.gradient_accumulation));
   const double learning_rate =
       o.learning_rate.value_or(optimizer == mnist::Optimizer::adam ? 0.001 : 0.05);
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
@@ -140,7 +155,8 @@ int train_and_test(const Options& o) {
                                         .seed = o.seed,
                                         .workers = o.workers,
                                         .profile = o.profile || !o.trace.empty(),
-                                        .dtype = dtype};
+                                        .dtype = dtype,
+                                        .pipeline_stages = o.pipeline_stages};
   mnist::TrainingProgram train(training);
   const std::int64_t global_batch = train.global_batch_size();
   std::printf("Emulator: %u worker(s), %lld replica(s)", train.session().num_workers(),
@@ -161,6 +177,24 @@ int train_and_test(const Options& o) {
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
+  if (const auto& pipeline = train.pipeline()) {
+    std::printf("Pipeline: the Net over %lld IPUs in %lld stages (IPUs",
+                static_cast<long long>(o.pipeline_stages),
+                static_cast<long long>(pipeline->stages));
+    for (const auto& ipus : pipeline->stage_ipus)
+      std::printf(" %lld", static_cast<long long>(ipus.front()));
+    std::printf("), grouped schedule: %lld cycles per update (%lld to fill, %lld to drain)\n",
+                static_cast<long long>(pipeline->cycles),
+                static_cast<long long>(pipeline->ramp_up_cycles),
+                static_cast<long long>(pipeline->ramp_down_cycles));
+    // The weights and their gradient accumulators, split over the IPUs.
+    const auto memory = train.session().memory_report();
+    std::printf("Variables per IPU:");
+    for (std::int64_t i = 0; i < o.pipeline_stages; ++i)
+      std::printf("%s IPU %lld %s", i > 0 ? "," : "", static_cast<long long>(i),
+                  mib(memory.ipus[static_cast<std::size_t>(i)].variables).c_str());
+    std::printf("\n");
+  }
   if (o.offload_optimizer_state || o.shard_optimizer_state) {
     // The same program with the whole state on the IPU, compiled only to compare memory.
     auto on_chip = training;
@@ -332,6 +366,11 @@ int main(int argc, char** argv) {
                  "Data-parallel replicas: each trains on its --batch-size images of every "
                  "global batch of replicas x batch-size, gradients averaged across them; under "
                  "`mpirun -np N`, spread over the N instances (a multiple of N)")
+      ->capture_default_str();
+  app.add_option("--pipeline-stages", o.pipeline_stages,
+                 "Pipeline the Net over this many IPUs (1 to 4, layers in order; the grouped "
+                 "schedule over the --gradient-accumulation micro-batches of each update, at "
+                 "least 2 x stages - 1 of them; training equals the unpipelined run's)")
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")
       ->capture_default_str();

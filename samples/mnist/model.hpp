@@ -3,12 +3,19 @@
 
 #include "pxl/addons/layers/linear.hpp"
 #include "pxl/addons/module.hpp"
+#include "pxl/addons/pipeline.hpp"
 #include "pxl/ops/elementwise.hpp"
+
+#include <cstdint>
 
 namespace mnist {
 
 /// Three gelu hidden layers of 512 and a 10-way output; variables fc1.weight … fc4.bias.
 struct Net : pxl::addons::Module<Net> {
+  static constexpr std::int64_t layers = 4;
+  /// Pipeline stages, 1 to `layers`: layer i (from 0) in stage i·stages/layers, on IPU
+  /// of that number, activations copied from IPU to IPU.
+  std::int64_t stages = 1;
   PXL_SUBMODULE(pxl::addons::Linear, fc1, 512);
   PXL_SUBMODULE(pxl::addons::Linear, fc2, 512);
   PXL_SUBMODULE(pxl::addons::Linear, fc3, 512);
@@ -16,10 +23,18 @@ struct Net : pxl::addons::Module<Net> {
 
   /// x: [batch, 784] → logits [batch, 10].
   pxl::Tensor build(const pxl::Tensor& x) {
-    auto h = pxl::ops::gelu(fc1(x));
-    h = pxl::ops::gelu(fc2(h));
-    h = pxl::ops::gelu(fc3(h));
-    return fc4(h);
+    pxl::Tensor h = x;
+    auto layer = [&](std::int64_t i, pxl::addons::Linear& fc, bool hidden) {
+      auto in_stage = pxl::addons::PipelineStages().stage(i * stages / layers);
+      h = fc(pxl::addons::PipelineStages::input(h));
+      if (hidden)
+        h = pxl::ops::gelu(h);
+    };
+    layer(0, fc1, true);
+    layer(1, fc2, true);
+    layer(2, fc3, true);
+    layer(3, fc4, false);
+    return h;
   }
 };
 

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace mnist {
 
@@ -68,9 +69,11 @@ NamedTensors trace_gradients(const pxl::addons::GraphWithNamedArgs& fwd,
                              const pxl::DeviceToHostStream& loss_stream,
                              const TrainingOptions& options) {
   auto x = net_input(images, options.dtype);
-  auto y = pxl::ops::host_load(labels, "y");
   auto fwd_info = fwd.bind(weights).call_with_info({x}, {}, {}, inlined);
   auto logits = fwd_info.outputs()[0];
+  // The labels, the loss and its gradient where the logits are: the last pipeline stage's IPU.
+  auto on_last = pxl::ipu(logits.ipu());
+  auto y = pxl::ops::host_load(labels, "y");
   if (options.dtype != pxl::float32)
     logits = pxl::ops::cast(logits, pxl::float32);
   auto [loss, dlogits] = pxl::addons::ops::cross_entropy_with_grad(logits, y, loss_scale(options));
@@ -127,6 +130,14 @@ void update(const NamedTensors& weights, const NamedTensors& grads, const NamedT
 
 } // namespace
 
+std::int64_t min_pipeline_micro_batches(std::int64_t stages) {
+  // Stage k on IPU k forward, then back down: 0, 1, ..., stages − 1, ..., 1, 0.
+  std::vector<std::vector<std::int64_t>> stage_ipus;
+  for (std::int64_t k = 0; k < 2 * stages - 1; ++k)
+    stage_ipus.push_back({k < stages ? k : 2 * stages - 2 - k});
+  return pxl::transforms::min_steps(pxl::transforms::PipelineSchedule::grouped, stage_ipus);
+}
+
 TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(options) {
   if (options.batch_size < 1 || options.steps_per_execution < 1 ||
       options.gradient_accumulation < 1 || options.replicas < 1)
@@ -152,6 +163,17 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
   if (!(options.loss_scaling > 0))
     throw pxl::ValueError("mnist TrainingOptions: loss_scaling must be positive, got " +
                           std::to_string(options.loss_scaling));
+  if (options.pipeline_stages < 1 || options.pipeline_stages > Net::layers)
+    throw pxl::ValueError("mnist TrainingOptions: pipeline_stages must be 1 to " +
+                          std::to_string(Net::layers) + " (the Net's layers), got " +
+                          std::to_string(options.pipeline_stages));
+  if (options.pipeline_stages > 1 &&
+      options.gradient_accumulation < min_pipeline_micro_batches(options.pipeline_stages))
+    throw pxl::ValueError("mnist TrainingOptions: a pipeline of " +
+                          std::to_string(options.pipeline_stages) +
+                          " stages needs gradient_accumulation of at least " +
+                          std::to_string(min_pipeline_micro_batches(options.pipeline_stages)) +
+                          " micro-batches, got " + std::to_string(options.gradient_accumulation));
   const std::int64_t b = options.batch_size;
   ir_.set_replication_factor(options.replicas);
   {
@@ -160,7 +182,9 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
     labels_ = pxl::h2d_stream({b}, pxl::int32, "labels");
     loss_ = pxl::d2h_stream({}, pxl::float32, "loss");
 
-    auto [factories, fwd] = Net{}.create_graph(pxl::TensorSpec{{b, image_size}, options.dtype});
+    Net net;
+    net.stages = options.pipeline_stages;
+    auto [factories, fwd] = net.create_graph(pxl::TensorSpec{{b, image_size}, options.dtype});
     // Gradients of the weights only: the image's gradient would be wasted work.
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     variables_ = factories.init("", options.seed);
@@ -217,7 +241,13 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
         }
         auto in_step = step.scope();
         auto s = pxl::addons::named_graph_inputs(state);
-        pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+        if (options.pipeline_stages > 1) {
+          // The micro-batches of an update go through the Net's stages concurrently.
+          pipeline_ = pxl::transforms::pipeline(micro, {.steps = accumulation.steps});
+          pxl::ops::call(pipeline_->graph, s.values_flat());
+        } else {
+          pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+        }
         const NamedTensors opt_state = optimizer_state_in(s);
         pxl::addons::apply_accumulated(
             s.filter_keys(variables_.keys_flat()), s,

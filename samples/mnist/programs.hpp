@@ -11,6 +11,7 @@
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/stream.hpp"
 #include "pxl/session.hpp"
+#include "pxl/transforms/pipeline.hpp"
 
 #include <range/v3/range/access.hpp>
 #include <range/v3/range/concepts.hpp>
@@ -76,7 +77,16 @@ struct TrainingOptions {
   /// The float16 loss gradient's scale, against underflow in the backward pass; ignored for
   /// float32.
   double loss_scaling = 128.0;
+  /// Pipeline the Net over this many IPUs (1 to Net::layers; layers in order, see Net): the
+  /// `gradient_accumulation` micro-batches of each update go through the stages with the
+  /// grouped schedule (transforms::pipeline), which needs at least min_pipeline_micro_batches
+  /// of them. Training equals the unpipelined program's bitwise. ValueError otherwise.
+  std::int64_t pipeline_stages = 1;
 };
+
+/// The fewest micro-batches per update (--gradient-accumulation) that fill a pipeline of the
+/// Net over `stages` IPUs: its 2·stages − 1 stages, backward ones included.
+std::int64_t min_pipeline_micro_batches(std::int64_t stages);
 
 /// A range whose elements are Batches held by the range (a container, a BatchView, a range-v3
 /// pipeline over one): what TrainingProgram::feed_from takes.
@@ -179,6 +189,8 @@ public:
 
   pxl::Session& session() { return *session_; }
   const TrainingOptions& options() const { return options_; }
+  /// What pipelining made, with pipeline_stages > 1.
+  const std::optional<pxl::transforms::PipelinedGraph>& pipeline() const { return pipeline_; }
 
 private:
   /// A [micro-batches, global batch, ...] array as the stream's [micro-batches, replicas,
@@ -196,6 +208,7 @@ private:
   std::optional<pxl::HostToDeviceStream> images_;
   std::optional<pxl::HostToDeviceStream> labels_;
   std::optional<pxl::DeviceToHostStream> loss_;
+  std::optional<pxl::transforms::PipelinedGraph> pipeline_;
   std::optional<pxl::Session> session_;
   std::optional<pxl::Session::Attachment> attachment_;
 };

@@ -53,3 +53,10 @@ expect_error "sharding over one replica" \
   --optimizer adam --shard-optimizer-state
 expect_error "unknown --dtype" "--dtype: expected float32 or float16, got 'bfloat16'" --dtype bfloat16
 expect_error "integer --dtype" "--dtype: expected float32 or float16, got 'int32'" --dtype int32
+expect_error "too many pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 5" \
+  --pipeline-stages 5
+expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 0" \
+  --pipeline-stages 0
+expect_error "too few micro-batches for the pipeline" \
+  "--pipeline-stages 3: the pipeline has 5 stages (backward ones included) and needs --gradient-accumulation of at least 5 micro-batches to fill them, got 4" \
+  --pipeline-stages 3 --gradient-accumulation 4
