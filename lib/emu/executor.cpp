@@ -1,7 +1,10 @@
 #include "executor.hpp"
 
+#include "pxl/core/error.hpp"
+
 #include <algorithm>
 #include <exception>
+#include <numeric>
 #include <utility>
 
 namespace pxl::emu::detail {
@@ -12,6 +15,46 @@ using Clock = std::chrono::steady_clock;
 /// Work (flops plus bytes moved, as StepInfo counts them) below which a step is not cut
 /// further: a chunk of a few microseconds, worth more than its claim.
 constexpr std::int64_t chunk_work = 64 * 1024;
+
+/// Cuts `g` into waves. Running a wave's phases in turn keeps the memory plan valid: the plan
+/// (compile_program) gives each IPU its own arena, placed by lifetimes in program steps, and
+/// every value of IPU i is touched only by IPU i's steps, or by a step that is not IPU-local
+/// and so ends a wave (an IpuCopy, a call's copies). A wave keeps IPU i's steps in program
+/// order, and after what came before and before what follows it: each value of IPU i sees
+/// the same accesses in the same order as step by step, whatever runs on the other IPUs.
+GraphWaves cut_into_waves(const GraphProgram& g) {
+  const std::size_t n = g.steps.size();
+  GraphWaves w;
+  w.order.resize(n);
+  std::iota(w.order.begin(), w.order.end(), std::size_t{0});
+  w.phase.assign(n, 0);
+  std::vector<std::uint32_t> steps_of(g.arena_bytes.size()); // by IPU, in the current wave
+  for (std::size_t begin = 0; begin < n;) {
+    if (!is_ipu_local(g.steps[begin].info)) {
+      ++begin;
+      continue;
+    }
+    std::ranges::fill(steps_of, 0);
+    Wave wave{begin, begin, 0};
+    for (; wave.end < n && is_ipu_local(g.steps[wave.end].info); ++wave.end) {
+      const ProgramStep& step = g.steps[wave.end];
+      // The placement the wave relies on (the Ir refuses an op reading another IPU's tensor).
+      for (const auto* slots : {&step.inputs, &step.outputs})
+        for (const Slot& slot : *slots)
+          PXL_ASSERT(slot.ipu == step.info.ipu);
+      PXL_ASSERT(static_cast<std::size_t>(step.info.ipu) < steps_of.size());
+      std::uint32_t& k = steps_of[static_cast<std::size_t>(step.info.ipu)];
+      w.phase[wave.end] = k++;
+      wave.phases = std::max(wave.phases, k);
+    }
+    std::ranges::stable_sort(w.order.begin() + static_cast<std::ptrdiff_t>(wave.begin),
+                             w.order.begin() + static_cast<std::ptrdiff_t>(wave.end), {},
+                             [&w](std::size_t step) { return w.phase[step]; });
+    w.waves.push_back(wave);
+    begin = wave.end;
+  }
+  return w;
+}
 } // namespace
 
 /// One worker's walk through one run (or, counting, through the program): every worker walks
@@ -44,46 +87,103 @@ public:
 private:
   void graph(const GraphProgram& g, std::size_t depth) {
     max_depth_ = std::max(max_depth_, depth);
-    for (std::size_t i = 0; i < g.steps.size(); ++i) {
-      const ProgramStep& step = g.steps[i];
-      // The holder is the only worker at this boundary that may time it: every other one
-      // waits for the phase it has not yet published.
-      StepObserver* const observer =
-          holder_ ? e_.observer_.load(std::memory_order_relaxed) : nullptr;
-      if (observer)
-        e_.starts_[depth] = Clock::now();
-      switch (step.info.kind) {
-      case StepKind::call:
-        copies(g, i, &CallCopies::in);
-        graph(*step.callee, depth + 1);
-        copies(g, i, &CallCopies::out, &CallCopies::back);
-        break;
-      case StepKind::repeat:
-        loop(g, i, depth);
-        break;
-      case StepKind::conditional:
-        branches(g, i, depth);
-        break;
-      default:
-        kernel(g, i);
+    const GraphWaves& plan = e_.waves_[g.graph.value];
+    auto next = plan.waves.begin();
+    for (std::size_t i = 0; i < g.steps.size();) {
+      if (next != plan.waves.end() && next->begin == i) {
+        wave(g, plan, *next, depth);
+        i = next->end;
+        ++next;
+      } else {
+        step_alone(g, i, depth);
+        ++i;
       }
-      // Whoever completed the step's last phase reports it, before publishing that phase.
+    }
+  }
+
+  /// Step `i` of `g`, which is not IPU-local: a phase of its own, or a call, loop or
+  /// conditional.
+  void step_alone(const GraphProgram& g, std::size_t i, std::size_t depth) {
+    const ProgramStep& s = g.steps[i];
+    // The holder is the only worker at this boundary that may time it: every other one
+    // waits for the phase it has not yet published.
+    if (holder_ && e_.observer_.load(std::memory_order_relaxed))
+      e_.timings_[depth][0].start = Clock::now();
+    switch (s.info.kind) {
+    case StepKind::call:
+      copies(g, i, &CallCopies::in);
+      graph(*s.callee, depth + 1);
+      copies(g, i, &CallCopies::out, &CallCopies::back);
+      break;
+    case StepKind::repeat:
+      loop(g, i, depth);
+      break;
+    case StepKind::conditional:
+      branches(g, i, depth);
+      break;
+    default:
+      kernel(g, i);
+    }
+    // Whoever completed the step's last phase reports it, before publishing that phase.
+    if (holder_)
+      if (StepObserver* o = e_.observer_.load(std::memory_order_relaxed)) {
+        StepTiming& timing = e_.timings_[depth][0];
+        timing.end = Clock::now();
+        report(*o, s.info, timing);
+      }
+  }
+
+  /// Wave `w` of `g` (plan.waves): phase j runs the j-th step of each IPU in it, all
+  /// replicas' chunks of each. After phase j, the steps whose every predecessor in the
+  /// program has run too are reported, so the observer still sees program order; every
+  /// worker counts them alike, whichever reports. A step's timing is its phase's.
+  void wave(const GraphProgram& g, const GraphWaves& plan, const Wave& w, std::size_t depth) {
+    const std::uint64_t replicas = e_.replicas_.size();
+    std::size_t first = w.begin, reported = w.begin;
+    for (std::uint32_t j = 0; j < w.phases; ++j) {
+      if (holder_ && e_.observer_.load(std::memory_order_relaxed))
+        e_.timings_[depth][j].start = Clock::now();
+      std::size_t last = first;
+      std::uint64_t items = 0;
+      for (; last < w.end && plan.phase[plan.order[last]] == j; ++last)
+        items += replicas * chunks(g.steps[plan.order[last]].info);
+      const std::span<const std::size_t> steps(plan.order.data() + first, last - first);
+      // Items in the order of the phase's steps, each step's replica by replica as in kernel().
+      phase(items, [&](std::uint64_t item) {
+        for (const std::size_t i : steps) {
+          const unsigned c = chunks(g.steps[i].info);
+          if (item < replicas * c) {
+            if (active(item / c))
+              e_.replicas_[item / c]->step(g, i).run(static_cast<unsigned>(item % c), c);
+            return;
+          }
+          item -= replicas * c;
+        }
+      });
+      first = last;
+      const std::size_t from = reported;
+      while (reported < w.end && plan.phase[reported] <= j)
+        ++reported;
       if (holder_)
-        if (StepObserver* o = e_.observer_.load(std::memory_order_relaxed))
-          report(*o, step.info, depth);
+        if (StepObserver* o = e_.observer_.load(std::memory_order_relaxed)) {
+          const std::span<StepTiming> timings = e_.timings_[depth];
+          timings[j].end = Clock::now();
+          for (std::size_t i = from; i < reported; ++i)
+            report(*o, g.steps[i].info, timings[plan.phase[i]]);
+        }
     }
   }
 
   /// Calls the observer; an exception it throws (on whichever worker reports) is kept for
   /// Executor::run to rethrow once the run is over, and the observer is not called again.
-  void report(StepObserver& o, const StepInfo& info, std::size_t depth) {
+  void report(StepObserver& o, const StepInfo& info, const StepTiming& timing) {
     std::int64_t replicas = 0;
     for (std::size_t r = 0; r < e_.replicas_.size(); ++r)
       replicas += active(r) ? 1 : 0;
     if (replicas == 0)
       return;
     try {
-      o.on_step(info, {e_.starts_[depth], Clock::now(), depth}, replicas);
+      o.on_step(info, timing, replicas);
     } catch (...) {
       e_.observer_error_ = std::current_exception();
       e_.observer_.store(nullptr, std::memory_order_relaxed);
@@ -151,7 +251,7 @@ private:
       });
       return;
     }
-    const unsigned c = chunks_for(info.flops + info.bytes_read + info.bytes_written);
+    const unsigned c = chunks(info);
     phase(e_.replicas_.size() * c, [&](std::uint64_t item) {
       if (active(item / c))
         e_.replicas_[item / c]->step(g, i).run(static_cast<unsigned>(item % c), c);
@@ -200,6 +300,10 @@ private:
   /// stream must use the same chunks (all of them).
   static bool host_io(const StepInfo& info) {
     return info.op && (info.op_kind == OpKind::HostLoad || info.op_kind == OpKind::HostStore);
+  }
+  /// The chunks a kernel or copy step is cut into.
+  unsigned chunks(const StepInfo& info) const {
+    return chunks_for(info.flops + info.bytes_read + info.bytes_written);
   }
   unsigned chunks_for(std::int64_t work) const {
     const std::int64_t c = std::clamp<std::int64_t>(work / chunk_work, 1, e_.max_chunks_);
@@ -286,10 +390,19 @@ private:
 Executor::Executor(WorkerPool& pool, const Program& program,
                    std::span<const std::unique_ptr<Replica>> replicas)
     : pool_(pool), program_(program), replicas_(replicas), max_chunks_(max_chunks(pool.size())) {
+  waves_.resize(program_.graphs.size());
+  std::uint32_t phases = 1;
+  for (std::size_t g = 0; g < program_.graphs.size(); ++g)
+    if (program_.graphs[g]) {
+      waves_[g] = cut_into_waves(*program_.graphs[g]);
+      for (const Wave& w : waves_[g].waves)
+        phases = std::max(phases, w.phases);
+    }
   Walk count(*this, Walk::Mode::count, 0, 0);
   count.lead(program_.main());
   items_per_run_ = count.cursor();
-  starts_.resize(count.max_depth() + 1);
+  for (std::size_t depth = 0; depth <= count.max_depth(); ++depth)
+    timings_.emplace_back(phases, StepTiming{.depth = depth});
   pool_.set_job([this](unsigned worker, std::uint64_t base) {
     Walk(*this, Walk::Mode::shared, worker, base).follow(program_.main());
   });

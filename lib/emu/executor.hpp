@@ -8,7 +8,8 @@
 #include "pxl/emu/step_observer.hpp"
 
 #include <atomic>
-#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <span>
@@ -22,12 +23,30 @@ namespace pxl::emu::detail {
 /// the others take the rest; exactly one for one worker, which then runs each step whole.
 constexpr unsigned max_chunks(unsigned workers) { return workers > 1 ? 4 * workers : 1; }
 
+/// A maximal run of consecutive IPU-local steps of a graph program (is_ipu_local). Its phase j
+/// runs the j-th step of each IPU that has one in the run, so the IPUs of a replica work at
+/// the same time; on one IPU, phase j is step begin + j.
+struct Wave {
+  std::size_t begin = 0, end = 0; ///< its steps [begin, end) of the graph program
+  std::uint32_t phases = 0;       ///< the most steps one IPU has in it
+};
+
+/// A graph program cut into waves, fixed when the Executor is made.
+struct GraphWaves {
+  std::vector<Wave> waves; ///< in program order; every other step runs alone between them
+  /// Over each wave's range [begin, end): its steps phase by phase, each phase's in program
+  /// order. Elsewhere: the step itself.
+  std::vector<std::size_t> order;
+  std::vector<std::uint32_t> phase; ///< by step of a wave: the phase it runs in
+};
+
 /// Runs the main graph's program on every replica at once. Each step is a phase of items, one
 /// per replica and chunk (a kernel called as chunk c of C, C <= max_chunks: results do not
 /// depend on the split); workers claim items in any order, and no item of a phase is claimed
 /// before the phase before it is complete, so all replicas finish step i before any starts
 /// step i+1. A step may therefore read a peer replica's buffers (collectives), and streams
-/// see elements step-major. A step with work for the whole instance (BoundStep::before: a
+/// see elements step-major. Within a wave, one phase holds a step of each IPU instead: they
+/// touch different memory. A step with work for the whole instance (BoundStep::before: a
 /// distributed collective's exchange with the other instances) gets a phase of one item
 /// first. Calls and loops are stepped here, their callees in lockstep too;
 /// so are both branches of a conditional, each replica skipping the items of the branch its
@@ -54,8 +73,10 @@ private:
   std::span<const std::unique_ptr<Replica>> replicas_;
   unsigned max_chunks_;
   std::uint64_t items_per_run_ = 0; ///< every phase's items, fixed by the program
-  /// By call depth: when the step being run at that depth started (observed runs only).
-  std::vector<std::chrono::steady_clock::time_point> starts_;
+  std::vector<GraphWaves> waves_;   ///< by graph index; empty for graphs without a program
+  /// By call depth and phase of the wave being run there (observed runs only): when the phase
+  /// started and completed; [0] for a step run alone.
+  std::vector<std::vector<StepTiming>> timings_;
   /// The current run's observer, read only by workers that complete a phase of that run.
   std::atomic<StepObserver*> observer_{nullptr};
   /// What the observer threw in the current run (written by the reporting worker).

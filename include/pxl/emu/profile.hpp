@@ -25,14 +25,20 @@ struct Profile {
   double clock_hz = 1;
   std::int64_t runs = 0;
   std::int64_t steps = 0; ///< step executions (a loop body's steps once per iteration)
-  StepCost total;         ///< every step, plus one host round trip per run
+  StepCost total;         ///< every step, plus one host round trip per run: the work
+  /// The device time the runs took: `total` less the overlap of the IPUs of a replica, whose
+  /// IPU-local steps (is_ipu_local) run at the same time; any other step waits for every IPU.
+  /// total.total() on one IPU.
+  std::int64_t elapsed_cycles = 0;
   std::vector<ProfileLine> ipus;
   std::vector<ProfileLine> graphs;
   std::vector<ProfileLine> op_kinds; ///< by op kind; "copy" for the compiler's copies
   std::vector<ProfileLine> top_ops;  ///< the ten ops with the most cycles
 
-  double seconds() const { return static_cast<double>(total.total()) / clock_hz; }
-  /// A printable table: totals and their split, then per IPU, graph, op kind and top op.
+  /// The elapsed device time, in seconds.
+  double seconds() const { return static_cast<double>(elapsed_cycles) / clock_hz; }
+  /// A printable table: the elapsed time, the work and its split (of the work), then per IPU,
+  /// graph, op kind and top op.
   std::string summary() const;
   friend std::ostream& operator<<(std::ostream& os, const Profile& p) { return os << p.summary(); }
 };

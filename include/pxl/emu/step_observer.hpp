@@ -1,5 +1,5 @@
-// pxl::emu::StepInfo and StepObserver: what each step of a compiled program is, and a hook
-// that sees every step a run executes.
+// pxl::emu::StepInfo and StepObserver: what each step of a compiled program is (and whether it
+// may run beside other IPUs' steps), and a hook that sees every step a run executes.
 #pragma once
 
 #include "pxl/core/dtype.hpp"
@@ -50,20 +50,46 @@ struct StepInfo {
   std::int64_t aliased_bytes = 0;
 };
 
+/// Whether a step touches the memory of its own IPU (StepInfo::ipu) in its own replica only:
+/// a kernel, a fused matmul or a compiler's copy. Steps of different IPUs that are all
+/// IPU-local are independent (an op reads and writes only tensors of its IPU), so the emulator
+/// runs consecutive ones of different IPUs at the same time and the profiler lets them overlap.
+/// Not IPU-local: an IpuCopy (two IPUs), a collective (other replicas), a host transfer or
+/// print (a stream's order, the host's output), a remote load or store (Streaming Memory), and
+/// calls, loops and conditionals (their callee's steps, on any IPU).
+constexpr bool is_ipu_local(const StepInfo& info) {
+  switch (info.kind) {
+  case StepKind::copy:
+    return true;
+  case StepKind::kernel:
+  case StepKind::fused_matmul:
+    break;
+  case StepKind::fused_all_reduce:
+  case StepKind::call:
+  case StepKind::repeat:
+  case StepKind::conditional:
+    return false;
+  }
+  const OpFamily family = family_of(info.op_kind);
+  return info.op_kind != OpKind::IpuCopy && family != OpFamily::collectives &&
+         family != OpFamily::host_io && family != OpFamily::remote;
+}
+
 /// Host timing of one executed step: from the start of the step on every replica to the
-/// completion of its last piece of work.
+/// completion of its last piece of work (for IPU-local steps run together with other IPUs',
+/// the start and completion of the work they ran with).
 struct StepTiming {
   std::chrono::steady_clock::time_point start, end;
   /// Calls, loops and branches enclosing the step (0 in the main graph).
   std::size_t depth = 0;
 };
 
-/// Sees every step a run executes, in execution order (a callee's steps before the call step
+/// Sees every step a run executes, in program order (a callee's steps before the call step
 /// that encloses them completes; a loop body's steps once per iteration; a conditional's
-/// then-branch steps before its else-branch steps). Called on one
-/// emulator worker at a time, before the next step starts, so an observer needs no locking of
-/// its own but should be quick; it must not call back into the Session. Without an observer a run
-/// pays nothing for this.
+/// then-branch steps before its else-branch steps), also where IPU-local steps of different
+/// IPUs ran at the same time (is_ipu_local). Called on one emulator worker at a time, while no
+/// step runs, so an observer needs no locking of its own but should be quick; it must not call
+/// back into the Session. Without an observer a run pays nothing for this.
 class StepObserver {
 public:
   virtual ~StepObserver() = default;
