@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -176,9 +177,12 @@ public:
     const auto p = v_.producer(t);
     return p ? std::optional<Stage>(stage(*p)) : std::nullopt;
   }
-  /// Copies into stage s from earlier ones: run first in a cycle, so that the IPUs then
-  /// compute concurrently.
-  const std::vector<OpId>& copies(Stage s) const { return copies_[static_cast<std::size_t>(s)]; }
+  /// What opens stage s's turn in a cycle: copies into it from earlier stages and its host
+  /// loads. Run first in the cycle, so that the IPUs then compute concurrently (these steps
+  /// synchronise them on the emulator, as exchanges and host transfers do on hardware).
+  const std::vector<OpId>& opening(Stage s) const { return opening_[static_cast<std::size_t>(s)]; }
+  /// Stage s's host stores: run at the end of the cycle, for the same reason.
+  const std::vector<OpId>& closing(Stage s) const { return closing_[static_cast<std::size_t>(s)]; }
   /// The rest of stage s, in schedule order.
   const std::vector<OpId>& work(Stage s) const { return work_[static_cast<std::size_t>(s)]; }
   /// Ops of earlier stages stage s runs again to recompute what it reads from them.
@@ -222,7 +226,8 @@ private:
     for (const Stage s : used)
       index.emplace(s, static_cast<Stage>(index.size()));
     stage_ipus_.resize(used.size());
-    copies_.resize(used.size());
+    opening_.resize(used.size());
+    closing_.resize(used.size());
     work_.resize(used.size());
     recomputed_.resize(used.size());
     for (const OpId o : ops_) {
@@ -233,7 +238,9 @@ private:
         ipus.push_back(v_.ipu(o));
       const bool copy_in =
           v_.kind(o) == OpKind::IpuCopy && producer_stage(v_.inputs(o)[0]).value_or(-1) < s;
-      (copy_in ? copies_ : work_)[static_cast<std::size_t>(s)].push_back(o);
+      const bool load = v_.kind(o) == OpKind::HostLoad;
+      auto& list = copy_in || load ? opening_ : v_.kind(o) == OpKind::HostStore ? closing_ : work_;
+      list[static_cast<std::size_t>(s)].push_back(o);
     }
     for (auto& ipus : stage_ipus_)
       std::ranges::sort(ipus);
@@ -307,7 +314,7 @@ private:
       for (std::size_t k = 0; k < v_.inputs(o).size(); ++k)
         if (v_.op_writes_input(o, k))
           written_.insert(v_.alias_root(v_.inputs(o)[k]).value);
-    std::vector<std::unordered_set<std::uint32_t>> rerun(copies_.size());
+    std::vector<std::unordered_set<std::uint32_t>> rerun(work_.size());
     for (const OpId o : ops_) {
       const Stage q = stage(o);
       // Pending reads of stage q: (tensor, through a copy).
@@ -343,7 +350,7 @@ private:
   std::unordered_map<std::uint32_t, std::vector<OpId>> consumers_;
   std::unordered_map<std::uint32_t, Stage> stage_;
   StageIpus stage_ipus_;
-  std::vector<std::vector<OpId>> copies_, work_, recomputed_;
+  std::vector<std::vector<OpId>> opening_, work_, closing_, recomputed_;
   std::map<std::uint32_t, std::set<Stage>> readers_;
   std::unordered_set<std::uint32_t> written_; ///< alias roots some op writes
 };
@@ -426,10 +433,18 @@ private:
     return stash_.at(t.value).at(mb);
   }
 
-  void run(OpId o, Env& env, std::int64_t mb, bool keep) {
+  std::vector<Tensor> inputs_of(OpId o, const Env& env, std::int64_t mb) {
     std::vector<Tensor> inputs;
     for (const TensorId t : v_.inputs(o))
       inputs.push_back(value(t, env, mb));
+    return inputs;
+  }
+
+  void run(OpId o, Env& env, std::int64_t mb, bool keep) {
+    emit(o, inputs_of(o, env, mb), env, mb, keep);
+  }
+
+  void emit(OpId o, const std::vector<Tensor>& inputs, Env& env, std::int64_t mb, bool keep) {
     const Op copy = rw_.clone_op(v_.op(o), graph_, inputs);
     const auto outs = v_.outputs(o);
     const auto made = v_.outputs(IrView::id(copy));
@@ -445,9 +460,10 @@ private:
     }
   }
 
-  /// Pipeline cycle t: copies into the active stages, then each stage, latest first, each
-  /// releasing the stashed values it was the last to read before the earlier stages stash
-  /// new ones (so a value waits q − p cycles for its reader, PopART's stash depth).
+  /// Pipeline cycle t: the active stages' copies and loads, then each stage's work, latest
+  /// first, each releasing the stashed values it was the last to read before the earlier
+  /// stages stash new ones (so a value waits q − p cycles for its reader, PopART's stash
+  /// depth), then the host stores.
   void cycle(std::int64_t t) {
     std::vector<std::pair<Stage, std::int64_t>> active;
     for (Stage s = plan_.num_stages() - 1; s >= 0; --s)
@@ -455,13 +471,17 @@ private:
         active.emplace_back(s, *mb);
     std::map<Stage, Env> envs;
     for (const auto& [s, mb] : active)
-      for (const OpId o : plan_.copies(s))
+      for (const OpId o : plan_.opening(s))
         run(o, envs[s], mb, true);
+    std::vector<std::tuple<OpId, std::vector<Tensor>, Stage, std::int64_t>> stores;
     for (const auto& [s, mb] : active) {
       for (const OpId o : plan_.recomputed(s))
         run(o, envs[s], mb, false);
       for (const OpId o : plan_.work(s))
         run(o, envs[s], mb, true);
+      // A store's value is taken now: the stash may release it below.
+      for (const OpId o : plan_.closing(s))
+        stores.emplace_back(o, inputs_of(o, envs[s], mb), s, mb);
       for (const std::uint32_t read : last_reader_[static_cast<std::size_t>(s)])
         if (auto it = stash_.find(read); it != stash_.end()) {
           it->second.erase(mb);
@@ -469,6 +489,8 @@ private:
             stash_.erase(it);
         }
     }
+    for (const auto& [o, inputs, s, mb] : stores)
+      emit(o, inputs, envs[s], mb, false);
   }
 
   /// `loops` periods from cycle t0 as a Repeat: the stashes at the period's start are the
