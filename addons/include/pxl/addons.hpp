@@ -43,4 +43,5 @@
 #include "pxl/addons/remote.hpp"
 #include "pxl/addons/rts.hpp"
 #include "pxl/addons/safetensors.hpp"
+#include "pxl/addons/trainer.hpp"
 #include "pxl/addons/variable_factory.hpp"

@@ -1,0 +1,254 @@
+// addons::Trainer: fit over device loops equals one step per run bitwise; accumulation,
+// replication and pipelining against the simpler runs they equal; evaluate and predict
+// against each other; callbacks, the history and the errors.
+#include "pxl/addons.hpp"
+#include "pxl/pxl.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace pxl;
+using addons::CompileOptions;
+using addons::FitOptions;
+using addons::Trainer;
+using doctest::Contains;
+
+namespace {
+
+constexpr std::int64_t features = 12, classes = 4, examples = 400;
+
+/// Linear → relu → Linear; with `stages`, the second layer on IPU 1 (pipeline stage 1).
+struct Classifier : addons::Module<Classifier> {
+  bool stages = false;
+  PXL_SUBMODULE(addons::Linear, fc1, 16);
+  PXL_SUBMODULE(addons::Linear, fc2, classes);
+  Tensor build(const Tensor& x) {
+    const addons::PipelineStages split;
+    Tensor h;
+    {
+      auto s = split.stage(0);
+      h = ops::relu(fc1(x));
+    }
+    if (!stages)
+      return fc2(h);
+    auto s = split.stage(1);
+    return fc2(addons::PipelineStages::input(h));
+  }
+};
+
+/// Examples whose class is the largest of their first `classes` features.
+std::pair<HostTensor, HostTensor> data(std::int64_t n, std::uint64_t seed) {
+  HostTensor x = addons::init::normal(0.0, 1.0, {n, features})(float32, seed);
+  std::vector<std::int32_t> y;
+  const auto v = x.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int32_t best = 0;
+    for (std::int32_t k = 1; k < classes; ++k)
+      if (v[static_cast<std::size_t>(i * features + k)] >
+          v[static_cast<std::size_t>(i * features + best)])
+        best = k;
+    y.push_back(best);
+  }
+  return {x, HostTensor(y, {n})};
+}
+
+struct Fitted {
+  addons::History history;
+  std::map<std::string, HostTensor> weights;
+};
+
+Fitted fit(CompileOptions compile, FitOptions options, bool stages = false) {
+  Classifier model;
+  model.stages = stages;
+  Trainer trainer(model);
+  trainer.compile(std::move(compile));
+  const auto [x, y] = data(examples, 1);
+  Fitted f;
+  f.history = trainer.fit(x, y, options);
+  f.weights = trainer.weights();
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("fit with a device loop of 50 steps trains bitwise as one step per run") {
+  const FitOptions options{.epochs = 2, .batch_size = 8};
+  const addons::optimizers::SGDOptions sgd{.lr = 0.1};
+  const Fitted one = fit({.optimizer = sgd, .metrics = {"accuracy"}}, options);
+  const Fitted loop =
+      fit({.optimizer = sgd, .metrics = {"accuracy"}, .steps_per_execution = 50}, options);
+  CHECK(loop.weights == one.weights);
+  CHECK(loop.history.history == one.history.history);
+  REQUIRE(one.history.epochs() == 2);
+  CHECK(one.history.history.at("loss")[1] < one.history.history.at("loss")[0]);
+  CHECK(one.history.history.at("accuracy")[1] > one.history.history.at("accuracy")[0]);
+  CHECK(one.history.history.at("lr") == std::vector<double>{0.1, 0.1});
+}
+
+TEST_CASE("fit with accumulation, replicas and pipelining equals the simpler runs") {
+  const FitOptions options{.epochs = 1, .batch_size = 8, .shuffle = false};
+  SUBCASE("pipelined over two IPUs: bitwise the unpipelined accumulation") {
+    const CompileOptions accumulate{.gradient_accumulation = 4};
+    CompileOptions piped = accumulate;
+    piped.pipeline = true;
+    const Fitted plain = fit(accumulate, options, true);
+    const Fitted pipelined = fit(piped, options, true);
+    CHECK(pipelined.weights == plain.weights);
+    CHECK(pipelined.history.history == plain.history.history);
+  }
+  SUBCASE("two replicas on halves of each batch: one replica, to float rounding") {
+    const Fitted one = fit({.optimizer = addons::optimizers::AdamOptions{}}, options);
+    const Fitted two =
+        fit({.optimizer = addons::optimizers::AdamOptions{}, .replicas = 2}, options);
+    for (const auto& [key, w] : one.weights) {
+      const auto a = w.data<float>();
+      const auto b = two.weights.at(key).data<float>();
+      for (std::size_t i = 0; i < a.size(); ++i)
+        CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4).scale(1));
+    }
+  }
+  SUBCASE("accumulating 2 micro-batches of 4: one batch of 8, to float rounding") {
+    const Fitted whole = fit({}, options);
+    const Fitted halves = fit({.gradient_accumulation = 2}, {.batch_size = 4, .shuffle = false});
+    for (const auto& [key, w] : whole.weights) {
+      const auto a = w.data<float>();
+      const auto b = halves.weights.at(key).data<float>();
+      for (std::size_t i = 0; i < a.size(); ++i)
+        CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4).scale(1));
+    }
+  }
+}
+
+TEST_CASE("evaluate and predict see the trained weights and agree with each other") {
+  Trainer trainer(Classifier{});
+  trainer.compile({.metrics = {"accuracy"}});
+  const auto [x, y] = data(examples, 1);
+  const auto [xt, yt] = data(80, 2);
+  const addons::Logs before = trainer.evaluate(xt, yt, 16);
+  trainer.fit(x, y, {.epochs = 3, .batch_size = 8});
+  const addons::Logs after = trainer.evaluate(xt, yt, 16);
+  CHECK(after.at("loss") < before.at("loss"));
+  const HostTensor logits = trainer.predict(xt, 16);
+  REQUIRE(logits.shape() == Shape{80, classes});
+  // The accuracy of the predictions, computed on the host.
+  double correct = 0, loss = 0;
+  const auto l = logits.data<float>();
+  const auto labels = yt.data<std::int32_t>();
+  for (std::int64_t i = 0; i < 80; ++i) {
+    std::int64_t best = 0;
+    double norm = 0;
+    for (std::int64_t k = 0; k < classes; ++k) {
+      norm += std::exp(l[static_cast<std::size_t>(i * classes + k)]);
+      if (l[static_cast<std::size_t>(i * classes + k)] >
+          l[static_cast<std::size_t>(i * classes + best)])
+        best = k;
+    }
+    correct += best == labels[static_cast<std::size_t>(i)] ? 1 : 0;
+    loss += std::log(norm) -
+            l[static_cast<std::size_t>(i * classes + labels[static_cast<std::size_t>(i)])];
+  }
+  CHECK(after.at("accuracy") == doctest::Approx(correct / 80));
+  CHECK(after.at("loss") == doctest::Approx(loss / 80).epsilon(1e-5));
+}
+
+namespace {
+struct CountingCallback : addons::Callback {
+  std::int64_t batches = 0;
+  std::vector<addons::Logs> epochs;
+  void on_batch_end(std::int64_t batch, const addons::Logs& logs) override {
+    CHECK(batch == batches);
+    CHECK(logs.contains("loss"));
+    ++batches;
+  }
+  bool on_epoch_end(int, const addons::Logs& logs) override {
+    epochs.push_back(logs);
+    return false;
+  }
+};
+} // namespace
+
+TEST_CASE("Callbacks: per batch and epoch, early stopping, learning-rate schedule, checkpoints") {
+  const auto [x, y] = data(examples, 1);
+  const auto [xv, yv] = data(80, 2);
+  Trainer trainer(Classifier{});
+  trainer.compile(
+      {.optimizer = addons::optimizers::SGDOptions{.lr = 0.1}, .steps_per_execution = 10});
+  auto counting = std::make_shared<CountingCallback>();
+  auto stopping = std::make_shared<addons::EarlyStopping>("val_loss", 0, 10.0);
+  auto schedule = std::make_shared<addons::LearningRateScheduler>(
+      trainer, [](int epoch, double lr) { return epoch == 1 ? lr / 2 : lr; });
+  const auto dir = std::filesystem::temp_directory_path() / "pxl_trainer_test";
+  std::filesystem::create_directories(dir);
+  auto checkpoint =
+      std::make_shared<addons::ModelCheckpoint>(trainer, (dir / "w{epoch}.safetensors").string());
+  const addons::History h = trainer.fit(x, y,
+                                        {.epochs = 5,
+                                         .batch_size = 8,
+                                         .validation_data = std::pair(xv, yv),
+                                         .callbacks = {counting, stopping, schedule, checkpoint}});
+  // A min_delta of 10 never counts as an improvement: training stops after epoch 2.
+  CHECK(stopping->stopped_epoch() == 1);
+  CHECK(h.epochs() == 2);
+  CHECK(counting->batches == 2 * examples / 8);
+  REQUIRE(counting->epochs.size() == 2);
+  CHECK(counting->epochs[0].contains("val_loss"));
+  CHECK(h.history.at("lr") == std::vector<double>{0.1, 0.05});
+  CHECK(trainer.learning_rate() == 0.05);
+  CHECK(std::filesystem::exists(dir / "w1.safetensors"));
+  CHECK(std::filesystem::exists(dir / "w2.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Trainer refuses what it cannot train") {
+  Trainer trainer(Classifier{});
+  const auto [x, y] = data(examples, 1);
+  CHECK_THROWS_WITH_AS(trainer.fit(x, y, {}), Contains("call compile first"), ValueError);
+  CHECK_THROWS_WITH_AS(trainer.compile({.metrics = {"f1"}}), Contains("unknown metric 'f1'"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(trainer.compile({.metrics = {"loss"}}),
+                       Contains("the loss is always reported"), ValueError);
+  CHECK_THROWS_WITH_AS(trainer.compile({.steps_per_execution = 0}),
+                       Contains("must be at least 1, got 0"), ValueError);
+  CHECK_THROWS_WITH_AS(trainer.compile({.pipeline = true}),
+                       Contains("needs gradient_accumulation of at least 2"), ValueError);
+  trainer.compile({.steps_per_execution = 100});
+  CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
+                       Contains("400 examples do not fill one run of 100 micro-batches of 8"),
+                       ValueError);
+  const auto [x2, y2] = data(10, 3);
+  CHECK_THROWS_WITH_AS(trainer.fit(x, y2, {}), Contains("as many of each"), ShapeError);
+  trainer.compile({.replicas = 3});
+  CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
+                       Contains("positive multiple of the 3 replica(s), got 8"), ValueError);
+  CHECK_THROWS_WITH_AS(trainer.weights(), Contains("no weights yet"), ValueError);
+}
+
+TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipelined") {
+  auto model = [] {
+    addons::Sequential m{addons::Flatten{}, addons::Dense(16, addons::Activation::relu),
+                         addons::Dense(16, addons::Activation::relu), addons::Dense(classes)};
+    m.set_pipeline_stage_assignment({0, 0, 1, 1});
+    return m;
+  };
+  const auto [x, y] = data(examples, 1);
+  const HostTensor images = x.reshaped({examples, 3, 4});
+  std::map<std::string, HostTensor> weights[2];
+  addons::History histories[2];
+  for (const bool pipeline : {false, true}) {
+    Trainer trainer(model());
+    trainer.compile({.metrics = {"accuracy"},
+                     .steps_per_execution = 2,
+                     .gradient_accumulation = 5,
+                     .pipeline = pipeline});
+    histories[pipeline ? 1 : 0] = trainer.fit(images, y, {.epochs = 2, .batch_size = 8});
+    weights[pipeline ? 1 : 0] = trainer.weights();
+  }
+  CHECK(weights[1] == weights[0]);
+  CHECK(histories[1].history == histories[0].history);
+  CHECK(weights[0].contains("layers.1.weight"));
+}
