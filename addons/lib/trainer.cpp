@@ -44,6 +44,19 @@ HostTensor gather_rows(const HostTensor& t, std::span<const std::int64_t> rows) 
   return out;
 }
 
+/// `parts` (of one spec) joined along their first axis.
+HostTensor concatenated(const std::vector<HostTensor>& parts) {
+  Shape shape = parts.front().shape();
+  shape[0] *= static_cast<std::int64_t>(parts.size());
+  HostTensor all(shape, parts.front().dtype());
+  std::size_t at = 0;
+  for (const HostTensor& part : parts) {
+    std::memcpy(all.bytes().data() + at, part.bytes().data(), part.bytes().size());
+    at += part.bytes().size();
+  }
+  return all;
+}
+
 /// `t` [transfers · replicas · b, ...] as a stream array [transfers, replicas, b, ...], the
 /// leading dims of 1 dropped (the Session's layout).
 HostTensor stream_array(const HostTensor& t, std::int64_t transfers, std::int64_t replicas) {
@@ -194,36 +207,99 @@ History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions&
   if (!programs_)
     throw ValueError("Trainer::fit: call compile first");
   check_examples("Trainer::fit", x, y);
+  const CompileOptions& o = programs_->options;
+  const std::int64_t b = fit_options.batch_size;
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  if (b < 1)
+    throw ValueError("Trainer::fit: batch_size must be at least 1, got " + std::to_string(b));
+  const std::int64_t runs = x.shape()[0] / (per_run * b);
+  if (runs == 0 && fit_options.epochs > 0)
+    throw ValueError("Trainer::fit: " + std::to_string(x.shape()[0]) +
+                     " examples do not fill one run of " + std::to_string(per_run) +
+                     " micro-batches of " + std::to_string(b));
+  // Each epoch's order, drawn at its first run.
+  std::vector<std::int64_t> order;
+  auto run_data = [&](int epoch, std::int64_t r) {
+    if (r == 0) {
+      if (fit_options.shuffle) {
+        order = data::shuffled_indices(x.shape()[0], o.seed, static_cast<std::uint64_t>(epoch));
+      } else {
+        order.resize(static_cast<std::size_t>(x.shape()[0]));
+        std::iota(order.begin(), order.end(), std::int64_t{0});
+      }
+    }
+    const std::span<const std::int64_t> rows(order.data() + r * per_run * b,
+                                             static_cast<std::size_t>(per_run * b));
+    return std::pair(gather_rows(x, rows), gather_rows(y, rows));
+  };
+  return fit_runs(example_spec(x, b), example_spec(y, b), runs, run_data, fit_options);
+}
+
+History Trainer::fit(const data::TensorDataset& dataset, FitOptions fit_options) {
+  if (!programs_)
+    throw ValueError("Trainer::fit: call compile first");
+  const auto& settings = dataset.settings();
+  if (!settings.batch_size || !settings.drop_remainder)
+    throw ValueError("Trainer::fit: the dataset must be batched with drop_remainder (the "
+                     "device program has fixed shapes): call .batch(size) on it");
+  const std::int64_t per_run =
+      programs_->options.steps_per_execution * programs_->options.gradient_accumulation;
+  const std::int64_t runs = dataset.batches_per_epoch() / per_run;
+  if (runs == 0 && fit_options.epochs > 0)
+    throw ValueError("Trainer::fit: the dataset's " + std::to_string(dataset.batches_per_epoch()) +
+                     " batches per epoch do not fill one run of " + std::to_string(per_run) +
+                     " micro-batches");
+  fit_options.batch_size = *settings.batch_size;
+  const data::LabelledBatchSpec spec = dataset.element_spec();
+  // Each epoch's batches, read as its runs go.
+  std::optional<data::TensorDatasetView> view;
+  std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
+  auto run_data = [&](int epoch, std::int64_t r) {
+    if (r == 0) {
+      view.emplace(dataset.epoch(static_cast<std::uint64_t>(epoch)));
+      at.emplace(view->begin());
+    }
+    std::vector<HostTensor> xs, ys;
+    for (std::int64_t k = 0; k < per_run; ++k, ++*at) {
+      xs.push_back((**at).features);
+      ys.push_back((**at).labels);
+    }
+    return std::pair(concatenated(xs), concatenated(ys));
+  };
+  return fit_runs(spec.features, spec.labels, runs, run_data, fit_options);
+}
+
+History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, std::int64_t runs,
+                          const RunData& run_data, const FitOptions& fit_options) {
   Programs& ps = *programs_;
   const CompileOptions& o = ps.options;
   const std::int64_t b = fit_options.batch_size;
-  if (b < 1 || b % o.replicas != 0)
+  if (b % o.replicas != 0)
     throw ValueError("Trainer::fit: batch_size must be a positive multiple of the " +
                      std::to_string(o.replicas) + " replica(s), got " + std::to_string(b));
   if (fit_options.epochs < 0)
     throw ValueError("Trainer::fit: epochs must be at least 0, got " +
                      std::to_string(fit_options.epochs));
   const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
-  const std::int64_t runs = x.shape()[0] / (per_run * b);
-  if (runs == 0 && fit_options.epochs > 0)
-    throw ValueError("Trainer::fit: " + std::to_string(x.shape()[0]) +
-                     " examples do not fill one run of " + std::to_string(per_run) +
-                     " micro-batches of " + std::to_string(b));
   const std::int64_t b_rep = b / o.replicas;
   const bool with_accuracy = !o.metrics.empty();
+  auto per_replica = [&](TensorSpec spec) {
+    spec.shape[0] = b_rep;
+    return spec;
+  };
 
-  if (!ps.train || ps.train->x_spec != example_spec(x, b_rep)) {
+  if (!ps.train || ps.train->x_spec != per_replica(x_batch)) {
     if (ps.train)
       ps.save_weights(*ps.train);
     ps.train.reset();
     auto& p = ps.train.emplace();
-    p.x_spec = example_spec(x, b_rep);
+    p.x_spec = per_replica(x_batch);
     p.transfers = per_run;
     p.ir.set_replication_factor(o.replicas);
     {
       auto in_main = p.ir.main_graph().scope();
       p.x = h2d_stream(p.x_spec.shape, p.x_spec.dtype, "x");
-      p.y = h2d_stream(example_spec(y, b_rep).shape, y.dtype(), "y");
+      p.y = h2d_stream(per_replica(y_batch).shape, y_batch.dtype, "y");
       p.loss = d2h_stream({}, float32, "loss");
       if (with_accuracy)
         p.accuracy = d2h_stream({}, float32, "accuracy");
@@ -323,20 +399,11 @@ History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions&
   History history;
   std::int64_t batch_index = 0;
   for (int epoch = 0; epoch < fit_options.epochs; ++epoch) {
-    std::vector<std::int64_t> order;
-    if (fit_options.shuffle) {
-      order = data::shuffled_indices(x.shape()[0], o.seed, static_cast<std::uint64_t>(epoch));
-    } else {
-      order.resize(static_cast<std::size_t>(x.shape()[0]));
-      std::iota(order.begin(), order.end(), std::int64_t{0});
-    }
     double loss_sum = 0, accuracy_sum = 0;
     for (std::int64_t r = 0; r < runs; ++r) {
-      const std::span<const std::int64_t> rows(order.data() + r * per_run * b,
-                                               static_cast<std::size_t>(per_run * b));
-      const auto out =
-          p.session->run({{p.x, stream_array(gather_rows(x, rows), per_run, o.replicas)},
-                          {p.y, stream_array(gather_rows(y, rows), per_run, o.replicas)}});
+      const auto [xs, ys] = run_data(epoch, r);
+      const auto out = p.session->run({{p.x, stream_array(xs, per_run, o.replicas)},
+                                       {p.y, stream_array(ys, per_run, o.replicas)}});
       const auto losses = per_transfer(out.at(p.loss), per_run, o.replicas);
       std::vector<double> accuracies;
       if (with_accuracy)
@@ -469,12 +536,7 @@ HostTensor Trainer::predict(const HostTensor& x, std::int64_t batch_size) {
     std::iota(rows.begin(), rows.end(), k * batch_size);
     parts.push_back(p.session->run({{p.x, gather_rows(x, rows)}}).at(p.out));
   }
-  Shape shape = parts.front().shape();
-  shape[0] = batches * batch_size;
-  HostTensor all(shape, parts.front().dtype());
-  for (std::size_t k = 0; k < parts.size(); ++k)
-    std::memcpy(all.bytes().data() + k * parts[k].bytes().size(), parts[k].bytes().data(),
-                parts[k].bytes().size());
+  HostTensor all = concatenated(parts);
   return all;
 }
 

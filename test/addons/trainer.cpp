@@ -252,3 +252,19 @@ TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipe
   CHECK(histories[1].history == histories[0].history);
   CHECK(weights[0].contains("layers.1.weight"));
 }
+
+TEST_CASE("fit on a shuffled, batched TensorDataset trains as fit on the arrays") {
+  const auto [x, y] = data(examples, 1);
+  const CompileOptions compile{.metrics = {"accuracy"}, .steps_per_execution = 5, .seed = 9};
+  const Fitted arrays = fit(compile, {.epochs = 2, .batch_size = 8});
+  Trainer trainer(Classifier{});
+  trainer.compile(compile);
+  // Shuffled with the compile seed, each epoch afresh: the arrays' order.
+  const auto dataset =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(9).batch(8).prefetch(4);
+  const addons::History h = trainer.fit(dataset, {.epochs = 2});
+  CHECK(trainer.weights() == arrays.weights);
+  CHECK(h.history == arrays.history.history);
+  CHECK_THROWS_WITH_AS(trainer.fit(addons::data::TensorDataset::from_tensor_slices(x, y), {}),
+                       Contains("must be batched with drop_remainder"), ValueError);
+}

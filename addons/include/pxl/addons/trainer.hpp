@@ -2,6 +2,7 @@
 // loops on the emulator.
 #pragma once
 
+#include "pxl/addons/data/pipeline.hpp"
 #include "pxl/addons/graph_with_named_args.hpp"
 #include "pxl/addons/optimizers/adam.hpp"
 #include "pxl/addons/optimizers/rmsprop.hpp"
@@ -136,6 +137,11 @@ public:
   /// steps_per_execution × gradient_accumulation micro-batches of batch_size; an epoch is as
   /// many whole runs as the data fills. Returns the per-epoch means.
   History fit(const HostTensor& x, const HostTensor& y, const FitOptions& options);
+  /// Trains on a batched dataset (`.batch(size)` with drop_remainder; shuffled, if it is,
+  /// afresh every epoch): its batch size replaces options.batch_size and options.shuffle is
+  /// not used. Each run takes the epoch's next steps_per_execution × gradient_accumulation
+  /// batches; the batches that do not fill a run are left out.
+  History fit(const data::TensorDataset& dataset, FitOptions options);
   /// The mean loss (and accuracy) over `x`, `y` in batches of `batch_size` (the remainder
   /// dropped).
   Logs evaluate(const HostTensor& x, const HostTensor& y, std::int64_t batch_size = 32);
@@ -153,6 +159,12 @@ public:
   class Programs;
 
 private:
+  /// The inputs of epoch e's run r: [steps_per_execution × gradient_accumulation × batch, ...]
+  /// examples and labels.
+  using RunData = std::function<std::pair<HostTensor, HostTensor>(int epoch, std::int64_t run)>;
+  /// Trains `runs` runs per epoch of micro-batches shaped `x_batch`, `y_batch` (global).
+  History fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, std::int64_t runs,
+                   const RunData& run_data, const FitOptions& options);
   Trace trace_;
   std::unique_ptr<Programs> programs_;
 };
