@@ -1,0 +1,83 @@
+// Lesson 7: training in two lines, as Keras with IPUs does it (§4.1–4.3, and the TF2 infeed
+// tutorial's device loop):
+//
+//     model = keras.Sequential([Flatten(), Dense(128, relu), Dense(10)])
+//     model.compile(optimizer, loss, metrics=["accuracy"], steps_per_execution=50)
+//     model.fit(dataset, epochs=2)
+//     model.evaluate(test_dataset)
+//
+// addons::Trainer builds the training program once (a device loop of steps_per_execution
+// optimizer steps fed through host streams, each step's loss and accuracy stored back), and
+// separate evaluation and prediction programs that share its weights.
+#include <pxl/addons.hpp>
+#include <pxl/pxl.hpp>
+
+#include <cstdio>
+#include <vector>
+
+namespace addons = pxl::addons;
+using addons::Activation;
+
+// Images whose class is the brightest of their first ten pixels: something to learn.
+std::pair<pxl::HostTensor, pxl::HostTensor> images(std::int64_t n, std::uint64_t seed) {
+  const auto x = addons::init::normal(0.0, 1.0, {n, 28, 28})(pxl::float32, seed);
+  std::vector<std::int32_t> y;
+  const auto pixels = x.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int32_t best = 0;
+    for (std::int32_t k = 1; k < 10; ++k)
+      if (pixels[static_cast<std::size_t>(i * 784 + k)] >
+          pixels[static_cast<std::size_t>(i * 784 + best)])
+        best = k;
+    y.push_back(best);
+  }
+  return {x, pxl::HostTensor(y, {n})};
+}
+
+addons::History train(std::int64_t steps_per_execution, addons::Trainer& trainer,
+                      const addons::data::TensorDataset& dataset) {
+  trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.2},
+                   .metrics = {"accuracy"},
+                   .steps_per_execution = steps_per_execution});
+  return trainer.fit(dataset, {.epochs = 3});
+}
+
+int main() {
+  const auto [x, y] = images(1600, 1);
+  const auto [x_test, y_test] = images(400, 2);
+  // tf.data's pipeline: shuffled afresh every epoch, batches of 32 (the remainder dropped, as
+  // a device program's shapes are fixed), prefetched.
+  const auto dataset =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(7).batch(32).prefetch(8);
+  auto model = [] {
+    return addons::Sequential{addons::Flatten{}, addons::Dense(128, Activation::relu),
+                              addons::Dense(10)};
+  };
+
+  addons::Trainer trainer(model());
+  const addons::History history = train(25, trainer, dataset);
+  std::printf("Batches per epoch: %lld; 25 steps per run: %lld runs per epoch\n",
+              static_cast<long long>(dataset.batches_per_epoch()),
+              static_cast<long long>(dataset.batches_per_epoch() / 25));
+  std::printf("History: %d epochs of", history.epochs());
+  for (const auto& [key, values] : history.history)
+    std::printf(" %s", key.c_str());
+  std::printf("\n");
+  const auto& loss = history.history.at("loss");
+  std::printf("Loss fell every epoch: %s\n", loss[1] < loss[0] && loss[2] < loss[1] ? "yes" : "no");
+  std::printf("Weights:");
+  for (const auto& [name, w] : trainer.weights())
+    std::printf(" %s", name.c_str());
+  std::printf("\n");
+
+  // The same training one step per run: the device loop changes the speed, not the result.
+  addons::Trainer stepwise(model());
+  train(1, stepwise, dataset);
+  std::printf("One step per run gives the same weights: %s\n",
+              stepwise.weights() == trainer.weights() ? "yes" : "no");
+
+  const addons::Logs test = trainer.evaluate(x_test, y_test, 40);
+  std::printf("Test accuracy above chance (10%%): %s\n", test.at("accuracy") > 0.2 ? "yes" : "no");
+  const pxl::HostTensor logits = trainer.predict(x_test, 40);
+  std::printf("Predictions: %s\n", pxl::to_string(logits.shape()).c_str());
+}
