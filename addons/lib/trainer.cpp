@@ -112,21 +112,25 @@ double initial_lr(const TrainerOptimizer& o) {
 
 } // namespace
 
+namespace trainer_detail {
+/// One compiled program: its Ir, Session and the streams and tensors it is driven by.
+struct Program {
+  Ir ir;
+  std::optional<Session> session;
+  std::optional<Session::Attachment> attached;
+  HostToDeviceStream x, y;
+  DeviceToHostStream out, loss, accuracy;
+  NamedTensors variables;
+  Tensor lr;
+  TensorSpec x_spec;
+  std::int64_t transfers = 1;
+};
+} // namespace trainer_detail
+
 /// The Sessions a Trainer builds, and the weights they share by name.
 class Trainer::Programs {
 public:
-  /// One compiled program: its Ir, Session and the streams and tensors it is driven by.
-  struct Program {
-    Ir ir;
-    std::optional<Session> session;
-    std::optional<Session::Attachment> attached;
-    HostToDeviceStream x, y;
-    DeviceToHostStream out, loss, accuracy;
-    NamedTensors variables;
-    Tensor lr;
-    TensorSpec x_spec;
-    std::int64_t transfers = 1;
-  };
+  using Program = trainer_detail::Program;
 
   CompileOptions options;
   std::optional<Program> train, evaluate, predict;
@@ -303,7 +307,10 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
       p.loss = d2h_stream({}, float32, "loss");
       if (with_accuracy)
         p.accuracy = d2h_stream({}, float32, "accuracy");
-      auto [facts, fwd] = trace_(p.x_spec);
+      // Not a structured binding: the lambdas below capture the graph (clang 14).
+      auto traced = trace_(p.x_spec);
+      const NamedVariableFactories& facts = traced.first;
+      const GraphWithNamedArgs& fwd = traced.second;
       auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
       p.variables = facts.init("", o.seed);
       p.lr = variable(HostTensor::scalar(static_cast<float>(ps.lr)), "lr");

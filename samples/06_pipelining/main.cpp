@@ -82,7 +82,10 @@ Trained train(std::optional<pxl::transforms::PipelineOptions> pipelining) {
     images = pxl::h2d_stream({batch, 28, 28}, pxl::float32, "images");
     labels = pxl::h2d_stream({batch}, pxl::int32, "labels");
     losses = pxl::d2h_stream({}, pxl::float32, "loss");
-    auto [facts, fwd] = Model{}.create_graph(pxl::TensorSpec{{batch, 28, 28}, pxl::float32});
+    // Not a structured binding: the lambda below captures the graph (clang 14).
+    auto traced = Model{}.create_graph(pxl::TensorSpec{{batch, 28, 28}, pxl::float32});
+    const auto& facts = traced.first;
+    const auto& fwd = traced.second;
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     vars = facts.init("", 7);
     const addons::GradientAccumulation accumulation{.steps = micro_batches};

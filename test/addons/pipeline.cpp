@@ -102,7 +102,10 @@ Trained train(const Setup& setup) {
     Net net;
     net.stages = addons::PipelineStages(setup.mapping);
     net.concurrent = setup.concurrent;
-    auto [facts, fwd] = net.create_graph(TensorSpec{{rows, features}, float32});
+    // Not a structured binding: the lambda below captures the graph (clang 14).
+    auto traced = net.create_graph(TensorSpec{{rows, features}, float32});
+    const auto& facts = traced.first;
+    const auto& fwd = traced.second;
     auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
     vars = facts.init("", 3);
     const addons::GradientAccumulation accumulation{.steps = setup.micro_batches};
