@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <numeric>
 
 namespace pxl::addons {
@@ -69,16 +70,6 @@ HostTensor stream_array(const HostTensor& t, std::int64_t transfers, std::int64_
   return t.reshaped(shape);
 }
 
-/// One value per transfer from a stored stream [transfers, replicas?] (replica 0's).
-std::vector<double> per_transfer(const HostTensor& t, std::int64_t transfers,
-                                 std::int64_t replicas) {
-  const auto v = t.data<float>();
-  std::vector<double> out;
-  for (std::int64_t k = 0; k < transfers; ++k)
-    out.push_back(v[static_cast<std::size_t>(k * replicas)]);
-  return out;
-}
-
 TensorSpec example_spec(const HostTensor& t, std::int64_t batch) {
   Shape shape = t.shape();
   shape[0] = batch;
@@ -113,6 +104,43 @@ double initial_lr(const TrainerOptimizer& o) {
 } // namespace
 
 namespace trainer_detail {
+/// Where the training program's outfeed goes during a fit: the consumer thread calls the
+/// batch-end callbacks as each micro-batch's loss (and accuracy) arrives, while the device
+/// goes on (Keras with IPUs' asynchronous callbacks), and sums the epoch's values. The
+/// calling thread reads the sums once a run has returned, by which time every element has
+/// been delivered.
+struct BatchLog {
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  bool with_accuracy = false;
+  std::int64_t replicas = 1;
+  std::int64_t element = 0; ///< elements received: one per micro-batch and replica
+  std::int64_t batch = 0;   ///< micro-batches since the fit began
+  double loss_sum = 0, accuracy_sum = 0;
+  std::exception_ptr error; ///< what a callback threw; rethrown after the run
+
+  void operator()(const HostTensor& values) {
+    // Replicas store the same all-reduced values, step-major: take replica 0's.
+    if (element++ % replicas != 0)
+      return;
+    const auto v = values.data<float>();
+    Logs logs{{"loss", v[0]}};
+    loss_sum += v[0];
+    if (with_accuracy) {
+      logs.emplace(std::string(accuracy_metric), v[1]);
+      accuracy_sum += v[1];
+    }
+    if (!error) {
+      try {
+        for (const auto& c : callbacks)
+          c->on_batch_end(batch, logs);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    ++batch;
+  }
+};
+
 /// One compiled program: its Ir, Session and the streams and tensors it is driven by.
 struct Program {
   Ir ir;
@@ -124,6 +152,7 @@ struct Program {
   Tensor lr;
   TensorSpec x_spec;
   std::int64_t transfers = 1;
+  std::shared_ptr<BatchLog> log = std::make_shared<BatchLog>(); ///< training only
 };
 } // namespace trainer_detail
 
@@ -131,6 +160,7 @@ struct Program {
 class Trainer::Programs {
 public:
   using Program = trainer_detail::Program;
+  using BatchLog = trainer_detail::BatchLog;
 
   CompileOptions options;
   std::optional<Program> train, evaluate, predict;
@@ -304,9 +334,8 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
       auto in_main = p.ir.main_graph().scope();
       p.x = h2d_stream(p.x_spec.shape, p.x_spec.dtype, "x");
       p.y = h2d_stream(per_replica(y_batch).shape, y_batch.dtype, "y");
-      p.loss = d2h_stream({}, float32, "loss");
-      if (with_accuracy)
-        p.accuracy = d2h_stream({}, float32, "accuracy");
+      // Each micro-batch's loss, and accuracy: one element, so that one consumer sees both.
+      p.loss = d2h_stream({with_accuracy ? 2 : 1}, float32, "logs");
       // Not a structured binding: the lambdas below capture the graph (clang 14).
       auto traced = trace_(p.x_spec);
       const NamedVariableFactories& facts = traced.first;
@@ -335,15 +364,12 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
         auto on_last = ipu(out.ipu());
         const Tensor labels = pxl::ops::host_load(p.y);
         auto [loss, dout] = loss_with_grad(o.loss, out, labels);
-        auto report = [&](const DeviceToHostStream& stream, const Tensor& t) {
-          pxl::ops::host_store(stream, o.replicas > 1
-                                           ? pxl::ops::collectives::replicated_all_reduce(
-                                                 t, CollectiveOperator::mean)
-                                           : t);
-        };
-        report(p.loss, loss);
+        Tensor values = loss.reshape({1});
         if (with_accuracy)
-          report(p.accuracy, accuracy(out, labels));
+          values = pxl::ops::concat({values, accuracy(out, labels).reshape({1})});
+        if (o.replicas > 1)
+          values = pxl::ops::collectives::replicated_all_reduce(values, CollectiveOperator::mean);
+        pxl::ops::host_store(p.loss, values);
         auto bwd_info =
             bwd.call_with_info({dout}, {}, bwd.grad_graph_info().inputs_dict(fwd_info), inlined);
         return bwd.grads(bwd_info);
@@ -400,37 +426,32 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
     p.attached.emplace(p.session->attach());
     ps.load_weights(p);
     p.session->write_variable_data(p.lr, HostTensor::scalar(static_cast<float>(ps.lr)));
+    p.log->with_accuracy = with_accuracy;
+    p.log->replicas = o.replicas;
+    p.session->set_d2h_callback(p.loss,
+                                [log = p.log](const HostTensor& values) { (*log)(values); });
   }
 
   Programs::Program& p = *ps.train;
+  Programs::BatchLog& log = *p.log;
+  log.callbacks = fit_options.callbacks;
+  log.batch = 0;
+  log.error = nullptr;
   History history;
-  std::int64_t batch_index = 0;
   for (int epoch = 0; epoch < fit_options.epochs; ++epoch) {
-    double loss_sum = 0, accuracy_sum = 0;
+    log.loss_sum = 0;
+    log.accuracy_sum = 0;
     for (std::int64_t r = 0; r < runs; ++r) {
       const auto [xs, ys] = run_data(epoch, r);
-      const auto out = p.session->run({{p.x, stream_array(xs, per_run, o.replicas)},
-                                       {p.y, stream_array(ys, per_run, o.replicas)}});
-      const auto losses = per_transfer(out.at(p.loss), per_run, o.replicas);
-      std::vector<double> accuracies;
-      if (with_accuracy)
-        accuracies = per_transfer(out.at(p.accuracy), per_run, o.replicas);
-      for (std::size_t k = 0; k < losses.size(); ++k) {
-        Logs logs{{"loss", losses[k]}};
-        loss_sum += losses[k];
-        if (with_accuracy) {
-          logs.emplace(std::string(accuracy_metric), accuracies[k]);
-          accuracy_sum += accuracies[k];
-        }
-        for (const auto& c : fit_options.callbacks)
-          c->on_batch_end(batch_index, logs);
-        ++batch_index;
-      }
+      p.session->run({{p.x, stream_array(xs, per_run, o.replicas)},
+                      {p.y, stream_array(ys, per_run, o.replicas)}});
+      if (log.error)
+        std::rethrow_exception(std::exchange(log.error, nullptr));
     }
     const auto n = static_cast<double>(runs * per_run);
-    Logs logs{{"loss", loss_sum / n}};
+    Logs logs{{"loss", log.loss_sum / n}};
     if (with_accuracy)
-      logs.emplace(std::string(accuracy_metric), accuracy_sum / n);
+      logs.emplace(std::string(accuracy_metric), log.accuracy_sum / n);
     if (fit_options.validation_data) {
       ps.save_weights(p);
       const Logs val =

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace pxl;
@@ -160,9 +162,11 @@ namespace {
 struct CountingCallback : addons::Callback {
   std::int64_t batches = 0;
   std::vector<addons::Logs> epochs;
+  std::set<std::thread::id> threads; ///< where on_batch_end ran
   void on_batch_end(std::int64_t batch, const addons::Logs& logs) override {
     CHECK(batch == batches);
     CHECK(logs.contains("loss"));
+    threads.insert(std::this_thread::get_id());
     ++batches;
   }
   bool on_epoch_end(int, const addons::Logs& logs) override {
@@ -195,6 +199,8 @@ TEST_CASE("Callbacks: per batch and epoch, early stopping, learning-rate schedul
   CHECK(stopping->stopped_epoch() == 1);
   CHECK(h.epochs() == 2);
   CHECK(counting->batches == 2 * examples / 8);
+  // Asynchronous, as Keras with IPUs' callbacks: on the outfeed's thread, not the caller's.
+  CHECK_FALSE(counting->threads.contains(std::this_thread::get_id()));
   REQUIRE(counting->epochs.size() == 2);
   CHECK(counting->epochs[0].contains("val_loss"));
   CHECK(h.history.at("lr") == std::vector<double>{0.1, 0.05});
@@ -226,6 +232,17 @@ TEST_CASE("Trainer refuses what it cannot train") {
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
                        Contains("positive multiple of the 3 replica(s), got 8"), ValueError);
   CHECK_THROWS_WITH_AS(trainer.weights(), Contains("no weights yet"), ValueError);
+  // What a batch-end callback throws ends fit with it.
+  struct Throwing : addons::Callback {
+    void on_batch_end(std::int64_t batch, const addons::Logs&) override {
+      if (batch == 3)
+        throw ValueError("stop at batch 3");
+    }
+  };
+  trainer.compile({.steps_per_execution = 10});
+  CHECK_THROWS_WITH_AS(
+      trainer.fit(x, y, {.batch_size = 8, .callbacks = {std::make_shared<Throwing>()}}),
+      Contains("stop at batch 3"), ValueError);
 }
 
 TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipelined") {

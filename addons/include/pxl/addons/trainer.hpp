@@ -36,9 +36,11 @@ enum class TrainingLoss {
 /// validation data "val_loss", "val_accuracy"; "lr" at epoch ends.
 using Logs = std::map<std::string, double>;
 
-/// Keras's callbacks. `on_batch_end` sees each micro-batch's loss (and accuracy when asked for)
-/// once its run has returned; `on_epoch_end` the epoch's means. Return values: `true` from
-/// on_epoch_end stops training after that epoch (EarlyStopping).
+/// Keras's callbacks. `on_batch_end` sees each micro-batch's loss (and accuracy when asked
+/// for) as the device stores it, on the Session's outfeed thread while the run goes on (Keras
+/// with IPUs' asynchronous callbacks: keep it quick, and do not call the Trainer from it);
+/// `on_epoch_end` sees the epoch's means on the calling thread, and stops training after that
+/// epoch by returning true (EarlyStopping). What a callback throws ends `fit` with it.
 class Callback {
 public:
   virtual ~Callback() = default;
