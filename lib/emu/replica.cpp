@@ -16,7 +16,7 @@ Replica::Replica(const Program& program, const IrView& view, std::span<const Str
   // Constants are set at compile time, as Poplar does; variables arrive with weights_from_host.
   for (const StaticTensor& s : program.statics)
     if (const HostTensor* data = view.data(s.tensor);
-        data && view.kind(s.tensor) == TensorKind::constant)
+        data && data->nbytes() > 0 && view.kind(s.tensor) == TensorKind::constant)
       std::memcpy(static_.get() + s.offset, data->bytes().data(), data->nbytes());
   // Streaming Memory: every remote buffer, zero until written.
   for (std::uint32_t b = 0; b < view.num_remote_buffers(); ++b) {
