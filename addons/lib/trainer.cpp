@@ -93,10 +93,6 @@ std::pair<Tensor, Tensor> loss_with_grad(TrainingLoss loss, const Tensor& out, c
   return {pxl::ops::mean(diff * diff), diff * (2.0 / n)};
 }
 
-Tensor accuracy(const Tensor& logits, const Tensor& labels) {
-  return sparse_categorical_accuracy(logits, labels);
-}
-
 double initial_lr(const TrainerOptimizer& o) {
   return std::visit([](const auto& opts) { return opts.lr.value(); }, o);
 }
@@ -151,7 +147,6 @@ struct Program {
   NamedTensors variables;
   Tensor lr;
   TensorSpec x_spec;
-  std::int64_t transfers = 1;
   std::shared_ptr<BatchLog> log = std::make_shared<BatchLog>(); ///< training only
 };
 } // namespace trainer_detail
@@ -328,7 +323,6 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
     ps.train.reset();
     auto& p = ps.train.emplace();
     p.x_spec = per_replica(x_batch);
-    p.transfers = per_run;
     p.ir.set_replication_factor(o.replicas);
     {
       auto in_main = p.ir.main_graph().scope();
@@ -366,7 +360,8 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
         auto [loss, dout] = loss_with_grad(o.loss, out, labels);
         Tensor values = loss.reshape({1});
         if (with_accuracy)
-          values = pxl::ops::concat({values, accuracy(out, labels).reshape({1})});
+          values =
+              pxl::ops::concat({values, sparse_categorical_accuracy(out, labels).reshape({1})});
         if (o.replicas > 1)
           values = pxl::ops::collectives::replicated_all_reduce(values, CollectiveOperator::mean);
         pxl::ops::host_store(p.loss, values);
@@ -495,7 +490,7 @@ void build_forward(Trainer::Programs& ps, Trainer::Programs::Program& p, const T
       pxl::ops::host_store(p.loss, loss_with_grad(o.loss, out, labels).first);
       if (!o.metrics.empty()) {
         p.accuracy = d2h_stream({}, float32, "accuracy");
-        pxl::ops::host_store(p.accuracy, accuracy(out, labels));
+        pxl::ops::host_store(p.accuracy, sparse_categorical_accuracy(out, labels));
       }
     } else {
       p.out = d2h_stream(out.shape(), out.dtype(), "out");
