@@ -70,9 +70,13 @@ void WorkerPool::loop(unsigned worker) {
   for (;;) {
     wait_on(generation_,
             [this, seen] { return generation_.load(std::memory_order_acquire) != seen; });
+    // The generation first, the flag second: a generation that includes stop()'s increment
+    // also shows its flag (acquire), and one that does not is followed by that increment,
+    // which wakes the next wait. (The other order could miss both: the flag read before stop,
+    // the generation after it, and the next wait would sleep forever.)
+    seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_relaxed))
       return;
-    seen = generation_.load(std::memory_order_acquire);
     // The base of run `seen` or of a later one: either way a run this worker may join (a late
     // one finds it complete and returns).
     job_(worker, run_base_.load(std::memory_order_acquire));

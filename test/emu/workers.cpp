@@ -151,3 +151,28 @@ TEST_CASE("Workers kept off their cores by a busy thread neither deadlock nor ch
     CHECK(same_steps);
   });
 }
+
+TEST_CASE("A session destroyed as soon as its run ends stops its workers, however late they "
+          "woke") {
+  using namespace std::chrono_literals;
+  // A worker woken for a run but descheduled between reading the stop flag and the
+  // generation must still see the stop that follows (it once went back to sleep for good,
+  // and the session's destructor waited for it). The window is a few instructions wide: this
+  // stresses the path rather than reproducing the race on demand.
+  test_emu::finishes_within(120s, [] {
+    Mlp m;
+    const HostTensor x = mlp_input();
+    std::atomic<bool> stop{false};
+    std::thread busy([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+    for (int i = 0; i < 2000; ++i) {
+      Session s(m.ir, "ipu_model", {.workers = 3, .oversubscribe = true});
+      auto attached = s.attach();
+      static_cast<void>(s.run({{m.x, x}}));
+    }
+    stop.store(true);
+    busy.join();
+  });
+}
