@@ -10,11 +10,11 @@
 //     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
 #include "model.hpp"
 #include "programs.hpp"
-#include "progress.hpp"
 
 #include "pxl/addons/checkpoint.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
+#include "pxl/addons/progress.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/emu/profile.hpp"
@@ -228,7 +228,7 @@ int train_and_test(const Options& o) {
   // session's consumer thread while a run goes on; the main thread reads it once the run has
   // returned (every loss has been delivered by then).
   struct EpochLog {
-    std::optional<mnist::Progress> progress;
+    std::optional<pxl::addons::Progress> progress;
     double loss_sum = 0;
     std::int64_t steps = 0;
   } epoch_log;
@@ -261,7 +261,8 @@ int train_and_test(const Options& o) {
     // Progress counts micro-batches: one per host transfer.
     const std::int64_t per_run = train.micro_batches_per_run();
     const std::int64_t runs = data::num_batches(train_data, batching) / per_run;
-    epoch_log = {.progress = mnist::Progress("epoch " + std::to_string(epoch + 1), runs * per_run)};
+    epoch_log = {.progress =
+                     pxl::addons::Progress("epoch " + std::to_string(epoch + 1), runs * per_run)};
     if (per_run == 1) {
       // One step per run: the host prepares a batch, then the device trains on it.
       for (const auto& batch : data::batches(train_data, batching)) {

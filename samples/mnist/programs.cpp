@@ -272,7 +272,7 @@ TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(opti
   attachment_.emplace(session_->attach());
 }
 
-LocalReplicas TrainingProgram::local_replicas() const {
+pxl::addons::data::LocalReplicas TrainingProgram::local_replicas() const {
   if (options_.distributed)
     return {options_.replicas, pxl::dist::replica_offset(), pxl::dist::num_local_replicas()};
   return {options_.replicas, 0, options_.replicas};
@@ -294,7 +294,7 @@ TrainingProgram::per_replica(const pxl::HostTensor& array,
   }
   if (array.shape() != global)
     return std::nullopt;
-  const LocalReplicas local = local_replicas();
+  const auto local = local_replicas();
   if (local.count == n)
     return array.reshaped(split);
   // This process's replicas of each micro-batch: [m, local, batch, ...], without a replica
@@ -333,19 +333,31 @@ void TrainingProgram::bind_feed(std::function<const pxl::addons::data::Batch*()>
   if (!on_loss)
     throw pxl::ValueError("mnist TrainingProgram::feed_from: the loss callback is empty; pass "
                           "one taking (index, loss)");
-  const LocalReplicas local = local_replicas();
+  const auto local = local_replicas();
   const std::int64_t replicas = local.count;
   auto global = [&local](pxl::TensorSpec spec) {
     spec.shape.at(0) *= local.total;
     return spec;
   };
-  auto fan_out = std::make_shared<BatchFanOut>(std::move(next), global(images_->spec()),
-                                               global(labels_->spec()), infeed_depth * replicas,
-                                               micro_batches_per_run(), local);
+  using pxl::addons::data::BatchFanOut;
+  auto fan_out = std::make_shared<BatchFanOut>(
+      [next = std::move(next)]() -> pxl::addons::data::BatchHalves {
+        const pxl::addons::data::Batch* b = next();
+        if (b == nullptr)
+          return {};
+        return {&b->images, &b->labels};
+      },
+      global(images_->spec()), global(labels_->spec()), infeed_depth* replicas,
+      micro_batches_per_run(), local,
+      pxl::addons::data::FanOutWording{.feeder = "mnist TrainingProgram::feed_from",
+                                       .features = "images",
+                                       .hint = " (batch with .batch_size = " +
+                                               std::to_string(global(labels_->spec()).shape.at(0)) +
+                                               ", .drop_remainder = true and .flatten = true)"});
   // Each step takes one element per local replica: the queues hold infeed_depth steps.
   const pxl::FeedOptions feed{.depth = infeed_depth * replicas};
   session_->set_h2d_callback(
-      *images_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::images, e); }, feed);
+      *images_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::features, e); }, feed);
   session_->set_h2d_callback(
       *labels_, [fan_out](pxl::HostTensor& e) { fan_out->fill(BatchFanOut::labels, e); }, feed);
   // Room for a whole run's losses: the device never waits for the callback within a run. The

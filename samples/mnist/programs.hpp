@@ -2,9 +2,8 @@
 // streams) and a test Ir (predictions), each with its own Session.
 #pragma once
 
-#include "batch_fan_out.hpp"
-
 #include "pxl/addons/data/batch.hpp"
+#include "pxl/addons/data/batch_fan_out.hpp"
 #include "pxl/addons/data/dataset.hpp"
 #include "pxl/addons/named_tensors.hpp"
 #include "pxl/core/host_tensor.hpp"
@@ -178,7 +177,7 @@ public:
   /// Images per micro-batch over all replicas: replicas × batch_size.
   std::int64_t global_batch_size() const { return options_.replicas * options_.batch_size; }
   /// The replicas this process runs: all of them, or its own when distributed.
-  LocalReplicas local_replicas() const;
+  pxl::addons::data::LocalReplicas local_replicas() const;
   /// The variables (fc1.weight … fc4.bias) of the training Ir (identical on every replica).
   const pxl::addons::NamedTensors& variables() const { return variables_; }
   /// The optimizer's state under "<weight>.<state>" (empty for SGD): main-graph variables,

@@ -1,5 +1,5 @@
-// Training progress for the Fashion-MNIST sample: a redrawn bar on a terminal, plain lines
-// otherwise (logs, CI, pipes).
+// pxl::addons::Progress: training progress as a redrawn bar on a terminal, plain lines
+// otherwise (logs, CI, pipes); the main job's and Trainer::fit's.
 #pragma once
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-namespace mnist {
+namespace pxl::addons {
 
 /// Reports `done / total` steps with the latest loss and the step rate. On a terminal the
 /// bar is redrawn in place at most ten times a second; otherwise a line is printed every
@@ -72,4 +72,4 @@ private:
   Clock::time_point last_draw_;
 };
 
-} // namespace mnist
+} // namespace pxl::addons
