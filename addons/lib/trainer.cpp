@@ -2,12 +2,14 @@
 
 #include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/checkpoint.hpp"
-#include "pxl/addons/data/shuffle.hpp"
+#include "pxl/addons/data/batch_fan_out.hpp"
 #include "pxl/addons/data_parallel.hpp"
 #include "pxl/addons/metrics.hpp"
 #include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/addons/optimizers/apply.hpp"
+#include "pxl/addons/progress.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/dist.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ops/call.hpp"
@@ -58,18 +60,6 @@ HostTensor concatenated(const std::vector<HostTensor>& parts) {
   return all;
 }
 
-/// `t` [transfers · replicas · b, ...] as a stream array [transfers, replicas, b, ...], the
-/// leading dims of 1 dropped (the Session's layout).
-HostTensor stream_array(const HostTensor& t, std::int64_t transfers, std::int64_t replicas) {
-  Shape shape = t.shape();
-  shape[0] /= transfers * replicas;
-  if (replicas > 1)
-    shape.insert(shape.begin(), replicas);
-  if (transfers > 1)
-    shape.insert(shape.begin(), transfers);
-  return t.reshaped(shape);
-}
-
 TensorSpec example_spec(const HostTensor& t, std::int64_t batch) {
   Shape shape = t.shape();
   shape[0] = batch;
@@ -84,13 +74,46 @@ void check_examples(std::string_view fn, const HostTensor& x, const HostTensor& 
                      to_string(x.shape()) + " and y " + to_string(y.shape()));
 }
 
-/// The loss and its gradient with respect to the output.
-std::pair<Tensor, Tensor> loss_with_grad(TrainingLoss loss, const Tensor& out, const Tensor& y) {
+/// The loss and its gradient with respect to the output, times `scale` (loss scaling).
+std::pair<Tensor, Tensor> loss_with_grad(TrainingLoss loss, const Tensor& out, const Tensor& y,
+                                         double scale = 1.0) {
   if (loss == TrainingLoss::sparse_categorical_crossentropy)
-    return ops::cross_entropy_with_grad(out, y);
+    return ops::cross_entropy_with_grad(out, y, scale);
   const Tensor diff = out - y;
   const auto n = static_cast<double>(out.nelms());
-  return {pxl::ops::mean(diff * diff), diff * (2.0 / n)};
+  return {pxl::ops::mean(diff * diff), diff * (2.0 * scale / n)};
+}
+
+/// The model's input as it computes: a float input cast to the model's dtype on the device.
+Tensor model_input(const HostToDeviceStream& stream, DType dtype) {
+  const Tensor x = pxl::ops::host_load(stream);
+  return is_floating_point(x.dtype()) && x.dtype() != dtype ? pxl::ops::cast(x, dtype) : x;
+}
+
+/// The model's output as the loss and the metrics see it: float32.
+Tensor loss_input(const Tensor& out) {
+  return is_floating_point(out.dtype()) && out.dtype() != float32 ? pxl::ops::cast(out, float32)
+                                                                  : out;
+}
+
+/// The spec the model is traced for: a float input in the model's dtype.
+TensorSpec model_spec(TensorSpec x, DType dtype) {
+  if (is_floating_point(x.dtype))
+    x.dtype = dtype;
+  return x;
+}
+
+/// Whether the optimizer keeps state (Adam's moments, RMSprop's mean square, SGD's momentum).
+bool has_state(const TrainerOptimizer& o) {
+  const auto* sgd = std::get_if<optimizers::SGDOptions>(&o);
+  return sgd == nullptr || sgd->momentum != 0.0;
+}
+
+/// Whether the loss scaling divides out of SGD's learning rate (linear in the gradient)
+/// rather than out of the gradients.
+bool scaling_folds_into_lr(const TrainerOptimizer& o) {
+  const auto* sgd = std::get_if<optimizers::SGDOptions>(&o);
+  return sgd != nullptr && sgd->weight_decay == 0.0;
 }
 
 double initial_lr(const TrainerOptimizer& o) {
@@ -109,10 +132,12 @@ struct BatchLog {
   std::vector<std::shared_ptr<Callback>> callbacks;
   bool with_accuracy = false;
   std::int64_t replicas = 1;
-  std::int64_t element = 0; ///< elements received: one per micro-batch and replica
-  std::int64_t batch = 0;   ///< micro-batches since the fit began
+  std::int64_t element = 0;  ///< elements received: one per micro-batch and replica
+  std::int64_t batch = 0;    ///< micro-batches since the fit began
+  std::int64_t in_epoch = 0; ///< micro-batches since the epoch began
   double loss_sum = 0, accuracy_sum = 0;
-  std::exception_ptr error; ///< what a callback threw; rethrown after the run
+  std::optional<Progress> progress; ///< FitOptions::progress
+  std::exception_ptr error;         ///< what a callback threw; rethrown after the run
 
   void operator()(const HostTensor& values) {
     // Replicas store the same all-reduced values, step-major: take replica 0's.
@@ -134,6 +159,8 @@ struct BatchLog {
       }
     }
     ++batch;
+    if (progress)
+      progress->update(++in_epoch, v[0]);
   }
 };
 
@@ -145,7 +172,8 @@ struct Program {
   HostToDeviceStream x, y;
   DeviceToHostStream out, loss, accuracy;
   NamedTensors variables;
-  Tensor lr;
+  std::optional<Tensor> lr; ///< the learning rate's variable (training, unless constant)
+  std::optional<transforms::PipelinedGraph> pipeline; ///< what pipelining made (training)
   TensorSpec x_spec;
   std::shared_ptr<BatchLog> log = std::make_shared<BatchLog>(); ///< training only
 };
@@ -198,6 +226,20 @@ void Trainer::compile(CompileOptions options) {
       throw ValueError("Trainer::compile: the loss is always reported; metrics are accuracy or "
                        "sparse_categorical_accuracy, got '" +
                        m + "'");
+  if (options.dtype != float32 && options.dtype != float16)
+    throw DTypeError("Trainer::compile: dtype must be float32 or float16, got " +
+                     std::string(name(options.dtype)));
+  if (!(options.loss_scaling > 0))
+    throw ValueError("Trainer::compile: loss_scaling must be positive, got " +
+                     std::to_string(options.loss_scaling));
+  if ((options.offload_optimizer_state || options.shard_optimizer_state) &&
+      !has_state(options.optimizer))
+    throw ValueError("Trainer::compile: offloading or sharding the optimizer state needs an "
+                     "optimizer with state; SGD without momentum has none");
+  if (options.shard_optimizer_state && options.replicas < 2)
+    throw ValueError("Trainer::compile: shard_optimizer_state needs at least 2 replicas to shard "
+                     "over, got " +
+                     std::to_string(options.replicas));
   if (options.pipeline && options.gradient_accumulation < 2)
     throw ValueError("Trainer::compile: pipelining runs the micro-batches of an optimizer step "
                      "through the stages; it needs gradient_accumulation of at least 2");
@@ -213,12 +255,17 @@ void Trainer::compile(CompileOptions options) {
 
 namespace {
 
-/// The optimizer of `options` reading its learning rate from `lr`.
+/// The optimizer of `options`, reading its learning rate from `lr` when given (else the
+/// options' constant divided by `lr_divisor`).
 template <typename Fn>
-void with_optimizer(const TrainerOptimizer& options, const Tensor& lr, Fn&& fn) {
+void with_optimizer(const TrainerOptimizer& options, const std::optional<Tensor>& lr, Fn&& fn,
+                    double lr_divisor = 1.0) {
   std::visit(
       [&](auto opts) {
-        opts.lr = lr;
+        if (lr)
+          opts.lr = *lr;
+        else if (lr_divisor != 1.0)
+          opts.lr = opts.lr.value() / lr_divisor;
         using Options = decltype(opts);
         if constexpr (std::is_same_v<Options, optimizers::SGDOptions>)
           fn(optimizers::SGD(opts));
@@ -232,36 +279,79 @@ void with_optimizer(const TrainerOptimizer& options, const Tensor& lr, Fn&& fn) 
 
 } // namespace
 
+namespace {
+
+/// The replicas this process runs and feeds: all of them, or its own under mpirun.
+data::LocalReplicas local_replicas(const CompileOptions& o) {
+  if (o.distributed && dist::is_distributed())
+    return {o.replicas, dist::replica_offset(), dist::num_local_replicas()};
+  return {o.replicas, 0, o.replicas};
+}
+
+/// Batches a producer prepares ahead of the device when the dataset does not say (prefetch).
+constexpr std::int64_t default_prefetch = 8;
+
+/// Feeds `p`'s x and y streams from `dataset` through their infeeds: epoch 0's first
+/// `batches_per_epoch` batches, then epoch 1's (reshuffled), and so on, each batch cut into the
+/// replicas' rows (data::BatchFanOut). The producers run up to the dataset's prefetch depth
+/// ahead of the device, across runs and epochs; binding again drops what they prepared.
+void bind_infeed(trainer_detail::Program& p, const data::TensorDataset& dataset,
+                 std::int64_t batches_per_epoch, std::int64_t batches_per_run,
+                 data::LocalReplicas replicas) {
+  // Where the feed stands in the data; touched under the fan-out's lock only.
+  struct Cursor {
+    data::TensorDataset dataset;
+    std::int64_t batches_per_epoch;
+    std::uint64_t epoch = 0;
+    std::int64_t taken = 0; ///< batches of the epoch read
+    std::optional<data::TensorDatasetView> view;
+    std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
+  };
+  auto cursor = std::make_shared<Cursor>(Cursor{dataset, batches_per_epoch});
+  const std::int64_t prefetch =
+      dataset.settings().prefetch_depth > 0 ? dataset.settings().prefetch_depth : default_prefetch;
+  // A step takes an element of each stream per (local) replica.
+  const std::int64_t depth = prefetch * replicas.count;
+  const data::LabelledBatchSpec spec = dataset.element_spec();
+  auto fan_out = std::make_shared<data::BatchFanOut>(
+      [cursor]() -> data::BatchHalves {
+        Cursor& c = *cursor;
+        if (!c.view || c.taken == c.batches_per_epoch) {
+          if (c.view)
+            ++c.epoch;
+          c.view.emplace(c.dataset.epoch(c.epoch));
+          c.at.emplace(c.view->begin());
+          c.taken = 0;
+        } else {
+          ++*c.at;
+        }
+        ++c.taken;
+        const data::LabelledBatch& b = **c.at;
+        return {&b.features, &b.labels};
+      },
+      spec.features, spec.labels, depth, batches_per_run, replicas,
+      data::FanOutWording{.feeder = "Trainer::fit"});
+  p.session->set_h2d_callback(
+      p.x, [fan_out](HostTensor& e) { fan_out->fill(data::BatchFanOut::features, e); },
+      {.depth = depth});
+  p.session->set_h2d_callback(
+      p.y, [fan_out](HostTensor& e) { fan_out->fill(data::BatchFanOut::labels, e); },
+      {.depth = depth});
+}
+
+} // namespace
+
 History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions& fit_options) {
   if (!programs_)
     throw ValueError("Trainer::fit: call compile first");
   check_examples("Trainer::fit", x, y);
-  const CompileOptions& o = programs_->options;
-  const std::int64_t b = fit_options.batch_size;
-  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
-  if (b < 1)
-    throw ValueError("Trainer::fit: batch_size must be at least 1, got " + std::to_string(b));
-  const std::int64_t runs = x.shape()[0] / (per_run * b);
-  if (runs == 0 && fit_options.epochs > 0)
-    throw ValueError("Trainer::fit: " + std::to_string(x.shape()[0]) +
-                     " examples do not fill one run of " + std::to_string(per_run) +
-                     " micro-batches of " + std::to_string(b));
-  // Each epoch's order, drawn at its first run.
-  std::vector<std::int64_t> order;
-  auto run_data = [&](int epoch, std::int64_t r) {
-    if (r == 0) {
-      if (fit_options.shuffle) {
-        order = data::shuffled_indices(x.shape()[0], o.seed, static_cast<std::uint64_t>(epoch));
-      } else {
-        order.resize(static_cast<std::size_t>(x.shape()[0]));
-        std::iota(order.begin(), order.end(), std::int64_t{0});
-      }
-    }
-    const std::span<const std::int64_t> rows(order.data() + r * per_run * b,
-                                             static_cast<std::size_t>(per_run * b));
-    return std::pair(gather_rows(x, rows), gather_rows(y, rows));
-  };
-  return fit_runs(example_spec(x, b), example_spec(y, b), runs, run_data, fit_options);
+  if (fit_options.batch_size < 1)
+    throw ValueError("Trainer::fit: batch_size must be at least 1, got " +
+                     std::to_string(fit_options.batch_size));
+  auto dataset = data::TensorDataset::from_tensor_slices(x, y);
+  if (fit_options.shuffle)
+    dataset = dataset.shuffle(programs_->options.seed);
+  return fit(dataset.batch(fit_options.batch_size), fit_options);
 }
 
 History Trainer::fit(const data::TensorDataset& dataset, FitOptions fit_options) {
@@ -271,44 +361,32 @@ History Trainer::fit(const data::TensorDataset& dataset, FitOptions fit_options)
   if (!settings.batch_size || !settings.drop_remainder)
     throw ValueError("Trainer::fit: the dataset must be batched with drop_remainder (the "
                      "device program has fixed shapes): call .batch(size) on it");
-  const std::int64_t per_run =
-      programs_->options.steps_per_execution * programs_->options.gradient_accumulation;
+  const CompileOptions& o = programs_->options;
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
   const std::int64_t runs = dataset.batches_per_epoch() / per_run;
   if (runs == 0 && fit_options.epochs > 0)
-    throw ValueError("Trainer::fit: the dataset's " + std::to_string(dataset.batches_per_epoch()) +
-                     " batches per epoch do not fill one run of " + std::to_string(per_run) +
+    throw ValueError("Trainer::fit: " + std::to_string(dataset.size()) +
+                     " examples in batches of " + std::to_string(*settings.batch_size) + " make " +
+                     std::to_string(dataset.batches_per_epoch()) +
+                     " batches per epoch, which do not fill one run of " + std::to_string(per_run) +
                      " micro-batches");
   fit_options.batch_size = *settings.batch_size;
-  const data::LabelledBatchSpec spec = dataset.element_spec();
-  // Each epoch's batches, read as its runs go.
-  std::optional<data::TensorDatasetView> view;
-  std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
-  auto run_data = [&](int epoch, std::int64_t r) {
-    if (r == 0) {
-      view.emplace(dataset.epoch(static_cast<std::uint64_t>(epoch)));
-      at.emplace(view->begin());
-    }
-    std::vector<HostTensor> xs, ys;
-    for (std::int64_t k = 0; k < per_run; ++k, ++*at) {
-      xs.push_back((**at).features);
-      ys.push_back((**at).labels);
-    }
-    return std::pair(concatenated(xs), concatenated(ys));
-  };
-  return fit_runs(spec.features, spec.labels, runs, run_data, fit_options);
+  return fit_runs(dataset, runs, fit_options);
 }
 
-History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, std::int64_t runs,
-                          const RunData& run_data, const FitOptions& fit_options) {
+void Trainer::build(const data::LabelledBatchSpec& batch) {
+  if (!programs_)
+    throw ValueError("Trainer::build: call compile first");
   Programs& ps = *programs_;
+  const TensorSpec& x_batch = batch.features;
+  const TensorSpec& y_batch = batch.labels;
   const CompileOptions& o = ps.options;
-  const std::int64_t b = fit_options.batch_size;
-  if (b % o.replicas != 0)
-    throw ValueError("Trainer::fit: batch_size must be a positive multiple of the " +
-                     std::to_string(o.replicas) + " replica(s), got " + std::to_string(b));
-  if (fit_options.epochs < 0)
-    throw ValueError("Trainer::fit: epochs must be at least 0, got " +
-                     std::to_string(fit_options.epochs));
+  const std::int64_t b = x_batch.shape.empty() ? 0 : x_batch.shape[0];
+  if (b < 1 || b % o.replicas != 0 || y_batch.shape.empty() || y_batch.shape[0] != b)
+    throw ValueError("Trainer: a batch must have a positive multiple of the " +
+                     std::to_string(o.replicas) +
+                     " replica(s) as its examples, as many features as labels, got features " +
+                     to_string(x_batch) + " and labels " + to_string(y_batch));
   const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
   const std::int64_t b_rep = b / o.replicas;
   const bool with_accuracy = !o.metrics.empty();
@@ -317,7 +395,9 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
     return spec;
   };
 
-  if (!ps.train || ps.train->x_spec != per_replica(x_batch)) {
+  if (ps.train && ps.train->x_spec == per_replica(x_batch))
+    return;
+  {
     if (ps.train)
       ps.save_weights(*ps.train);
     ps.train.reset();
@@ -331,20 +411,29 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
       // Each micro-batch's loss, and accuracy: one element, so that one consumer sees both.
       p.loss = d2h_stream({with_accuracy ? 2 : 1}, float32, "logs");
       // Not a structured binding: the lambdas below capture the graph (clang 14).
-      auto traced = trace_(p.x_spec);
+      auto traced = trace_(model_spec(p.x_spec, o.dtype));
       const NamedVariableFactories& facts = traced.first;
       const GraphWithNamedArgs& fwd = traced.second;
       auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
       p.variables = facts.init("", o.seed);
-      p.lr = variable(HostTensor::scalar(static_cast<float>(ps.lr)), "lr");
       NamedTensors state = p.variables;
-      state.insert(std::string(lr_key), p.lr);
+      if (!o.constant_learning_rate) {
+        p.lr = variable(HostTensor::scalar(static_cast<float>(ps.lr)), "lr");
+        state.insert(std::string(lr_key), *p.lr);
+      }
+      // The optimizer's state: by-ref state of the loop on the IPU, or remote variables that
+      // any graph reaches.
       NamedTensors opt_state;
       with_optimizer(o.optimizer, p.lr, [&](auto opt) {
-        opt_state = optimizers::state_factories(opt, p.variables).init(std::string(optimizer_key));
+        const auto factories =
+            optimizers::state_factories(opt, p.variables, {.shard_state = o.shard_optimizer_state});
+        opt_state = o.offload_optimizer_state ? factories.init_remote(std::string(optimizer_key))
+                                              : factories.init(std::string(optimizer_key));
       });
-      if (!opt_state.empty())
+      if (!opt_state.empty() && !o.offload_optimizer_state)
         state.insert(std::string(optimizer_key), opt_state);
+      const double scale = o.dtype == float32 ? 1.0 : o.loss_scaling;
+      const bool fold_scale = scale != 1.0 && scaling_folds_into_lr(o.optimizer);
       const GradientAccumulation accumulation{.steps = o.gradient_accumulation};
       if (accumulation.steps > 1)
         state.update(accumulator_factories(facts, accumulation).init());
@@ -353,11 +442,14 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
       auto micro_batch = [&](const NamedTensors& s) {
         const pxl::ops::CallOptions inlined{.inline_graph = true};
         const NamedTensors w = s.filter_keys(p.variables.keys_flat());
-        auto fwd_info = fwd.bind(w).call_with_info({pxl::ops::host_load(p.x)}, {}, {}, inlined);
-        const Tensor out = fwd_info.outputs()[0];
-        auto on_last = ipu(out.ipu());
+        auto fwd_info = fwd.bind(w).call_with_info({model_input(p.x, o.dtype)}, {}, {}, inlined);
+        const Tensor model_out = fwd_info.outputs()[0];
+        auto on_last = ipu(model_out.ipu());
         const Tensor labels = pxl::ops::host_load(p.y);
-        auto [loss, dout] = loss_with_grad(o.loss, out, labels);
+        const Tensor out = loss_input(model_out);
+        auto [loss, dout] = loss_with_grad(o.loss, out, labels, scale);
+        if (dout.dtype() != model_out.dtype())
+          dout = pxl::ops::cast(dout, model_out.dtype());
         Tensor values = loss.reshape({1});
         if (with_accuracy)
           values =
@@ -373,16 +465,34 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
       auto step = [&](const NamedTensors& s, const std::string& key, const Tensor& w,
                       const Tensor& g) {
         NamedTensors own;
-        if (s.contains(std::string(optimizer_key)) &&
-            s.sub(std::string(optimizer_key)).contains(key))
-          own.insert(key, s.sub(std::string(optimizer_key)).sub(key));
+        const NamedTensors& state_of =
+            o.offload_optimizer_state || !s.contains(std::string(optimizer_key))
+                ? opt_state
+                : s.sub(std::string(optimizer_key));
+        if (state_of.contains(key))
+          own.insert(key, state_of.sub(key));
         // The learning rate where the variable is: each IPU steps its own variables.
-        Tensor lr = s.at(std::string(lr_key));
-        if (lr.ipu() != w.ipu())
-          lr = pxl::ops::ipu_copy(lr, w.ipu());
-        with_optimizer(o.optimizer, lr, [&](auto opt) {
-          optimizers::apply_with_state(opt, NamedTensors{{key, w}}, NamedTensors{{key, g}}, own);
-        });
+        std::optional<Tensor> lr;
+        if (!o.constant_learning_rate) {
+          lr = s.at(std::string(lr_key));
+          if (lr->ipu() != w.ipu())
+            lr = pxl::ops::ipu_copy(*lr, w.ipu());
+        }
+        // Loss scaling out: from SGD's learning rate, or from the gradient first.
+        Tensor grad = g;
+        if (scale != 1.0) {
+          if (!fold_scale)
+            grad = g * (1.0 / scale);
+          else if (lr)
+            lr = *lr * (1.0 / scale);
+        }
+        with_optimizer(
+            o.optimizer, lr,
+            [&](auto opt) {
+              optimizers::apply_with_state(opt, NamedTensors{{key, w}}, NamedTensors{{key, grad}},
+                                           own, {.shard_state = o.shard_optimizer_state});
+            },
+            fold_scale ? scale : 1.0);
       };
 
       Graph train_step = p.ir.create_empty_graph("train_step");
@@ -404,8 +514,10 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
             accumulate_gradients(ms, micro_batch(ms), accumulation);
           }
           if (o.pipeline)
-            pxl::ops::call(transforms::pipeline(micro, {.steps = accumulation.steps}).graph,
-                           s.values_flat());
+          {
+            p.pipeline = transforms::pipeline(micro, {.steps = accumulation.steps});
+            pxl::ops::call(p.pipeline->graph, s.values_flat());
+          }
           else
             pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
           apply_accumulated(
@@ -417,17 +529,36 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
       pxl::ops::repeat(train_step, o.steps_per_execution, state.values_flat());
     }
     p.ir.set_num_host_transfers(per_run);
-    p.session.emplace(p.ir, "ipu_model", SessionOptions{.workers = o.workers});
+    p.session.emplace(p.ir, "ipu_model",
+                      SessionOptions{.workers = o.workers,
+                                     .profile = o.profile,
+                                     .distributed = o.distributed});
     p.attached.emplace(p.session->attach());
     ps.load_weights(p);
-    p.session->write_variable_data(p.lr, HostTensor::scalar(static_cast<float>(ps.lr)));
+    if (p.lr)
+      p.session->write_variable_data(*p.lr, HostTensor::scalar(static_cast<float>(ps.lr)));
     p.log->with_accuracy = with_accuracy;
-    p.log->replicas = o.replicas;
+    p.log->replicas = local_replicas(o).count;
     p.session->set_d2h_callback(p.loss,
                                 [log = p.log](const HostTensor& values) { (*log)(values); });
   }
 
+}
+
+History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
+                          const FitOptions& fit_options) {
+  if (fit_options.epochs < 0)
+    throw ValueError("Trainer::fit: epochs must be at least 0, got " +
+                     std::to_string(fit_options.epochs));
+  build(dataset.element_spec());
+  Programs& ps = *programs_;
+  const CompileOptions& o = ps.options;
+  const std::int64_t b = fit_options.batch_size;
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  const bool with_accuracy = !o.metrics.empty();
   Programs::Program& p = *ps.train;
+  if (runs > 0)
+    bind_infeed(p, dataset, runs * per_run, per_run, local_replicas(o));
   Programs::BatchLog& log = *p.log;
   log.callbacks = fit_options.callbacks;
   log.batch = 0;
@@ -436,13 +567,17 @@ History Trainer::fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, 
   for (int epoch = 0; epoch < fit_options.epochs; ++epoch) {
     log.loss_sum = 0;
     log.accuracy_sum = 0;
+    log.in_epoch = 0;
+    if (fit_options.progress)
+      log.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" +
+                               std::to_string(fit_options.epochs),
+                           runs * per_run, fit_options.progress);
     for (std::int64_t r = 0; r < runs; ++r) {
-      const auto [xs, ys] = run_data(epoch, r);
-      p.session->run({{p.x, stream_array(xs, per_run, o.replicas)},
-                      {p.y, stream_array(ys, per_run, o.replicas)}});
+      p.session->run();
       if (log.error)
         std::rethrow_exception(std::exchange(log.error, nullptr));
     }
+    log.progress.reset();
     const auto n = static_cast<double>(runs * per_run);
     Logs logs{{"loss", log.loss_sum / n}};
     if (with_accuracy)
@@ -478,11 +613,12 @@ void build_forward(Trainer::Programs& ps, Trainer::Programs::Program& p, const T
   {
     auto in_main = p.ir.main_graph().scope();
     p.x = h2d_stream(x_spec.shape, x_spec.dtype, "x");
-    auto [facts, fwd] = trace(x_spec);
+    auto [facts, fwd] = trace(model_spec(x_spec, o.dtype));
     p.variables = facts.init("", o.seed);
-    const Tensor out =
-        fwd.bind(p.variables).call({pxl::ops::host_load(p.x)}, {}, {}, {.inline_graph = true})[0];
-    auto on_last = ipu(out.ipu());
+    const Tensor model_out =
+        fwd.bind(p.variables).call({model_input(p.x, o.dtype)}, {}, {}, {.inline_graph = true})[0];
+    auto on_last = ipu(model_out.ipu());
+    const Tensor out = loss_input(model_out);
     if (y_spec) {
       p.y = h2d_stream(y_spec->shape, y_spec->dtype, "y");
       const Tensor labels = pxl::ops::host_load(p.y);
@@ -510,25 +646,37 @@ Logs Trainer::evaluate(const HostTensor& x, const HostTensor& y, std::int64_t ba
   if (batch_size < 1 || x.shape()[0] < batch_size)
     throw ValueError("Trainer::evaluate: batch_size must be 1 to the " +
                      std::to_string(x.shape()[0]) + " examples, got " + std::to_string(batch_size));
+  return evaluate(data::TensorDataset::from_tensor_slices(x, y).batch(batch_size));
+}
+
+Logs Trainer::evaluate(const data::TensorDataset& dataset) {
+  if (!programs_)
+    throw ValueError("Trainer::evaluate: call compile first");
+  const auto& settings = dataset.settings();
+  if (!settings.batch_size || !settings.drop_remainder || dataset.batches_per_epoch() == 0)
+    throw ValueError("Trainer::evaluate: the dataset must be batched with drop_remainder (the "
+                     "device program has fixed shapes) and fill at least one batch, got " +
+                     std::to_string(dataset.batches_per_epoch()) + " batches of " +
+                     std::to_string(settings.batch_size.value_or(1)) + " from " +
+                     std::to_string(dataset.size()) + " examples");
   Programs& ps = *programs_;
   if (ps.train)
     ps.save_weights(*ps.train);
-  if (!ps.evaluate || ps.evaluate->x_spec != example_spec(x, batch_size)) {
+  const data::LabelledBatchSpec spec = dataset.element_spec();
+  if (!ps.evaluate || ps.evaluate->x_spec != spec.features) {
     ps.evaluate.reset();
-    build_forward(ps, ps.evaluate.emplace(), trace_, example_spec(x, batch_size),
-                  example_spec(y, batch_size));
+    build_forward(ps, ps.evaluate.emplace(), trace_, spec.features, spec.labels);
   }
   Programs::Program& p = *ps.evaluate;
   ps.load_weights(p);
-  const std::int64_t batches = x.shape()[0] / batch_size;
   double loss = 0, acc = 0;
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(batch_size));
-  for (std::int64_t k = 0; k < batches; ++k) {
-    std::iota(rows.begin(), rows.end(), k * batch_size);
-    const auto out = p.session->run({{p.x, gather_rows(x, rows)}, {p.y, gather_rows(y, rows)}});
+  std::int64_t batches = 0;
+  for (const data::LabelledBatch& b : dataset.epoch(0)) {
+    const auto out = p.session->run({{p.x, b.features}, {p.y, b.labels}});
     loss += out.at(p.loss).data<float>()[0];
     if (!ps.options.metrics.empty())
       acc += out.at(p.accuracy).data<float>()[0];
+    ++batches;
   }
   Logs logs{{"loss", loss / static_cast<double>(batches)}};
   if (!ps.options.metrics.empty())
@@ -563,6 +711,12 @@ HostTensor Trainer::predict(const HostTensor& x, std::int64_t batch_size) {
   return all;
 }
 
+std::vector<FeedStats> Trainer::feed_stats() const {
+  if (!programs_ || !programs_->train)
+    return {};
+  return programs_->train->session->feed_stats();
+}
+
 double Trainer::learning_rate() const {
   if (!programs_)
     throw ValueError("Trainer::learning_rate: call compile first");
@@ -575,9 +729,13 @@ void Trainer::set_learning_rate(double lr) {
   if (!(lr >= 0))
     throw ValueError("Trainer::set_learning_rate: the learning rate must be at least 0, got " +
                      std::to_string(lr));
+  if (programs_->options.constant_learning_rate)
+    throw ValueError("Trainer::set_learning_rate: compiled with constant_learning_rate, the "
+                     "training program has the learning rate built in; compile without it to "
+                     "change the rate between epochs");
   programs_->lr = lr;
   if (programs_->train)
-    programs_->train->session->write_variable_data(programs_->train->lr,
+    programs_->train->session->write_variable_data(*programs_->train->lr,
                                                    HostTensor::scalar(static_cast<float>(lr)));
 }
 
@@ -592,10 +750,31 @@ std::map<std::string, HostTensor> Trainer::weights() {
   return *programs_->weights;
 }
 
-void Trainer::save_weights(const std::filesystem::path& path) {
+void Trainer::save_weights(const std::filesystem::path& path,
+                           const std::map<std::string, std::string>& metadata) {
   if (!programs_ || !programs_->train)
-    throw ValueError("Trainer::save_weights: nothing trained yet; call fit first");
-  save_checkpoint(*programs_->train->session, programs_->train->variables, path);
+    throw ValueError("Trainer::save_weights: nothing trained yet; call build or fit first");
+  save_checkpoint(*programs_->train->session, programs_->train->variables, path, metadata);
+}
+
+void Trainer::load_weights(const std::filesystem::path& path) {
+  if (!programs_ || !programs_->train)
+    throw ValueError("Trainer::load_weights: no training program yet; call build or fit first");
+  load_checkpoint(*programs_->train->session, programs_->train->variables, path);
+  programs_->save_weights(*programs_->train);
+}
+
+Session& Trainer::training_session() {
+  if (!programs_ || !programs_->train)
+    throw ValueError("Trainer::training_session: no training program yet; call build or fit "
+                     "first");
+  return *programs_->train->session;
+}
+
+const transforms::PipelinedGraph* Trainer::pipelined() const {
+  if (!programs_ || !programs_->train || !programs_->train->pipeline)
+    return nullptr;
+  return &*programs_->train->pipeline;
 }
 
 bool ModelCheckpoint::on_epoch_end(int epoch, const Logs&) {

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -224,13 +225,14 @@ TEST_CASE("Trainer refuses what it cannot train") {
                        Contains("needs gradient_accumulation of at least 2"), ValueError);
   trainer.compile({.steps_per_execution = 100});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
-                       Contains("400 examples do not fill one run of 100 micro-batches of 8"),
+                       "Trainer::fit: 400 examples in batches of 8 make 50 batches per epoch, "
+                       "which do not fill one run of 100 micro-batches",
                        ValueError);
   const auto [x2, y2] = data(10, 3);
   CHECK_THROWS_WITH_AS(trainer.fit(x, y2, {}), Contains("as many of each"), ShapeError);
   trainer.compile({.replicas = 3});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
-                       Contains("positive multiple of the 3 replica(s), got 8"), ValueError);
+                       Contains("a positive multiple of the 3 replica(s) as its examples"), ValueError);
   CHECK_THROWS_WITH_AS(trainer.weights(), Contains("no weights yet"), ValueError);
   // What a batch-end callback throws ends fit with it.
   struct Throwing : addons::Callback {
@@ -243,6 +245,25 @@ TEST_CASE("Trainer refuses what it cannot train") {
   CHECK_THROWS_WITH_AS(
       trainer.fit(x, y, {.batch_size = 8, .callbacks = {std::make_shared<Throwing>()}}),
       Contains("stop at batch 3"), ValueError);
+  // A learning rate built into the program cannot change.
+  trainer.compile({.constant_learning_rate = true});
+  CHECK(trainer.learning_rate() == doctest::Approx(0.01));
+  CHECK_THROWS_WITH_AS(trainer.set_learning_rate(0.1),
+                       Contains("compiled with constant_learning_rate"), ValueError);
+}
+
+TEST_CASE("A constant learning rate trains as the variable one, to the update's rounding") {
+  const FitOptions options{.epochs = 2, .batch_size = 8};
+  const addons::optimizers::AdamOptions adam{.lr = 0.01};
+  const Fitted variable = fit({.optimizer = adam}, options);
+  const Fitted constant = fit({.optimizer = adam, .constant_learning_rate = true}, options);
+  for (const auto& [key, w] : variable.weights) {
+    const auto a = w.data<float>();
+    const auto b = constant.weights.at(key).data<float>();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4).scale(1));
+  }
+  CHECK(constant.history.history.at("lr") == std::vector<double>{0.01, 0.01});
 }
 
 TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipelined") {
@@ -284,4 +305,99 @@ TEST_CASE("fit on a shuffled, batched TensorDataset trains as fit on the arrays"
   CHECK(h.history == arrays.history.history);
   CHECK_THROWS_WITH_AS(trainer.fit(addons::data::TensorDataset::from_tensor_slices(x, y), {}),
                        Contains("must be batched with drop_remainder"), ValueError);
+}
+
+namespace {
+
+/// Rows `order` of `t` (first axis), in that order.
+HostTensor rows_of(const HostTensor& t, const std::vector<std::int64_t>& order) {
+  Shape shape = t.shape();
+  const auto row = t.bytes().size() / static_cast<std::size_t>(shape[0]);
+  shape[0] = static_cast<std::int64_t>(order.size());
+  HostTensor out(shape, t.dtype());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    std::copy_n(t.bytes().begin() +
+                    static_cast<std::ptrdiff_t>(order[i]) * static_cast<std::ptrdiff_t>(row),
+                row, out.bytes().begin() + static_cast<std::ptrdiff_t>(i * row));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("fit feeds the device through its infeeds, epoch after epoch, the dataset's "
+          "prefetch deep") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(Classifier{});
+  trainer.compile({.steps_per_execution = 3, .replicas = 2, .seed = 5});
+  CHECK(trainer.feed_stats().empty());
+  // 50 batches per epoch, 16 runs of 3: the last 2 batches of each epoch are left out.
+  const auto dataset =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(5).batch(8).prefetch(6);
+  trainer.fit(dataset, {.epochs = 2});
+
+  // The device took an element of x and of y per step and replica, from queues of 6 batches.
+  std::set<std::string> fed;
+  for (const FeedStats& s : trainer.feed_stats()) {
+    if (!s.host_to_device)
+      continue;
+    CAPTURE(s.stream);
+    fed.insert(s.stream);
+    CHECK(s.elements == 2 * 48 * 2);
+    CHECK(s.depth == 12);
+    CHECK(s.max_occupancy <= 12);
+  }
+  CHECK(fed == std::set<std::string>{"x", "y"});
+
+  // The producers ran ahead across the epoch's end: epoch 1 began with its own first batch,
+  // not with epoch 0's left-over ones. One epoch of those 96 batches in that order trains the
+  // same weights.
+  std::vector<std::int64_t> order;
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    const auto shuffled = addons::data::shuffled_indices(examples, 5, epoch);
+    order.insert(order.end(), shuffled.begin(), shuffled.begin() + 48 * 8);
+  }
+  Trainer once(Classifier{});
+  once.compile({.steps_per_execution = 3, .replicas = 2, .seed = 5});
+  once.fit(addons::data::TensorDataset::from_tensor_slices(rows_of(x, order), rows_of(y, order))
+               .batch(8),
+           {.epochs = 1});
+  CHECK(once.weights() == trainer.weights());
+
+  // Each fit binds the infeeds afresh: the counts start again.
+  trainer.fit(dataset, {.epochs = 1});
+  for (const FeedStats& s : trainer.feed_stats())
+    if (s.host_to_device)
+      CHECK(s.elements == 48 * 2);
+}
+
+TEST_CASE("evaluate takes a batched dataset as it takes arrays") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(Classifier{});
+  trainer.compile({.metrics = {"accuracy"}});
+  trainer.fit(x, y, {.batch_size = 8});
+  const auto batched = addons::data::TensorDataset::from_tensor_slices(x, y).batch(16);
+  CHECK(trainer.evaluate(batched) == trainer.evaluate(x, y, 16));
+  CHECK_THROWS_WITH_AS(
+      trainer.evaluate(addons::data::TensorDataset::from_tensor_slices(x, y).batch(500)),
+      "Trainer::evaluate: the dataset must be batched with drop_remainder (the device program "
+      "has fixed shapes) and fill at least one batch, got 0 batches of 500 from 400 examples",
+      ValueError);
+}
+
+TEST_CASE("fit shows the main job's progress bar where asked") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(Classifier{});
+  trainer.compile({.steps_per_execution = 10});
+  // A file is not a terminal: plain lines, a tenth of the epoch apart, the last at 50/50.
+  std::FILE* out = std::tmpfile();
+  REQUIRE(out != nullptr);
+  trainer.fit(x, y, {.epochs = 2, .batch_size = 8, .progress = out});
+  std::rewind(out);
+  std::string text;
+  for (int c = std::fgetc(out); c != EOF; c = std::fgetc(out))
+    text.push_back(static_cast<char>(c));
+  std::fclose(out);
+  CHECK(text.find("epoch 1/2 5/50  loss") != std::string::npos);
+  CHECK(text.find("epoch 1/2 50/50  loss") != std::string::npos);
+  CHECK(text.find("epoch 2/2 50/50  loss") != std::string::npos);
 }

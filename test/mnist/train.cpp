@@ -2,11 +2,14 @@
 // checkpoints round-trip, a device loop equals single steps bitwise, and a device loop fed by
 // the infeed equals the same batches fed as arrays.
 #include "device_loop_feed.hpp"
+#include "model.hpp"
 #include "programs.hpp"
 
 #include "pxl/addons/checkpoint.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
+#include "pxl/addons/data/pipeline.hpp"
+#include "pxl/addons/trainer.hpp"
 #include "pxl/core/error.hpp"
 
 #include <doctest/doctest.h>
@@ -211,6 +214,95 @@ TEST_CASE("a device loop fed by the infeed trains bitwise as the same batches fe
   }
 }
 
+TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-written program") {
+  // The Trainer's learning rate a constant, as the main job's (a variable rounds the update
+  // twice). Both train one epoch of small_data()'s batches shuffled with seed 7, through
+  // their infeeds: device loops, accumulation, replicas, pipelining, float16 with loss
+  // scaling, and Adam's state offloaded and sharded.
+  using mnist::Optimizer;
+  struct Case {
+    std::int64_t steps, accumulation, replicas, stages;
+    Optimizer optimizer = Optimizer::adam;
+    pxl::DType dtype = pxl::float32;
+    bool offload = false, shard = false;
+  };
+  for (const Case c :
+       {Case{3, 1, 1, 1}, Case{1, 4, 1, 1}, Case{2, 1, 2, 1}, Case{1, 4, 1, 2}, Case{1, 3, 2, 2},
+        Case{3, 1, 1, 1, Optimizer::sgd}, Case{1, 4, 2, 1, Optimizer::sgd},
+        Case{3, 1, 1, 1, Optimizer::sgd, pxl::float16},
+        Case{1, 2, 2, 1, Optimizer::adam, pxl::float16},
+        Case{2, 1, 1, 1, Optimizer::adam, pxl::float32, true},
+        Case{1, 2, 2, 1, Optimizer::adam, pxl::float32, false, true},
+        Case{2, 1, 2, 1, Optimizer::adam, pxl::float32, true, true}}) {
+    CAPTURE(c.steps);
+    CAPTURE(c.accumulation);
+    CAPTURE(c.replicas);
+    CAPTURE(c.stages);
+    CAPTURE(c.optimizer == Optimizer::adam);
+    const std::string dtype(pxl::name(c.dtype));
+    CAPTURE(dtype);
+    CAPTURE(c.offload);
+    CAPTURE(c.shard);
+    const std::int64_t global = 4 * c.replicas;
+    LossLog log; // outlives program, whose loss stream calls it
+    mnist::TrainingProgram program({.batch_size = 4,
+                                    .learning_rate = 1e-3,
+                                    .steps_per_execution = c.steps,
+                                    .gradient_accumulation = c.accumulation,
+                                    .replicas = c.replicas,
+                                    .optimizer = c.optimizer,
+                                    .offload_optimizer_state = c.offload,
+                                    .shard_optimizer_state = c.shard,
+                                    .seed = 7,
+                                    .workers = 1,
+                                    .dtype = c.dtype,
+                                    .pipeline_stages = c.stages});
+    const std::int64_t runs = small_data().size() / global / program.micro_batches_per_run();
+    program.feed_from(data::batches(small_data(), batching(global)), log.callback());
+    for (std::int64_t r = 0; r < runs; ++r)
+      program.run();
+
+    mnist::Net net;
+    net.stages = c.stages;
+    pxl::addons::Trainer trainer(net);
+    const bool adam = c.optimizer == Optimizer::adam;
+    trainer.compile({.optimizer = adam ? pxl::addons::TrainerOptimizer(
+                                             pxl::addons::optimizers::AdamOptions{.lr = 1e-3})
+                                       : pxl::addons::optimizers::SGDOptions{.lr = 1e-3},
+                     .steps_per_execution = c.steps,
+                     .gradient_accumulation = c.accumulation,
+                     .replicas = c.replicas,
+                     .pipeline = c.stages > 1,
+                     .dtype = c.dtype,
+                     .offload_optimizer_state = c.offload,
+                     .shard_optimizer_state = c.shard,
+                     .constant_learning_rate = true,
+                     .seed = 7});
+    // The same normalised images, flattened, in the data set's order for the Trainer to shuffle.
+    const data::Batch all =
+        *data::batches(small_data(),
+                       {.batch_size = small_data().size(), .shuffle = false, .flatten = true})
+             .begin();
+    const auto history = trainer.fit(
+        data::TensorDataset::from_tensor_slices(all.images, all.labels).shuffle(7).batch(global),
+        {.epochs = 1});
+
+    REQUIRE(log.calls.size() == static_cast<std::size_t>(runs * program.micro_batches_per_run()));
+    double loss = 0;
+    for (const auto& call : log.calls)
+      loss += call.second;
+    CHECK(history.history.at("loss")[0] ==
+          doctest::Approx(loss / static_cast<double>(log.calls.size())));
+    const auto expected = program.weights().to_dict();
+    const auto weights = trainer.weights();
+    REQUIRE(weights.size() == expected.size());
+    for (const auto& [name, w] : expected) {
+      CAPTURE(name);
+      CHECK(same_bits(w, weights.at(name)));
+    }
+  }
+}
+
 TEST_CASE("an infeed whose batches run out fails the run that needs more with StreamError") {
   LossLog log;
   mnist::TrainingProgram program({.steps_per_execution = 4});
@@ -226,7 +318,7 @@ TEST_CASE("an infeed whose batches run out fails the run that needs more with St
   // Batches 4 and 5, then none: the run fails after it ends.
   CHECK_THROWS_WITH_AS(program.run(),
                        "mnist TrainingProgram::feed_from: the batches ended after 6, but the "
-                       "device needs more (each run takes micro_batches_per_run() = 4 of them)",
+                       "device needs more (each run takes 4 of them)",
                        pxl::StreamError);
 }
 

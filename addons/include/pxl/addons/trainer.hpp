@@ -9,8 +9,11 @@
 #include "pxl/addons/optimizers/sgd.hpp"
 #include "pxl/addons/variable_factory.hpp"
 #include "pxl/core/host_tensor.hpp"
+#include "pxl/session.hpp"
+#include "pxl/transforms/pipeline.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -58,7 +61,8 @@ struct History {
 };
 
 /// The optimizer and its hyper-parameters; its learning rate is a variable of the training
-/// program, so LearningRateScheduler can change it between epochs.
+/// program, so LearningRateScheduler can change it between epochs (unless
+/// CompileOptions::constant_learning_rate).
 using TrainerOptimizer =
     std::variant<optimizers::SGDOptions, optimizers::AdamOptions, optimizers::RMSpropOptions>;
 
@@ -84,8 +88,37 @@ struct CompileOptions {
   /// With a model built in pipeline stages (PipelineStages, Sequential's stage assignment):
   /// pipeline each optimizer step's micro-batches (transforms::pipeline, grouped).
   bool pipeline = false;
+  /// The model's weights and activations: float32, or float16 as mixed precision (float
+  /// inputs cast to float16 on the device, the model's output cast to float32 for the loss and
+  /// the metrics, the loss gradient scaled by `loss_scaling` and cast to float16 for the
+  /// backward pass, and the update dividing the scaling out: folded into SGD's learning rate
+  /// when SGD has no weight decay, else from the gradients first). DTypeError for another.
+  DType dtype = float32;
+  /// The float16 loss gradient's scale, against underflow in the backward pass (positive);
+  /// float32 ignores it.
+  double loss_scaling = 128.0;
+  /// Keep the optimizer's state in Streaming Memory (remote buffers), loaded and stored around
+  /// each update, instead of on the IPU: training is bitwise the same, on-chip memory smaller.
+  /// ValueError for an optimizer without state (SGD without momentum).
+  bool offload_optimizer_state = false;
+  /// Shard the optimizer's state over the replicas (each keeps 1/replicas of it; replicated
+  /// tensor sharding): training is bitwise the same. ValueError for an optimizer without state
+  /// or a single replica.
+  bool shard_optimizer_state = false;
+  /// Build the optimizer's learning rate into the training program as a constant rather than
+  /// read it from a variable: w −= lr·u is then rounded once, not twice, and training is
+  /// bitwise that of a hand-written program with the same constant (the main job's, say);
+  /// set_learning_rate (and so LearningRateScheduler) throws ValueError.
+  bool constant_learning_rate = false;
   /// Emulator worker threads (0: one per core).
   unsigned workers = 1;
+  /// Estimate the training program's device time (SessionOptions::profile): read it from
+  /// training_session().profile().
+  bool profile = false;
+  /// Under mpirun, spread the replicas over the instances (SessionOptions::distributed, with
+  /// pxl::dist configured for `replicas` in all): each process runs and feeds its own replicas
+  /// from the same global batches, and training is bitwise that of one process.
+  bool distributed = false;
   /// Seeds the variables' initialisers.
   std::uint64_t seed = 0;
 };
@@ -99,6 +132,9 @@ struct FitOptions {
   /// by CompileOptions::seed). Left-over examples that do not fill a run are dropped, as Keras
   /// on IPUs drops the remainder for fixed shapes.
   bool shuffle = true;
+  /// Where to show each epoch's progress bar (addons::Progress, the main job's), redrawn as
+  /// the micro-batches' losses come back (Keras's verbose=1): `stdout`, say; none when null.
+  std::FILE* progress = nullptr;
   /// (x, y) evaluated at the end of every epoch: "val_loss", "val_accuracy".
   std::optional<std::pair<HostTensor, HostTensor>> validation_data;
   std::vector<std::shared_ptr<Callback>> callbacks;
@@ -112,8 +148,9 @@ struct FitOptions {
 ///     Logs test = trainer.evaluate(x_test, y_test);
 ///
 /// The first fit builds the training Ir for the batch's shape (a device loop of
-/// steps_per_execution optimizer steps of gradient_accumulation micro-batches each, fed
-/// through host streams, each micro-batch's loss and accuracy stored back) and its Session;
+/// steps_per_execution optimizer steps of gradient_accumulation micro-batches each, each
+/// micro-batch's loss and accuracy stored back through an outfeed) and its Session, whose
+/// infeeds producer threads fill from the data ahead of the device, across runs and epochs;
 /// evaluate and predict build theirs the same way, and the weights pass between the Sessions
 /// by name, so all see the latest.
 class Trainer {
@@ -142,11 +179,15 @@ public:
   /// Trains on a batched dataset (`.batch(size)` with drop_remainder; shuffled, if it is,
   /// afresh every epoch): its batch size replaces options.batch_size and options.shuffle is
   /// not used. Each run takes the epoch's next steps_per_execution × gradient_accumulation
-  /// batches; the batches that do not fill a run are left out.
+  /// batches; the batches that do not fill a run are left out. The infeeds' producers prepare
+  /// up to the dataset's prefetch depth of batches ahead of the device (8 without one).
   History fit(const data::TensorDataset& dataset, FitOptions options);
   /// The mean loss (and accuracy) over `x`, `y` in batches of `batch_size` (the remainder
   /// dropped).
   Logs evaluate(const HostTensor& x, const HostTensor& y, std::int64_t batch_size = 32);
+  /// The mean loss (and accuracy) over one pass of a batched dataset (drop_remainder; in its
+  /// order, epoch 0's when shuffled).
+  Logs evaluate(const data::TensorDataset& dataset);
   /// The model's outputs for `x` in batches of `batch_size` (the remainder dropped): [n, ...].
   HostTensor predict(const HostTensor& x, std::int64_t batch_size = 32);
 
@@ -155,18 +196,35 @@ public:
   void set_learning_rate(double lr);
   /// The model's weights by name, from the device.
   std::map<std::string, HostTensor> weights();
-  /// Saves the weights to a safetensors file.
-  void save_weights(const std::filesystem::path& path);
+  /// Saves the weights to a safetensors file, with `metadata` in its header (collective under
+  /// mpirun: every instance calls it, instance 0 writes).
+  void save_weights(const std::filesystem::path& path,
+                    const std::map<std::string, std::string>& metadata = {});
+  /// Loads the weights of a safetensors file (save_weights's) into the training program.
+  /// ValueError before build or fit; the checkpoint's errors as load_checkpoint's.
+  void load_weights(const std::filesystem::path& path);
+
+  /// Builds the training program for micro-batches of `batch` (global: over all replicas)
+  /// now, as the first fit on such batches would (Keras's build): to read its memory report
+  /// or load weights before training. Nothing is rebuilt for the same spec. ValueError for a
+  /// batch that does not split over the replicas.
+  void build(const data::LabelledBatchSpec& batch);
+  /// The training program's Session (memory_report, profile, write_trace); ValueError before
+  /// build or fit.
+  Session& training_session();
+  /// What pipelining made of the training program (CompileOptions::pipeline), else null.
+  const transforms::PipelinedGraph* pipelined() const;
 
   class Programs;
 
+  /// The training program's infeeds since the last fit began (Session::feed_stats): how many
+  /// elements the device took and how long it waited for the dataset. Empty before a fit.
+  std::vector<FeedStats> feed_stats() const;
+
 private:
-  /// The inputs of epoch e's run r: [steps_per_execution × gradient_accumulation × batch, ...]
-  /// examples and labels.
-  using RunData = std::function<std::pair<HostTensor, HostTensor>(int epoch, std::int64_t run)>;
-  /// Trains `runs` runs per epoch of micro-batches shaped `x_batch`, `y_batch` (global).
-  History fit_runs(const TensorSpec& x_batch, const TensorSpec& y_batch, std::int64_t runs,
-                   const RunData& run_data, const FitOptions& options);
+  /// Trains `runs` runs per epoch on the batches of `dataset`, fed through the infeeds.
+  History fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
+                   const FitOptions& options);
   Trace trace_;
   std::unique_ptr<Programs> programs_;
 };
