@@ -2,8 +2,10 @@
 // Fashion-MNIST's size (60000 random 28x28 float32 images, int32 labels) yields per second,
 // shuffled, in batches of 32, next to how many a device loop running Keras's MLP on them
 // (Flatten, Dense 256 relu, Dense 128 relu, Dense 10, and the accuracy) consumes from arrays.
-// When the first figure is not well above the second, the host would starve the device.
-// Prints the two reports as JSON lines; asserts nothing.
+// When the first figure is not well above the second, the host would starve the device. Then
+// the same pipeline feeds Trainer::fit of that MLP through its infeeds, and the infeeds'
+// feed_stats tell what the device took and how long it waited for the host. Prints the
+// reports as JSON lines; asserts nothing.
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
@@ -41,6 +43,12 @@ addons::data::TensorDataset random_fashion_mnist() {
   return addons::data::TensorDataset::from_tensor_slices(std::move(images), std::move(labels));
 }
 
+/// Keras's MLP for Fashion-MNIST.
+addons::Sequential keras_mlp() {
+  return addons::Sequential{addons::Flatten{}, addons::Dense(256, addons::Activation::relu),
+                            addons::Dense(128, addons::Activation::relu), addons::Dense(classes)};
+}
+
 /// The device loop: `steps` times, load a batch of images and labels, run the MLP forward and
 /// store the batch's accuracy.
 struct Consumer {
@@ -52,9 +60,8 @@ struct Consumer {
     images = pxl::h2d_stream({batch, rows, cols}, pxl::float32, "images");
     labels = pxl::h2d_stream({batch}, pxl::int32, "labels");
     accuracy = pxl::d2h_stream({}, pxl::float32, "accuracy");
-    addons::Sequential model{addons::Flatten{}, addons::Dense(256, addons::Activation::relu),
-                             addons::Dense(128, addons::Activation::relu), addons::Dense(classes)};
-    auto [facts, fwd] = model.create_graph(pxl::TensorSpec{{batch, rows, cols}, pxl::float32});
+    auto [facts, fwd] =
+        keras_mlp().create_graph(pxl::TensorSpec{{batch, rows, cols}, pxl::float32});
     const addons::NamedTensors vars = facts.init();
     pxl::Graph step = ir.create_empty_graph("step");
     {
@@ -105,4 +112,29 @@ int main() {
   std::printf("device consumption (Keras MLP forward + accuracy, 1 worker): %s\n",
               device.dump().c_str());
   std::printf("host pipeline / device: %.1fx\n", host.elements_per_second() / (consumed / s));
+
+  // Training, fed through the Trainer's infeeds from the pipeline (one epoch; the program is
+  // built by a fit of no epochs first, so that only training is timed).
+  addons::Trainer trainer(keras_mlp());
+  trainer.compile({.metrics = {"accuracy"}, .steps_per_execution = steps});
+  trainer.fit(train, {.epochs = 0});
+  const auto t1 = Clock::now();
+  trainer.fit(train, {.epochs = 1});
+  const double fit_seconds = seconds_since(t1);
+  for (const pxl::FeedStats& f : trainer.feed_stats()) {
+    if (!f.host_to_device)
+      continue;
+    const double wait = std::chrono::duration<double>(f.device_wait).count();
+    const nlohmann::ordered_json stats = {
+        {"stream", f.stream},
+        {"elements", f.elements},
+        {"seconds", fit_seconds},
+        {"elements_per_second", static_cast<double>(f.elements) / fit_seconds},
+        {"device_wait_seconds", wait},
+        {"device_wait_fraction", wait / fit_seconds},
+        {"max_occupancy", f.max_occupancy},
+        {"depth", f.depth},
+    };
+    std::printf("Trainer::fit infeed (training, 1 worker): %s\n", stats.dump().c_str());
+  }
 }
