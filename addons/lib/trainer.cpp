@@ -139,11 +139,15 @@ struct BatchLog {
   std::optional<Progress> progress; ///< FitOptions::progress
   std::exception_ptr error;         ///< what a callback threw; rethrown after the run
 
+  /// Receives the outfeed's next element: one per micro-batch and replica.
   void operator()(const HostTensor& values) {
     // Replicas store the same all-reduced values, step-major: take replica 0's.
-    if (element++ % replicas != 0)
-      return;
-    const auto v = values.data<float>();
+    if (element++ % replicas == 0)
+      record(values.data<float>());
+  }
+
+  /// One micro-batch's loss (and accuracy).
+  void record(std::span<const float> v) {
     Logs logs{{"loss", v[0]}};
     loss_sum += v[0];
     if (with_accuracy) {
@@ -339,6 +343,29 @@ void bind_infeed(trainer_detail::Program& p, const data::TensorDataset& dataset,
       {.depth = depth});
 }
 
+/// Runs one training step on `batch` (global): the local replicas' rows go in as stream arrays
+/// ([replicas, b, ...] with several), and replica 0's logs go to the program's BatchLog.
+void run_one_step(trainer_detail::Program& p, const data::LabelledBatch& batch,
+                  data::LocalReplicas replicas) {
+  auto local_rows = [&](const HostTensor& t) {
+    Shape shape = t.shape();
+    const std::int64_t b = shape[0] / replicas.total;
+    const std::size_t row = t.bytes().size() / static_cast<std::size_t>(shape[0]);
+    shape[0] = b;
+    if (replicas.count > 1)
+      shape.insert(shape.begin(), replicas.count);
+    HostTensor rows(shape, t.dtype());
+    std::memcpy(rows.bytes().data(),
+                t.bytes().data() + static_cast<std::size_t>(replicas.first * b) * row,
+                rows.bytes().size());
+    return rows;
+  };
+  const StreamOutputs out =
+      p.session->run({{p.x, local_rows(batch.features)}, {p.y, local_rows(batch.labels)}});
+  const auto values = out.at(p.loss).data<float>();
+  p.log->record(values.first(values.size() / static_cast<std::size_t>(replicas.count)));
+}
+
 } // namespace
 
 History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions& fit_options) {
@@ -495,10 +522,9 @@ void Trainer::build(const data::LabelledBatchSpec& batch) {
             fold_scale ? scale : 1.0);
       };
 
-      Graph train_step = p.ir.create_empty_graph("train_step");
-      {
-        auto in_step = train_step.scope();
-        const NamedTensors s = named_graph_inputs(state);
+      // One optimizer step on the state `s`: the main graph's variables, or a loop body's
+      // inputs.
+      auto optimizer_step = [&](const NamedTensors& s) {
         const NamedTensors w = s.filter_keys(p.variables.keys_flat());
         if (accumulation.steps == 1) {
           const NamedTensors grads = average_across_replicas(micro_batch(s));
@@ -506,43 +532,52 @@ void Trainer::build(const data::LabelledBatchSpec& batch) {
             auto on = ipu(var.ipu());
             step(s, key, var, grads.at(key));
           }
-        } else {
-          Graph micro = p.ir.create_empty_graph("micro_batch");
-          {
-            auto in_micro = micro.scope();
-            const NamedTensors ms = named_graph_inputs(state);
-            accumulate_gradients(ms, micro_batch(ms), accumulation);
-          }
-          if (o.pipeline)
-          {
-            p.pipeline = transforms::pipeline(micro, {.steps = accumulation.steps});
-            pxl::ops::call(p.pipeline->graph, s.values_flat());
-          }
-          else
-            pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
-          apply_accumulated(
-              w, s,
-              averaged_across_replicas([&](const std::string& key, const Tensor& var,
-                                           const Tensor& g) { step(s, key, var, g); }));
+          return;
         }
+        Graph micro = p.ir.create_empty_graph("micro_batch");
+        {
+          auto in_micro = micro.scope();
+          const NamedTensors ms = named_graph_inputs(state);
+          accumulate_gradients(ms, micro_batch(ms), accumulation);
+        }
+        if (o.pipeline) {
+          p.pipeline = transforms::pipeline(micro, {.steps = accumulation.steps});
+          pxl::ops::call(p.pipeline->graph, s.values_flat());
+        } else {
+          pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+        }
+        apply_accumulated(w, s,
+                          averaged_across_replicas([&](const std::string& key, const Tensor& var,
+                                                       const Tensor& g) { step(s, key, var, g); }));
+      };
+      if (per_run == 1) {
+        // One step per run, traced in the main graph itself: a loop of one would copy every
+        // weight into its body and back on each run.
+        optimizer_step(state);
+      } else {
+        Graph train_step = p.ir.create_empty_graph("train_step");
+        {
+          auto in_step = train_step.scope();
+          optimizer_step(named_graph_inputs(state));
+        }
+        pxl::ops::repeat(train_step, o.steps_per_execution, state.values_flat());
       }
-      pxl::ops::repeat(train_step, o.steps_per_execution, state.values_flat());
     }
     p.ir.set_num_host_transfers(per_run);
-    p.session.emplace(p.ir, "ipu_model",
-                      SessionOptions{.workers = o.workers,
-                                     .profile = o.profile,
-                                     .distributed = o.distributed});
+    p.session.emplace(
+        p.ir, "ipu_model",
+        SessionOptions{.workers = o.workers, .profile = o.profile, .distributed = o.distributed});
     p.attached.emplace(p.session->attach());
     ps.load_weights(p);
     if (p.lr)
       p.session->write_variable_data(*p.lr, HostTensor::scalar(static_cast<float>(ps.lr)));
     p.log->with_accuracy = with_accuracy;
     p.log->replicas = local_replicas(o).count;
-    p.session->set_d2h_callback(p.loss,
-                                [log = p.log](const HostTensor& values) { (*log)(values); });
+    // With one step per run the logs come back as the run's output (nothing to overlap).
+    if (per_run > 1)
+      p.session->set_d2h_callback(p.loss,
+                                  [log = p.log](const HostTensor& values) { (*log)(values); });
   }
-
 }
 
 History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
@@ -557,8 +592,13 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
   const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
   const bool with_accuracy = !o.metrics.empty();
   Programs::Program& p = *ps.train;
-  if (runs > 0)
+  // One step per run: each batch goes in as arrays and its logs come back with the run, on
+  // this thread; a device loop is fed through the infeeds while it runs.
+  const bool one_step = per_run == 1;
+  if (runs > 0 && !one_step)
     bind_infeed(p, dataset, runs * per_run, per_run, local_replicas(o));
+  std::optional<data::TensorDatasetView> view;
+  std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
   Programs::BatchLog& log = *p.log;
   log.callbacks = fit_options.callbacks;
   log.batch = 0;
@@ -572,8 +612,18 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
       log.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" +
                                std::to_string(fit_options.epochs),
                            runs * per_run, fit_options.progress);
+    if (one_step) {
+      view.emplace(dataset.epoch(static_cast<std::uint64_t>(epoch)));
+      at.emplace(view->begin());
+    }
     for (std::int64_t r = 0; r < runs; ++r) {
-      p.session->run();
+      if (one_step) {
+        if (r > 0)
+          ++*at;
+        run_one_step(p, **at, local_replicas(o));
+      } else {
+        p.session->run();
+      }
       if (log.error)
         std::rethrow_exception(std::exchange(log.error, nullptr));
     }

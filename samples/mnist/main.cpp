@@ -11,16 +11,16 @@
 #include "model.hpp"
 #include "programs.hpp"
 
-#include "pxl/addons/checkpoint.hpp"
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
-#include "pxl/addons/progress.hpp"
+#include "pxl/addons/trainer.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/emu/profile.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -143,23 +143,39 @@ int train_and_test(const Options& o) {
               static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
               o.data_dir.c_str());
 
-  const mnist::TrainingOptions training{.batch_size = o.batch_size,
-                                        .learning_rate = learning_rate,
-                                        .steps_per_execution = o.steps_per_execution,
-                                        .gradient_accumulation = o.gradient_accumulation,
-                                        .replicas = o.replicas,
-                                        .distributed = distributed,
-                                        .optimizer = optimizer,
-                                        .offload_optimizer_state = o.offload_optimizer_state,
-                                        .shard_optimizer_state = o.shard_optimizer_state,
-                                        .seed = o.seed,
-                                        .workers = o.workers,
-                                        .profile = o.profile || !o.trace.empty(),
-                                        .dtype = dtype,
-                                        .pipeline_stages = o.pipeline_stages};
-  mnist::TrainingProgram train(training);
-  const std::int64_t global_batch = train.global_batch_size();
-  std::printf("Emulator: %u worker(s), %lld replica(s)", train.session().num_workers(),
+  // The Net as a Keras user trains it: addons::Trainer builds the training program (a device
+  // loop fed through infeeds; accumulation, replicas, pipelining, float16 and the optimizer
+  // state's placement as asked) and trains it bitwise as a hand-written program would, the
+  // learning rate built in as a constant.
+  const std::int64_t global_batch = o.replicas * o.batch_size;
+  const pxl::addons::CompileOptions compile{
+      .optimizer = optimizer == mnist::Optimizer::adam
+                       ? pxl::addons::TrainerOptimizer(
+                             pxl::addons::optimizers::AdamOptions{.lr = learning_rate})
+                       : pxl::addons::optimizers::SGDOptions{.lr = learning_rate},
+      .steps_per_execution = o.steps_per_execution,
+      .gradient_accumulation = o.gradient_accumulation,
+      .replicas = o.replicas,
+      .pipeline = o.pipeline_stages > 1,
+      .dtype = dtype,
+      .offload_optimizer_state = o.offload_optimizer_state,
+      .shard_optimizer_state = o.shard_optimizer_state,
+      .constant_learning_rate = true,
+      .workers = o.workers,
+      .profile = o.profile || !o.trace.empty(),
+      .distributed = distributed,
+      .seed = o.seed};
+  mnist::Net net;
+  net.stages = o.pipeline_stages;
+  // One micro-batch is a global batch: replica r trains on its rows r·B … r·B+B−1.
+  const data::LabelledBatchSpec batch_spec{
+      .features = pxl::TensorSpec{{global_batch, mnist::image_size}, pxl::float32},
+      .labels = pxl::TensorSpec{{global_batch}, pxl::int32}};
+  pxl::addons::Trainer trainer(net);
+  trainer.compile(compile);
+  trainer.build(batch_spec);
+  pxl::Session& session = trainer.training_session();
+  std::printf("Emulator: %u worker(s), %lld replica(s)", session.num_workers(),
               static_cast<long long>(o.replicas));
   if (distributed)
     std::printf(" over %lld instances (%lld each)",
@@ -173,11 +189,11 @@ int train_and_test(const Options& o) {
               optimizer == mnist::Optimizer::adam ? "Adam" : "SGD", learning_rate,
               static_cast<long long>(o.steps_per_execution));
   if (dtype == pxl::float16)
-    std::printf(", float16 (float32 loss, loss scaling %g)", train.options().loss_scaling);
+    std::printf(", float16 (float32 loss, loss scaling %g)", compile.loss_scaling);
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
-  if (const auto& pipeline = train.pipeline()) {
+  if (const pxl::transforms::PipelinedGraph* pipeline = trainer.pipelined()) {
     std::printf("Pipeline: the Net over %lld IPUs in %lld stages (IPUs",
                 static_cast<long long>(o.pipeline_stages),
                 static_cast<long long>(pipeline->stages));
@@ -188,7 +204,7 @@ int train_and_test(const Options& o) {
                 static_cast<long long>(pipeline->ramp_up_cycles),
                 static_cast<long long>(pipeline->ramp_down_cycles));
     // The weights and their gradient accumulators, split over the IPUs.
-    const auto memory = train.session().memory_report();
+    const auto memory = session.memory_report();
     std::printf("Variables per IPU:");
     for (std::int64_t i = 0; i < o.pipeline_stages; ++i)
       std::printf("%s IPU %lld %s", i > 0 ? "," : "", static_cast<long long>(i),
@@ -196,12 +212,15 @@ int train_and_test(const Options& o) {
     std::printf("\n");
   }
   if (o.offload_optimizer_state || o.shard_optimizer_state) {
-    // The same program with the whole state on the IPU, compiled only to compare memory.
-    auto on_chip = training;
+    // The same program with the whole state on the IPU, built only to compare memory.
+    auto on_chip = compile;
     on_chip.offload_optimizer_state = false;
     on_chip.shard_optimizer_state = false;
-    const auto with = train.session().memory_report();
-    const auto without = mnist::TrainingProgram(on_chip).session().memory_report();
+    pxl::addons::Trainer reference(net);
+    reference.compile(on_chip);
+    reference.build(batch_spec);
+    const auto with = session.memory_report();
+    const auto without = reference.training_session().memory_report();
     const std::string sharded =
         o.shard_optimizer_state ? ", sharded over " + std::to_string(o.replicas) + " replicas" : "";
     if (o.offload_optimizer_state)
@@ -216,74 +235,60 @@ int train_and_test(const Options& o) {
                   mib(without.ipus[0].always_live()).c_str());
   }
   if (!o.memory_report.empty() && writes) {
-    train.session().write_memory_report(o.memory_report);
+    session.write_memory_report(o.memory_report);
     std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
   }
   if (!o.load.empty()) {
-    pxl::addons::load_checkpoint(train.session(), train.variables(), o.load);
+    trainer.load_weights(o.load);
     std::printf("Loaded weights from %s\n", o.load.c_str());
   }
 
-  // What the loss callback accumulates over an epoch. With a device loop it is called on the
-  // session's consumer thread while a run goes on; the main thread reads it once the run has
-  // returned (every loss has been delivered by then).
-  struct EpochLog {
-    std::optional<pxl::addons::Progress> progress;
-    double loss_sum = 0;
-    std::int64_t steps = 0;
-  } epoch_log;
-  const mnist::LossCallback on_loss = [&epoch_log](std::int64_t index, float loss) {
-    epoch_log.loss_sum += loss;
-    epoch_log.steps = index + 1;
-    epoch_log.progress->update(epoch_log.steps, loss);
-  };
-
-  // One micro-batch is a global batch: replica r trains on its rows r·B … r·B+B−1.
-  const std::int64_t per_run_images = train.micro_batches_per_run() * global_batch;
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  const std::int64_t per_run_images = per_run * global_batch;
   if (o.epochs > 0 && train_data.size() < per_run_images)
     throw pxl::ValueError(
         "the training set has " + std::to_string(train_data.size()) +
         " images, fewer than one run takes: " + std::to_string(o.replicas) + " replica(s) x " +
-        std::to_string(o.batch_size) + " images x " +
-        std::to_string(train.micro_batches_per_run()) +
+        std::to_string(o.batch_size) + " images x " + std::to_string(per_run) +
         " micro-batch(es) per run = " + std::to_string(per_run_images) +
         "; lower --replicas, --batch-size, --steps-per-execution or --gradient-accumulation, "
         "or raise --limit");
 
-  double train_seconds = 0;
+  // Prints each epoch's line as the fit ends it, and sums the training time.
+  struct EpochLines : pxl::addons::Callback {
+    std::int64_t batches = 0; ///< micro-batches trained per epoch
+    double seconds = 0;       ///< training time of the epochs so far
+    std::chrono::steady_clock::time_point begun = std::chrono::steady_clock::now();
+    bool on_epoch_end(int epoch, const pxl::addons::Logs& logs) override {
+      const auto now = std::chrono::steady_clock::now();
+      const double s = std::chrono::duration<double>(now - begun).count();
+      seconds += s;
+      begun = now;
+      std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s\n", epoch + 1,
+                  logs.at("loss"), static_cast<long long>(batches), s);
+      return false;
+    }
+  };
+  auto epoch_lines = std::make_shared<EpochLines>();
   std::int64_t trained = 0;
   const pxl::dist::Traffic traffic_before = pxl::dist::traffic();
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    const data::BatchOptions batching{.batch_size = global_batch,
-                                      .seed = o.seed,
-                                      .epoch = static_cast<std::uint64_t>(epoch),
-                                      .flatten = true};
-    // Progress counts micro-batches: one per host transfer.
-    const std::int64_t per_run = train.micro_batches_per_run();
-    const std::int64_t runs = data::num_batches(train_data, batching) / per_run;
-    epoch_log = {.progress =
-                     pxl::addons::Progress("epoch " + std::to_string(epoch + 1), runs * per_run)};
-    if (per_run == 1) {
-      // One step per run: the host prepares a batch, then the device trains on it.
-      for (const auto& batch : data::batches(train_data, batching)) {
-        if (epoch_log.steps == runs)
-          break;
-        on_loss(epoch_log.steps, train.run(batch.images, batch.labels).at(0));
-      }
-    } else {
-      // A device loop fed by the infeed: the epoch's batches are prepared on the producer
-      // threads while the device trains, and the losses come back step by step.
-      train.feed_from(data::batches(train_data, batching), on_loss);
-      for (std::int64_t r = 0; r < runs; ++r)
-        train.run();
-    }
-    train_seconds += epoch_log.progress->elapsed();
-    trained += epoch_log.steps * global_batch;
-    std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s\n", epoch + 1,
-                epoch_log.steps > 0 ? epoch_log.loss_sum / static_cast<double>(epoch_log.steps)
-                                    : 0.0,
-                static_cast<long long>(epoch_log.steps), epoch_log.progress->elapsed());
+  if (o.epochs > 0) {
+    // The training images normalised and flattened once: the Trainer's dataset, shuffled with
+    // --seed afresh every epoch (data::batches's order), in global batches.
+    const data::Batch all =
+        *data::batches(train_data,
+                       {.batch_size = train_data.size(), .shuffle = false, .flatten = true})
+             .begin();
+    const auto dataset = data::TensorDataset::from_tensor_slices(all.images, all.labels)
+                             .shuffle(o.seed)
+                             .batch(global_batch);
+    epoch_lines->batches = dataset.batches_per_epoch() / per_run * per_run;
+    epoch_lines->begun = std::chrono::steady_clock::now();
+    const pxl::addons::History history =
+        trainer.fit(dataset, {.epochs = o.epochs, .progress = stdout, .callbacks = {epoch_lines}});
+    trained = history.epochs() * epoch_lines->batches * global_batch;
   }
+  const double train_seconds = epoch_lines->seconds;
   const pxl::dist::Traffic traffic_after = pxl::dist::traffic();
   if (distributed && trained > 0) {
     const auto steps = static_cast<double>(trained / global_batch);
@@ -293,7 +298,7 @@ int train_and_test(const Options& o) {
                 static_cast<double>(traffic_after.bytes_sent - traffic_before.bytes_sent) / steps);
   }
   if (o.profile || !o.trace.empty()) {
-    const pxl::emu::Profile profile = train.session().profile();
+    const pxl::emu::Profile profile = session.profile();
     if (o.profile) {
       std::printf("%s", profile.summary().c_str());
       // A micro-batch is one step of the device program.
@@ -302,21 +307,20 @@ int train_and_test(const Options& o) {
                   steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
     }
     if (!o.trace.empty() && writes) {
-      train.session().write_trace(o.trace);
+      session.write_trace(o.trace);
       std::printf("Wrote the trace of the training runs to %s (open it in ui.perfetto.dev)\n",
                   o.trace.c_str());
     }
   }
   if (!o.save.empty()) {
     // Every instance gathers the weights; instance 0 writes them.
-    pxl::addons::save_checkpoint(train.session(), train.variables(), o.save,
-                                 {{"model", "mnist.Net"}});
+    trainer.save_weights(o.save, {{"model", "mnist.Net"}});
     std::printf("Saved weights to %s\n", o.save.c_str());
   }
 
   // Every instance gathers the weights; only instance 0 tests (the others would repeat it).
   mnist::TestProgram test(100, o.workers, dtype);
-  test.copy_weights_from(train);
+  test.copy_weights(trainer.weights());
   if (!writes)
     return 0;
   const double accuracy = test.accuracy(test_data);

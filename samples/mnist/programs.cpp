@@ -406,6 +406,13 @@ TestProgram::TestProgram(std::int64_t batch_size, unsigned workers, pxl::DType d
   attachment_.emplace(session_->attach());
 }
 
+void TestProgram::copy_weights(const std::map<std::string, pxl::HostTensor>& weights) {
+  std::map<Tensor, pxl::HostTensor> data;
+  for (const auto& [name, t] : variables_.items())
+    data.emplace(t, weights.at(name));
+  session_->write_variables_data(data);
+}
+
 void TestProgram::copy_weights_from(TrainingProgram& training) {
   std::map<Tensor, pxl::HostTensor> data;
   for (const auto& [train_var, test_var] : training.variables().to_mapping(variables_))

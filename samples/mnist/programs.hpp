@@ -1,5 +1,7 @@
-// The Fashion-MNIST sample's two programs: a training Ir (SGD on the emulator, fed by host
-// streams) and a test Ir (predictions), each with its own Session.
+// The Fashion-MNIST sample's programs: the test Ir (predictions) the main job scores with, and
+// the hand-written training Ir of PopXL's MNIST tutorial, which the main job trained with
+// before addons::Trainer: it stays as the reference the Trainer is checked against bitwise
+// (test/mnist/train.cpp) and as what the benchmarks in test/bench drive.
 #pragma once
 
 #include "pxl/addons/data/batch.hpp"
@@ -19,8 +21,10 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -99,7 +103,8 @@ const pxl::addons::data::Batch& > ;
 /// consumer thread as the device stores it, while the run goes on.
 using LossCallback = std::function<void(std::int64_t index, float loss)>;
 
-/// The training Ir of PopXL's MNIST tutorial: images and labels come in on h2d streams, the
+/// The training Ir of PopXL's MNIST tutorial, written by hand with pxl's and addons' lower-level
+/// pieces (the reference for addons::Trainer): images and labels come in on h2d streams, the
 /// Net's gradient graph comes from autodiff, the loss gradient from cross_entropy_with_grad,
 /// and every variable is updated in place with `scaled_add_(w, grad, {.b = -lr})`; the loss goes
 /// back on a d2h stream. One run performs `steps_per_execution` steps. With several replicas
@@ -222,6 +227,8 @@ public:
   /// Copies the training session's weights into this session by name (the tutorial's
   /// `to_mapping` + `write_variables_data`); from replica 0 when training is replicated.
   void copy_weights_from(TrainingProgram& training);
+  /// Writes weights given by name (addons::Trainer::weights()) into this session.
+  void copy_weights(const std::map<std::string, pxl::HostTensor>& weights);
   /// Fraction of `data`'s images classified correctly, in whole batches (the last partial
   /// batch is evaluated too, padded).
   double accuracy(const pxl::addons::data::Dataset& data);

@@ -227,9 +227,9 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
     bool offload = false, shard = false;
   };
   for (const Case c :
-       {Case{3, 1, 1, 1}, Case{1, 4, 1, 1}, Case{2, 1, 2, 1}, Case{1, 4, 1, 2}, Case{1, 3, 2, 2},
-        Case{3, 1, 1, 1, Optimizer::sgd}, Case{1, 4, 2, 1, Optimizer::sgd},
-        Case{3, 1, 1, 1, Optimizer::sgd, pxl::float16},
+       {Case{1, 1, 1, 1}, Case{1, 1, 1, 1, Optimizer::sgd}, Case{3, 1, 1, 1}, Case{1, 4, 1, 1},
+        Case{2, 1, 2, 1}, Case{1, 4, 1, 2}, Case{1, 3, 2, 2}, Case{3, 1, 1, 1, Optimizer::sgd},
+        Case{1, 4, 2, 1, Optimizer::sgd}, Case{3, 1, 1, 1, Optimizer::sgd, pxl::float16},
         Case{1, 2, 2, 1, Optimizer::adam, pxl::float16},
         Case{2, 1, 1, 1, Optimizer::adam, pxl::float32, true},
         Case{1, 2, 2, 1, Optimizer::adam, pxl::float32, false, true},
