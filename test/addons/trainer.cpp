@@ -232,7 +232,8 @@ TEST_CASE("Trainer refuses what it cannot train") {
   CHECK_THROWS_WITH_AS(trainer.fit(x, y2, {}), Contains("as many of each"), ShapeError);
   trainer.compile({.replicas = 3});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
-                       Contains("a positive multiple of the 3 replica(s) as its examples"), ValueError);
+                       Contains("a positive multiple of the 3 replica(s) as its examples"),
+                       ValueError);
   CHECK_THROWS_WITH_AS(trainer.weights(), Contains("no weights yet"), ValueError);
   // What a batch-end callback throws ends fit with it.
   struct Throwing : addons::Callback {
