@@ -25,12 +25,15 @@ void to_half_portable(const float* in, half* out, std::size_t n) {
 #if defined(PXL_X86_CONVERSIONS)
 // The vector bodies, then the tail through the portable code (which matches them bit for bit).
 // The AVX-512 ones use the zero-masked forms: GCC 12 warns that the plain forms' undefined
-// pass-through register may be used uninitialised.
+// pass-through register may be used uninitialised. Each body ends with vzeroupper: GCC does
+// not emit it before the tail call, and SSE code run with the upper registers dirty paid
+// about 130 ns per conversion call on an AVX-512 Xeon (half of a float16 add's time).
 __attribute__((target("avx,f16c"))) void to_float_f16c(const half* in, float* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i,
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  _mm256_zeroupper();
   to_float_portable(in + i, out + i, n - i);
 }
 __attribute__((target("avx,f16c"))) void to_half_f16c(const float* in, half* out, std::size_t n) {
@@ -38,6 +41,7 @@ __attribute__((target("avx,f16c"))) void to_half_f16c(const float* in, half* out
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+  _mm256_zeroupper();
   to_half_portable(in + i, out + i, n - i);
 }
 __attribute__((target("avx512f"))) void to_float_avx512(const half* in, float* out, std::size_t n) {
@@ -46,6 +50,7 @@ __attribute__((target("avx512f"))) void to_float_avx512(const half* in, float* o
     _mm512_storeu_ps(out + i,
                      _mm512_maskz_cvtph_ps(
                          0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i))));
+  _mm256_zeroupper();
   to_float_portable(in + i, out + i, n - i);
 }
 __attribute__((target("avx512f"))) void to_half_avx512(const float* in, half* out, std::size_t n) {
@@ -54,6 +59,7 @@ __attribute__((target("avx512f"))) void to_half_avx512(const float* in, half* ou
     _mm256_storeu_si256(
         reinterpret_cast<__m256i*>(out + i),
         _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+  _mm256_zeroupper();
   to_half_portable(in + i, out + i, n - i);
 }
 #endif

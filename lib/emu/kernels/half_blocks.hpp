@@ -11,9 +11,11 @@
 
 namespace pxl::emu::detail {
 
-/// Elements per block: three blocks of floats fit in 3 KiB of stack, and a block is long
-/// enough for the vector conversions to run at full speed.
-inline constexpr std::int64_t half_block = 256;
+/// Elements per block: three blocks of floats fit in 12 KiB of stack (and in L1), and a block
+/// is long enough for the vector conversions to run at full speed and their calls to cost
+/// little (a (128, 512) float16 add's blocks: 14.5 µs with 256, 11.4 µs with 1024, on an
+/// AVX-512 Xeon).
+inline constexpr std::int64_t half_block = 1024;
 
 /// Elements widened to float: a contiguous run through `convert`, a broadcast one repeated, a
 /// strided one one by one.
