@@ -21,10 +21,8 @@
 #include "pxl/session.hpp"
 #include "pxl/transforms/pipeline.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <exception>
-#include <numeric>
 
 namespace pxl::addons {
 
@@ -34,30 +32,15 @@ constexpr std::string_view accuracy_metric = "accuracy";
 constexpr std::string_view lr_key = "trainer.lr";
 constexpr std::string_view optimizer_key = "trainer.optimizer";
 
-/// The examples `rows` of `t` (first axis), in that order, as [rows.size(), ...].
-HostTensor gather_rows(const HostTensor& t, std::span<const std::int64_t> rows) {
+/// Rows [first, first + count) of `t` (its first axis) as [count, ...].
+HostTensor row_range(const HostTensor& t, std::int64_t first, std::int64_t count) {
   Shape shape = t.shape();
-  const auto n = static_cast<std::size_t>(shape[0]);
-  const std::size_t row_bytes = n == 0 ? 0 : t.bytes().size() / n;
-  shape[0] = static_cast<std::int64_t>(rows.size());
-  HostTensor out(shape, t.dtype());
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    std::memcpy(out.bytes().data() + i * row_bytes,
-                t.bytes().data() + static_cast<std::size_t>(rows[i]) * row_bytes, row_bytes);
-  return out;
-}
-
-/// `parts` (of one spec) joined along their first axis.
-HostTensor concatenated(const std::vector<HostTensor>& parts) {
-  Shape shape = parts.front().shape();
-  shape[0] *= static_cast<std::int64_t>(parts.size());
-  HostTensor all(shape, parts.front().dtype());
-  std::size_t at = 0;
-  for (const HostTensor& part : parts) {
-    std::memcpy(all.bytes().data() + at, part.bytes().data(), part.bytes().size());
-    at += part.bytes().size();
-  }
-  return all;
+  const std::size_t row = t.bytes().size() / static_cast<std::size_t>(shape[0]);
+  shape[0] = count;
+  HostTensor rows(shape, t.dtype());
+  std::memcpy(rows.bytes().data(), t.bytes().data() + static_cast<std::size_t>(first) * row,
+              rows.bytes().size());
+  return rows;
 }
 
 TensorSpec example_spec(const HostTensor& t, std::int64_t batch) {
@@ -148,13 +131,13 @@ struct BatchLog {
 
   /// One micro-batch's loss (and accuracy).
   void record(std::span<const float> v) {
-    Logs logs{{"loss", v[0]}};
     loss_sum += v[0];
-    if (with_accuracy) {
-      logs.emplace(std::string(accuracy_metric), v[1]);
+    if (with_accuracy)
       accuracy_sum += v[1];
-    }
-    if (!error) {
+    if (!callbacks.empty() && !error) {
+      Logs logs{{"loss", v[0]}};
+      if (with_accuracy)
+        logs.emplace(std::string(accuracy_metric), v[1]);
       try {
         for (const auto& c : callbacks)
           c->on_batch_end(batch, logs);
@@ -281,10 +264,6 @@ void with_optimizer(const TrainerOptimizer& options, const std::optional<Tensor>
       options);
 }
 
-} // namespace
-
-namespace {
-
 /// The replicas this process runs and feeds: all of them, or its own under mpirun.
 data::LocalReplicas local_replicas(const CompileOptions& o) {
   if (o.distributed && dist::is_distributed())
@@ -347,18 +326,18 @@ void bind_infeed(trainer_detail::Program& p, const data::TensorDataset& dataset,
 /// ([replicas, b, ...] with several), and replica 0's logs go to the program's BatchLog.
 void run_one_step(trainer_detail::Program& p, const data::LabelledBatch& batch,
                   data::LocalReplicas replicas) {
-  auto local_rows = [&](const HostTensor& t) {
+  // One replica in all takes the batch as it is (borrowed); else this process's replicas' rows.
+  auto local_rows = [&](const HostTensor& t) -> InputArray {
+    if (replicas.total == 1)
+      return t;
+    const std::int64_t b = t.shape()[0] / replicas.total;
+    HostTensor rows = row_range(t, replicas.first * b, replicas.count * b);
+    if (replicas.count == 1)
+      return rows;
     Shape shape = t.shape();
-    const std::int64_t b = shape[0] / replicas.total;
-    const std::size_t row = t.bytes().size() / static_cast<std::size_t>(shape[0]);
     shape[0] = b;
-    if (replicas.count > 1)
-      shape.insert(shape.begin(), replicas.count);
-    HostTensor rows(shape, t.dtype());
-    std::memcpy(rows.bytes().data(),
-                t.bytes().data() + static_cast<std::size_t>(replicas.first * b) * row,
-                rows.bytes().size());
-    return rows;
+    shape.insert(shape.begin(), replicas.count);
+    return rows.reshaped(shape);
   };
   const StreamOutputs out =
       p.session->run({{p.x, local_rows(batch.features)}, {p.y, local_rows(batch.labels)}});
@@ -424,160 +403,157 @@ void Trainer::build(const data::LabelledBatchSpec& batch) {
 
   if (ps.train && ps.train->x_spec == per_replica(x_batch))
     return;
+  if (ps.train)
+    ps.save_weights(*ps.train);
+  ps.train.reset();
+  auto& p = ps.train.emplace();
+  p.x_spec = per_replica(x_batch);
+  p.ir.set_replication_factor(o.replicas);
   {
-    if (ps.train)
-      ps.save_weights(*ps.train);
-    ps.train.reset();
-    auto& p = ps.train.emplace();
-    p.x_spec = per_replica(x_batch);
-    p.ir.set_replication_factor(o.replicas);
-    {
-      auto in_main = p.ir.main_graph().scope();
-      p.x = h2d_stream(p.x_spec.shape, p.x_spec.dtype, "x");
-      p.y = h2d_stream(per_replica(y_batch).shape, y_batch.dtype, "y");
-      // Each micro-batch's loss, and accuracy: one element, so that one consumer sees both.
-      p.loss = d2h_stream({with_accuracy ? 2 : 1}, float32, "logs");
-      // Not a structured binding: the lambdas below capture the graph (clang 14).
-      auto traced = trace_(model_spec(p.x_spec, o.dtype));
-      const NamedVariableFactories& facts = traced.first;
-      const GraphWithNamedArgs& fwd = traced.second;
-      auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
-      p.variables = facts.init("", o.seed);
-      NamedTensors state = p.variables;
-      if (!o.constant_learning_rate) {
-        p.lr = variable(HostTensor::scalar(static_cast<float>(ps.lr)), "lr");
-        state.insert(std::string(lr_key), *p.lr);
-      }
-      // The optimizer's state: by-ref state of the loop on the IPU, or remote variables that
-      // any graph reaches.
-      NamedTensors opt_state;
-      with_optimizer(o.optimizer, p.lr, [&](auto opt) {
-        const auto factories =
-            optimizers::state_factories(opt, p.variables, {.shard_state = o.shard_optimizer_state});
-        opt_state = o.offload_optimizer_state ? factories.init_remote(std::string(optimizer_key))
-                                              : factories.init(std::string(optimizer_key));
-      });
-      if (!opt_state.empty() && !o.offload_optimizer_state)
-        state.insert(std::string(optimizer_key), opt_state);
-      const double scale = o.dtype == float32 ? 1.0 : o.loss_scaling;
-      const bool fold_scale = scale != 1.0 && scaling_folds_into_lr(o.optimizer);
-      const GradientAccumulation accumulation{.steps = o.gradient_accumulation};
-      if (accumulation.steps > 1)
-        state.update(accumulator_factories(facts, accumulation).init());
-
-      // One micro-batch: forward, loss, backward; the loss (and accuracy) stored.
-      auto micro_batch = [&](const NamedTensors& s) {
-        const pxl::ops::CallOptions inlined{.inline_graph = true};
-        const NamedTensors w = s.filter_keys(p.variables.keys_flat());
-        auto fwd_info = fwd.bind(w).call_with_info({model_input(p.x, o.dtype)}, {}, {}, inlined);
-        const Tensor model_out = fwd_info.outputs()[0];
-        auto on_last = ipu(model_out.ipu());
-        const Tensor labels = pxl::ops::host_load(p.y);
-        const Tensor out = loss_input(model_out);
-        auto [loss, dout] = loss_with_grad(o.loss, out, labels, scale);
-        if (dout.dtype() != model_out.dtype())
-          dout = pxl::ops::cast(dout, model_out.dtype());
-        Tensor values = loss.reshape({1});
-        if (with_accuracy)
-          values =
-              pxl::ops::concat({values, sparse_categorical_accuracy(out, labels).reshape({1})});
-        if (o.replicas > 1)
-          values = pxl::ops::collectives::replicated_all_reduce(values, CollectiveOperator::mean);
-        pxl::ops::host_store(p.loss, values);
-        auto bwd_info =
-            bwd.call_with_info({dout}, {}, bwd.grad_graph_info().inputs_dict(fwd_info), inlined);
-        return bwd.grads(bwd_info);
-      };
-      // The optimizer step of one variable, its state under its name.
-      auto step = [&](const NamedTensors& s, const std::string& key, const Tensor& w,
-                      const Tensor& g) {
-        NamedTensors own;
-        const NamedTensors& state_of =
-            o.offload_optimizer_state || !s.contains(std::string(optimizer_key))
-                ? opt_state
-                : s.sub(std::string(optimizer_key));
-        if (state_of.contains(key))
-          own.insert(key, state_of.sub(key));
-        // The learning rate where the variable is: each IPU steps its own variables.
-        std::optional<Tensor> lr;
-        if (!o.constant_learning_rate) {
-          lr = s.at(std::string(lr_key));
-          if (lr->ipu() != w.ipu())
-            lr = pxl::ops::ipu_copy(*lr, w.ipu());
-        }
-        // Loss scaling out: from SGD's learning rate, or from the gradient first.
-        Tensor grad = g;
-        if (scale != 1.0) {
-          if (!fold_scale)
-            grad = g * (1.0 / scale);
-          else if (lr)
-            lr = *lr * (1.0 / scale);
-        }
-        with_optimizer(
-            o.optimizer, lr,
-            [&](auto opt) {
-              optimizers::apply_with_state(opt, NamedTensors{{key, w}}, NamedTensors{{key, grad}},
-                                           own, {.shard_state = o.shard_optimizer_state});
-            },
-            fold_scale ? scale : 1.0);
-      };
-
-      // One optimizer step on the state `s`: the main graph's variables, or a loop body's
-      // inputs.
-      auto optimizer_step = [&](const NamedTensors& s) {
-        const NamedTensors w = s.filter_keys(p.variables.keys_flat());
-        if (accumulation.steps == 1) {
-          const NamedTensors grads = average_across_replicas(micro_batch(s));
-          for (const auto& [key, var] : w.items()) {
-            auto on = ipu(var.ipu());
-            step(s, key, var, grads.at(key));
-          }
-          return;
-        }
-        Graph micro = p.ir.create_empty_graph("micro_batch");
-        {
-          auto in_micro = micro.scope();
-          const NamedTensors ms = named_graph_inputs(state);
-          accumulate_gradients(ms, micro_batch(ms), accumulation);
-        }
-        if (o.pipeline) {
-          p.pipeline = transforms::pipeline(micro, {.steps = accumulation.steps});
-          pxl::ops::call(p.pipeline->graph, s.values_flat());
-        } else {
-          pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
-        }
-        apply_accumulated(w, s,
-                          averaged_across_replicas([&](const std::string& key, const Tensor& var,
-                                                       const Tensor& g) { step(s, key, var, g); }));
-      };
-      if (per_run == 1) {
-        // One step per run, traced in the main graph itself: a loop of one would copy every
-        // weight into its body and back on each run.
-        optimizer_step(state);
-      } else {
-        Graph train_step = p.ir.create_empty_graph("train_step");
-        {
-          auto in_step = train_step.scope();
-          optimizer_step(named_graph_inputs(state));
-        }
-        pxl::ops::repeat(train_step, o.steps_per_execution, state.values_flat());
-      }
+    auto in_main = p.ir.main_graph().scope();
+    p.x = h2d_stream(p.x_spec.shape, p.x_spec.dtype, "x");
+    p.y = h2d_stream(per_replica(y_batch).shape, y_batch.dtype, "y");
+    // Each micro-batch's loss, and accuracy: one element, so that one consumer sees both.
+    p.loss = d2h_stream({with_accuracy ? 2 : 1}, float32, "logs");
+    // Not a structured binding: the lambdas below capture the graph (clang 14).
+    auto traced = trace_(model_spec(p.x_spec, o.dtype));
+    const NamedVariableFactories& facts = traced.first;
+    const GraphWithNamedArgs& fwd = traced.second;
+    auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
+    p.variables = facts.init("", o.seed);
+    NamedTensors state = p.variables;
+    if (!o.constant_learning_rate) {
+      p.lr = variable(HostTensor::scalar(static_cast<float>(ps.lr)), "lr");
+      state.insert(std::string(lr_key), *p.lr);
     }
-    p.ir.set_num_host_transfers(per_run);
-    p.session.emplace(
-        p.ir, "ipu_model",
-        SessionOptions{.workers = o.workers, .profile = o.profile, .distributed = o.distributed});
-    p.attached.emplace(p.session->attach());
-    ps.load_weights(p);
-    if (p.lr)
-      p.session->write_variable_data(*p.lr, HostTensor::scalar(static_cast<float>(ps.lr)));
-    p.log->with_accuracy = with_accuracy;
-    p.log->replicas = local_replicas(o).count;
-    // With one step per run the logs come back as the run's output (nothing to overlap).
-    if (per_run > 1)
-      p.session->set_d2h_callback(p.loss,
-                                  [log = p.log](const HostTensor& values) { (*log)(values); });
+    // The optimizer's state: by-ref state of the loop on the IPU, or remote variables that
+    // any graph reaches.
+    NamedTensors opt_state;
+    with_optimizer(o.optimizer, p.lr, [&](auto opt) {
+      const auto factories =
+          optimizers::state_factories(opt, p.variables, {.shard_state = o.shard_optimizer_state});
+      opt_state = o.offload_optimizer_state ? factories.init_remote(std::string(optimizer_key))
+                                            : factories.init(std::string(optimizer_key));
+    });
+    if (!opt_state.empty() && !o.offload_optimizer_state)
+      state.insert(std::string(optimizer_key), opt_state);
+    const double scale = o.dtype == float32 ? 1.0 : o.loss_scaling;
+    const bool fold_scale = scale != 1.0 && scaling_folds_into_lr(o.optimizer);
+    const GradientAccumulation accumulation{.steps = o.gradient_accumulation};
+    if (accumulation.steps > 1)
+      state.update(accumulator_factories(facts, accumulation).init());
+
+    // One micro-batch: forward, loss, backward; the loss (and accuracy) stored.
+    auto micro_batch = [&](const NamedTensors& s) {
+      const pxl::ops::CallOptions inlined{.inline_graph = true};
+      const NamedTensors w = s.filter_keys(p.variables.keys_flat());
+      auto fwd_info = fwd.bind(w).call_with_info({model_input(p.x, o.dtype)}, {}, {}, inlined);
+      const Tensor model_out = fwd_info.outputs()[0];
+      auto on_last = ipu(model_out.ipu());
+      const Tensor labels = pxl::ops::host_load(p.y);
+      const Tensor out = loss_input(model_out);
+      auto [loss, dout] = loss_with_grad(o.loss, out, labels, scale);
+      if (dout.dtype() != model_out.dtype())
+        dout = pxl::ops::cast(dout, model_out.dtype());
+      Tensor values = loss.reshape({1});
+      if (with_accuracy)
+        values = pxl::ops::concat({values, sparse_categorical_accuracy(out, labels).reshape({1})});
+      if (o.replicas > 1)
+        values = pxl::ops::collectives::replicated_all_reduce(values, CollectiveOperator::mean);
+      pxl::ops::host_store(p.loss, values);
+      auto bwd_info =
+          bwd.call_with_info({dout}, {}, bwd.grad_graph_info().inputs_dict(fwd_info), inlined);
+      return bwd.grads(bwd_info);
+    };
+    // The optimizer step of one variable, its state under its name.
+    auto step = [&](const NamedTensors& s, const std::string& key, const Tensor& w,
+                    const Tensor& g) {
+      NamedTensors own;
+      const NamedTensors& state_of =
+          o.offload_optimizer_state || !s.contains(std::string(optimizer_key))
+              ? opt_state
+              : s.sub(std::string(optimizer_key));
+      if (state_of.contains(key))
+        own.insert(key, state_of.sub(key));
+      // The learning rate where the variable is: each IPU steps its own variables.
+      std::optional<Tensor> lr;
+      if (!o.constant_learning_rate) {
+        lr = s.at(std::string(lr_key));
+        if (lr->ipu() != w.ipu())
+          lr = pxl::ops::ipu_copy(*lr, w.ipu());
+      }
+      // Loss scaling out: from SGD's learning rate, or from the gradient first.
+      Tensor grad = g;
+      if (scale != 1.0) {
+        if (!fold_scale)
+          grad = g * (1.0 / scale);
+        else if (lr)
+          lr = *lr * (1.0 / scale);
+      }
+      with_optimizer(
+          o.optimizer, lr,
+          [&](auto opt) {
+            optimizers::apply_with_state(opt, NamedTensors{{key, w}}, NamedTensors{{key, grad}},
+                                         own, {.shard_state = o.shard_optimizer_state});
+          },
+          fold_scale ? scale : 1.0);
+    };
+
+    // One optimizer step on the state `s`: the main graph's variables, or a loop body's
+    // inputs.
+    auto optimizer_step = [&](const NamedTensors& s) {
+      const NamedTensors w = s.filter_keys(p.variables.keys_flat());
+      if (accumulation.steps == 1) {
+        const NamedTensors grads = average_across_replicas(micro_batch(s));
+        for (const auto& [key, var] : w.items()) {
+          auto on = ipu(var.ipu());
+          step(s, key, var, grads.at(key));
+        }
+        return;
+      }
+      Graph micro = p.ir.create_empty_graph("micro_batch");
+      {
+        auto in_micro = micro.scope();
+        const NamedTensors ms = named_graph_inputs(state);
+        accumulate_gradients(ms, micro_batch(ms), accumulation);
+      }
+      if (o.pipeline) {
+        p.pipeline = transforms::pipeline(micro, {.steps = accumulation.steps});
+        pxl::ops::call(p.pipeline->graph, s.values_flat());
+      } else {
+        pxl::ops::repeat(micro, accumulation.steps, s.values_flat());
+      }
+      apply_accumulated(w, s,
+                        averaged_across_replicas([&](const std::string& key, const Tensor& var,
+                                                     const Tensor& g) { step(s, key, var, g); }));
+    };
+    if (per_run == 1) {
+      // One step per run, traced in the main graph itself: a loop of one would copy every
+      // weight into its body and back on each run.
+      optimizer_step(state);
+    } else {
+      Graph train_step = p.ir.create_empty_graph("train_step");
+      {
+        auto in_step = train_step.scope();
+        optimizer_step(named_graph_inputs(state));
+      }
+      pxl::ops::repeat(train_step, o.steps_per_execution, state.values_flat());
+    }
   }
+  p.ir.set_num_host_transfers(per_run);
+  p.session.emplace(
+      p.ir, "ipu_model",
+      SessionOptions{.workers = o.workers, .profile = o.profile, .distributed = o.distributed});
+  p.attached.emplace(p.session->attach());
+  ps.load_weights(p);
+  if (p.lr)
+    p.session->write_variable_data(*p.lr, HostTensor::scalar(static_cast<float>(ps.lr)));
+  p.log->with_accuracy = with_accuracy;
+  p.log->replicas = local_replicas(o).count;
+  // With one step per run the logs come back as the run's output (nothing to overlap).
+  if (per_run > 1)
+    p.session->set_d2h_callback(p.loss,
+                                [log = p.log](const HostTensor& values) { (*log)(values); });
 }
 
 History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
@@ -595,14 +571,21 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
   // One step per run: each batch goes in as arrays and its logs come back with the run, on
   // this thread; a device loop is fed through the infeeds while it runs.
   const bool one_step = per_run == 1;
+  const data::LocalReplicas local = local_replicas(o);
   if (runs > 0 && !one_step)
-    bind_infeed(p, dataset, runs * per_run, per_run, local_replicas(o));
+    bind_infeed(p, dataset, runs * per_run, per_run, local);
   std::optional<data::TensorDatasetView> view;
   std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
   Programs::BatchLog& log = *p.log;
   log.callbacks = fit_options.callbacks;
   log.batch = 0;
   log.error = nullptr;
+  std::optional<data::TensorDataset> validation;
+  if (fit_options.validation_data) {
+    const auto& [vx, vy] = *fit_options.validation_data;
+    check_examples("Trainer::fit's validation_data", vx, vy);
+    validation = data::TensorDataset::from_tensor_slices(vx, vy).batch(b);
+  }
   History history;
   for (int epoch = 0; epoch < fit_options.epochs; ++epoch) {
     log.loss_sum = 0;
@@ -620,7 +603,7 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
       if (one_step) {
         if (r > 0)
           ++*at;
-        run_one_step(p, **at, local_replicas(o));
+        run_one_step(p, **at, local);
       } else {
         p.session->run();
       }
@@ -632,11 +615,9 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
     Logs logs{{"loss", log.loss_sum / n}};
     if (with_accuracy)
       logs.emplace(std::string(accuracy_metric), log.accuracy_sum / n);
-    if (fit_options.validation_data) {
+    if (validation) {
       ps.save_weights(p);
-      const Logs val =
-          evaluate(fit_options.validation_data->first, fit_options.validation_data->second, b);
-      for (const auto& [key, value] : val)
+      for (const auto& [key, value] : evaluate(*validation))
         logs.emplace("val_" + key, value);
     }
     logs.emplace("lr", ps.lr);
@@ -751,13 +732,16 @@ HostTensor Trainer::predict(const HostTensor& x, std::int64_t batch_size) {
   Programs::Program& p = *ps.predict;
   ps.load_weights(p);
   const std::int64_t batches = x.shape()[0] / batch_size;
-  std::vector<HostTensor> parts;
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(batch_size));
+  Shape shape = p.out.shape();
+  shape[0] = batches * batch_size;
+  HostTensor all(shape, p.out.dtype());
+  const std::size_t batch_bytes = all.bytes().size() / static_cast<std::size_t>(batches);
   for (std::int64_t k = 0; k < batches; ++k) {
-    std::iota(rows.begin(), rows.end(), k * batch_size);
-    parts.push_back(p.session->run({{p.x, gather_rows(x, rows)}}).at(p.out));
+    const HostTensor out =
+        p.session->run({{p.x, row_range(x, k * batch_size, batch_size)}}).at(p.out);
+    std::memcpy(all.bytes().data() + static_cast<std::size_t>(k) * batch_bytes, out.bytes().data(),
+                batch_bytes);
   }
-  HostTensor all = concatenated(parts);
   return all;
 }
 

@@ -414,10 +414,7 @@ void TestProgram::copy_weights(const std::map<std::string, pxl::HostTensor>& wei
 }
 
 void TestProgram::copy_weights_from(TrainingProgram& training) {
-  std::map<Tensor, pxl::HostTensor> data;
-  for (const auto& [train_var, test_var] : training.variables().to_mapping(variables_))
-    data.emplace(test_var, training.session().get_tensor_data(train_var));
-  session_->write_variables_data(data);
+  copy_weights(training.weights().to_dict());
 }
 
 double TestProgram::accuracy(const pxl::addons::data::Dataset& data) {
