@@ -168,11 +168,46 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
     const DType d = ir.spec(t).dtype;
     return d == float32 || d == float16;
   };
+  // A float32 product scaled by a float32 scalar tensor (w -= lr·g with lr a tensor): the
+  // Mul step, and the value of the scalar.
+  struct Scaled {
+    std::size_t mul, scalar, product, matmul;
+  };
+  std::vector<std::optional<Scaled>> scaled_of(schedule.values.size());
+  auto is_scalar = [&](std::size_t v) {
+    const TensorSpec& spec = ir.spec(schedule.values[v].tensor);
+    return spec.dtype == float32 && spec.nelms() == 1;
+  };
+  // Whether step `j` multiplies a float32 matmul product (read by it alone) by a float32
+  // scalar tensor, giving the product's shape.
+  auto scales_product = [&](std::size_t j) -> std::optional<Scaled> {
+    const FlatStep& step = steps[j];
+    if (step.is_copy() || ir.kind(*step.op) != OpKind::Mul ||
+        ir.spec(ir.outputs(*step.op)[0]).dtype != float32)
+      return std::nullopt;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::size_t product = step.inputs[k], scalar = step.inputs[1 - k];
+      if (matmul_of[product] != none && readers[product] == 1 && is_scalar(scalar) &&
+          ir.spec(ir.outputs(*step.op)[0]).shape == ir.spec(ir.inputs(*step.op)[k]).shape)
+        return Scaled{j, scalar, product, matmul_of[product]};
+    }
+    return std::nullopt;
+  };
   // The MatMul step that update step `j` (of `op`) can absorb, or none.
   auto foldable = [&](std::size_t j, OpId op) {
     const FlatStep& step = steps[j];
-    const std::size_t target = step.inputs[0], product = step.inputs[1];
-    const std::size_t m = matmul_of[product];
+    const std::size_t target = step.inputs[0];
+    std::size_t product = step.inputs[1];
+    std::size_t m = matmul_of[product];
+    // Through a Mul by a scalar tensor: the update then reads the scalar, which must hold the
+    // same value there, and the product is the Mul's.
+    if (const auto& s = scaled_of[product]) {
+      if (readers[product] != 1 || s->scalar == target ||
+          !unchanged_between(ir, steps, s->mul, j, {s->scalar}))
+        return none;
+      product = s->product;
+      m = s->matmul;
+    }
     const auto op_inputs = ir.inputs(op);
     if (m == none || readers[product] != 1 || !is_float(op_inputs[0]) ||
         ir.spec(op_inputs[0]).dtype != ir.spec(op_inputs[1]).dtype ||
@@ -186,11 +221,17 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
   for (std::size_t j = 0; j < steps.size(); ++j) {
     FlatStep& step = steps[j];
     if (!step.is_copy()) {
-      if (const auto update = update_of(ir, *step.op)) {
+      if (auto update = update_of(ir, *step.op)) {
         if (const std::size_t m = foldable(j, *step.op); m != none) {
           // The update's output aliases its input 0: the merged step writes the same value.
+          const std::optional<Scaled> scaled = scaled_of[step.inputs[1]];
           FlatStep merged = std::move(steps[m]);
           merged.outputs = {step.inputs[0]};
+          if (scaled) {
+            merged.inputs.push_back(scaled->scalar);
+            update->scaled_by_input = true;
+            removed[scaled->mul] = true;
+          }
           merged.fusion.update = update;
           merged.ipu = step.ipu;
           step = std::move(merged);
@@ -198,11 +239,14 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
         }
       }
     }
+    const std::optional<Scaled> scaled = scales_product(j);
     // A value written here holds a float product only if this is a plain MatMul.
     const bool product = !step.is_copy() && ir.kind(*step.op) == OpKind::MatMul &&
                          !step.fusion.update && is_float(ir.outputs(*step.op)[0]);
-    for (auto v : step.outputs)
+    for (auto v : step.outputs) {
       matmul_of[v] = product ? j : none;
+      scaled_of[v] = scaled;
+    }
   }
   if (std::ranges::any_of(removed, [](bool r) { return r; }))
     compact(schedule, removed);

@@ -20,7 +20,9 @@ void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 /// as the tile is rounded to half, once). The product is never stored: an SGD step's
 /// weight-gradient matmul updates the weight in one pass instead of writing the gradient and
 /// reading it back. Needs the matmul's operands unchanged up to the update, and w not among
-/// them.
+/// them. A float32 product multiplied by a float32 scalar tensor before the update (w += (−lr)·g
+/// with the learning rate in a tensor) folds too, the scalar read as the update runs: it must
+/// be unchanged from the Mul to the update, and the Mul's result read by the update only.
 void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule);
 
 /// Folds `scaled_add_(w, p, {a, b})` on float32 into the add or mean ReplicatedAllReduce that

@@ -80,6 +80,9 @@ struct MatMulFusion {
   /// keep·output + scale·product.
   struct Update {
     double keep = 1.0, scale = 1.0;
+    /// Whether the product is also scaled by the step's third input, a float32 scalar read
+    /// when the step runs (a learning rate held in a tensor).
+    bool scaled_by_input = false;
   };
   std::optional<Update> update;
 };

@@ -370,11 +370,16 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
     const float* a = typed<const float>(buffers.inputs[0]);
     const float* b = typed<const float>(buffers.inputs[1]);
     float* c = typed<float>(buffers.outputs[0]);
-    // A fused update makes the output keep·output + scale·product (sgemm's beta and alpha).
-    const auto alpha = static_cast<float>(fusion.update ? fusion.update->scale : 1.0);
+    // A fused update makes the output keep·output + scale·product (sgemm's beta and alpha),
+    // the scale times a scalar input when it has one (read as the step runs).
+    const auto scale = static_cast<float>(fusion.update ? fusion.update->scale : 1.0);
     const auto beta = static_cast<float>(fusion.update ? fusion.update->keep : 0.0);
+    const float* scale_input = fusion.update && fusion.update->scaled_by_input
+                                   ? typed<const float>(buffers.inputs[2])
+                                   : nullptr;
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
+      const float alpha = scale_input ? scale * *scale_input : scale;
       SingleThreadedGemm single;
       for_tiles(p, w, nw,
                 [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
@@ -395,6 +400,8 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
         std::min<std::int64_t>(ctx.num_workers, std::max<std::int64_t>(plan->tiles, 1)));
     auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
     const auto update = fusion.update;
+    // A scalar scale input comes with float32 products only (fuse_matmul_updates).
+    PXL_ASSERT(!update || !update->scaled_by_input);
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
       if (w >= scratch->size()) {

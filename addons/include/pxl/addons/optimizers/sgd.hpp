@@ -29,8 +29,9 @@ struct SGDOptions {
 /// like the variable, zero initialised. Everything is computed in the variable's dtype. A
 /// constant lr is folded into one scaled add (w + (−lr)·step, rounded once); a tensor lr
 /// computes (−lr)·step in float32, cast to the variable's dtype, then adds it (rounded twice,
-/// so the two agree to rounding, not bitwise). The momentum buffer holds no lr (PyTorch's),
-/// so a changed lr acts on the very next step.
+/// so the two agree to rounding, not bitwise; the emulator folds either form into the
+/// gradient's matmul when the step is one, in float32). The momentum buffer holds no lr
+/// (PyTorch's), so a changed lr acts on the very next step.
 class SGD : public OptimizerStep<SGD> {
 public:
   /// ValueError for a negative lr, momentum or weight_decay, or nesterov without momentum;
