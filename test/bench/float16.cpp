@@ -104,4 +104,21 @@ int main() {
         return pxl::ops::slice(m, {0, 0}, {128, 512});
       },
       2.0 * 128 * 512 * 512, peak);
+  // The main job's batch-8 layers (784 -> 512 -> 784 ...): the product is small, so the
+  // weight's conversion to float for sgemm is most of a float16 matmul's time.
+  // The layer's weight [k, n], or stored transposed [n, k].
+  const auto batch8_weight = [](pxl::Tensor t, bool transposed) {
+    const std::int64_t k = t.shape()[1], n = k == 784 ? 512 : 784;
+    pxl::Tensor w = pxl::variable(pxl::HostTensor::full(
+        transposed ? pxl::Shape{n, k} : pxl::Shape{k, n}, t.dtype(), 1.0 / static_cast<double>(k)));
+    return transposed ? pxl::ops::transpose(w, {1, 0}) : w;
+  };
+  compare(
+      "matmul 8x784x512, batch 8", {8, 784},
+      [&](pxl::Tensor t) { return pxl::ops::matmul(t, batch8_weight(t, false)); },
+      2.0 * 8 * 784 * 512, peak);
+  compare(
+      "matmul 8x784x512, B^T", {8, 784},
+      [&](pxl::Tensor t) { return pxl::ops::matmul(t, batch8_weight(t, true)); },
+      2.0 * 8 * 784 * 512, peak);
 }
