@@ -73,7 +73,9 @@ private:
   std::span<const std::unique_ptr<Replica>> replicas_;
   unsigned max_chunks_;
   std::uint64_t items_per_run_ = 0; ///< every phase's items, fixed by the program
-  std::vector<GraphWaves> waves_;   ///< by graph index; empty for graphs without a program
+  /// By item of the current phase: the end of the last phase that picked it (Walk::pick).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> picked_;
+  std::vector<GraphWaves> waves_; ///< by graph index; empty for graphs without a program
   /// By call depth and phase of the wave being run there (observed runs only): when the phase
   /// started and completed; [0] for a step run alone.
   std::vector<std::vector<StepTiming>> timings_;

@@ -73,7 +73,7 @@ private:
   void loop(unsigned worker);
   /// Waits until `ready()`, which becomes true only with a change of `word` (notified): spins
   /// for a few microseconds (a handoff between running workers), then polls while yielding
-  /// the core for a few tens (a short step: another process on the core runs meanwhile, where
+  /// the core for 200 (a short step: another process on the core runs meanwhile, where
   /// a spinning wait would take the core from it or from a worker with work), then sleeps (a
   /// long wait: a slow step, a host stream). A thread that sleeps can take tens of
   /// microseconds to wake on a virtual machine, longer than most steps.
