@@ -4,6 +4,7 @@
 #include "pxl/ops/nn.hpp"
 
 #include <cmath>
+#include <limits>
 
 using namespace pxl;
 using namespace pxl::testing;
@@ -39,6 +40,53 @@ TEST_CASE("softmax: hand-computed values, stable for large logits") {
                {0.25, 0.75, 0.5, 0.5});
   check_values(check_kernel([](Tensor t) { return ops::log_softmax(t); }, {x})[0], x.spec(),
                {std::log(0.25), std::log(0.75), std::log(0.5), std::log(0.5)});
+}
+
+TEST_CASE("softmax along the last axis: masked scores give 0, NaN and all-masked rows NaN, "
+          "within an ulp of std::exp") {
+  // Rows of 37 (a vector body and a remainder): causal-mask -inf entries, one row all -inf (as
+  // std::exp gives: -inf - -inf is NaN), one with a NaN, one with +inf, one very negative.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  constexpr std::int64_t n = 37;
+  auto x = random_tensor({6, n}, float32, -30, 30);
+  auto xs = x.data<float>();
+  for (std::int64_t j = 10; j < n; ++j)
+    xs[j] = -inf; // row 0: masked after 10
+  for (std::int64_t j = 0; j < n; ++j)
+    xs[n + j] = -inf; // row 1: all masked
+  xs[2 * n + 5] = std::numeric_limits<float>::quiet_NaN();
+  xs[3 * n + 7] = inf;
+  xs[4 * n + 3] = -1e30f;
+  for (const bool log : {false, true}) {
+    CAPTURE(log);
+    // The reference takes x - max in double, the kernel in float (as std::exp(x - max) would):
+    // at |x - max| up to 60 that is a relative difference of up to 60·2⁻²⁴ in the result.
+    const auto y = check_kernel(
+        [log](Tensor t) { return log ? ops::log_softmax(t, -1) : ops::softmax(t, -1); }, {x},
+        1e-5)[0];
+    const auto ys = y.data<float>();
+    for (std::int64_t r = 0; r < 6; ++r) {
+      CAPTURE(r);
+      float m = -inf;
+      for (std::int64_t j = 0; j < n; ++j)
+        m = std::max(m, xs[r * n + j]);
+      double sum = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        sum += std::exp(xs[r * n + j] - m);
+      for (std::int64_t j = 0; j < n; ++j) {
+        CAPTURE(j);
+        const float got = ys[r * n + j];
+        const double e = std::exp(xs[r * n + j] - m);
+        const double want = log ? xs[r * n + j] - (m + std::log(sum)) : e / sum;
+        if (std::isnan(want))
+          CHECK(std::isnan(got));
+        else if (r == 0 && j >= 10 && !log)
+          CHECK(got == 0.0f);
+        else // -inf for a masked entry's log
+          CHECK((got == want || std::fabs(got - want) <= std::ldexp(std::fabs(want), -23) + 1e-37));
+      }
+    }
+  }
 }
 
 TEST_CASE("layer_norm matches the reference and hand-computed values") {

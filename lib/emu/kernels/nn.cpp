@@ -1,6 +1,7 @@
 // Neural-network kernels: softmax and log-softmax, layer normalisation, dropout and the
 // negative log-likelihood loss.
 #include "common.hpp"
+#include "vector_math.hpp"
 
 #include "pxl/detail/random.hpp"
 
@@ -31,6 +32,51 @@ RowPlan plan_rows(const Shape& shape, std::int64_t axis) {
   return p;
 }
 
+/// Softmax (or log-softmax) of a contiguous float32 row, as one instruction-set clone so that
+/// every pass vectorises: m the largest element; y[j] = exp(x[j] - m), the difference in float
+/// (as std::exp(x[j] - m) takes it) and its exponential in double by exp_bounded, clamped at
+/// -700 where the float result is 0 anyway (a masked -inf score; NaN stays NaN); their sum in
+/// double over four partial sums; then y[j]·(1/sum), or x[j] - (m + log(sum)) for the log.
+PXL_VECTOR_CLONES void softmax_row(const float* x, float* y, std::int64_t n, bool log) {
+  // The largest element in eight lanes (a NaN is never taken, as by std::max(m, x)); where
+  // the lanes meet does not matter, the largest is the same value (a zero's sign aside,
+  // which changes no result below).
+  constexpr std::int64_t lanes = 8;
+  float lane_max[lanes];
+  for (float& l : lane_max)
+    l = -std::numeric_limits<float>::infinity();
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    for (std::int64_t k = 0; k < lanes; ++k)
+      lane_max[k] = x[i + k] > lane_max[k] ? x[i + k] : lane_max[k];
+  for (; i < n; ++i)
+    lane_max[0] = x[i] > lane_max[0] ? x[i] : lane_max[0];
+  float m = lane_max[0];
+  for (std::int64_t k = 1; k < lanes; ++k)
+    m = lane_max[k] > m ? lane_max[k] : m;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double t = static_cast<double>(x[j] - m);
+    y[j] = static_cast<float>(exp_bounded(select(t < -700.0, -700.0, t)));
+  }
+  double partial[4] = {0, 0, 0, 0};
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int k = 0; k < 4; ++k)
+      partial[k] += static_cast<double>(y[j + k]);
+  for (; j < n; ++j)
+    partial[0] += static_cast<double>(y[j]);
+  const double sum = (partial[0] + partial[1]) + (partial[2] + partial[3]);
+  if (log) {
+    const double shift = static_cast<double>(m) + std::log(sum);
+    for (std::int64_t k = 0; k < n; ++k)
+      y[k] = static_cast<float>(static_cast<double>(x[k]) - shift);
+  } else {
+    const double inverse = 1.0 / sum;
+    for (std::int64_t k = 0; k < n; ++k)
+      y[k] = static_cast<float>(static_cast<double>(y[k]) * inverse);
+  }
+}
+
 template <bool Log>
 StepFn softmax_like(const KernelOp& op, const OpBuffers& buffers) {
   const auto p = plan_rows(op.input(0).shape(), op.attrs_as<AxisAttrs>().axis);
@@ -46,6 +92,12 @@ StepFn softmax_like(const KernelOp& op, const OpBuffers& buffers) {
         const T* xr = x + p.start(r);
         T* yr = y + p.start(r);
         const std::int64_t s = p.inner;
+        if constexpr (std::is_same_v<T, float>) {
+          if (s == 1) { // the last axis
+            softmax_row(xr, yr, p.n, Log);
+            continue;
+          }
+        }
         float m = -std::numeric_limits<float>::infinity();
         for (std::int64_t j = 0; j < p.n; ++j)
           m = std::max(m, static_cast<float>(xr[j * s]));
