@@ -79,6 +79,7 @@ public:
     layout_statics();
     bind_static_inputs();
     program_of(IrView::main_graph());
+    share_call_buffers();
     report_memory();
     return std::move(p_);
   }
@@ -179,6 +180,47 @@ private:
     }
     for (auto& binding : binding_)
       std::ranges::replace(binding, unseen, no_binding);
+  }
+
+  /// GraphProgram::caller and ::shared for each graph called from one call step: its inputs
+  /// that may share their argument's buffer (ProgramStep::shared_inputs) and its outputs,
+  /// each distinct and none an input, live in the caller's buffers.
+  void share_call_buffers() {
+    std::vector<std::size_t> sites(p_.graphs.size(), 0);
+    for (const auto& g : p_.graphs)
+      if (g)
+        for (const ProgramStep& step : g->steps)
+          for (const GraphProgram* callee : {step.callee, step.else_callee})
+            if (callee)
+              ++sites[callee->graph.value];
+    auto same = [](const Slot& a, const Slot& b) {
+      return a.is_static == b.is_static && a.ipu == b.ipu && a.offset == b.offset &&
+             a.bytes == b.bytes;
+    };
+    for (const auto& g : p_.graphs) {
+      if (!g)
+        continue;
+      for (const ProgramStep& step : g->steps) {
+        if (step.info.kind != StepKind::call || sites[step.callee->graph.value] != 1)
+          continue;
+        GraphProgram& callee = *p_.graphs[step.callee->graph.value];
+        callee.caller = g.get();
+        for (std::size_t k = 0; k < callee.inputs.size() && k < step.inputs.size(); ++k) {
+          const Slot& param = callee.inputs[k];
+          if (step.shared_inputs[k] && !param.is_static && !step.inputs[k].is_static &&
+              param.ipu == step.inputs[k].ipu)
+            callee.shared.push_back({param, step.inputs[k]});
+        }
+        for (std::size_t k = 0; k < step.outputs.size(); ++k) {
+          const Slot& result = callee.outputs[k];
+          auto is_result = [&](const Slot& s) { return same(s, result); };
+          if (!result.is_static && result.ipu == step.outputs[k].ipu &&
+              std::ranges::count_if(callee.outputs, is_result) == 1 &&
+              std::ranges::none_of(callee.inputs, is_result))
+            callee.shared.push_back({result, step.outputs[k]});
+        }
+      }
+    }
   }
 
   const GraphProgram& program_of(GraphId g) {
@@ -335,7 +377,8 @@ private:
           out.info.trips = c->repeat_count;
         // What the callee adds while it runs, its inputs that alias arguments taken out.
         std::vector<std::int64_t> peak = callee_plan.peak, tile_peak = callee_plan.tile_peak;
-        alias_arguments(callees[0], callee_plan, step, s, lives, values, out.info, peak, tile_peak);
+        alias_arguments(callees[0], callee_plan, step, s, lives, values, out.info, peak, tile_peak,
+                        out.info.kind == StepKind::call ? &out.shared_inputs : nullptr);
         if (out.info.kind == StepKind::conditional) {
           // A conditional's branches never run together: the larger peak counts.
           std::vector<bool> seen(ir_.num_graphs(), false);
@@ -412,9 +455,11 @@ private:
   void alias_arguments(const Callee& callee_at, const GraphProgram& callee_plan,
                        const FlatStep& step, std::int64_t s, const std::vector<Lifetime>& lives,
                        const std::vector<FlatValue>& values, StepInfo& info,
-                       std::vector<std::int64_t>& peak,
-                       std::vector<std::int64_t>& tile_peak) const {
+                       std::vector<std::int64_t>& peak, std::vector<std::int64_t>& tile_peak,
+                       std::vector<bool>* shared = nullptr) const {
     const GraphId callee = callee_at.graph;
+    if (shared)
+      shared->assign(callee_plan.inputs.size(), false);
     for (std::size_t k = 0;
          k < callee_plan.inputs.size() && callee_at.first_input + k < step.inputs.size(); ++k) {
       const Slot& input = callee_plan.inputs[k];
@@ -434,6 +479,8 @@ private:
           !shared_elsewhere && (!written || ir_.input_is_by_ref(callee, k) || lives[arg].last <= s);
       if (!safe)
         continue;
+      if (shared)
+        (*shared)[k] = true;
       const auto ipu = static_cast<std::size_t>(input.ipu);
       const auto bytes = static_cast<std::int64_t>(align_up(input.bytes));
       peak[ipu] = std::max<std::int64_t>(0, peak[ipu] - bytes);

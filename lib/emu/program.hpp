@@ -35,6 +35,16 @@ struct ProgramStep {
   MatMulFusion fusion;                       ///< StepKind::fused_matmul
   const GraphProgram* callee = nullptr;      ///< call and repeat; a conditional's then-branch
   const GraphProgram* else_callee = nullptr; ///< a conditional's else-branch
+  /// A call: by callee input, whether the callee may work on the argument's buffer itself
+  /// (PopXL's aliasZeroCopy: it does not write the input, takes it by reference, or the
+  /// argument is not needed after the call and passed once).
+  std::vector<bool> shared_inputs;
+};
+
+/// A buffer of a graph program that is another graph's (GraphProgram::shared).
+struct SharedSlot {
+  Slot slot;        ///< in the graph's own program
+  Slot caller_slot; ///< in its caller's
 };
 
 /// One graph, compiled once however many call sites it has. Its intermediates and inputs
@@ -42,7 +52,13 @@ struct ProgramStep {
 struct GraphProgram {
   GraphId graph;
   std::vector<ProgramStep> steps;
-  std::vector<Slot> inputs, outputs;    ///< the graph's inputs and outputs
+  std::vector<Slot> inputs, outputs; ///< the graph's inputs and outputs
+  /// A graph called from one call step only: the program holding that step, and the inputs
+  /// and outputs that live in the caller's buffers (the argument, the call's result) rather
+  /// than in this graph's arena, so that no copy moves them. The memory plan is unchanged
+  /// (the callee's arena keeps room for them): this only saves the emulator the copies.
+  const GraphProgram* caller = nullptr;
+  std::vector<SharedSlot> shared;
   std::vector<std::size_t> arena_bytes; ///< per IPU
   /// Per IPU: the most intermediate bytes live at once while this graph runs, counting a
   /// called graph's peak at its call step.

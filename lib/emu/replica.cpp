@@ -86,6 +86,12 @@ std::byte* Replica::address(TensorId t) const {
 std::byte* Replica::resolve(const GraphProgram& g, const Slot& s) const {
   if (s.is_static)
     return static_.get() + s.offset;
+  // An input or output living in the caller's buffer; any other value of the graph with the
+  // same place and size lives and dies while the call runs, when that buffer is free too (the
+  // caller's values placed over it are dead by then, or not yet born).
+  for (const SharedSlot& shared : g.shared)
+    if (shared.slot.ipu == s.ipu && shared.slot.offset == s.offset && shared.slot.bytes == s.bytes)
+      return resolve(*g.caller, shared.caller_slot);
   return graphs_[g.graph.value].arenas[static_cast<std::size_t>(s.ipu)].get() + s.offset;
 }
 
