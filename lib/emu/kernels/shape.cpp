@@ -252,10 +252,20 @@ StepFn compile_OneHot(CompileContext&, const KernelOp& op, const OpBuffers& buff
     return [=](unsigned w, unsigned nw) {
       const U off = values[0], on = values[1];
       const auto [begin, end] = worker_range(n, w, nw);
+      if (begin >= end)
+        return;
+      // Output position pos is (outer, c, i) in [.., classes, inner]: counted, not divided out.
+      std::int64_t i = begin % inner, c = (begin / inner) % classes;
+      const std::int32_t* index = indices + begin / (inner * classes) * inner;
       for (std::int64_t pos = begin; pos < end; ++pos) {
-        const std::int64_t i = pos % inner, c = (pos / inner) % classes;
-        const std::int64_t outer = pos / (inner * classes);
-        y[pos] = indices[outer * inner + i] == c ? on : off;
+        y[pos] = index[i] == c ? on : off;
+        if (++i == inner) {
+          i = 0;
+          if (++c == classes) {
+            c = 0;
+            index += inner;
+          }
+        }
       }
     };
   });
