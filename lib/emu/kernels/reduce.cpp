@@ -104,9 +104,27 @@ void reduce_half_run(const ReducePlan& p, const half* x, std::int64_t stride, Ou
   }
 }
 
+/// fold(combine, init, r[0..n)) in four interleaved lanes combined pairwise at the end: four
+/// independent chains where one would wait for each add's result. For floating-point sums
+/// (in double: reassociating them changes a float result only when the double sum lies
+/// within ~1e-16 of a float rounding boundary), in a fixed order.
+template <typename T, typename Acc, typename Combine>
+Acc fold_lanes(const T* r, std::int64_t n, Acc init, Combine combine) {
+  Acc lane[4] = {init, init, init, init};
+  std::int64_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (std::int64_t l = 0; l < 4; ++l)
+      lane[l] = combine(lane[l], compute_t<T>(r[k + l]));
+  for (; k < n; ++k)
+    lane[0] = combine(lane[0], compute_t<T>(r[k]));
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
 /// y[o] = finish(fold(combine, init, x[o's reduced elements])), each output folding its
-/// elements in the same order however the work is split.
-template <typename T, typename Out, typename Acc, typename Combine, typename Finish>
+/// elements in the same order however the work is split. With `Lanes` (sums), a contiguous
+/// run of an output's elements folds in four lanes (fold_lanes).
+template <typename T, typename Out, bool Lanes = false, typename Acc, typename Combine,
+          typename Finish>
 StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Combine combine,
                    Finish finish) {
   const T* x = typed<const T>(buffers.inputs[0]);
@@ -156,6 +174,12 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
                   0, p.n_reduced,
                   [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
                     const T* r = base + roff[0];
+                    if constexpr (Lanes) {
+                      if (rinner[0] == 1) { // a sum over the last axes, say
+                        acc = acc + fold_lanes(r, rlen, init, combine);
+                        return;
+                      }
+                    }
                     for (std::int64_t k = 0; k < rlen; ++k)
                       acc = combine(acc, compute_t<T>(r[k * rinner[0]]));
                   });
@@ -190,7 +214,7 @@ StepFn sum_like(const KernelOp& op, const OpBuffers& buffers) {
         return static_cast<std::int32_t>(static_cast<std::uint32_t>(Mean ? (n ? s / n : 0) : s));
       });
     } else {
-      return reduce_step<T, T>(p, buffers, A{0}, add, [count](A s) {
+      return reduce_step<T, T, true>(p, buffers, A{0}, add, [count](A s) {
         return Mean ? static_cast<A>(static_cast<double>(s) / count) : s;
       });
     }
