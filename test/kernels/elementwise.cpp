@@ -257,6 +257,34 @@ const std::vector<std::pair<Shape, Shape>> shape_pairs = {
 
 } // namespace
 
+TEST_CASE("exp: correctly rounded over the float range, subnormal results, inf, 0 and NaN") {
+  // Arguments from the largest float's overflow down through subnormal results (below
+  // -87.3) to underflow (below -103.97); 41 elements: the vector loop and its remainder.
+  const std::vector<double> xs = {88.72,  88.73,  89.0,  1e30,  -87.0, -90.0, -100.0,
+                                  -103.9, -104.0, -1e30, 1e-30, -3e-8, 0.5,   -20.25};
+  std::vector<double> values;
+  for (int r = 0; values.size() < 41; ++r)
+    for (double x : xs)
+      if (values.size() < 41)
+        values.push_back(r == 0 ? x : x * (1.0 - 1e-3 * r));
+  const auto x = tensor({41}, float32, values);
+  const auto y = check_kernel([](Tensor t) { return ops::exp(t); }, {x})[0];
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    CAPTURE(x.item(i));
+    const long double want = std::exp(static_cast<long double>(x.item(i)));
+    const float rounded = static_cast<float>(want); // correctly rounded (inf, 0, subnormal)
+    CHECK(static_cast<float>(y.item(i)) == rounded);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto special =
+      tensor({4}, float32, {inf, -inf, std::numeric_limits<double>::quiet_NaN(), -0.0});
+  const auto s = check_kernel([](Tensor t) { return ops::exp(t); }, {special})[0];
+  CHECK(s.item(0) == inf);
+  CHECK(s.item(1) == 0.0);
+  CHECK(std::isnan(s.item(2)));
+  CHECK(s.item(3) == 1.0);
+}
+
 TEST_CASE("binary kernels broadcast like NumPy and match the reference for every dtype") {
   for (const auto& c : cases)
     for (DType d : {float32, float16, int32}) {
@@ -404,6 +432,20 @@ TEST_CASE("where broadcasts all three operands for every dtype") {
       ref::store(c, i, cond.item(i) > 0);
     check_kernel([](Tensor k, Tensor x, Tensor y) { return ops::where(k, x, y); },
                  {c, random_tensor({1, 7}, d, -5, 5, 4), random_tensor({13, 7}, d, -5, 5, 5)});
+    // A mask over the last two axes applied to every batch, with one value on either side
+    // (the causal mask of attention scores), and everything contiguous.
+    const auto mask = random_tensor({5, 7}, float32, -1, 1, 6);
+    HostTensor m(mask.shape(), bool_);
+    for (std::int64_t i = 0; i < m.nelms(); ++i)
+      ref::store(m, i, mask.item(i) > 0);
+    const auto scores = random_tensor({3, 5, 7}, d, -5, 5, 7);
+    const auto one = random_tensor({}, d, -5, 5, 8);
+    check_kernel([](Tensor k, Tensor x, Tensor y) { return ops::where(k, x, y); },
+                 {m, scores, one});
+    check_kernel([](Tensor k, Tensor x, Tensor y) { return ops::where(k, x, y); },
+                 {m, one, scores});
+    check_kernel([](Tensor k, Tensor x, Tensor y) { return ops::where(k, x, y); },
+                 {m, random_tensor({5, 7}, d, -5, 5, 9), random_tensor({5, 7}, d, -5, 5, 10)});
   }
 }
 
@@ -434,15 +476,13 @@ TEST_CASE("float16 unary kernels and casts are bitwise the per-element float for
       check_kernel(make_case([](Tensor t) { return ops::relu(t); }, {x}), 1e-6, false)[0],
       [](float v) { return v != v ? v : (v > 0.0f ? v : 0.0f); }, xs);
   same_bits(
-      check_kernel(make_case([](Tensor t) { return ops::exp(t); }, {x}), 1e-6, false)[0],
-      [](float v) { return std::exp(v); }, xs);
-  same_bits(
       check_kernel(make_case([](Tensor t) { return ops::negate(t); }, {x}), 1e-6, false)[0],
       [](float v) { return -v; }, xs);
-  // gelu and tanh: the float16 kernel rounds what the float32 kernel computes.
+  // gelu, tanh and exp: the float16 kernel rounds what the float32 kernel computes.
   const auto widened = x.astype(float32);
   for (const Unary& f : {Unary([](const Tensor& t) { return ops::gelu(t); }),
-                         Unary([](const Tensor& t) { return ops::tanh(t); })}) {
+                         Unary([](const Tensor& t) { return ops::tanh(t); }),
+                         Unary([](const Tensor& t) { return ops::exp(t); })}) {
     const HostTensor h = check_kernel(make_case(f, {x}), 1e-6, false)[0];
     const HostTensor w = check_kernel(make_case(f, {widened}), 1e-6, false)[0];
     const auto s = w.data<float>();

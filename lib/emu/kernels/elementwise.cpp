@@ -77,7 +77,19 @@ inline float tanh_bounded(float x) {
   return static_cast<float>(select(ax < 1e-3, small, big));
 }
 
+/// exp in double, branch-free (exp_bounded), rounded to float once: the argument clamped to
+/// ±700, beyond which the float result is inf or 0 either way; NaN stays NaN.
+inline float exp_clamped(float x) {
+  const double t = x;
+  return static_cast<float>(exp_bounded(select(t < -700.0, -700.0, select(t > 700.0, 700.0, t))));
+}
+
 // One clone per instruction set; see PXL_VECTOR_CLONES.
+PXL_VECTOR_CLONES void exp_f32(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = exp_clamped(x[i]);
+}
+
 PXL_VECTOR_CLONES void tanh_f32(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i)
     y[i] = tanh_bounded(x[i]);
@@ -126,7 +138,7 @@ StepFn compile_Abs(CompileContext&, const KernelOp& op, const OpBuffers& buffers
 }
 
 StepFn compile_Exp(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return float_unary(op, buffers, [](float x) { return std::exp(x); });
+  return float_blocks(op, buffers, exp_f32);
 }
 
 StepFn compile_Log(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -459,9 +471,27 @@ StepFn compile_Where(CompileContext&, const KernelOp& op, const OpBuffers& buffe
       T* py = typed<T>(y);
       map.for_runs(begin, end,
                    [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
-                     for (std::int64_t j = 0; j < len; ++j)
-                       py[pos + j] = c[off[0] + j * inner[0]] ? pa[off[1] + j * inner[1]]
-                                                              : pb[off[2] + j * inner[2]];
+                     const bool* rc = c + off[0];
+                     const T* ra = pa + off[1];
+                     const T* rb = pb + off[2];
+                     T* ry = py + pos;
+                     // Loops the compiler vectorises for a contiguous condition and operands
+                     // that are contiguous or one value (a mask applied to scores, say).
+                     if (inner[0] == 1 && inner[1] == 1 && inner[2] == 1) {
+                       for (std::int64_t j = 0; j < len; ++j)
+                         ry[j] = rc[j] ? ra[j] : rb[j];
+                     } else if (inner[0] == 1 && inner[1] == 1 && inner[2] == 0) {
+                       const T vb = rb[0];
+                       for (std::int64_t j = 0; j < len; ++j)
+                         ry[j] = rc[j] ? ra[j] : vb;
+                     } else if (inner[0] == 1 && inner[1] == 0 && inner[2] == 1) {
+                       const T va = ra[0];
+                       for (std::int64_t j = 0; j < len; ++j)
+                         ry[j] = rc[j] ? va : rb[j];
+                     } else {
+                       for (std::int64_t j = 0; j < len; ++j)
+                         ry[j] = rc[j * inner[0]] ? ra[j * inner[1]] : rb[j * inner[2]];
+                     }
                    });
     });
   });
