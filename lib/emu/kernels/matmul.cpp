@@ -102,8 +102,11 @@ MatMulPlan plan_matmul(const KernelOp& op, std::uint32_t transposed_inputs) {
       });
   // Tiles large enough to amortise packing (< 3% extra traffic at K ~ 1000), small enough
   // that a batch-8 layer of 512 units still splits over several workers.
-  p.row_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.m, 64));
-  p.col_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.n, 128));
+  // A batch of products has work for every worker in its batches already: one call each
+  // (up to 256 x 256) spares the calls' fixed cost.
+  const bool batched = batches >= 8;
+  p.row_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.m, batched ? 256 : 64));
+  p.col_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.n, batched ? 256 : 128));
   p.row_tiles = (p.m + p.row_block - 1) / p.row_block;
   p.col_tiles = (p.n + p.col_block - 1) / p.col_block;
   p.tiles = batches * p.row_tiles * p.col_tiles;
