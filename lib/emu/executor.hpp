@@ -42,7 +42,9 @@ struct GraphWaves {
 
 /// Runs the main graph's program on every replica at once. Each step is a phase of items, one
 /// per replica and chunk (a kernel called as chunk c of C, C <= max_chunks: results do not
-/// depend on the split); workers claim items in any order, and no item of a phase is claimed
+/// depend on the split); a worker claims any item, and runs the first not yet run of its own
+/// share of the phase if one is left (the same part of each step's data, which so stays on
+/// its core), else another's; no item of a phase is claimed
 /// before the phase before it is complete, so all replicas finish step i before any starts
 /// step i+1. A step may therefore read a peer replica's buffers (collectives), and streams
 /// see elements step-major. Within a wave, one phase holds a step of each IPU instead: they
