@@ -142,6 +142,38 @@ StepFn compile_LogSoftmax(CompileContext&, const KernelOp& op, const OpBuffers& 
 
 // Layer normalisation over the last axis, with an elementwise scale and shift.
 
+namespace {
+
+/// Sum of f(x[j]) for j < n in double, four interleaved lanes combined pairwise: four
+/// independent chains of adds instead of one.
+template <typename F>
+inline double sum_lanes(const float* x, std::int64_t n, F f) {
+  double lane[4] = {0, 0, 0, 0};
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (std::int64_t l = 0; l < 4; ++l)
+      lane[l] += f(static_cast<double>(x[j + l]));
+  for (; j < n; ++j)
+    lane[0] += f(static_cast<double>(x[j]));
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
+/// Layer normalisation of one float32 row, as one instruction-set clone: the mean and the
+/// variance in double (four lanes each), then the normalisation.
+PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
+                                      float* y, std::int64_t d, double eps) {
+  const double mean = sum_lanes(x, d, [](double v) { return v; }) / static_cast<double>(d);
+  const double var = sum_lanes(x, d, [mean](double v) { return (v - mean) * (v - mean); }) /
+                     static_cast<double>(d);
+  const double inv_std = 1.0 / std::sqrt(var + eps);
+  for (std::int64_t j = 0; j < d; ++j)
+    y[j] = static_cast<float>((static_cast<double>(x[j]) - mean) * inv_std *
+                                  static_cast<double>(weight[j]) +
+                              static_cast<double>(bias[j]));
+}
+
+} // namespace
+
 StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const Shape& shape = op.input(0).shape();
   const std::int64_t d = shape.empty() ? 1 : shape.back();
@@ -163,6 +195,10 @@ StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& b
       for (std::int64_t r = begin; r < end; ++r) {
         const T* xr = x + r * d;
         T* yr = y + r * d;
+        if constexpr (std::is_same_v<T, float>) {
+          layer_norm_row(xr, weight, bias, yr, d, eps);
+          continue;
+        }
         A mean = 0;
         for (std::int64_t j = 0; j < d; ++j)
           mean += static_cast<A>(xr[j]);
