@@ -86,9 +86,10 @@ std::byte* Replica::address(TensorId t) const {
 std::byte* Replica::resolve(const GraphProgram& g, const Slot& s) const {
   if (s.is_static)
     return static_.get() + s.offset;
-  // An input or output living in the caller's buffer; any other value of the graph with the
-  // same place and size lives and dies while the call runs, when that buffer is free too (the
-  // caller's values placed over it are dead by then, or not yet born).
+  // An input or output living in the caller's buffer. No other value of the graph shares an
+  // input's place (inputs live throughout); one sharing an output's place and size lives and
+  // dies before the output is written, while the call runs, when the caller's result buffer
+  // is free too (the caller's values placed over it are dead by then, or not yet born).
   for (const SharedSlot& shared : g.shared)
     if (shared.slot.ipu == s.ipu && shared.slot.offset == s.offset && shared.slot.bytes == s.bytes)
       return resolve(*g.caller, shared.caller_slot);
