@@ -193,10 +193,6 @@ private:
           for (const GraphProgram* callee : {step.callee, step.else_callee})
             if (callee)
               ++sites[callee->graph.value];
-    auto same = [](const Slot& a, const Slot& b) {
-      return a.is_static == b.is_static && a.ipu == b.ipu && a.offset == b.offset &&
-             a.bytes == b.bytes;
-    };
     for (const auto& g : p_.graphs) {
       if (!g)
         continue;
@@ -213,7 +209,7 @@ private:
         }
         for (std::size_t k = 0; k < step.outputs.size(); ++k) {
           const Slot& result = callee.outputs[k];
-          auto is_result = [&](const Slot& s) { return same(s, result); };
+          auto is_result = [&](const Slot& s) { return s == result; };
           if (!result.is_static && result.ipu == step.outputs[k].ipu &&
               std::ranges::count_if(callee.outputs, is_result) == 1 &&
               std::ranges::none_of(callee.inputs, is_result))

@@ -24,6 +24,7 @@ struct Slot {
   std::int64_t ipu = 0;
   std::size_t offset = 0;
   std::size_t bytes = 0;
+  bool operator==(const Slot&) const = default;
 };
 
 struct GraphProgram;

@@ -91,7 +91,7 @@ std::byte* Replica::resolve(const GraphProgram& g, const Slot& s) const {
   // dies before the output is written, while the call runs, when the caller's result buffer
   // is free too (the caller's values placed over it are dead by then, or not yet born).
   for (const SharedSlot& shared : g.shared)
-    if (shared.slot.ipu == s.ipu && shared.slot.offset == s.offset && shared.slot.bytes == s.bytes)
+    if (shared.slot == s)
       return resolve(*g.caller, shared.caller_slot);
   return graphs_[g.graph.value].arenas[static_cast<std::size_t>(s.ipu)].get() + s.offset;
 }

@@ -54,18 +54,9 @@ PXL_VECTOR_CLONES void softmax_row(const float* x, float* y, std::int64_t n, boo
   float m = lane_max[0];
   for (std::int64_t k = 1; k < lanes; ++k)
     m = lane_max[k] > m ? lane_max[k] : m;
-  for (std::int64_t j = 0; j < n; ++j) {
-    const double t = static_cast<double>(x[j] - m);
-    y[j] = static_cast<float>(exp_bounded(select(t < -700.0, -700.0, t)));
-  }
-  double partial[4] = {0, 0, 0, 0};
-  std::int64_t j = 0;
-  for (; j + 4 <= n; j += 4)
-    for (int k = 0; k < 4; ++k)
-      partial[k] += static_cast<double>(y[j + k]);
-  for (; j < n; ++j)
-    partial[0] += static_cast<double>(y[j]);
-  const double sum = (partial[0] + partial[1]) + (partial[2] + partial[3]);
+  for (std::int64_t j = 0; j < n; ++j)
+    y[j] = static_cast<float>(exp_clamped(static_cast<double>(x[j] - m)));
+  const double sum = sum_in_lanes(n, [y](std::int64_t j) { return static_cast<double>(y[j]); });
   if (log) {
     const double shift = static_cast<double>(m) + std::log(sum);
     for (std::int64_t k = 0; k < n; ++k)
@@ -144,26 +135,17 @@ StepFn compile_LogSoftmax(CompileContext&, const KernelOp& op, const OpBuffers& 
 
 namespace {
 
-/// Sum of f(x[j]) for j < n in double, four interleaved lanes combined pairwise: four
-/// independent chains of adds instead of one.
-template <typename F>
-inline double sum_lanes(const float* x, std::int64_t n, F f) {
-  double lane[4] = {0, 0, 0, 0};
-  std::int64_t j = 0;
-  for (; j + 4 <= n; j += 4)
-    for (std::int64_t l = 0; l < 4; ++l)
-      lane[l] += f(static_cast<double>(x[j + l]));
-  for (; j < n; ++j)
-    lane[0] += f(static_cast<double>(x[j]));
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-
 /// Layer normalisation of one float32 row, as one instruction-set clone: the mean and the
 /// variance in double (four lanes each), then the normalisation.
 PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
                                       float* y, std::int64_t d, double eps) {
-  const double mean = sum_lanes(x, d, [](double v) { return v; }) / static_cast<double>(d);
-  const double var = sum_lanes(x, d, [mean](double v) { return (v - mean) * (v - mean); }) /
+  const double mean = sum_in_lanes(d, [x](std::int64_t j) { return static_cast<double>(x[j]); }) /
+                      static_cast<double>(d);
+  const double var = sum_in_lanes(d,
+                                  [x, mean](std::int64_t j) {
+                                    const double c = static_cast<double>(x[j]) - mean;
+                                    return c * c;
+                                  }) /
                      static_cast<double>(d);
   const double inv_std = 1.0 / std::sqrt(var + eps);
   for (std::int64_t j = 0; j < d; ++j)

@@ -4,6 +4,7 @@
 // the number of workers.
 #include "common.hpp"
 #include "half_blocks.hpp"
+#include "vector_math.hpp"
 
 #include <algorithm>
 #include <array>
@@ -104,25 +105,9 @@ void reduce_half_run(const ReducePlan& p, const half* x, std::int64_t stride, Ou
   }
 }
 
-/// fold(combine, init, r[0..n)) in four interleaved lanes combined pairwise at the end: four
-/// independent chains where one would wait for each add's result. For floating-point sums
-/// (in double: reassociating them changes a float result only when the double sum lies
-/// within ~1e-16 of a float rounding boundary), in a fixed order.
-template <typename T, typename Acc, typename Combine>
-Acc fold_lanes(const T* r, std::int64_t n, Acc init, Combine combine) {
-  Acc lane[4] = {init, init, init, init};
-  std::int64_t k = 0;
-  for (; k + 4 <= n; k += 4)
-    for (std::int64_t l = 0; l < 4; ++l)
-      lane[l] = combine(lane[l], compute_t<T>(r[k + l]));
-  for (; k < n; ++k)
-    lane[0] = combine(lane[0], compute_t<T>(r[k]));
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-
 /// y[o] = finish(fold(combine, init, x[o's reduced elements])), each output folding its
-/// elements in the same order however the work is split. With `Lanes` (sums), a contiguous
-/// run of an output's elements folds in four lanes (fold_lanes).
+/// elements in the same order however the work is split. With `Lanes` (float sums in double),
+/// a contiguous run of an output's elements is summed in four lanes (sum_in_lanes).
 template <typename T, typename Out, bool Lanes = false, typename Acc, typename Combine,
           typename Finish>
 StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Combine combine,
@@ -175,8 +160,11 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
                   [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
                     const T* r = base + roff[0];
                     if constexpr (Lanes) {
+                      static_assert(std::is_same_v<Acc, double>);
                       if (rinner[0] == 1) { // a sum over the last axes, say
-                        acc = acc + fold_lanes(r, rlen, init, combine);
+                        acc = acc + sum_in_lanes(rlen, [r](std::int64_t k) {
+                                return static_cast<double>(r[k]);
+                              });
                         return;
                       }
                     }

@@ -45,6 +45,28 @@ inline double select(bool c, double a, double b) {
                                (std::bit_cast<std::uint64_t>(b) & ~mask));
 }
 
+/// exp(t) for any t: exp_bounded with t clamped to [-700, 700], beyond which a float result is
+/// 0 or inf either way; NaN stays NaN.
+inline double exp_clamped(double t) {
+  return exp_bounded(select(t < -700.0, -700.0, select(t > 700.0, 700.0, t)));
+}
+
+/// The sum of term(j) for j < n in double, in four interleaved lanes added pairwise at the
+/// end: four independent chains of adds where one would wait for each add's result. The
+/// order is fixed; against one sequential chain it changes a float result only when the double
+/// sum lies within ~1e-16 of a float rounding boundary.
+template <typename Term>
+inline double sum_in_lanes(std::int64_t n, Term term) {
+  double lane[4] = {0, 0, 0, 0};
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (std::int64_t l = 0; l < 4; ++l)
+      lane[l] += term(j + l);
+  for (; j < n; ++j)
+    lane[0] += term(j);
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
 // ThreadSanitizer instruments the clones' resolver, which runs before TSan has started and
 // crashes every program at load time; sanitized builds use the portable versions only.
 // A clone may contract multiply-adds into FMAs, so the last bit can differ between machines,
