@@ -284,9 +284,10 @@ public:
   /// Feeds `stream` from `fn` instead of an array: a producer thread calls `fn` to fill the
   /// next element ahead of the device into a queue of `options.depth` elements, blocking
   /// while it is full; a host_load blocks while it is empty. Elements fetched ahead stay queued
-  /// for the next run. The stream then is no longer an expected input. When `fn` throws, the
-  /// device gets zeroed elements instead (it never hangs) and every run that consumes one
-  /// rethrows the error.
+  /// for the next run, so `fn` may be called between and after runs, until the session is
+  /// destroyed or the callback replaced: what it captures must live that long. The stream
+  /// then is no longer an expected input. When `fn` throws, the device gets zeroed elements
+  /// instead (it never hangs) and every run that consumes one rethrows the error.
   void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn, FeedOptions options = {});
   /// Feeds `stream` from the elements of `range`, in order, as set_h2d_callback does. Any
   /// input range (a container, a range-v3 pipeline) whose elements convert to HostTensor and

@@ -150,11 +150,12 @@ TEST_CASE("Replicas in lockstep: callback-fed streams go step-major, as [steps, 
   }
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
+    // Before the Session, whose producer thread may run ahead until it is destroyed.
+    float next = 0.f;
+    std::vector<float> got;
     Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
-    float next = 0.f;
     s.set_h2d_callback(x, [&](HostTensor& e) { e.data<float>()[0] = next++; });
-    std::vector<float> got;
     s.set_d2h_callback(y, [&](const HostTensor& e) { got.push_back(e.data<float>()[0]); });
     s.run();
     // Step k of replica r takes element k * replicas + r: step-major, as concurrent replicas

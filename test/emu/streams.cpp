@@ -194,10 +194,12 @@ TEST_CASE("Callbacks feed and drain streams through bounded queues") {
     ops::repeat(body, 4, {});
   }
   ir.set_num_host_transfers(4);
-  Session s(ir, "ipu_model", {.workers = 2, .stream_queue_depth = 1});
+  // Declared before the Session: its callback threads may run ahead (prefetching the next
+  // run's element) until the Session is destroyed, so what they capture must outlive it.
   std::atomic<int> produced{0};
   std::vector<float> received;
   std::mutex m;
+  Session s(ir, "ipu_model", {.workers = 2, .stream_queue_depth = 1});
   s.set_h2d_callback(x, [&](HostTensor& e) {
     const int k = produced++;
     e.data<float>()[0] = static_cast<float>(k);

@@ -143,9 +143,10 @@ TEST_CASE("A stream callback that calls back into its own session fails fast") {
 TEST_CASE("An exception in a callback fails that run only, in both directions") {
   finishes_within(30s, [] {
     Loop p(4);
+    // h2d: the producer fails once, on its third element. Declared before the Session, whose
+    // producer thread may run ahead until it is destroyed.
+    std::atomic<int> made{0}, seen{0};
     Session s(p.ir, "ipu_model", {.workers = 2, .stream_queue_depth = 3});
-    // h2d: the producer fails once, on its third element.
-    std::atomic<int> made{0};
     s.set_h2d_callback(p.x, [&](HostTensor& e) {
       const int k = made++;
       if (k == 2)
@@ -163,7 +164,6 @@ TEST_CASE("An exception in a callback fails that run only, in both directions") 
     CHECK(next[0] >= 30.f);
     CHECK_NOTHROW(s.run());
     // d2h: the consumer fails once.
-    std::atomic<int> seen{0};
     s.set_d2h_callback(p.y, [&](const HostTensor&) {
       if (seen++ == 1)
         throw IoError("disk full");
