@@ -25,6 +25,7 @@ std::int64_t instructions_per_vector(OpKind k) {
   case OpKind::Sigmoid:
   case OpKind::Gelu:
   case OpKind::GeluErf:
+  case OpKind::GeluGrad:
   case OpKind::Erf:
   case OpKind::Sin:
   case OpKind::Cos:

@@ -58,6 +58,14 @@ Tensor sigmoid(const Tensor& t) { return unary_float(OpKind::Sigmoid, t); }
 Tensor relu(const Tensor& t) { return unary_float(OpKind::Relu, t); }
 Tensor gelu(const Tensor& t) { return unary_float(OpKind::Gelu, t); }
 Tensor geluerf(const Tensor& t) { return unary_float(OpKind::GeluErf, t); }
+Tensor gelu_grad(const Tensor& x, const Tensor& grad) {
+  detail::check_float("GeluGrad", x);
+  detail::check_same_dtype("GeluGrad", x, grad);
+  if (x.shape() != grad.shape())
+    throw ShapeError("GeluGrad: the gradient " + detail::describe(grad) +
+                     " must have the shape of the input " + detail::describe(x));
+  return add_op1(OpKind::GeluGrad, {x, grad}, x.spec());
+}
 Tensor erf(const Tensor& t) { return unary_float(OpKind::Erf, t); }
 Tensor sin(const Tensor& t) { return unary_float(OpKind::Sin, t); }
 Tensor cos(const Tensor& t) { return unary_float(OpKind::Cos, t); }

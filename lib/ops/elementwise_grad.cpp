@@ -35,14 +35,25 @@ vector<Tensor> grad_Relu(GradContext& c) {
   return {ops::where(ops::greater(x, zero_like(x)), c.grad_output(0), zero_like(x))};
 }
 vector<Tensor> grad_Gelu(GradContext& c) {
-  // d/dx 0.5x(1+tanh(u)), u = k(x + 0.044715x³).
+  return {ops::gelu_grad(c.fwd_input(0), c.grad_output(0))};
+}
+vector<Tensor> grad_GeluGrad(GradContext& c) {
+  // GeluGrad(x, g) = g·gelu'(x). With u = k(x + 0.044715x³) and t = tanh(u),
+  // gelu''(x) = (1 - t²)(u' - x·t·u'² + x·u''/2).
   const double k = std::sqrt(2.0 / std::acos(-1.0));
-  const Tensor x = c.fwd_input(0);
-  const Tensor x2 = x * x;
-  const Tensor t = ops::tanh((x + x2 * x * 0.044715) * k);
-  const Tensor du = (x2 * (3.0 * 0.044715) + 1.0) * k;
-  const Tensor d = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * du;
-  return {c.grad_output(0) * d};
+  const Tensor x = c.fwd_input(0), g = c.fwd_input(1), d = c.grad_output(0);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0)) {
+    const Tensor x2 = x * x;
+    const Tensor t = ops::tanh((x + x2 * x * 0.044715) * k);
+    const Tensor du = (x2 * (3.0 * 0.044715) + 1.0) * k;
+    const Tensor d2u = x * (6.0 * 0.044715 * k);
+    const Tensor second = (1.0 - t * t) * (du - x * t * du * du + x * d2u * 0.5);
+    r[0] = d * g * second;
+  }
+  if (c.needs_grad(1))
+    r[1] = ops::gelu_grad(x, d);
+  return r;
 }
 vector<Tensor> grad_GeluErf(GradContext& c) {
   // d/dx xΦ(x) = Φ(x) + xφ(x). Φ(x) = geluerf(x)/x away from 0 and 1/2 at 0.

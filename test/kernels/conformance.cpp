@@ -66,6 +66,7 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Relu] = unary(ops::relu, away_from_zero);
     c[OpKind::Gelu] = unary(ops::gelu, x);
     c[OpKind::GeluErf] = unary(ops::geluerf, x);
+    c[OpKind::GeluGrad] = binary(ops::gelu_grad, x, f32({2, 3}, -2.0, 2.0, 3));
     c[OpKind::Erf] = unary(ops::erf, x);
     c[OpKind::Sin] = unary(ops::sin, f32({2, 3}, -4.0, 4.0, 14));
     c[OpKind::Cos] = unary(ops::cos, f32({2, 3}, -4.0, 4.0, 15));

@@ -121,6 +121,50 @@ TEST_CASE("gelu at the extremes: signed zeros, infinities and NaN") {
   CHECK(std::signbit(g.item(6)));
 }
 
+/// gelu'(x) for the tanh form in long double, in the form without cancellation.
+long double gelu_derivative(long double v) {
+  const long double k = std::sqrt(2.0L / M_PI), c = 0.044715L;
+  const long double u = k * (v + c * v * v * v), du = k * (1.0L + 3.0L * c * v * v);
+  const long double e = std::exp(-2.0L * u), s = 1.0L / (1.0L + e);
+  return s + 2.0L * v * du * e * s * s;
+}
+
+TEST_CASE("gelu_grad is the gradient times gelu's derivative, to float rounding, tails included") {
+  // Odd lengths: every worker count splits inside the vectorised loop and float16 blocks.
+  check_kernel(
+      [](Tensor x, Tensor g) { return ops::gelu_grad(x, g); },
+      {random_tensor({1001}, float32, -4, 6, 11), random_tensor({1001}, float32, -2, 2, 12)});
+  check_kernel(
+      [](Tensor x, Tensor g) { return ops::gelu_grad(x, g); },
+      {random_tensor({1333}, float16, -4, 6, 13), random_tensor({1333}, float16, -2, 2, 14)}, 1e-3);
+  // Far in the negative tail, where the reference's 1 + tanh(u) cancels: the closed form.
+  const auto x = random_tensor({1001}, float32, -12, 3, 15);
+  const auto g = random_tensor({1001}, float32, -2, 2, 16);
+  const auto d = check_kernel(
+      make_case([](Tensor a, Tensor b) { return ops::gelu_grad(a, b); }, {x, g}), 0, false)[0];
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    const long double want = g.item(i) * gelu_derivative(x.item(i));
+    CAPTURE(i);
+    CHECK(std::fabs(d.item(i) - want) <= 1e-6 * std::fabs(want) + std::ldexp(1.0, -150));
+  }
+}
+
+TEST_CASE("gelu_grad at the extremes: the limits at infinity, NaN stays NaN") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto x = tensor({7}, float32, {0.0, -0.0, inf, -inf, nan, 3e38, -3e38});
+  const auto g = tensor({7}, float32, {2.0, 2.0, 3.0, 3.0, 1.0, -1.0, 1.0});
+  const auto d = check_kernel(
+      make_case([](Tensor a, Tensor b) { return ops::gelu_grad(a, b); }, {x, g}), 0, false)[0];
+  CHECK(d.item(0) == 1.0); // gelu'(0) = 1/2
+  CHECK(d.item(1) == 1.0);
+  CHECK(d.item(2) == 3.0);
+  CHECK(d.item(3) == 0.0);
+  CHECK(std::isnan(d.item(4)));
+  CHECK(d.item(5) == -1.0);
+  CHECK(d.item(6) == 0.0);
+}
+
 TEST_CASE("relu and isnan see NaN") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto x = tensor({4}, float32, {nan, -1.0, 1.0, -0.0});
@@ -478,9 +522,11 @@ TEST_CASE("float16 unary kernels and casts are bitwise the per-element float for
   same_bits(
       check_kernel(make_case([](Tensor t) { return ops::negate(t); }, {x}), 1e-6, false)[0],
       [](float v) { return -v; }, xs);
-  // gelu, tanh and exp: the float16 kernel rounds what the float32 kernel computes.
+  // gelu, its gradient, tanh and exp: the float16 kernel rounds what the float32 kernel
+  // computes.
   const auto widened = x.astype(float32);
   for (const Unary& f : {Unary([](const Tensor& t) { return ops::gelu(t); }),
+                         Unary([](const Tensor& t) { return ops::gelu_grad(t, t); }),
                          Unary([](const Tensor& t) { return ops::tanh(t); }),
                          Unary([](const Tensor& t) { return ops::exp(t); })}) {
     const HostTensor h = check_kernel(make_case(f, {x}), 1e-6, false)[0];

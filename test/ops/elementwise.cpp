@@ -320,6 +320,13 @@ TEST_CASE("element-wise errors name the op and the operands") {
       ops::exp(i), doctest::Contains("Exp: expected a float32 or float16 tensor, got"), DTypeError);
   CHECK_THROWS_WITH_AS(ops::gelu(b), doctest::Contains("Gelu: expected a float32 or float16"),
                        DTypeError);
+  CHECK_THROWS_WITH_AS(ops::gelu_grad(i, i),
+                       doctest::Contains("GeluGrad: expected a float32 or float16"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::gelu_grad(f, s.input({2, 3}, float16)),
+                       doctest::Contains("GeluGrad: operands must have the same dtype"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::gelu_grad(f, s.input({3})),
+                       doctest::Contains("must have the shape of the input"), ShapeError);
   CHECK_THROWS_WITH_AS(ops::negate(b),
                        doctest::Contains("Neg: expected a float32, float16 or int32 tensor"),
                        DTypeError);

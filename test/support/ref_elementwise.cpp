@@ -60,6 +60,13 @@ double gelu_tanh(double x) {
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
 
+/// gelu_tanh's derivative as written: 0.5(1 + t) + 0.5x(1 - t²)u'.
+double gelu_tanh_derivative(double x) {
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  const double t = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
 } // namespace
 
 PXL_REF_KERNEL(Negate) {
@@ -86,6 +93,9 @@ PXL_REF_KERNEL(Sigmoid) {
 PXL_REF_KERNEL(Relu) { unary(inputs, outputs, relu); }
 PXL_REF_KERNEL(Gelu) { unary(inputs, outputs, gelu_tanh); }
 PXL_REF_KERNEL(GeluErf) { unary(inputs, outputs, gelu_erf); }
+PXL_REF_KERNEL(GeluGrad) {
+  binary(inputs, outputs, [](double x, double g) { return g * gelu_tanh_derivative(x); });
+}
 PXL_REF_KERNEL(Erf) {
   unary(inputs, outputs, [](double x) { return std::erf(x); });
 }

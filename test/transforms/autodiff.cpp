@@ -50,6 +50,18 @@ TEST_CASE("only the required gradients are computed") {
   CHECK(matmuls == 1);
 }
 
+TEST_CASE("gelu's gradient is one GeluGrad op, as PopXL's") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor x) { return ops::gelu(x); }, TensorSpec{{2, 3}, float32});
+  const auto info = transforms::autodiff(fwd);
+  std::vector<OpKind> kinds;
+  for (const auto& op : info.graph().ops())
+    kinds.push_back(op.kind());
+  CHECK(kinds == std::vector<OpKind>{OpKind::GeluGrad});
+}
+
 TEST_CASE("gradients of a tensor with several consumers are summed") {
   check_gradients([](V v) { return v[0] * v[0] + ops::exp(v[0]); }, {random_tensor({5}, 1)});
 }

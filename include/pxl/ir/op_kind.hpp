@@ -84,6 +84,8 @@ enum : unsigned {
   X(LogicalAnd, "And", elementwise, NoAttrs, NoGrad)                                               \
   X(LogicalOr, "Or", elementwise, NoAttrs, NoGrad)                                                 \
   X(Where, "Where", elementwise, NoAttrs, Grad)                                                    \
+  /* elementwise, a gradient in one pass (what autodiff emits for its op) */                       \
+  X(GeluGrad, "GeluGrad", elementwise, NoAttrs, Grad)                                              \
   /* reductions */                                                                                 \
   X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad)                                             \
   X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad)                                           \

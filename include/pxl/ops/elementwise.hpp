@@ -18,6 +18,9 @@ Tensor relu(const Tensor& t);
 Tensor gelu(const Tensor& t);
 /// Exact, with erf.
 Tensor geluerf(const Tensor& t);
+/// `grad` · gelu'(x) for the tanh form, in one pass: gelu's gradient as autodiff emits it
+/// (PopXL's GeluGrad). `x` and `grad` are float32 or float16 tensors of one shape and dtype.
+Tensor gelu_grad(const Tensor& x, const Tensor& grad);
 /// The error function.
 Tensor erf(const Tensor& t);
 Tensor sin(const Tensor& t);

@@ -517,10 +517,66 @@ PXL_VECTOR_CLONES void gelu_f32(const float* x, float* y, std::int64_t n) {
     y[i] = gelu_tanh(x[i]);
 }
 
+/// g·gelu'(x) = g·(s + 2x·u'·e·s²) with e = exp(-2u), s = 1/(1 + e), u as in gelu_tanh: the
+/// derivative 0.5(1 + t) + 0.5x(1 - t²)u' of the tanh form, t = tanh(u), rewritten so that
+/// neither term cancels (1 + t = 2s, 1 - t² = 4e·s²). In double, rounded once. Beyond
+/// |u| = 350 the second term is below 1e-290 and is dropped, so that x = ±inf gives the limits
+/// g and 0 rather than inf·0; NaN stays NaN.
+inline float gelu_grad_tanh(float x, float g) {
+  constexpr double k = 0.7978845608028654, c = 0.044715;
+  const double xd = x, x2 = xd * xd;
+  const double u = k * (xd + c * x2 * xd);
+  const double du = k * (1.0 + 3.0 * c * x2);
+  const double e = exp_clamped(-2.0 * u);
+  const double s = 1.0 / (1.0 + e);
+  const double tail = select(std::fabs(u) < 350.0, 2.0 * xd * du * e * s * s, 0.0);
+  return static_cast<float>(static_cast<double>(g) * (s + tail));
+}
+
+PXL_VECTOR_CLONES void gelu_grad_f32(const float* x, const float* g, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = gelu_grad_tanh(x[i], g[i]);
+}
+
 } // namespace
 
 StepFn compile_Gelu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return float_blocks(op, buffers, gelu_f32);
+}
+
+StepFn compile_GeluGrad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& spec = op.input(0).spec();
+  const std::int64_t n = spec.nelms();
+  switch (spec.dtype) {
+  case float32: {
+    const float* x = typed<const float>(buffers.inputs[0]);
+    const float* g = typed<const float>(buffers.inputs[1]);
+    float* y = typed<float>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      gelu_grad_f32(x + b, g + b, y + b, e - b);
+    };
+  }
+  case float16: {
+    // The float32 kernel on blocks widened to float, its results rounded to half.
+    const half* x = typed<const half>(buffers.inputs[0]);
+    const half* g = typed<const half>(buffers.inputs[1]);
+    half* y = typed<half>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      float fx[half_block], fg[half_block], fy[half_block];
+      for (std::int64_t j = b; j < e; j += half_block) {
+        const std::int64_t m = std::min(half_block, e - j);
+        widen(x + j, 1, fx, m);
+        widen(g + j, 1, fg, m);
+        gelu_grad_f32(fx, fg, fy, m);
+        narrow(fy, y + j, 1, m);
+      }
+    };
+  }
+  default:
+    unsupported_dtype(op, spec.dtype);
+  }
 }
 
 } // namespace pxl::emu::detail
