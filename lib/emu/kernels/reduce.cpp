@@ -41,6 +41,26 @@ ReducePlan plan_reduce(const Shape& in, const std::vector<std::int64_t>& axes) {
 
 /// Outputs folded side by side when consecutive outputs are adjacent in the input.
 constexpr std::int64_t reduce_block = 256;
+/// Elements of T in a cache line.
+template <typename T>
+constexpr std::int64_t line_elements = 64 / static_cast<std::int64_t>(sizeof(T));
+/// How many rows ahead a fold of rows over a block of outputs prefetches: each row's block is
+/// a short run in its own page, which the hardware prefetchers do not follow.
+constexpr std::int64_t prefetch_rows = 16;
+
+// One clone per instruction set (see PXL_VECTOR_CLONES) of the two float32 sum loops: only
+// conversions and adds, in the order written, so every clone gives the same bits.
+
+/// acc[j] += double(row[j]) for j < n: one row folded into a block of sums.
+PXL_VECTOR_CLONES void fold_row_f32(const float* row, double* acc, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    acc[j] += static_cast<double>(row[j]);
+}
+
+/// The sum of a contiguous run in double, in sum_in_lanes' order.
+PXL_VECTOR_CLONES double sum_run_f32(const float* x, std::int64_t n) {
+  return sum_in_lanes(n, [x](std::int64_t k) { return static_cast<double>(x[k]); });
+}
 
 /// Writes finish(acc[i]) to y[i], i < n: through a float block and pxl::convert when the
 /// output is half and finish gives float.
@@ -142,9 +162,15 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
                     [&](const auto& roff, const auto& rinner, std::int64_t, std::int64_t rlen) {
                       for (std::int64_t k = 0; k < rlen; ++k) {
                         const T* r = base + roff[0] + k * rinner[0];
-                        for (std::int64_t j = 0; j < n; ++j)
-                          acc[static_cast<std::size_t>(j)] =
-                              combine(acc[static_cast<std::size_t>(j)], compute_t<T>(r[j]));
+                        if (k + prefetch_rows < rlen)
+                          for (std::int64_t j = 0; j < n; j += line_elements<T>)
+                            __builtin_prefetch(r + prefetch_rows * rinner[0] + j);
+                        if constexpr (Lanes && std::is_same_v<T, float>)
+                          fold_row_f32(r, acc.data(), n);
+                        else
+                          for (std::int64_t j = 0; j < n; ++j)
+                            acc[static_cast<std::size_t>(j)] =
+                                combine(acc[static_cast<std::size_t>(j)], compute_t<T>(r[j]));
                       }
                     });
                 for (std::int64_t j = 0; j < n; ++j)
@@ -162,9 +188,12 @@ StepFn reduce_step(const ReducePlan& p, const OpBuffers& buffers, Acc init, Comb
                     if constexpr (Lanes) {
                       static_assert(std::is_same_v<Acc, double>);
                       if (rinner[0] == 1) { // a sum over the last axes, say
-                        acc = acc + sum_in_lanes(rlen, [r](std::int64_t k) {
-                                return static_cast<double>(r[k]);
-                              });
+                        if constexpr (std::is_same_v<T, float>)
+                          acc = acc + sum_run_f32(r, rlen);
+                        else
+                          acc = acc + sum_in_lanes(rlen, [r](std::int64_t k) {
+                                  return static_cast<double>(r[k]);
+                                });
                         return;
                       }
                     }
