@@ -33,6 +33,8 @@ std::int64_t instructions_per_vector(OpKind k) {
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
   case OpKind::LayerNorm:
+  case OpKind::SoftmaxGrad:
+  case OpKind::LayerNormGrad:
   case OpKind::NllLoss:
   case OpKind::NllLossWithSoftmaxGrad:
   case OpKind::RandomNormal:

@@ -28,6 +28,24 @@ void check_nll_operands(std::string_view op, const Tensor& probs, const Tensor& 
                      detail::describe(labels) + " for probs " + detail::describe(probs));
 }
 
+/// A float `t` of rank >= 1, `weight` of its dtype shaped like its last axis, eps >= 0.
+void check_layer_norm_operands(std::string_view op, const Tensor& t, const Tensor& weight,
+                               double eps) {
+  detail::check_float(op, t);
+  detail::check_same_dtype(op, t, weight);
+  if (t.rank() < 1)
+    throw ShapeError(std::string(op) +
+                     ": expected a tensor of rank >= 1 to normalise over its last axis, got " +
+                     detail::describe(t));
+  const Shape expected{t.shape().back()};
+  if (weight.shape() != expected)
+    throw ShapeError(std::string(op) + ": weight must have shape " + to_string(expected) +
+                     " (the last axis of " + detail::describe(t) + "), got " +
+                     detail::describe(weight));
+  if (!(eps >= 0.0))
+    throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+}
+
 Shape loss_shape(Reduction r, const Tensor& labels) {
   return r == Reduction::none ? labels.shape() : Shape{};
 }
@@ -40,22 +58,36 @@ Tensor log_softmax(const Tensor& t, std::int64_t axis) {
 }
 
 Tensor layer_norm(const Tensor& t, const Tensor& weight, const Tensor& bias, double eps) {
-  detail::check_float("LayerNorm", t);
-  detail::check_same_dtype("LayerNorm", t, weight);
+  check_layer_norm_operands("LayerNorm", t, weight, eps);
   detail::check_same_dtype("LayerNorm", t, bias);
-  if (t.rank() < 1)
-    throw ShapeError("LayerNorm: expected a tensor of rank >= 1 to normalise over its last "
-                     "axis, got " +
-                     detail::describe(t));
-  const Shape expected{t.shape().back()};
-  for (const Tensor* p : {&weight, &bias})
-    if (p->shape() != expected)
-      throw ShapeError(std::string("LayerNorm: ") + (p == &weight ? "weight" : "bias") +
-                       " must have shape " + to_string(expected) + " (the last axis of " +
-                       detail::describe(t) + "), got " + detail::describe(*p));
-  if (!(eps >= 0.0))
-    throw ValueError("LayerNorm: eps must be >= 0, got " + std::to_string(eps));
+  if (bias.shape() != weight.shape())
+    throw ShapeError("LayerNorm: bias must have shape " + to_string(weight.shape()) +
+                     " (the last axis of " + detail::describe(t) + "), got " +
+                     detail::describe(bias));
   return detail::add_op1(OpKind::LayerNorm, {t, weight, bias}, t.spec(), ScalarAttrs{eps, 0.0});
+}
+
+Tensor softmax_grad(const Tensor& probs, const Tensor& grad, std::int64_t axis) {
+  detail::check_float("SoftmaxGrad", probs);
+  detail::check_same_dtype("SoftmaxGrad", probs, grad);
+  if (grad.shape() != probs.shape())
+    throw ShapeError("SoftmaxGrad: the gradient " + detail::describe(grad) +
+                     " must have the shape of the probabilities " + detail::describe(probs));
+  const auto a = normalize_axis(axis, probs.rank(), "SoftmaxGrad");
+  return detail::add_op1(OpKind::SoftmaxGrad, {probs, grad}, probs.spec(), AxisAttrs{a, false});
+}
+
+std::pair<Tensor, Tensor> layer_norm_grad(const Tensor& t, const Tensor& weight, const Tensor& grad,
+                                          double eps) {
+  check_layer_norm_operands("LayerNormGrad", t, weight, eps);
+  detail::check_same_dtype("LayerNormGrad", t, grad);
+  if (grad.shape() != t.shape())
+    throw ShapeError("LayerNormGrad: the gradient " + detail::describe(grad) +
+                     " must have the shape of the input " + detail::describe(t));
+  const Tensor in[] = {t, weight, grad};
+  auto outs =
+      detail::add_op(OpKind::LayerNormGrad, in, {t.spec(), t.spec()}, ScalarAttrs{eps, 0.0});
+  return {outs[0], outs[1]};
 }
 
 Tensor dropout(const Tensor& t, const Tensor& seed, double p) {

@@ -12,8 +12,20 @@ using std::vector;
 
 vector<Tensor> grad_Softmax(GradContext& c) {
   const auto axis = c.op().attrs_as<AxisAttrs>().axis;
-  const Tensor y = c.fwd_output(0), g = c.grad_output(0);
-  return {y * (g - ops::sum(g * y, std::vector<std::int64_t>{axis}, true))};
+  return {ops::softmax_grad(c.fwd_output(0), c.grad_output(0), axis)};
+}
+
+vector<Tensor> grad_SoftmaxGrad(GradContext& c) {
+  // out = y·(g − S), S = Σ g·y: d out/dy gives g·(d − Σ d·y) − d·S; d out/dg is softmax_grad.
+  const auto axis = c.op().attrs_as<AxisAttrs>().axis;
+  const std::vector<std::int64_t> along{axis};
+  const Tensor y = c.fwd_input(0), g = c.fwd_input(1), d = c.grad_output(0);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = g * (d - ops::sum(d * y, along, true)) - d * ops::sum(g * y, along, true);
+  if (c.needs_grad(1))
+    r[1] = ops::softmax_grad(y, d, axis);
+  return r;
 }
 
 vector<Tensor> grad_LogSoftmax(GradContext& c) {
@@ -23,26 +35,20 @@ vector<Tensor> grad_LogSoftmax(GradContext& c) {
 }
 
 vector<Tensor> grad_LayerNorm(GradContext& c) {
-  // Recomputes the normalised input from x, then the standard layer-norm backward.
   const double eps = c.op().attrs_as<ScalarAttrs>().a;
   const Tensor x = c.fwd_input(0), w = c.fwd_input(1), g = c.grad_output(0);
-  const std::vector<std::int64_t> last{-1};
-  const double n = static_cast<double>(x.shape().back());
-  const Tensor centred = x - ops::mean(x, last, true);
-  const Tensor rstd = 1.0 / ops::sqrt(ops::mean(centred * centred, last, true) + eps);
-  const Tensor xhat = centred * rstd;
-  vector<Tensor> r(3);
   std::vector<std::int64_t> leading;
   for (std::int64_t a = 0; a + 1 < x.rank(); ++a)
     leading.push_back(a);
   auto sum_leading = [&](const Tensor& t) { return leading.empty() ? t : ops::sum(t, leading); };
-  if (c.needs_grad(0)) {
-    const Tensor dxhat = g * w;
-    r[0] = rstd * (1.0 / n) *
-           (dxhat * n - ops::sum(dxhat, last, true) - xhat * ops::sum(dxhat * xhat, last, true));
+  vector<Tensor> r(3);
+  if (c.needs_grad(0) || c.needs_grad(1)) {
+    const auto [dx, weighted] = ops::layer_norm_grad(x, w, g, eps);
+    if (c.needs_grad(0))
+      r[0] = dx;
+    if (c.needs_grad(1))
+      r[1] = sum_leading(weighted);
   }
-  if (c.needs_grad(1))
-    r[1] = sum_leading(g * xhat);
   if (c.needs_grad(2))
     r[2] = sum_leading(g);
   return r;

@@ -132,6 +132,15 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::LayerNorm] = {[](const V& v) { return V{ops::layer_norm(v[0], v[1], v[2])}; },
                             {x, f32({3}, 0.5, 1.5, 10), row},
                             ""};
+    c[OpKind::SoftmaxGrad] = {[](const V& v) { return V{ops::softmax_grad(v[0], v[1], 0)}; },
+                              {f32({2, 3}, 0.1, 0.9, 12), x},
+                              ""};
+    c[OpKind::LayerNormGrad] = {[](const V& v) {
+                                  auto [dx, weighted] = ops::layer_norm_grad(v[0], v[1], v[2]);
+                                  return V{dx, weighted};
+                                },
+                                {x, f32({3}, 0.5, 1.5, 10), f32({2, 3}, -1.0, 1.0, 13)},
+                                ""};
     c[OpKind::Dropout] = {
         [](const V& v) { return V{ops::dropout(v[0], v[1], 0.25)}; }, {f32({4, 5}), seed()}, ""};
     const auto probs = f32({3, 4}, 0.1, 1.0, 11);

@@ -108,6 +108,29 @@ TEST_CASE("layer_norm matches the reference and hand-computed values") {
     }
 }
 
+TEST_CASE("softmax_grad and layer_norm_grad match the reference on any axis, shape and dtype") {
+  // Rows of odd lengths, long and short, so that worker ranges and vector remainders vary.
+  for (DType d : {float32, float16})
+    for (const Shape& shape : {Shape{7}, Shape{13, 5}, Shape{3, 2, 131}}) {
+      CAPTURE(d);
+      CAPTURE(to_string(shape));
+      const double rtol = d == float32 ? 1e-6 : 2e-3;
+      const auto y = random_tensor(shape, d, 0.0, 1.0, 4), g = random_tensor(shape, d, -2, 2, 5);
+      for (std::int64_t axis = 0; axis < static_cast<std::int64_t>(shape.size()); ++axis) {
+        CAPTURE(axis);
+        check_kernel([axis](Tensor p, Tensor h) { return ops::softmax_grad(p, h, axis); }, {y, g},
+                     rtol);
+      }
+      const std::int64_t n = shape.back();
+      check_kernel(
+          [](Tensor t, Tensor w, Tensor h) {
+            auto [dx, weighted] = ops::layer_norm_grad(t, w, h, 1e-3);
+            return std::vector<Tensor>{dx, weighted};
+          },
+          {random_tensor(shape, d, -3, 3, 1), random_tensor({n}, d, 0.5, 1.5, 2), g}, rtol);
+    }
+}
+
 TEST_CASE("nll_loss: reductions, ignore_index and log_prob") {
   const auto probs = tensor({3, 2}, float32, {0.25, 0.75, 0.5, 0.5, 0.1, 0.9});
   const auto labels = tensor({3}, int32, {1, 0, 1});

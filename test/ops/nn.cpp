@@ -281,6 +281,26 @@ TEST_CASE("nn op errors name the op, the operand and the fix") {
                        doctest::Contains("LayerNorm: expected a tensor of rank >= 1"), ShapeError);
   CHECK_THROWS_WITH_AS(ops::layer_norm(x, w, w, -1.0),
                        doctest::Contains("LayerNorm: eps must be >= 0"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::softmax_grad(i, i),
+                       doctest::Contains("SoftmaxGrad: expected a float32 or float16"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::softmax_grad(x, s.input({2, 4}, float16)),
+                       doctest::Contains("SoftmaxGrad: operands must have the same dtype"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::softmax_grad(x, w),
+                       doctest::Contains("must have the shape of the probabilities"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::softmax_grad(x, x, -3),
+                       doctest::Contains("SoftmaxGrad: axis -3 is out of range"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::layer_norm_grad(i, i, i),
+                       doctest::Contains("LayerNormGrad: expected a float32"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::layer_norm_grad(x, s.input({2}), x),
+                       doctest::Contains("LayerNormGrad: weight must have shape (4,)"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::layer_norm_grad(x, w, s.input({2, 4}, float16)),
+                       doctest::Contains("LayerNormGrad: operands must have the same dtype"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::layer_norm_grad(x, w, s.input({4, 2})),
+                       doctest::Contains("LayerNormGrad: the gradient"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::layer_norm_grad(x, w, x, -1.0),
+                       doctest::Contains("LayerNormGrad: eps must be >= 0"), ValueError);
   CHECK_THROWS_WITH_AS(ops::dropout(i, sd, 0.5), doctest::Contains("Dropout: expected a float32"),
                        DTypeError);
   CHECK_THROWS_WITH_AS(ops::dropout(x, s.input({2}, int32), 0.5),

@@ -125,6 +125,53 @@ PXL_REF_KERNEL(LayerNorm) {
   }
 }
 
+PXL_REF_KERNEL(SoftmaxGrad) {
+  const HostTensor& y = *inputs[0];
+  const HostTensor& g = *inputs[1];
+  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const Shape index = ref::unravel(i, y.shape());
+    const auto ys = lane(y, index, axis), gs = lane(g, index, axis);
+    double s = 0.0;
+    for (std::size_t j = 0; j < ys.size(); ++j)
+      s += gs[j] * ys[j];
+    ref::store(*outputs[0], i, ref::load(y, i) * (ref::load(g, i) - s));
+  }
+}
+PXL_REF_KERNEL(LayerNormGrad) {
+  // The textbook layer-norm backward: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)), dx̂ = g·w.
+  const HostTensor& x = *inputs[0];
+  const HostTensor& weight = *inputs[1];
+  const HostTensor& g = *inputs[2];
+  const double eps = op.attrs_as<ScalarAttrs>().a;
+  const std::int64_t n = x.shape().back();
+  for (std::int64_t row = 0; row < x.nelms() / n; ++row) {
+    double mean = 0.0, var = 0.0;
+    for (std::int64_t j = 0; j < n; ++j)
+      mean += ref::load(x, row * n + j);
+    mean /= static_cast<double>(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double d = ref::load(x, row * n + j) - mean;
+      var += d * d;
+    }
+    const double rstd = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+    std::vector<double> xhat(static_cast<std::size_t>(n)), dxhat(xhat.size());
+    double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      xhat[k] = (ref::load(x, row * n + j) - mean) * rstd;
+      dxhat[k] = ref::load(g, row * n + j) * ref::load(weight, j);
+      mean_dxhat += dxhat[k] / static_cast<double>(n);
+      mean_dxhat_xhat += dxhat[k] * xhat[k] / static_cast<double>(n);
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      ref::store(*outputs[0], row * n + j,
+                 rstd * (dxhat[k] - mean_dxhat - xhat[k] * mean_dxhat_xhat));
+      ref::store(*outputs[1], row * n + j, ref::load(g, row * n + j) * xhat[k]);
+    }
+  }
+}
 PXL_REF_KERNEL(Dropout) {
   const HostTensor& x = *inputs[0];
   HostTensor& y = *outputs[0];

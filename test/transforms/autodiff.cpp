@@ -62,6 +62,28 @@ TEST_CASE("gelu's gradient is one GeluGrad op, as PopXL's") {
   CHECK(kinds == std::vector<OpKind>{OpKind::GeluGrad});
 }
 
+TEST_CASE("softmax's gradient is one SoftmaxGrad op; layer norm's one LayerNormGrad and sums") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const auto kinds_of = [](const Graph& g) {
+    std::vector<OpKind> kinds;
+    for (const auto& op : g.ops())
+      kinds.push_back(op.kind());
+    return kinds;
+  };
+  Graph soft = ir.create_graph(
+      "s", [](Tensor x) { return ops::softmax(x, 0); }, TensorSpec{{2, 3}, float32});
+  CHECK(kinds_of(transforms::autodiff(soft).graph()) == std::vector<OpKind>{OpKind::SoftmaxGrad});
+  Graph norm = ir.create_graph(
+      "n", [](Tensor x, Tensor w, Tensor b) { return ops::layer_norm(x, w, b); },
+      TensorSpec{{2, 3}, float32}, TensorSpec{{3}, float32}, TensorSpec{{3}, float32});
+  const auto info = transforms::autodiff(norm, {.grads_required = V{norm.inputs()[0]}});
+  CHECK(kinds_of(info.graph()) == std::vector<OpKind>{OpKind::LayerNormGrad});
+  const auto all = transforms::autodiff(norm, {.force = true});
+  CHECK(kinds_of(all.graph()) ==
+        std::vector<OpKind>{OpKind::LayerNormGrad, OpKind::ReduceSum, OpKind::ReduceSum});
+}
+
 TEST_CASE("gradients of a tensor with several consumers are summed") {
   check_gradients([](V v) { return v[0] * v[0] + ops::exp(v[0]); }, {random_tensor({5}, 1)});
 }

@@ -100,6 +100,8 @@ enum : unsigned {
   X(Softmax, "Softmax", nn, AxisAttrs, Grad)                                                       \
   X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad)                                                 \
   X(LayerNorm, "LayerNorm", nn, ScalarAttrs, Grad)                                                 \
+  X(SoftmaxGrad, "SoftmaxGrad", nn, AxisAttrs, Grad)                                               \
+  X(LayerNormGrad, "LayerNormGrad", nn, ScalarAttrs, NoGrad)                                       \
   X(Dropout, "Dropout", nn, ScalarAttrs, Grad)                                                     \
   X(NllLoss, "Nll", nn, NllAttrs, Grad)                                                            \
   X(NllLossWithSoftmaxGrad, "NllWithSoftmaxGrad", nn, NllAttrs, NoGrad)                            \

@@ -14,6 +14,16 @@ Tensor log_softmax(const Tensor& t, std::int64_t axis = -1);
 /// Normalises over the last axis, then scales by `weight` and shifts by `bias` (both shaped
 /// like the last axis).
 Tensor layer_norm(const Tensor& t, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+/// Softmax's gradient in one pass (PopXL's SoftmaxGrad, as autodiff emits it): for `probs`
+/// = softmax(x, axis) and the gradient `grad` of its output, the gradient of x,
+/// probs·(grad − Σ_axis grad·probs). Float tensors of one shape and dtype.
+Tensor softmax_grad(const Tensor& probs, const Tensor& grad, std::int64_t axis = -1);
+/// layer_norm's gradient over its last axis in one pass, as autodiff emits it, for the
+/// gradient `grad` of its output: (the gradient of t, grad·x̂), x̂ the normalised t; the sum of
+/// grad·x̂ over the leading axes is the weight's gradient. Operands as layer_norm's, `grad`
+/// shaped like `t`.
+std::pair<Tensor, Tensor> layer_norm_grad(const Tensor& t, const Tensor& weight, const Tensor& grad,
+                                          double eps = 1e-5);
 /// Zeroes each element with probability `p` and scales the rest by 1/(1-p). The mask is a
 /// function of `seed` (uint32[2]) and the element index only.
 Tensor dropout(const Tensor& t, const Tensor& seed, double p);

@@ -121,6 +121,15 @@ StepFn softmax_like(const KernelOp& op, const OpBuffers& buffers) {
   return dispatch_float(op, d, build);
 }
 
+/// Softmax's gradient along a contiguous float32 row, as one instruction-set clone:
+/// dx[j] = y[j]·(g[j] − s), s = Σ g·y in double (sum_in_lanes' order), rounded once.
+PXL_VECTOR_CLONES void softmax_grad_row(const float* y, const float* g, float* dx, std::int64_t n) {
+  const double s = sum_in_lanes(
+      n, [y, g](std::int64_t j) { return static_cast<double>(g[j]) * static_cast<double>(y[j]); });
+  for (std::int64_t j = 0; j < n; ++j)
+    dx[j] = static_cast<float>(static_cast<double>(y[j]) * (static_cast<double>(g[j]) - s));
+}
+
 } // namespace
 
 StepFn compile_Softmax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -129,6 +138,37 @@ StepFn compile_Softmax(CompileContext&, const KernelOp& op, const OpBuffers& buf
 
 StepFn compile_LogSoftmax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return softmax_like<true>(op, buffers);
+}
+
+StepFn compile_SoftmaxGrad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto p = plan_rows(op.input(0).shape(), op.attrs_as<AxisAttrs>().axis);
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using A = accum_t<T>;
+    const T* y = typed<const T>(buffers.inputs[0]);
+    const T* g = typed<const T>(buffers.inputs[1]);
+    T* dx = typed<T>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(p.rows, w, nw);
+      for (std::int64_t r = begin; r < end; ++r) {
+        const std::int64_t at = p.start(r), st = p.inner;
+        if constexpr (std::is_same_v<T, float>) {
+          if (st == 1) { // the last axis
+            softmax_grad_row(y + at, g + at, dx + at, p.n);
+            continue;
+          }
+        }
+        A sum = 0;
+        for (std::int64_t j = 0; j < p.n; ++j)
+          sum += static_cast<A>(g[at + j * st]) * static_cast<A>(y[at + j * st]);
+        for (std::int64_t j = 0; j < p.n; ++j) {
+          const std::int64_t k = at + j * st;
+          dx[k] = static_cast<T>(static_cast<A>(y[k]) * (static_cast<A>(g[k]) - sum));
+        }
+      }
+    };
+  };
+  return dispatch_float(op, op.input(0).dtype(), build);
 }
 
 // Layer normalisation over the last axis, with an elementwise scale and shift.
@@ -152,6 +192,36 @@ PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const
     y[j] = static_cast<float>((static_cast<double>(x[j]) - mean) * inv_std *
                                   static_cast<double>(weight[j]) +
                               static_cast<double>(bias[j]));
+}
+
+/// layer_norm_grad of one float32 row, as one instruction-set clone: the statistics as
+/// layer_norm_row takes them, x̂ = (x − mean)·rstd, then with a = Σ g·w and b = Σ g·w·x̂ (double,
+/// sum_in_lanes' order) dx = rstd·(g·w − a/d − x̂·b/d) and gx = g·x̂, each rounded once.
+PXL_VECTOR_CLONES void layer_norm_grad_row(const float* x, const float* weight, const float* g,
+                                           float* dx, float* gx, std::int64_t d, double eps) {
+  const double mean = sum_in_lanes(d, [x](std::int64_t j) { return static_cast<double>(x[j]); }) /
+                      static_cast<double>(d);
+  const double var = sum_in_lanes(d,
+                                  [x, mean](std::int64_t j) {
+                                    const double c = static_cast<double>(x[j]) - mean;
+                                    return c * c;
+                                  }) /
+                     static_cast<double>(d);
+  const double inv_std = 1.0 / std::sqrt(var + eps);
+  const auto gw = [g, weight](std::int64_t j) {
+    return static_cast<double>(g[j]) * static_cast<double>(weight[j]);
+  };
+  const auto normed = [x, mean, inv_std](std::int64_t j) {
+    return (static_cast<double>(x[j]) - mean) * inv_std;
+  };
+  const double a = sum_in_lanes(d, gw) / static_cast<double>(d);
+  const double b = sum_in_lanes(d, [&gw, &normed](std::int64_t j) { return gw(j) * normed(j); }) /
+                   static_cast<double>(d);
+  for (std::int64_t j = 0; j < d; ++j) {
+    const double xhat = normed(j);
+    dx[j] = static_cast<float>(inv_std * (gw(j) - a - xhat * b));
+    gx[j] = static_cast<float>(static_cast<double>(g[j]) * xhat);
+  }
 }
 
 } // namespace
@@ -200,6 +270,56 @@ StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& b
     };
   };
   return dispatch_float(op, dtype, build);
+}
+
+StepFn compile_LayerNormGrad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const Shape& shape = op.input(0).shape();
+  const std::int64_t d = shape.back();
+  const std::int64_t rows = d == 0 ? 0 : op.input(0).nelms() / d;
+  const double eps = op.attrs_as<ScalarAttrs>().a;
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using A = accum_t<T>; // as in LayerNorm: the statistics of the forward pass
+    const T* x = typed<const T>(buffers.inputs[0]);
+    const T* weight = typed<const T>(buffers.inputs[1]);
+    const T* g = typed<const T>(buffers.inputs[2]);
+    T* dx = typed<T>(buffers.outputs[0]);
+    T* gx = typed<T>(buffers.outputs[1]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(rows, w, nw);
+      for (std::int64_t r = begin; r < end; ++r) {
+        const std::int64_t at = r * d;
+        if constexpr (std::is_same_v<T, float>) {
+          layer_norm_grad_row(x + at, weight, g + at, dx + at, gx + at, d, eps);
+          continue;
+        }
+        A mean = 0, var = 0, a = 0, b = 0;
+        for (std::int64_t j = 0; j < d; ++j)
+          mean += static_cast<A>(x[at + j]);
+        mean /= static_cast<A>(d);
+        for (std::int64_t j = 0; j < d; ++j) {
+          const A c = static_cast<A>(x[at + j]) - mean;
+          var += c * c;
+        }
+        var /= static_cast<A>(d);
+        const A inv_std = A{1} / std::sqrt(var + static_cast<A>(eps));
+        for (std::int64_t j = 0; j < d; ++j) {
+          const A gw = static_cast<A>(g[at + j]) * static_cast<A>(weight[j]);
+          a += gw;
+          b += gw * (static_cast<A>(x[at + j]) - mean) * inv_std;
+        }
+        a /= static_cast<A>(d);
+        b /= static_cast<A>(d);
+        for (std::int64_t j = 0; j < d; ++j) {
+          const A xhat = (static_cast<A>(x[at + j]) - mean) * inv_std;
+          const A gw = static_cast<A>(g[at + j]) * static_cast<A>(weight[j]);
+          dx[at + j] = static_cast<T>(inv_std * (gw - a - xhat * b));
+          gx[at + j] = static_cast<T>(static_cast<A>(g[at + j]) * xhat);
+        }
+      }
+    };
+  };
+  return dispatch_float(op, op.input(0).dtype(), build);
 }
 
 // Negative log-likelihood loss, alone and fused with the gradient of softmax + nll.
