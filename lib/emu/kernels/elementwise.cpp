@@ -2,6 +2,7 @@
 // broadcasting; where.
 #include "common.hpp"
 #include "half_blocks.hpp"
+#include "prefetch.hpp"
 #include "vector_math.hpp"
 
 #include <algorithm>
@@ -101,7 +102,9 @@ StepFn float_blocks(const KernelOp& op, const OpBuffers& buffers,
     float* y = typed<float>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
       const auto [b, e] = worker_range(n, w, nw);
-      f(x + b, y + b, e - b);
+      for_prefetched_blocks(
+          b, e, [&](std::int64_t j, std::int64_t k) { f(x + j, y + j, k - j); }, x,
+          static_cast<const float*>(y));
     };
   }
   case float16: {
@@ -312,16 +315,31 @@ StepFn binary_step(const KernelOp& op, const OpBuffers& buffers, F f) {
                      const T* pb = b + off[1];
                      Out* py = y + pos;
                      if (inner[0] == 1 && inner[1] == 1) {
-                       for (std::int64_t j = 0; j < len; ++j)
-                         py[j] = static_cast<Out>(f(C(pa[j]), C(pb[j])));
+                       for_prefetched_blocks(
+                           0, len,
+                           [&](std::int64_t j0, std::int64_t j1) {
+                             for (std::int64_t j = j0; j < j1; ++j)
+                               py[j] = static_cast<Out>(f(C(pa[j]), C(pb[j])));
+                           },
+                           pa, pb);
                      } else if (inner[0] == 1 && inner[1] == 0) {
                        const C vb = C(pb[0]);
-                       for (std::int64_t j = 0; j < len; ++j)
-                         py[j] = static_cast<Out>(f(C(pa[j]), vb));
+                       for_prefetched_blocks(
+                           0, len,
+                           [&](std::int64_t j0, std::int64_t j1) {
+                             for (std::int64_t j = j0; j < j1; ++j)
+                               py[j] = static_cast<Out>(f(C(pa[j]), vb));
+                           },
+                           pa);
                      } else if (inner[0] == 0 && inner[1] == 1) {
                        const C va = C(pa[0]);
-                       for (std::int64_t j = 0; j < len; ++j)
-                         py[j] = static_cast<Out>(f(va, C(pb[j])));
+                       for_prefetched_blocks(
+                           0, len,
+                           [&](std::int64_t j0, std::int64_t j1) {
+                             for (std::int64_t j = j0; j < j1; ++j)
+                               py[j] = static_cast<Out>(f(va, C(pb[j])));
+                           },
+                           pb);
                      } else {
                        for (std::int64_t j = 0; j < len; ++j)
                          py[j] = static_cast<Out>(f(C(pa[j * inner[0]]), C(pb[j * inner[1]])));
@@ -471,16 +489,31 @@ StepFn compile_Where(CompileContext&, const KernelOp& op, const OpBuffers& buffe
                      // Loops the compiler vectorises for a contiguous condition and operands
                      // that are contiguous or one value (a mask applied to scores, say).
                      if (inner[0] == 1 && inner[1] == 1 && inner[2] == 1) {
-                       for (std::int64_t j = 0; j < len; ++j)
-                         ry[j] = rc[j] ? ra[j] : rb[j];
+                       for_prefetched_blocks(
+                           0, len,
+                           [&](std::int64_t j0, std::int64_t j1) {
+                             for (std::int64_t j = j0; j < j1; ++j)
+                               ry[j] = rc[j] ? ra[j] : rb[j];
+                           },
+                           rc, ra, rb);
                      } else if (inner[0] == 1 && inner[1] == 1 && inner[2] == 0) {
                        const T vb = rb[0];
-                       for (std::int64_t j = 0; j < len; ++j)
-                         ry[j] = rc[j] ? ra[j] : vb;
+                       for_prefetched_blocks(
+                           0, len,
+                           [&](std::int64_t j0, std::int64_t j1) {
+                             for (std::int64_t j = j0; j < j1; ++j)
+                               ry[j] = rc[j] ? ra[j] : vb;
+                           },
+                           rc, ra);
                      } else if (inner[0] == 1 && inner[1] == 0 && inner[2] == 1) {
                        const T va = ra[0];
-                       for (std::int64_t j = 0; j < len; ++j)
-                         ry[j] = rc[j] ? va : rb[j];
+                       for_prefetched_blocks(
+                           0, len,
+                           [&](std::int64_t j0, std::int64_t j1) {
+                             for (std::int64_t j = j0; j < j1; ++j)
+                               ry[j] = rc[j] ? va : rb[j];
+                           },
+                           rc, rb);
                      } else {
                        for (std::int64_t j = 0; j < len; ++j)
                          ry[j] = rc[j * inner[0]] ? ra[j * inner[1]] : rb[j * inner[2]];
@@ -554,7 +587,9 @@ StepFn compile_GeluGrad(CompileContext&, const KernelOp& op, const OpBuffers& bu
     float* y = typed<float>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
       const auto [b, e] = worker_range(n, w, nw);
-      gelu_grad_f32(x + b, g + b, y + b, e - b);
+      for_prefetched_blocks(
+          b, e, [&](std::int64_t j, std::int64_t k) { gelu_grad_f32(x + j, g + j, y + j, k - j); },
+          x, g);
     };
   }
   case float16: {

@@ -1,6 +1,7 @@
 // Neural-network kernels: softmax and log-softmax, layer normalisation, dropout and the
 // negative log-likelihood loss.
 #include "common.hpp"
+#include "prefetch.hpp"
 #include "vector_math.hpp"
 
 #include "pxl/detail/random.hpp"
@@ -85,6 +86,7 @@ StepFn softmax_like(const KernelOp& op, const OpBuffers& buffers) {
         const std::int64_t s = p.inner;
         if constexpr (std::is_same_v<T, float>) {
           if (s == 1) { // the last axis
+            prefetch_row_ahead(x, r, end, p.n);
             softmax_row(xr, yr, p.n, Log);
             continue;
           }
@@ -154,6 +156,8 @@ StepFn compile_SoftmaxGrad(CompileContext&, const KernelOp& op, const OpBuffers&
         const std::int64_t at = p.start(r), st = p.inner;
         if constexpr (std::is_same_v<T, float>) {
           if (st == 1) { // the last axis
+            prefetch_row_ahead(y, r, end, p.n);
+            prefetch_row_ahead(g, r, end, p.n);
             softmax_grad_row(y + at, g + at, dx + at, p.n);
             continue;
           }
@@ -248,6 +252,7 @@ StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& b
         const T* xr = x + r * d;
         T* yr = y + r * d;
         if constexpr (std::is_same_v<T, float>) {
+          prefetch_row_ahead(x, r, end, d);
           layer_norm_row(xr, weight, bias, yr, d, eps);
           continue;
         }
@@ -290,6 +295,8 @@ StepFn compile_LayerNormGrad(CompileContext&, const KernelOp& op, const OpBuffer
       for (std::int64_t r = begin; r < end; ++r) {
         const std::int64_t at = r * d;
         if constexpr (std::is_same_v<T, float>) {
+          prefetch_row_ahead(x, r, end, d);
+          prefetch_row_ahead(g, r, end, d);
           layer_norm_grad_row(x + at, weight, g + at, dx + at, gx + at, d, eps);
           continue;
         }
