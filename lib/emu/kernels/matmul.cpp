@@ -103,10 +103,26 @@ MatMulPlan plan_matmul(const KernelOp& op, std::uint32_t transposed_inputs) {
   // Tiles large enough to amortise packing (< 3% extra traffic at K ~ 1000), small enough
   // that a batch-8 layer of 512 units still splits over several workers.
   // A batch of products has work for every worker in its batches already: one call each
-  // (up to 256 x 256) spares the calls' fixed cost.
-  const bool batched = batches >= 8;
-  p.row_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.m, batched ? 256 : 64));
-  p.col_block = std::max<std::int64_t>(1, std::min<std::int64_t>(p.n, batched ? 256 : 128));
+  // (up to 256 x 256) spares the calls' fixed cost. So has a product with a long reduction
+  // that makes at least 8 larger tiles: a tile packs K·(rows + cols) operand elements for
+  // K·rows·cols multiply-adds, and packing a transposed operand reads it row by row
+  // (a weight gradient aᵀg over 2048 rows as 128 x 256 tiles: 1.3x faster than 64 x 128).
+  const auto tiles_of = [&](std::int64_t rows, std::int64_t cols) {
+    return ((p.m + rows - 1) / rows) * ((p.n + cols - 1) / cols);
+  };
+  std::int64_t rows = 64, cols = 128;
+  if (batches >= 8) {
+    rows = cols = 256;
+  } else if (p.k >= 256) {
+    for (const auto& [r, c] : {std::pair{256, 256}, std::pair{128, 256}})
+      if (tiles_of(r, c) >= 8) {
+        rows = r;
+        cols = c;
+        break;
+      }
+  }
+  p.row_block = std::max<std::int64_t>(1, std::min(p.m, rows));
+  p.col_block = std::max<std::int64_t>(1, std::min(p.n, cols));
   p.row_tiles = (p.m + p.row_block - 1) / p.row_block;
   p.col_tiles = (p.n + p.col_block - 1) / p.col_block;
   p.tiles = batches * p.row_tiles * p.col_tiles;
