@@ -236,6 +236,7 @@ private:
 
   void compile(GraphId g, GraphProgram& plan) {
     FlatSchedule flat = flatten(ir_, g);
+    fuse_reshapes(ir_, flat);
     fuse_transposes(ir_, flat);
     fuse_matmul_updates(ir_, flat);
     fuse_all_reduce_updates(ir_, flat);

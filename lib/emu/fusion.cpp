@@ -119,6 +119,43 @@ std::optional<MatMulFusion::Update> update_of(const IrView& ir, OpId op) {
 
 } // namespace
 
+void fuse_reshapes(const IrView& ir, FlatSchedule& schedule) {
+  auto& steps = schedule.steps;
+  const std::size_t none = steps.size();
+  // The step that produced each value last, when that step is a Reshape.
+  std::vector<std::size_t> reshape_of(schedule.values.size(), none);
+  std::vector<std::size_t> readers = count_readers(schedule);
+
+  std::vector<bool> lost_reader(steps.size(), false); // Reshapes a reader now bypasses
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    FlatStep& step = steps[j];
+    if (!step.is_copy() && ir.callees(*step.op).empty()) {
+      for (auto& input : step.inputs) {
+        const std::size_t t = reshape_of[input];
+        if (t == none)
+          continue;
+        const std::size_t source = steps[t].inputs[0], reshaped = steps[t].outputs[0];
+        if (schedule.values[source].ipu != step.ipu || may_write(ir, step, reshaped) ||
+            may_write(ir, step, source) || !unchanged_between(ir, steps, t, j, {source, reshaped}))
+          continue;
+        input = source;
+        --readers[reshaped];
+        ++readers[source];
+        lost_reader[t] = true;
+      }
+    }
+    // A value written here no longer holds what an earlier Reshape produced.
+    for (auto v : step.outputs)
+      reshape_of[v] = !step.is_copy() && ir.kind(*step.op) == OpKind::Reshape ? j : none;
+  }
+  if (std::ranges::none_of(lost_reader, [](bool b) { return b; }))
+    return;
+  std::vector<bool> removed(steps.size(), false);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    removed[i] = lost_reader[i] && readers[steps[i].outputs[0]] == 0;
+  compact(schedule, removed);
+}
+
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();

@@ -1,10 +1,19 @@
-// Fusions compile_program applies to a flattened schedule: transposes read in place by the
-// matmuls they feed, and in-place updates folded into the matmul computing their operand.
+// Fusions compile_program applies to a flattened schedule: reshapes read in place by their
+// readers, transposes read in place by the matmuls they feed, and in-place updates folded
+// into the matmul computing their operand.
 #pragma once
 
 #include "flatten.hpp"
 
 namespace pxl::emu::detail {
+
+/// Rewrites `schedule` so that a step reading a Reshape's output reads the Reshape's input
+/// instead, the same bytes in the same order (kernels take shapes from their op), when the
+/// step is not a call and writes neither value, and neither is written in between.
+/// A Reshape left with no readers is removed, and values nothing uses any more are dropped.
+/// Results are unchanged; a reshape stops costing a copy and a buffer (a linear layer's input
+/// and gradient are reshaped to matrices for its weight's gradient, say).
+void fuse_reshapes(const IrView& ir, FlatSchedule& schedule);
 
 /// Rewrites `schedule` so that each MatMul whose operand comes from a Transpose swapping the
 /// last two axes reads the Transpose's input instead (MatMulFusion::transposed_inputs), when that

@@ -1,5 +1,6 @@
-// Transposes fused into matmuls: the MatMul reads its operand transposed instead of a copy,
-// with the same results as the reference, for any worker count, and never across a write.
+// Reshapes read in place by their readers, and transposes fused into matmuls (the MatMul reads
+// its operand transposed instead of a copy): the same results as the reference, for any worker
+// count, and never across a write.
 #include "helpers.hpp"
 #include "reference.hpp"
 
@@ -195,6 +196,80 @@ TEST_CASE("No fusion across a write: the matmul sees the values the Transpose sa
     const auto expected = ref.run({{"x", x}}).at("y");
     for (unsigned workers : {1u, 3u})
       CHECK(allclose(run_on(ir, workers, {{sx, x}}).at(sy), expected, 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("A Reshape is read in place by its readers: no step, no buffer, same results") {
+  auto build = [](Ir& ir, bool write_source) -> std::string {
+    auto in_main = ir.main_graph().scope();
+    auto x = h2d_stream({4, 8, 16}, float32, "x");
+    auto w = variable(pattern({{16, 16}, float32}, 3), "w");
+    const Tensor loaded = ops::host_load(x);
+    const Tensor rows = ops::reshape(loaded, {32, 16});
+    // A write to the reshaped tensor's source before its readers keeps the Reshape.
+    if (write_source)
+      ops::scaled_add_(loaded, loaded, {.b = 2.0});
+    // A chain of reshapes and an element-wise reader as well as a matmul.
+    const Tensor y = ops::matmul(rows, w) + ops::reshape(ops::reshape(rows, {512}), {32, 16});
+    ops::host_store(d2h_stream({32, 16}, float32, "y"), y);
+    return rows.id();
+  };
+  Ir fused_ir, kept_ir;
+  const std::string fused_rows = build(fused_ir, false), kept_rows = build(kept_ir, true);
+  const auto fused = Session(fused_ir).memory_report();
+  const auto kept = Session(kept_ir).memory_report();
+  CHECK_FALSE(has_tensor(fused, fused_rows));
+  CHECK(has_tensor(kept, kept_rows));
+  CHECK(fused.ipus[0].steps < kept.ipus[0].steps);
+  const HostTensor x = pattern({{4, 8, 16}, float32}, 5);
+  testing::ReferenceEvaluator ref(fused_ir);
+  const auto expected = ref.run({{"x", x}}).at("y");
+  for (unsigned workers : {1u, 2u, 3u}) {
+    CAPTURE(workers);
+    const auto sx = fused_ir.h2d_streams()[0];
+    const auto sy = fused_ir.d2h_streams()[0];
+    CHECK(allclose(run_on(fused_ir, workers, {{sx, x}}).at(sy), expected, 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("No reshape read in place across a write, or by a step that writes it") {
+  // x is loaded and reshaped, then changed in place directly, through its reshape, or by the
+  // reader itself, before the reshape is read.
+  enum class Write { source, reshaped, by_reader };
+  for (Write write : {Write::source, Write::reshaped, Write::by_reader}) {
+    CAPTURE(static_cast<int>(write));
+    Ir ir;
+    HostToDeviceStream sx;
+    DeviceToHostStream sy, sz;
+    {
+      auto in_main = ir.main_graph().scope();
+      sx = h2d_stream({6, 5}, float32, "x");
+      sy = d2h_stream({30}, float32, "y");
+      sz = d2h_stream({6, 5}, float32, "z");
+      Tensor x = ops::host_load(sx);
+      Tensor flat = ops::reshape(x, {30});
+      switch (write) {
+      case Write::source:
+        ops::scaled_add_(x, x, {.b = 2.0});
+        break;
+      case Write::reshaped:
+        ops::scaled_add_(flat, flat, {.b = 2.0});
+        break;
+      case Write::by_reader: // x += reshape(x) read back as (6, 5)
+        ops::scaled_add_(x, ops::reshape(flat, {6, 5}), {.b = 3.0});
+        break;
+      }
+      ops::host_store(sy, flat * 2.0);
+      ops::host_store(sz, x);
+    }
+    const HostTensor x = pattern({{6, 5}, float32}, 5);
+    testing::ReferenceEvaluator ref(ir);
+    const auto expected = ref.run({{"x", x}});
+    for (unsigned workers : {1u, 3u}) {
+      const auto got = run_on(ir, workers, {{sx, x}});
+      CHECK(allclose(got.at(sy), expected.at("y"), 1e-6, 1e-6));
+      CHECK(allclose(got.at(sz), expected.at("z"), 1e-6, 1e-6));
+    }
   }
 }
 
