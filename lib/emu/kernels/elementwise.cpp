@@ -528,19 +528,26 @@ StepFn compile_Where(CompileContext&, const KernelOp& op, const OpBuffers& buffe
 
 namespace {
 
+/// 1/(1 + e^t) from q = e^-|t| and r = 1/(1 + q), |t| clamped to 700: r is taken in float
+/// (a double division costs three times as much, and 1 + q lies in [1, 2], so r is within
+/// 2^-23 relative), the rest in double. NaN stays NaN.
+inline double logistic(double t) {
+  const double a = std::fabs(t);
+  const double q = exp_bounded(-select(a > 700.0, 700.0, a));
+  const double r = static_cast<double>(1.0f / static_cast<float>(1.0 + q));
+  return select(t > 0.0, q * r, r);
+}
+
 /// gelu(x) = 0.5x(1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi)(x + 0.044715x^3): the
 /// second form has no cancellation for negative x. u is formed in double because exp(-2u)
 /// amplifies its rounding error by |2u|, which float would turn into a visible relative error
-/// in the tail. Beyond |2u| = 700 the result rounds to x (or to a signed zero) in float either
-/// way, so the argument is clamped there; at x = -inf the quotient stays -inf/inf = NaN, as
-/// the formula gives.
+/// in the tail. Beyond -2u = 700 the result rounds to a signed zero in float either way, and
+/// is x·0 (so NaN at x = -inf, as x / (1 + exp(-2u)) gives).
 inline float gelu_tanh(float x) {
   const double xd = x;
   const double u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd);
   const double t = -2.0 * u;
-  const double clamped = select(t < -700.0, -700.0, select(t > 700.0, 700.0, t));
-  const double e = select(t > 700.0, std::numeric_limits<double>::infinity(), exp_bounded(clamped));
-  return static_cast<float>(xd / (1.0 + e));
+  return static_cast<float>(xd * select(t > 700.0, 0.0, logistic(t)));
 }
 
 // Tested on odd lengths for 1-4 workers: results do not depend on where a worker's range
@@ -552,9 +559,10 @@ PXL_VECTOR_CLONES void gelu_f32(const float* x, float* y, std::int64_t n) {
 
 /// g·gelu'(x) = g·(s + 2x·u'·e·s²) with e = exp(-2u), s = 1/(1 + e), u as in gelu_tanh: the
 /// derivative 0.5(1 + t) + 0.5x(1 - t²)u' of the tanh form, t = tanh(u), rewritten so that
-/// neither term cancels (1 + t = 2s, 1 - t² = 4e·s²). In double, rounded once. Beyond
-/// |u| = 350 the second term is below 1e-290 and is dropped, so that x = ±inf gives the limits
-/// g and 0 rather than inf·0; NaN stays NaN.
+/// neither term cancels (1 + t = 2s, 1 - t² = 4e·s²). In double, rounded once: the two terms
+/// cancel where gelu' crosses zero (x near -0.75), so s is not taken through logistic's float
+/// reciprocal. Beyond |u| = 350 the second term is below 1e-290 and is dropped, so that
+/// x = ±inf gives the limits g and 0 rather than inf·0; NaN stays NaN.
 inline float gelu_grad_tanh(float x, float g) {
   constexpr double k = 0.7978845608028654, c = 0.044715;
   const double xd = x, x2 = xd * xd;
