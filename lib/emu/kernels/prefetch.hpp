@@ -29,8 +29,7 @@ inline void prefetch_bytes(const void* p, std::int64_t bytes) {
 /// prefetch_block elements, after prefetching the block prefetch_ahead blocks further of every
 /// array in `arrays` (each indexed like the loop: element i of each is at arrays + i).
 template <typename Body, typename... T>
-void for_prefetched_blocks(std::int64_t begin, std::int64_t end, Body&& body,
-                           const T*... arrays) {
+void for_prefetched_blocks(std::int64_t begin, std::int64_t end, Body&& body, const T*... arrays) {
   for (std::int64_t j = begin; j < end; j += prefetch_block) {
     const std::int64_t k = std::min(end, j + prefetch_block);
     const std::int64_t ahead = std::min(end, j + prefetch_ahead * prefetch_block);
