@@ -117,36 +117,32 @@ std::optional<MatMulFusion::Update> update_of(const IrView& ir, OpId op) {
   }
 }
 
-} // namespace
-
-void fuse_reshapes(const IrView& ir, FlatSchedule& schedule) {
+/// Lets steps read past the single-input steps `is_view` picks (a Reshape, a Transpose):
+/// input k of step j, produced by such a step t, reads t's input instead when
+/// `reads_in_place(j, k, t)` says it may (after noting how in the step's fusion). Views left
+/// with no readers are removed, and values nothing uses any more are dropped.
+template <typename IsView, typename ReadsInPlace>
+void read_views_in_place(FlatSchedule& schedule, IsView is_view, ReadsInPlace reads_in_place) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();
-  // The step that produced each value last, when that step is a Reshape.
-  std::vector<std::size_t> reshape_of(schedule.values.size(), none);
+  // The step that produced each value last, when that step is a view.
+  std::vector<std::size_t> view_of(schedule.values.size(), none);
   std::vector<std::size_t> readers = count_readers(schedule);
-
-  std::vector<bool> lost_reader(steps.size(), false); // Reshapes a reader now bypasses
+  std::vector<bool> lost_reader(steps.size(), false); // views a reader now bypasses
   for (std::size_t j = 0; j < steps.size(); ++j) {
-    FlatStep& step = steps[j];
-    if (!step.is_copy() && ir.callees(*step.op).empty()) {
-      for (auto& input : step.inputs) {
-        const std::size_t t = reshape_of[input];
-        if (t == none)
-          continue;
-        const std::size_t source = steps[t].inputs[0], reshaped = steps[t].outputs[0];
-        if (schedule.values[source].ipu != step.ipu || may_write(ir, step, reshaped) ||
-            may_write(ir, step, source) || !unchanged_between(ir, steps, t, j, {source, reshaped}))
-          continue;
-        input = source;
-        --readers[reshaped];
-        ++readers[source];
-        lost_reader[t] = true;
-      }
+    for (std::size_t k = 0; k < steps[j].inputs.size(); ++k) {
+      const std::size_t t = view_of[steps[j].inputs[k]];
+      if (t == none || !reads_in_place(j, k, t))
+        continue;
+      const std::size_t source = steps[t].inputs[0], view = steps[t].outputs[0];
+      steps[j].inputs[k] = source;
+      --readers[view];
+      ++readers[source];
+      lost_reader[t] = true;
     }
-    // A value written here no longer holds what an earlier Reshape produced.
-    for (auto v : step.outputs)
-      reshape_of[v] = !step.is_copy() && ir.kind(*step.op) == OpKind::Reshape ? j : none;
+    // A value written here no longer holds what an earlier view produced.
+    for (auto v : steps[j].outputs)
+      view_of[v] = is_view(steps[j]) ? j : none;
   }
   if (std::ranges::none_of(lost_reader, [](bool b) { return b; }))
     return;
@@ -156,42 +152,38 @@ void fuse_reshapes(const IrView& ir, FlatSchedule& schedule) {
   compact(schedule, removed);
 }
 
+} // namespace
+
+void fuse_reshapes(const IrView& ir, FlatSchedule& schedule) {
+  const auto& steps = schedule.steps;
+  read_views_in_place(
+      schedule,
+      [&](const FlatStep& step) { return !step.is_copy() && ir.kind(*step.op) == OpKind::Reshape; },
+      [&](std::size_t j, std::size_t, std::size_t t) {
+        const FlatStep& step = steps[j];
+        const std::size_t source = steps[t].inputs[0], reshaped = steps[t].outputs[0];
+        return !step.is_copy() && ir.callees(*step.op).empty() &&
+               schedule.values[source].ipu == step.ipu && !may_write(ir, step, reshaped) &&
+               !may_write(ir, step, source) &&
+               unchanged_between(ir, steps, t, j, {source, reshaped});
+      });
+}
+
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
-  const std::size_t none = steps.size();
-  // The step that produced each value last, when that step is a fusable Transpose.
-  std::vector<std::size_t> transpose_of(schedule.values.size(), none);
-  std::vector<std::size_t> readers = count_readers(schedule);
-
-  std::vector<bool> lost_reader(steps.size(), false); // Transposes a MatMul now bypasses
-  for (std::size_t j = 0; j < steps.size(); ++j) {
-    FlatStep& step = steps[j];
-    if (!step.is_copy() && ir.kind(*step.op) == OpKind::MatMul) {
-      for (std::size_t k = 0; k < 2; ++k) {
-        const std::size_t t = transpose_of[step.inputs[k]];
-        if (t == none)
-          continue;
+  read_views_in_place(
+      schedule,
+      [&](const FlatStep& step) { return !step.is_copy() && swaps_last_two(ir, *step.op); },
+      [&](std::size_t j, std::size_t k, std::size_t t) {
+        FlatStep& step = steps[j];
         const std::size_t source = steps[t].inputs[0], transposed = steps[t].outputs[0];
-        if (schedule.values[source].ipu != step.ipu ||
+        if (step.is_copy() || ir.kind(*step.op) != OpKind::MatMul || k >= 2 ||
+            schedule.values[source].ipu != step.ipu ||
             !unchanged_between(ir, steps, t, j, {source, transposed}))
-          continue;
-        step.inputs[k] = source;
+          return false;
         step.fusion.transposed_inputs |= 1u << k;
-        --readers[transposed];
-        ++readers[source];
-        lost_reader[t] = true;
-      }
-    }
-    // A value written here no longer holds what an earlier Transpose produced.
-    for (auto v : step.outputs)
-      transpose_of[v] = !step.is_copy() && swaps_last_two(ir, *step.op) ? j : none;
-  }
-  if (std::ranges::none_of(lost_reader, [](bool b) { return b; }))
-    return;
-  std::vector<bool> removed(steps.size(), false);
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    removed[i] = lost_reader[i] && readers[steps[i].outputs[0]] == 0;
-  compact(schedule, removed);
+        return true;
+      });
 }
 
 void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {

@@ -92,6 +92,20 @@ void store_loss(const NllAttrs& attrs, const std::vector<double>& losses, std::i
   ref::store(y, 0, total);
 }
 
+/// The mean of row `row` of `x` viewed as rows of `n`, and 1/sqrt(population variance + eps).
+std::pair<double, double> row_mean_rstd(const HostTensor& x, std::int64_t row, std::int64_t n,
+                                        double eps) {
+  double mean = 0.0, var = 0.0;
+  for (std::int64_t j = 0; j < n; ++j)
+    mean += ref::load(x, row * n + j);
+  mean /= static_cast<double>(n);
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double d = ref::load(x, row * n + j) - mean;
+    var += d * d;
+  }
+  return {mean, 1.0 / std::sqrt(var / static_cast<double>(n) + eps)};
+}
+
 } // namespace
 
 PXL_REF_KERNEL(Softmax) {
@@ -111,16 +125,8 @@ PXL_REF_KERNEL(LayerNorm) {
   const std::int64_t n = x.shape().back();
   for (std::int64_t i = 0; i < y.nelms(); ++i) {
     const std::int64_t row = i / n, col = i % n;
-    double mean = 0.0, var = 0.0;
-    for (std::int64_t j = 0; j < n; ++j)
-      mean += ref::load(x, row * n + j);
-    mean /= static_cast<double>(n);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double d = ref::load(x, row * n + j) - mean;
-      var += d * d;
-    }
-    var /= static_cast<double>(n); // population variance
-    const double normed = (ref::load(x, i) - mean) / std::sqrt(var + eps);
+    const auto [mean, rstd] = row_mean_rstd(x, row, n, eps);
+    const double normed = (ref::load(x, i) - mean) * rstd;
     ref::store(y, i, normed * ref::load(weight, col) + ref::load(bias, col));
   }
 }
@@ -146,15 +152,7 @@ PXL_REF_KERNEL(LayerNormGrad) {
   const double eps = op.attrs_as<ScalarAttrs>().a;
   const std::int64_t n = x.shape().back();
   for (std::int64_t row = 0; row < x.nelms() / n; ++row) {
-    double mean = 0.0, var = 0.0;
-    for (std::int64_t j = 0; j < n; ++j)
-      mean += ref::load(x, row * n + j);
-    mean /= static_cast<double>(n);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double d = ref::load(x, row * n + j) - mean;
-      var += d * d;
-    }
-    const double rstd = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+    const auto [mean, rstd] = row_mean_rstd(x, row, n, eps);
     std::vector<double> xhat(static_cast<std::size_t>(n)), dxhat(xhat.size());
     double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
     for (std::int64_t j = 0; j < n; ++j) {

@@ -179,10 +179,12 @@ StepFn compile_SoftmaxGrad(CompileContext&, const KernelOp& op, const OpBuffers&
 
 namespace {
 
-/// Layer normalisation of one float32 row, as one instruction-set clone: the mean and the
-/// variance in double (four lanes each), then the normalisation.
-PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
-                                      float* y, std::int64_t d, double eps) {
+/// The mean of a float32 row of `d` and 1/sqrt(variance + eps), in double (four lanes each):
+/// what layer norm and its gradient both normalise with.
+struct RowStats {
+  double mean, inv_std;
+};
+inline RowStats row_stats(const float* x, std::int64_t d, double eps) {
   const double mean = sum_in_lanes(d, [x](std::int64_t j) { return static_cast<double>(x[j]); }) /
                       static_cast<double>(d);
   const double var = sum_in_lanes(d,
@@ -192,26 +194,26 @@ PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const
                                   }) /
                      static_cast<double>(d);
   const double inv_std = 1.0 / std::sqrt(var + eps);
+  return {mean, inv_std};
+}
+
+/// Layer normalisation of one float32 row, as one instruction-set clone: row_stats, then the
+/// normalisation.
+PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
+                                      float* y, std::int64_t d, double eps) {
+  const auto [mean, inv_std] = row_stats(x, d, eps);
   for (std::int64_t j = 0; j < d; ++j)
     y[j] = static_cast<float>((static_cast<double>(x[j]) - mean) * inv_std *
                                   static_cast<double>(weight[j]) +
                               static_cast<double>(bias[j]));
 }
 
-/// layer_norm_grad of one float32 row, as one instruction-set clone: the statistics as
-/// layer_norm_row takes them, x̂ = (x − mean)·rstd, then with a = Σ g·w and b = Σ g·w·x̂ (double,
-/// sum_in_lanes' order) dx = rstd·(g·w − a/d − x̂·b/d) and gx = g·x̂, each rounded once.
+/// layer_norm_grad of one float32 row, as one instruction-set clone: row_stats, x̂ = (x −
+/// mean)·rstd, then with a = Σ g·w and b = Σ g·w·x̂ (double, sum_in_lanes' order) dx = rstd·(g·w −
+/// a/d − x̂·b/d) and gx = g·x̂, each rounded once.
 PXL_VECTOR_CLONES void layer_norm_grad_row(const float* x, const float* weight, const float* g,
                                            float* dx, float* gx, std::int64_t d, double eps) {
-  const double mean = sum_in_lanes(d, [x](std::int64_t j) { return static_cast<double>(x[j]); }) /
-                      static_cast<double>(d);
-  const double var = sum_in_lanes(d,
-                                  [x, mean](std::int64_t j) {
-                                    const double c = static_cast<double>(x[j]) - mean;
-                                    return c * c;
-                                  }) /
-                     static_cast<double>(d);
-  const double inv_std = 1.0 / std::sqrt(var + eps);
+  const auto [mean, inv_std] = row_stats(x, d, eps);
   const auto gw = [g, weight](std::int64_t j) {
     return static_cast<double>(g[j]) * static_cast<double>(weight[j]);
   };
