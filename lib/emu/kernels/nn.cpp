@@ -213,7 +213,9 @@ PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const
 /// a/d − x̂·b/d) and gx = g·x̂, each rounded once.
 PXL_VECTOR_CLONES void layer_norm_grad_row(const float* x, const float* weight, const float* g,
                                            float* dx, float* gx, std::int64_t d, double eps) {
-  const auto [mean, inv_std] = row_stats(x, d, eps);
+  // Named copies, not a structured binding: the lambdas below capture them.
+  const RowStats stats = row_stats(x, d, eps);
+  const double mean = stats.mean, inv_std = stats.inv_std;
   const auto gw = [g, weight](std::int64_t j) {
     return static_cast<double>(g[j]) * static_cast<double>(weight[j]);
   };
