@@ -183,24 +183,36 @@ inline constexpr std::array<OpKind, num_op_kinds> all_op_kinds = {
 #undef PXL_X
 };
 
+// The op table's columns, by kind. At namespace scope, so that each is one object in
+// read-only data: a constexpr local of a function called at run time is rebuilt on the
+// stack at every call.
+namespace detail {
+inline constexpr std::array<std::string_view, num_op_kinds> op_type_names = {
+#define PXL_X(kind, name, ...) name,
+    PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+};
+inline constexpr std::array<OpFamily, num_op_kinds> op_families = {
+#define PXL_X(kind, name, family, ...) OpFamily::family,
+    PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+};
+inline constexpr std::array<unsigned, num_op_kinds> op_flag_sets = [] {
+  using namespace op_flags;
+  return std::array<unsigned, num_op_kinds>{
+#define PXL_X(kind, name, family, attrs, flags) (flags),
+      PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+  };
+}();
+} // namespace detail
+
 /// The op type as print_schedule shows it ("MatMul", "Add", ...).
 constexpr std::string_view op_type_name(OpKind k) {
-  constexpr std::array<std::string_view, num_op_kinds> names = {
-#define PXL_X(kind, name, ...) name,
-      PXL_OP_TABLE(PXL_X)
-#undef PXL_X
-  };
-  return names[static_cast<std::size_t>(k)];
+  return detail::op_type_names[static_cast<std::size_t>(k)];
 }
 
-constexpr OpFamily family_of(OpKind k) {
-  constexpr std::array<OpFamily, num_op_kinds> families = {
-#define PXL_X(kind, name, family, ...) OpFamily::family,
-      PXL_OP_TABLE(PXL_X)
-#undef PXL_X
-  };
-  return families[static_cast<std::size_t>(k)];
-}
+constexpr OpFamily family_of(OpKind k) { return detail::op_families[static_cast<std::size_t>(k)]; }
 
 /// The family's file stem ("elementwise", "var_updates", ...).
 constexpr std::string_view family_name(OpFamily f) {
@@ -225,15 +237,7 @@ constexpr std::string_view family_name(OpFamily f) {
 }
 
 /// The row's flags (op_flags).
-constexpr unsigned flags_of(OpKind k) {
-  using namespace op_flags;
-  constexpr std::array<unsigned, num_op_kinds> flags = {
-#define PXL_X(kind, name, family, attrs, flags) (flags),
-      PXL_OP_TABLE(PXL_X)
-#undef PXL_X
-  };
-  return flags[static_cast<std::size_t>(k)];
-}
+constexpr unsigned flags_of(OpKind k) { return detail::op_flag_sets[static_cast<std::size_t>(k)]; }
 
 /// Ops whose output 0 is input 0, modified in place.
 constexpr bool is_inplace(OpKind k) { return (flags_of(k) & op_flags::Inplace) != 0; }
@@ -262,17 +266,17 @@ constexpr std::size_t index_in(std::variant<Ts...>*) {
       return i;
   return sizeof...(Ts);
 }
+
+inline constexpr std::array<std::size_t, num_op_kinds> op_attrs_indices = {
+#define PXL_X(kind, name, family, attrs, flags) index_in<attrs>(static_cast<OpAttrs*>(nullptr)),
+    PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+};
 } // namespace detail
 
 /// The index, in OpAttrs, of kind k's attribute type: ops are built with it (checked).
 constexpr std::size_t attrs_index(OpKind k) {
-  constexpr std::array<std::size_t, num_op_kinds> index = {
-#define PXL_X(kind, name, family, attrs, flags)                                                    \
-  detail::index_in<attrs>(static_cast<OpAttrs*>(nullptr)),
-      PXL_OP_TABLE(PXL_X)
-#undef PXL_X
-  };
-  return index[static_cast<std::size_t>(k)];
+  return detail::op_attrs_indices[static_cast<std::size_t>(k)];
 }
 
 } // namespace pxl
