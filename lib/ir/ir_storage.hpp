@@ -3,6 +3,7 @@
 // or IrRewriter.
 #pragma once
 
+#include "ir/stable_vector.hpp"
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/op_kind.hpp"
@@ -11,6 +12,7 @@
 #include "pxl/ir/view.hpp"
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -81,13 +83,20 @@ struct StreamNode {
   bool host_to_device = true;
 };
 
-/// Deques, not vectors: handles return references into the nodes (shapes, names,
-/// attributes), and those must stay valid while later ops are added.
+/// The suffixes `__t<n>` assign_tensor_id has tried for an id found taken.
+struct IdSuffixes {
+  std::uint32_t last = 0;  ///< the largest n tried
+  bool base_freed = false; ///< whether rename_tensor_id has freed the id itself since
+};
+
+/// Sequences whose elements never move (StableVector, deques), not vectors: handles return
+/// references into the nodes (shapes, names, attributes), and those must stay valid while
+/// later ops are added.
 struct IrStorage {
   Ir* owner = nullptr;          ///< kept current when the Ir moves; null once it is destroyed
   std::deque<GraphNode> graphs; ///< graphs[0] is the main graph
-  std::deque<TensorNode> tensors;
-  std::deque<OpNode> ops;
+  StableVector<TensorNode> tensors;
+  StableVector<OpNode> ops;
   std::deque<StreamNode> streams;
   std::deque<RemoteBufferNode> remote_buffers;
   std::int64_t num_host_transfers = 1;
@@ -97,7 +106,8 @@ struct IrStorage {
   /// Every tensor's id, viewing the string in its node (stable in the deque): the set copies
   /// no strings. Ids change only through assign_tensor_id and rename_tensor_id.
   std::unordered_set<std::string_view> tensor_ids;
-  std::unordered_map<std::string, std::uint32_t> id_suffixes; ///< last n of `base__t<n>`
+  /// By id asked for and found taken (assign_tensor_id): the suffixes `__t<n>` tried for it.
+  std::unordered_map<std::string, IdSuffixes> id_suffixes;
   std::vector<GraphId> differentiated; ///< graphs autodiff has been applied to
   std::atomic<std::uint32_t> holds{0}; ///< live IrHolds; the Ir is frozen while > 0
 
@@ -119,10 +129,21 @@ void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted);
 /// name and a slash ("Linear_subgraph(0)/"), so tensors of one name in different graphs
 /// keep distinct, readable ids.
 std::string graph_scope(const IrStorage& ir, GraphId g);
+/// The id a tensor named `name` in name scope `scope` (a prefix "a/b/") of graph `g` asks
+/// for: graph_scope(ir, g) + scope + name, built in one allocation.
+std::string scoped_tensor_id(const IrStorage& ir, GraphId g, std::string_view scope,
+                             std::string_view name);
 /// Gives tensor `t` the id assign_tensor_id would give it, freeing its old one.
 void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted);
 
 /// GraphError naming `what` (the change attempted) while an IrHold freezes `ir`.
 void require_mutable(const IrStorage& ir, std::string_view what);
+/// require_mutable with the change described by `what()`, called only to throw: for the
+/// descriptions built on every op.
+template <std::invocable Describe>
+void require_mutable(const IrStorage& ir, Describe&& what) {
+  if (ir.holds.load(std::memory_order_relaxed) > 0)
+    require_mutable(ir, std::string_view(what()));
+}
 
 } // namespace pxl::detail

@@ -67,8 +67,9 @@ Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t
                      buffer.name() + "' is out of range: it has " +
                      std::to_string(buffer.entries()) + " entries");
   const RemoteBufferId id = IrView::id(buffer);
-  for (const auto& t : g.ir->tensors)
-    if (t.remote && t.remote->buffer == id && t.remote->entry == entry)
+  for (std::size_t i = 0; i < g.ir->tensors.size(); ++i)
+    if (const auto& t = g.ir->tensors[i];
+        t.remote && t.remote->buffer == id && t.remote->entry == entry)
       throw ValueError("remote_variable: entry " + std::to_string(entry) + " of remote buffer '" +
                        buffer.name() + "' already holds remote variable '" + t.id + "'");
   const Tensor t = variable(std::move(data), std::move(name));
