@@ -12,13 +12,6 @@ Context& context() {
   return ctx;
 }
 
-std::string Context::scope_prefix() const {
-  std::string p;
-  for (const auto& n : names)
-    p += n + "/";
-  return p;
-}
-
 } // namespace detail
 
 GraphScope::GraphScope(const Graph& g) {
@@ -34,10 +27,18 @@ GraphScope::~GraphScope() {
     detail::context().graphs.pop_back();
 }
 
-NameScope::NameScope(std::string name) { detail::context().names.push_back(std::move(name)); }
+NameScope::NameScope(std::string name) {
+  auto& ctx = detail::context();
+  ctx.name_scope_starts.push_back(ctx.scope_prefix.size());
+  ctx.scope_prefix += name;
+  ctx.scope_prefix += '/';
+}
 NameScope::~NameScope() {
-  if (active_)
-    detail::context().names.pop_back();
+  if (active_) {
+    auto& ctx = detail::context();
+    ctx.scope_prefix.resize(ctx.name_scope_starts.back());
+    ctx.name_scope_starts.pop_back();
+  }
 }
 
 IpuScope::IpuScope(std::int64_t n) {

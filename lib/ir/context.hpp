@@ -22,13 +22,14 @@ struct Context {
     GraphId graph;
   };
   std::vector<GraphFrame> graphs;
-  std::vector<std::string> names;
+  /// "a/b/" for the open name scopes, "" for none: kept whole, since every op and tensor
+  /// made reads it.
+  std::string scope_prefix;
+  /// scope_prefix's length before each open name scope, innermost last.
+  std::vector<std::size_t> name_scope_starts;
   std::vector<std::int64_t> ipus;
   std::vector<std::int64_t> pipeline_stages;
   std::vector<SequenceFrame> sequences;
-
-  /// "a/b/" for the open name scopes, "" for none.
-  std::string scope_prefix() const;
 };
 
 Context& context();

@@ -79,7 +79,7 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
   const char* what = kind == TensorKind::graph_input ? "graph_input"
                      : kind == TensorKind::variable  ? "variable"
                                                      : "constant";
-  nbytes(spec.shape, spec.dtype, std::string(what) + " '" + name + "'");
+  detail::checked_nbytes(spec, [&] { return std::string(what) + " '" + name + "'"; });
   ir.tensors.push_back(detail::TensorNode{.id = {},
                                           .name = name,
                                           .spec = std::move(spec),
@@ -88,7 +88,8 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
                                           .producer = std::nullopt,
                                           .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
                                           .data = std::move(data)});
-  detail::assign_tensor_id(ir, index, detail::graph_scope(ir, g.graph) + ctx.scope_prefix() + name);
+  detail::assign_tensor_id(ir, index,
+                           detail::scoped_tensor_id(ir, g.graph, ctx.scope_prefix, name));
   ir.graph(g.graph).tensors.push_back(index);
   return HandleAccess::tensor(g.ir, index);
 }

@@ -31,24 +31,48 @@ namespace detail {
 void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
   std::string& id = ir.tensor(t).id;
   PXL_ASSERT(id.empty());
-  id = std::move(wanted);
-  if (ir.tensor_ids.insert(id).second) // one lookup for the usual, unused id
-    return;
-  std::uint32_t& n = ir.id_suffixes[id];
-  std::string suffixed;
+  // A name seen taken before is usually taken still (only rename_tensor_id frees one, and it
+  // says so): it goes straight to the suffixes, one lookup here and one per candidate, each
+  // inserting the node's own string (the set views it) and retried only if taken.
+  auto seen = ir.id_suffixes.find(wanted);
+  if (seen == ir.id_suffixes.end() || seen->second.base_freed) {
+    id = std::move(wanted);
+    if (ir.tensor_ids.insert(id).second) {
+      if (seen != ir.id_suffixes.end())
+        seen->second.base_freed = false;
+      return;
+    }
+    if (seen == ir.id_suffixes.end())
+      seen = ir.id_suffixes.emplace(id, IdSuffixes{}).first;
+    seen->second.base_freed = false;
+  }
+  const std::string& base = seen->first;
   do
-    suffixed = id + "__t" + std::to_string(++n);
-  while (ir.tensor_ids.contains(suffixed));
-  id = std::move(suffixed);
-  ir.tensor_ids.insert(id);
+    id = base + "__t" + std::to_string(++seen->second.last);
+  while (!ir.tensor_ids.insert(id).second);
 }
 
 std::string graph_scope(const IrStorage& ir, GraphId g) {
   return g == IrView::main_graph() ? std::string() : ir.graph(g).name + "/";
 }
 
+std::string scoped_tensor_id(const IrStorage& ir, GraphId g, std::string_view scope,
+                             std::string_view name) {
+  const bool main = g == IrView::main_graph();
+  const std::string_view graph = main ? std::string_view() : std::string_view(ir.graph(g).name);
+  std::string id;
+  id.reserve(graph.size() + 1 + scope.size() + name.size());
+  if (!main)
+    id.append(graph).append(1, '/');
+  id.append(scope).append(name);
+  return id;
+}
+
 void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
-  ir.tensor_ids.erase(ir.tensor(t).id);
+  std::string& old = ir.tensor(t).id;
+  ir.tensor_ids.erase(old);
+  if (const auto it = ir.id_suffixes.find(old); it != ir.id_suffixes.end())
+    it->second.base_freed = true;
   ir.tensor(t).id.clear();
   assign_tensor_id(ir, t, std::move(wanted));
 }

@@ -24,12 +24,13 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
   PXL_ASSERT(output_specs.size() == output_names.size());
   PXL_ASSERT(node.attrs.index() == attrs_index(node.kind)); // the op table row's attribute type
   for (std::size_t i = 0; i < output_specs.size(); ++i)
-    nbytes(output_specs[i].shape, output_specs[i].dtype,
-           std::string(what) + ": output '" + output_names[i] + "'");
+    checked_nbytes(output_specs[i],
+                   [&] { return std::string(what) + ": output '" + output_names[i] + "'"; });
   require_mutable(ir, what);
   const OpId op{static_cast<Index>(ir.ops.size())};
   node.graph = g;
   node.outputs.clear();
+  node.outputs.reserve(output_specs.size());
   for (std::size_t i = 0; i < output_specs.size(); ++i) {
     const TensorId t{static_cast<Index>(ir.tensors.size())};
     ir.tensors.push_back(TensorNode{.id = {},
@@ -40,7 +41,7 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
                                     .producer = op,
                                     .ipu = node.ipu,
                                     .data = std::nullopt});
-    assign_tensor_id(ir, t, graph_scope(ir, g) + std::string(scope) + output_names[i]);
+    assign_tensor_id(ir, t, scoped_tensor_id(ir, g, scope, output_names[i]));
     ir.graph(g).tensors.push_back(t);
     node.outputs.push_back(t);
   }
@@ -79,7 +80,9 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
                        "ops::remote_load(buffer, " +
                        std::to_string(r->entry) + ")");
   }
-  require_mutable(ir, std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'");
+  require_mutable(ir, [&] {
+    return std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'";
+  });
   auto& ctx = context();
   const std::int64_t placed = ctx.ipus.empty() ? 0 : ctx.ipus.back();
   // An op computes on one IPU, from tensors on that IPU: only IpuCopy moves data between
@@ -99,7 +102,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
                        inputs[i].name() + ", " + std::to_string(placed) + ")");
   const auto op_index = static_cast<Index>(ir.ops.size());
   OpNode node{.kind = kind,
-              .name = ctx.scope_prefix() + std::string(op),
+              .name = ctx.scope_prefix + std::string(op),
               .graph = g.graph,
               .inputs = {},
               .outputs = {},
@@ -109,6 +112,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
               .pipeline_stage = ctx.pipeline_stages.empty()
                                     ? std::nullopt
                                     : std::optional<std::int64_t>(ctx.pipeline_stages.back())};
+  node.inputs.reserve(inputs.size());
   for (const auto& t : inputs)
     node.inputs.push_back(IrView::id(t));
   if (!ctx.sequences.empty()) {
@@ -117,6 +121,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
       node.after.push_back(*seq.last_op);
   }
   std::vector<std::string> names;
+  names.reserve(output_specs.size());
   for (std::size_t i = 0; i < output_specs.size(); ++i) {
     std::string name = output_name.empty() ? std::string(op) + "." + std::to_string(op_index)
                                            : std::string(output_name);
@@ -124,8 +129,8 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
       name += ":" + std::to_string(i);
     names.push_back(std::move(name));
   }
-  const OpId id = append_op(ir, g.graph, std::move(node), std::move(output_specs), names,
-                            ctx.scope_prefix(), op);
+  const OpId id =
+      append_op(ir, g.graph, std::move(node), std::move(output_specs), names, ctx.scope_prefix, op);
   if (!ctx.sequences.empty()) {
     auto& seq = ctx.sequences.back();
     seq.ir = g.ir;
@@ -144,7 +149,9 @@ std::vector<Tensor> add_op(OpKind kind, std::span<const Tensor> inputs,
 
 Tensor add_op1(OpKind kind, std::span<const Tensor> inputs, TensorSpec output_spec, OpAttrs attrs,
                std::string_view output_name) {
-  return add_op(kind, inputs, {std::move(output_spec)}, std::move(attrs), output_name)[0];
+  std::vector<TensorSpec> specs; // not from an initializer list, which would copy the shape
+  specs.push_back(std::move(output_spec));
+  return add_op_node(kind, inputs, std::move(specs), std::move(attrs), output_name).output(0);
 }
 
 void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b) {

@@ -5,6 +5,7 @@
 #include "pxl/core/error.hpp"
 #include "pxl/ir/tensor.hpp"
 
+#include <concepts>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,17 @@ struct GraphRef {
 
 /// The current graph; GraphError naming `op` when no graph scope is open.
 GraphRef require_graph(std::string_view op);
+
+/// The bytes of a tensor of `spec`; a ShapeError prefixed with `what()` (built only then)
+/// when the count overflows.
+template <std::invocable Describe>
+std::int64_t checked_nbytes(const TensorSpec& spec, Describe&& what) {
+  try {
+    return nbytes(spec.shape, spec.dtype);
+  } catch (const ShapeError& e) {
+    throw ShapeError(std::string(what()) + ": " + e.what());
+  }
+}
 
 /// Appends `node` (its kind, name, inputs, attributes, IPU and ordering set; graph and outputs
 /// not) to the end of graph `g`'s schedule, with one new output tensor per spec: named
