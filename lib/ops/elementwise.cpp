@@ -41,6 +41,18 @@ Tensor ordering(OpKind kind, const Tensor& a, const Tensor& b) {
   return binary(kind, a, b, bool_);
 }
 
+/// A gradient in one pass, `kind`(t, grad): t (the forward op's input or output) and grad of
+/// one float dtype and shape.
+Tensor one_pass_grad(OpKind kind, const Tensor& t, const Tensor& grad) {
+  const std::string_view op = op_type_name(kind);
+  detail::check_float(op, t);
+  detail::check_same_dtype(op, t, grad);
+  if (t.shape() != grad.shape())
+    throw ShapeError(std::string(op) + ": the gradient " + detail::describe(grad) +
+                     " must have the shape of the input " + detail::describe(t));
+  return add_op1(kind, {t, grad}, t.spec());
+}
+
 Tensor binary_logical(OpKind kind, const Tensor& a, const Tensor& b) {
   detail::check_dtype(op_type_name(kind), a, bool_, "the left operand");
   detail::check_dtype(op_type_name(kind), b, bool_, "the right operand");
@@ -59,12 +71,10 @@ Tensor relu(const Tensor& t) { return unary_float(OpKind::Relu, t); }
 Tensor gelu(const Tensor& t) { return unary_float(OpKind::Gelu, t); }
 Tensor geluerf(const Tensor& t) { return unary_float(OpKind::GeluErf, t); }
 Tensor gelu_grad(const Tensor& x, const Tensor& grad) {
-  detail::check_float("GeluGrad", x);
-  detail::check_same_dtype("GeluGrad", x, grad);
-  if (x.shape() != grad.shape())
-    throw ShapeError("GeluGrad: the gradient " + detail::describe(grad) +
-                     " must have the shape of the input " + detail::describe(x));
-  return add_op1(OpKind::GeluGrad, {x, grad}, x.spec());
+  return one_pass_grad(OpKind::GeluGrad, x, grad);
+}
+Tensor tanh_grad(const Tensor& y, const Tensor& grad) {
+  return one_pass_grad(OpKind::TanhGrad, y, grad);
 }
 Tensor erf(const Tensor& t) { return unary_float(OpKind::Erf, t); }
 Tensor sin(const Tensor& t) { return unary_float(OpKind::Sin, t); }

@@ -23,8 +23,17 @@ vector<Tensor> grad_Exp(GradContext& c) { return {c.grad_output(0) * c.fwd_outpu
 vector<Tensor> grad_Log(GradContext& c) { return {c.grad_output(0) / c.fwd_input(0)}; }
 vector<Tensor> grad_Sqrt(GradContext& c) { return {c.grad_output(0) * 0.5 / c.fwd_output(0)}; }
 vector<Tensor> grad_Tanh(GradContext& c) {
-  const Tensor y = c.fwd_output(0);
-  return {c.grad_output(0) * (1.0 - y * y)};
+  return {ops::tanh_grad(c.fwd_output(0), c.grad_output(0))};
+}
+vector<Tensor> grad_TanhGrad(GradContext& c) {
+  // TanhGrad(y, g) = g(1 - y²): d/dy = -2yg, d/dg = 1 - y².
+  const Tensor y = c.fwd_input(0), g = c.fwd_input(1), d = c.grad_output(0);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = d * g * y * -2.0;
+  if (c.needs_grad(1))
+    r[1] = ops::tanh_grad(y, d);
+  return r;
 }
 vector<Tensor> grad_Sigmoid(GradContext& c) {
   const Tensor y = c.fwd_output(0);

@@ -67,6 +67,7 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Gelu] = unary(ops::gelu, x);
     c[OpKind::GeluErf] = unary(ops::geluerf, x);
     c[OpKind::GeluGrad] = binary(ops::gelu_grad, x, f32({2, 3}, -2.0, 2.0, 3));
+    c[OpKind::TanhGrad] = binary(ops::tanh_grad, f32({2, 3}, -0.95, 0.95, 16), x);
     c[OpKind::Erf] = unary(ops::erf, x);
     c[OpKind::Sin] = unary(ops::sin, f32({2, 3}, -4.0, 4.0, 14));
     c[OpKind::Cos] = unary(ops::cos, f32({2, 3}, -4.0, 4.0, 15));

@@ -165,6 +165,28 @@ TEST_CASE("gelu_grad at the extremes: the limits at infinity, NaN stays NaN") {
   CHECK(d.item(6) == 0.0);
 }
 
+TEST_CASE("tanh_grad is g(1 - y²), to float rounding where 1 - y² cancels") {
+  check_kernel(
+      [](Tensor y, Tensor g) { return ops::tanh_grad(y, g); },
+      {random_tensor({1001}, float32, -1, 1, 21), random_tensor({1001}, float32, -2, 2, 22)});
+  check_kernel(
+      [](Tensor y, Tensor g) { return ops::tanh_grad(y, g); },
+      {random_tensor({1333}, float16, -1, 1, 23), random_tensor({1333}, float16, -2, 2, 24)}, 1e-3);
+  // y near ±1 (tanh of |x| > 4), where 1 - y² computed in float keeps few of its bits.
+  const auto y = tensor({6}, float32, {0.9999f, -0.9999f, 0.99999994f, -1.0, 0.5, 0.0});
+  const auto g = tensor({6}, float32, {3.0, -2.0, 1.0, 5.0, 2.0, -0.0});
+  const auto d = check_kernel(
+      make_case([](Tensor a, Tensor b) { return ops::tanh_grad(a, b); }, {y, g}), 0, false)[0];
+  for (std::int64_t i = 0; i < 5; ++i) {
+    const long double v = y.item(i), want = g.item(i) * (1.0L - v) * (1.0L + v);
+    CAPTURE(i);
+    CHECK(std::fabs(d.item(i) - want) <= 0x1p-23 * std::fabs(want)); // one ulp
+  }
+  CHECK(d.item(3) == 0.0);
+  CHECK(d.item(5) == 0.0);
+  CHECK(std::signbit(d.item(5)));
+}
+
 TEST_CASE("relu and isnan see NaN") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto x = tensor({4}, float32, {nan, -1.0, 1.0, -0.0});
@@ -527,6 +549,7 @@ TEST_CASE("float16 unary kernels and casts are bitwise the per-element float for
   const auto widened = x.astype(float32);
   for (const Unary& f : {Unary([](const Tensor& t) { return ops::gelu(t); }),
                          Unary([](const Tensor& t) { return ops::gelu_grad(t, t); }),
+                         Unary([](const Tensor& t) { return ops::tanh_grad(t, t); }),
                          Unary([](const Tensor& t) { return ops::tanh(t); }),
                          Unary([](const Tensor& t) { return ops::exp(t); })}) {
     const HostTensor h = check_kernel(make_case(f, {x}), 1e-6, false)[0];

@@ -327,6 +327,13 @@ TEST_CASE("element-wise errors name the op and the operands") {
                        DTypeError);
   CHECK_THROWS_WITH_AS(ops::gelu_grad(f, s.input({3})),
                        doctest::Contains("must have the shape of the input"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::tanh_grad(b, b),
+                       doctest::Contains("TanhGrad: expected a float32 or float16"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::tanh_grad(f, s.input({2, 3}, float16)),
+                       doctest::Contains("TanhGrad: operands must have the same dtype"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::tanh_grad(f, s.input({3, 2})),
+                       doctest::Contains("TanhGrad: the gradient"), ShapeError);
   CHECK_THROWS_WITH_AS(ops::negate(b),
                        doctest::Contains("Neg: expected a float32, float16 or int32 tensor"),
                        DTypeError);

@@ -96,6 +96,9 @@ PXL_REF_KERNEL(GeluErf) { unary(inputs, outputs, gelu_erf); }
 PXL_REF_KERNEL(GeluGrad) {
   binary(inputs, outputs, [](double x, double g) { return g * gelu_tanh_derivative(x); });
 }
+PXL_REF_KERNEL(TanhGrad) {
+  binary(inputs, outputs, [](double y, double g) { return g * (1.0 - y * y); });
+}
 PXL_REF_KERNEL(Erf) {
   unary(inputs, outputs, [](double x) { return std::erf(x); });
 }

@@ -62,6 +62,21 @@ TEST_CASE("gelu's gradient is one GeluGrad op, as PopXL's") {
   CHECK(kinds == std::vector<OpKind>{OpKind::GeluGrad});
 }
 
+TEST_CASE("tanh's gradient is one TanhGrad op of its output, as PopXL's") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor x) { return ops::tanh(x); }, TensorSpec{{2, 3}, float32});
+  const auto info = transforms::autodiff(fwd);
+  std::vector<OpKind> kinds;
+  for (const auto& op : info.graph().ops())
+    kinds.push_back(op.kind());
+  CHECK(kinds == std::vector<OpKind>{OpKind::TanhGrad});
+  // It reads tanh's output, not its input: the one activation saved.
+  REQUIRE(info.expected_inputs().size() == 2);
+  CHECK(info.expected_inputs()[1].fwd_tensor == fwd.outputs()[0]);
+}
+
 TEST_CASE("softmax's gradient is one SoftmaxGrad op; layer norm's one LayerNormGrad and sums") {
   Ir ir;
   auto main = ir.main_graph().scope();

@@ -86,6 +86,7 @@ enum : unsigned {
   X(Where, "Where", elementwise, NoAttrs, Grad)                                                    \
   /* elementwise, a gradient in one pass (what autodiff emits for its op) */                       \
   X(GeluGrad, "GeluGrad", elementwise, NoAttrs, Grad)                                              \
+  X(TanhGrad, "TanhGrad", elementwise, NoAttrs, Grad)                                              \
   /* reductions */                                                                                 \
   X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad)                                             \
   X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad)                                           \

@@ -21,6 +21,9 @@ Tensor geluerf(const Tensor& t);
 /// `grad` · gelu'(x) for the tanh form, in one pass: gelu's gradient as autodiff emits it
 /// (PopXL's GeluGrad). `x` and `grad` are float32 or float16 tensors of one shape and dtype.
 Tensor gelu_grad(const Tensor& x, const Tensor& grad);
+/// `grad` · (1 - y²) in one pass, y = tanh(x): tanh's gradient as autodiff emits it (PopXL's
+/// TanhGrad). `y` and `grad` are float32 or float16 tensors of one shape and dtype.
+Tensor tanh_grad(const Tensor& y, const Tensor& grad);
 /// The error function.
 Tensor erf(const Tensor& t);
 Tensor sin(const Tensor& t);

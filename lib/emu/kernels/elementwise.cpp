@@ -579,40 +579,45 @@ PXL_VECTOR_CLONES void gelu_grad_f32(const float* x, const float* g, float* y, s
     y[i] = gelu_grad_tanh(x[i], g[i]);
 }
 
-} // namespace
-
-StepFn compile_Gelu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return float_blocks(op, buffers, gelu_f32);
+/// g·(1 - y²) as g·(1 - y)(1 + y) in double, rounded once: no cancellation as |y| nears 1,
+/// where 1 - y² in float would keep few of its bits.
+PXL_VECTOR_CLONES void tanh_grad_f32(const float* y, const float* g, float* r, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double yd = y[i];
+    r[i] = static_cast<float>(static_cast<double>(g[i]) * ((1.0 - yd) * (1.0 + yd)));
+  }
 }
 
-StepFn compile_GeluGrad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+/// A gradient in one pass, out = f(t, grad) element by element, t and grad of one float dtype
+/// and shape: `f32` on float32 runs; float16 runs it on blocks widened to float, its results
+/// rounded to half.
+StepFn one_pass_grad(const KernelOp& op, const OpBuffers& buffers,
+                     void (*f32)(const float*, const float*, float*, std::int64_t)) {
   const auto& spec = op.input(0).spec();
   const std::int64_t n = spec.nelms();
   switch (spec.dtype) {
   case float32: {
-    const float* x = typed<const float>(buffers.inputs[0]);
+    const float* t = typed<const float>(buffers.inputs[0]);
     const float* g = typed<const float>(buffers.inputs[1]);
     float* y = typed<float>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
       const auto [b, e] = worker_range(n, w, nw);
       for_prefetched_blocks(
-          b, e, [&](std::int64_t j, std::int64_t k) { gelu_grad_f32(x + j, g + j, y + j, k - j); },
-          x, g);
+          b, e, [&](std::int64_t j, std::int64_t k) { f32(t + j, g + j, y + j, k - j); }, t, g);
     };
   }
   case float16: {
-    // The float32 kernel on blocks widened to float, its results rounded to half.
-    const half* x = typed<const half>(buffers.inputs[0]);
+    const half* t = typed<const half>(buffers.inputs[0]);
     const half* g = typed<const half>(buffers.inputs[1]);
     half* y = typed<half>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
       const auto [b, e] = worker_range(n, w, nw);
-      float fx[half_block], fg[half_block], fy[half_block];
+      float ft[half_block], fg[half_block], fy[half_block];
       for (std::int64_t j = b; j < e; j += half_block) {
         const std::int64_t m = std::min(half_block, e - j);
-        widen(x + j, 1, fx, m);
+        widen(t + j, 1, ft, m);
         widen(g + j, 1, fg, m);
-        gelu_grad_f32(fx, fg, fy, m);
+        f32(ft, fg, fy, m);
         narrow(fy, y + j, 1, m);
       }
     };
@@ -620,6 +625,20 @@ StepFn compile_GeluGrad(CompileContext&, const KernelOp& op, const OpBuffers& bu
   default:
     unsupported_dtype(op, spec.dtype);
   }
+}
+
+} // namespace
+
+StepFn compile_Gelu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_blocks(op, buffers, gelu_f32);
+}
+
+StepFn compile_GeluGrad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return one_pass_grad(op, buffers, gelu_grad_f32);
+}
+
+StepFn compile_TanhGrad(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return one_pass_grad(op, buffers, tanh_grad_f32);
 }
 
 } // namespace pxl::emu::detail
