@@ -48,6 +48,9 @@ std::int64_t num_local_replicas();
 std::int64_t replica_offset();
 /// Whether there is more than one instance.
 inline bool is_distributed() { return num_instances() > 1; }
+/// The instances on this host, this one included, which share its cores: what the launcher
+/// says (Open MPI's, MPICH's or PMIx's local size), else all num_instances().
+std::int64_t num_local_instances();
 
 /// Waits until every instance has called it (SessionError in a build without MPI when there
 /// are several instances).

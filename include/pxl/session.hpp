@@ -46,8 +46,10 @@ struct ReplicaDrift {
 
 /// How a session runs. An aggregate: `Session s{ir, "ipu_model", {.workers = 2}}`.
 struct SessionOptions {
-  /// Host worker threads executing the plan; 0 means one per hardware thread. Results are
-  /// bitwise identical for any count. Workers share each step's work out in chunks, so one
+  /// Host worker threads executing the plan; 0 means one per hardware thread (in a
+  /// distributed session, the host's hardware threads shared out among the instances on it,
+  /// dist::num_local_instances(), at least one each). Results are bitwise identical for any
+  /// count. Workers share each step's work out in chunks, so one
   /// that another process keeps off its core delays the rest by at most its chunk. More
   /// workers than the host's hardware threads is a SessionError unless `oversubscribe` is set:
   /// the extra threads would only compete with the workers for the cores.

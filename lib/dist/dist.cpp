@@ -4,6 +4,7 @@
 
 #include "pxl/core/error.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -33,6 +34,10 @@ std::int64_t environment_instances() {
 }
 std::int64_t environment_index() {
   return from_environment({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}, 0);
+}
+/// ... and for the processes on this host (0: not said).
+std::int64_t environment_local_instances() {
+  return from_environment({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMIX_LOCAL_SIZE"}, 0);
 }
 
 struct Settings {
@@ -97,6 +102,10 @@ bool mpi_enabled() { return detail::mpi_built(); }
 std::int64_t num_instances() { return options().num_instances; }
 std::int64_t instance_index() { return options().instance_index; }
 std::int64_t num_total_replicas() { return options().num_total_replicas; }
+std::int64_t num_local_instances() {
+  const std::int64_t all = num_instances(), here = environment_local_instances();
+  return here > 0 ? std::min(here, all) : all;
+}
 std::int64_t num_local_replicas() {
   const Options o = options();
   return o.num_total_replicas / o.num_instances;

@@ -58,7 +58,11 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
   if (options_.stream_queue_depth < 1)
     throw ValueError("Session: SessionOptions::stream_queue_depth must be at least 1, got " +
                      std::to_string(options_.stream_queue_depth));
-  const unsigned workers = options_.workers ? options_.workers : hardware;
+  // By default the cores, shared by the instances on this host (each of `mpirun -np 2` on two
+  // cores gets one, rather than each two that compete).
+  const auto sharing = static_cast<unsigned>(
+      options_.distributed && dist::num_instances() > 1 ? dist::num_local_instances() : 1);
+  const unsigned workers = options_.workers ? options_.workers : std::max(1u, hardware / sharing);
   pool_ = std::make_unique<WorkerPool>(workers);
   program_ = compile_program(view_, target_);
   if (!program_.memory.fits() && !options_.allow_out_of_memory)

@@ -8,9 +8,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace pxl;
@@ -231,6 +233,18 @@ TEST_CASE("A distributed session needs the Ir's replication factor to be the tot
   // Not distributed, every instance runs the Ir's replicas itself.
   Session alone(p.ir, "ipu_model", {.workers = 1});
   CHECK(alone.create_host_outputs().begin()->second.shape() == Shape{2, 2});
+}
+
+TEST_CASE("A distributed session's default workers share the host's cores among its instances") {
+  Distributed d;
+  CHECK(dist::num_local_instances() == 2); // mpirun -np 2 on this host
+  Program p;
+  Session s(p.ir, "ipu_model", {.distributed = true});
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  CHECK(s.num_workers() == std::max(1u, cores / 2));
+  // A count asked for is kept.
+  Session two(p.ir, "ipu_model", {.workers = 2, .oversubscribe = true, .distributed = true});
+  CHECK(two.num_workers() == 2);
 }
 
 TEST_CASE("Settings that disagree with mpirun are a clear error on every instance") {

@@ -35,6 +35,8 @@ TEST_CASE("pxl::dist: explicit settings and their errors") {
   CHECK(dist::num_total_replicas() == 8);
   CHECK(dist::num_local_replicas() == 2);
   CHECK(dist::replica_offset() == 6);
+  // No launcher says which instances share this host: all of them, as on one machine.
+  CHECK(dist::num_local_instances() == 4);
   check_value_error({.num_instances = -1}, "num_instances must be at least 1");
   check_value_error({.num_instances = 2, .instance_index = 2}, "instance_index 2 is not below");
   check_value_error({.num_instances = 4, .num_total_replicas = 6},
@@ -45,6 +47,7 @@ TEST_CASE("pxl::dist: explicit settings and their errors") {
   dist::configure({.num_instances = 1});
   CHECK(!dist::is_distributed());
   CHECK(dist::num_local_replicas() == 1);
+  CHECK(dist::num_local_instances() == 1);
   dist::barrier(); // one instance: nothing to wait for
 }
 
