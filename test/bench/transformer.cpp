@@ -7,8 +7,10 @@
 //
 //     build/test/bench/transformer [reps]
 //
-// For LibTorch's best configuration run it as DESIGN.md says, with
-// OMP_WAIT_POLICY=passive OPENBLAS_CORETYPE=SkylakeX in the environment.
+// For LibTorch's best configuration run it as DESIGN.md says, with OMP_WAIT_POLICY=passive in
+// the environment, and on a CPU with AVX-512 OPENBLAS_CORETYPE=SkylakeX (OpenBLAS 0.3.21
+// falls back to AVX2 kernels there). Elsewhere OpenBLAS's own choice is right, and SkylakeX's
+// kernels would stop the process with an illegal instruction: the comparison is skipped then.
 #include "sgemm_peak.hpp"
 #include "transformer_reference.hpp"
 
@@ -17,6 +19,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -154,6 +157,16 @@ private:
   pxl::StreamOutputs outputs_;
   std::vector<pxl::StreamInputs> batches_;
 };
+
+/// Whether OpenBLAS's SkylakeX kernels run here (LibTorch's tuning depends on it).
+bool has_avx512() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
 
 double median(std::vector<double> xs) {
   std::ranges::sort(xs);
@@ -295,6 +308,14 @@ int main(int argc, char** argv) {
   // LibTorch last, once every pxl worker thread is gone (they would compete with its threads).
   std::printf("\nLibTorch reference (the same model and Adam recipe; its faster of 1 and 2 "
               "threads):\n");
+  std::string core = std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "";
+  for (char& c : core)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c))); // as OpenBLAS reads it
+  if (core == "skylakex" && !has_avx512()) {
+    std::printf("  skipped: OPENBLAS_CORETYPE=SkylakeX needs AVX-512, which this CPU lacks (unset "
+                "it: OpenBLAS picks this CPU's kernels itself)\n");
+    return 0;
+  }
   for (const Row& row : rows) {
     std::optional<double> torch_rate;
     for (int threads : {1, 2}) {
@@ -315,7 +336,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(row.shape.width), static_cast<long long>(row.shape.context),
                 *torch_rate, row.rate[0] / *torch_rate, row.rate[1] / *torch_rate);
     if (&row == &rows.back() && std::getenv("OMP_WAIT_POLICY") == nullptr)
-      std::printf("  (LibTorch ran untuned: set OMP_WAIT_POLICY=passive "
-                  "OPENBLAS_CORETYPE=SkylakeX for its best configuration)\n");
+      std::printf("  (LibTorch ran untuned: set OMP_WAIT_POLICY=passive%s for its best "
+                  "configuration)\n",
+                  has_avx512() ? " OPENBLAS_CORETYPE=SkylakeX" : "");
   }
 }
