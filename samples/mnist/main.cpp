@@ -52,10 +52,10 @@ struct Options {
   bool profile = false;
   std::string trace;
   std::string memory_report;
-  // One worker: at the default batch of 8 most steps are too small to share, so two workers
-  // gain little on an idle machine and lose beside a busy process (test/bench/contention);
-  // from batch 32 two are faster idle and as fast under contention.
-  unsigned workers = 1;
+  // Every core (under mpirun, the cores shared by the instances on this host): workers take
+  // over each other's chunks, so at the default batch of 8 two are 1.5-1.7x faster on an idle
+  // 2-core machine and 0.86-1.0x of one beside a busy process (test/bench/contention).
+  unsigned workers = 0;
   std::string dtype = "float32";
 };
 
@@ -387,8 +387,8 @@ int main(int argc, char** argv) {
   app.add_option("--save", o.save, "Save the trained weights to this safetensors file");
   app.add_option("--load", o.load, "Start from the weights in this safetensors file");
   app.add_option("--workers", o.workers,
-                 "Emulator worker threads (0: one per core: from batch 32 faster, busy machine "
-                 "or not; at batch 8 barely faster idle and slower beside a busy process)")
+                 "Emulator worker threads (0: one per core, shared by the instances on this host "
+                 "under mpirun; 1 may be a little faster at small batches beside a busy process)")
       ->capture_default_str();
   app.add_flag("--profile", o.profile,
                "Estimate the IPU's time for every training step (the cost model) and print "
