@@ -73,7 +73,7 @@ void rename_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
   ir.tensor_ids.erase(old);
   if (const auto it = ir.id_suffixes.find(old); it != ir.id_suffixes.end())
     it->second.base_freed = true;
-  ir.tensor(t).id.clear();
+  old.clear();
   assign_tensor_id(ir, t, std::move(wanted));
 }
 
