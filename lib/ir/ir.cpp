@@ -52,10 +52,6 @@ void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
   while (!ir.tensor_ids.insert(id).second);
 }
 
-std::string graph_scope(const IrStorage& ir, GraphId g) {
-  return g == IrView::main_graph() ? std::string() : ir.graph(g).name + "/";
-}
-
 std::string scoped_tensor_id(const IrStorage& ir, GraphId g, std::string_view scope,
                              std::string_view name) {
   const bool main = g == IrView::main_graph();

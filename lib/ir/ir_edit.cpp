@@ -106,7 +106,7 @@ std::vector<TensorId> add_output(Ir& ir_, GraphId g, TensorId t) {
                                     .ipu = op.ipu,
                                     .data = std::nullopt});
     assign_tensor_id(ir, out,
-                     graph_scope(ir, op.graph) + ir.tensor(out).name + "/c" +
+                     scoped_tensor_id(ir, op.graph, "", ir.tensor(out).name) + "/c" +
                          std::to_string(site.value));
     ir.graph(op.graph).tensors.push_back(out);
     op.outputs.push_back(out);

@@ -125,12 +125,10 @@ struct IrStorage {
 /// `ir` has it yet, else `wanted__t<n>` (PopART's suffix) with the smallest n above those
 /// already tried for `wanted` that is free; the id is then taken.
 void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted);
-/// The scope of tensor ids in graph `g`, as PopXL's: "" in the main graph, else the graph's
-/// name and a slash ("Linear_subgraph(0)/"), so tensors of one name in different graphs
-/// keep distinct, readable ids.
-std::string graph_scope(const IrStorage& ir, GraphId g);
 /// The id a tensor named `name` in name scope `scope` (a prefix "a/b/") of graph `g` asks
-/// for: graph_scope(ir, g) + scope + name, built in one allocation.
+/// for, in one allocation: scoped by its graph as PopXL's ids are, nothing in the main graph,
+/// else the graph's name and a slash ("Linear_subgraph(0)/"), so that tensors of one name in
+/// different graphs keep distinct, readable ids; then `scope` and `name`.
 std::string scoped_tensor_id(const IrStorage& ir, GraphId g, std::string_view scope,
                              std::string_view name);
 /// Gives tensor `t` the id assign_tensor_id would give it, freeing its old one.

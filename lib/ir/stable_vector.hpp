@@ -15,7 +15,6 @@ template <typename T, std::size_t Chunk = 64>
 class StableVector {
 public:
   std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
 
   T& operator[](std::size_t i) { return chunks_[i / Chunk][i % Chunk]; }
   const T& operator[](std::size_t i) const { return chunks_[i / Chunk][i % Chunk]; }
