@@ -12,6 +12,16 @@ using pxl::testing::ReferenceEvaluator;
 using transforms::ExpectedConnection;
 using V = std::vector<Tensor>;
 
+namespace {
+/// The kinds of `g`'s ops, in schedule order.
+std::vector<OpKind> op_kinds(const Graph& g) {
+  std::vector<OpKind> kinds;
+  for (const auto& op : g.ops())
+    kinds.push_back(op.kind());
+  return kinds;
+}
+} // namespace
+
 TEST_CASE("GradGraphInfo lists output gradients first, then activations, and one output per "
           "required input") {
   Ir ir;
@@ -56,10 +66,7 @@ TEST_CASE("gelu's gradient is one GeluGrad op, as PopXL's") {
   Graph fwd = ir.create_graph(
       "f", [](Tensor x) { return ops::gelu(x); }, TensorSpec{{2, 3}, float32});
   const auto info = transforms::autodiff(fwd);
-  std::vector<OpKind> kinds;
-  for (const auto& op : info.graph().ops())
-    kinds.push_back(op.kind());
-  CHECK(kinds == std::vector<OpKind>{OpKind::GeluGrad});
+  CHECK(op_kinds(info.graph()) == std::vector<OpKind>{OpKind::GeluGrad});
 }
 
 TEST_CASE("tanh's gradient is one TanhGrad op of its output, as PopXL's") {
@@ -68,10 +75,7 @@ TEST_CASE("tanh's gradient is one TanhGrad op of its output, as PopXL's") {
   Graph fwd = ir.create_graph(
       "f", [](Tensor x) { return ops::tanh(x); }, TensorSpec{{2, 3}, float32});
   const auto info = transforms::autodiff(fwd);
-  std::vector<OpKind> kinds;
-  for (const auto& op : info.graph().ops())
-    kinds.push_back(op.kind());
-  CHECK(kinds == std::vector<OpKind>{OpKind::TanhGrad});
+  CHECK(op_kinds(info.graph()) == std::vector<OpKind>{OpKind::TanhGrad});
   // It reads tanh's output, not its input: the one activation saved.
   REQUIRE(info.expected_inputs().size() == 2);
   CHECK(info.expected_inputs()[1].fwd_tensor == fwd.outputs()[0]);
@@ -80,22 +84,16 @@ TEST_CASE("tanh's gradient is one TanhGrad op of its output, as PopXL's") {
 TEST_CASE("softmax's gradient is one SoftmaxGrad op; layer norm's one LayerNormGrad and sums") {
   Ir ir;
   auto main = ir.main_graph().scope();
-  const auto kinds_of = [](const Graph& g) {
-    std::vector<OpKind> kinds;
-    for (const auto& op : g.ops())
-      kinds.push_back(op.kind());
-    return kinds;
-  };
   Graph soft = ir.create_graph(
       "s", [](Tensor x) { return ops::softmax(x, 0); }, TensorSpec{{2, 3}, float32});
-  CHECK(kinds_of(transforms::autodiff(soft).graph()) == std::vector<OpKind>{OpKind::SoftmaxGrad});
+  CHECK(op_kinds(transforms::autodiff(soft).graph()) == std::vector<OpKind>{OpKind::SoftmaxGrad});
   Graph norm = ir.create_graph(
       "n", [](Tensor x, Tensor w, Tensor b) { return ops::layer_norm(x, w, b); },
       TensorSpec{{2, 3}, float32}, TensorSpec{{3}, float32}, TensorSpec{{3}, float32});
   const auto info = transforms::autodiff(norm, {.grads_required = V{norm.inputs()[0]}});
-  CHECK(kinds_of(info.graph()) == std::vector<OpKind>{OpKind::LayerNormGrad});
+  CHECK(op_kinds(info.graph()) == std::vector<OpKind>{OpKind::LayerNormGrad});
   const auto all = transforms::autodiff(norm, {.force = true});
-  CHECK(kinds_of(all.graph()) ==
+  CHECK(op_kinds(all.graph()) ==
         std::vector<OpKind>{OpKind::LayerNormGrad, OpKind::ReduceSum, OpKind::ReduceSum});
 }
 
