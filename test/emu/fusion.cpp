@@ -85,8 +85,8 @@ TEST_CASE("A Transpose feeding a MatMul is read in place: reference results on 1
 
 TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the matmul of "
           "the transposed copy") {
-  // The fused kernel widens the stored rows and scatters them into place; the result must be
-  // the one of the same matmul fed the operands already transposed on the host.
+  // The fused kernel widens a transposed A into place and a transposed B as stored; the
+  // result must be the one of the same matmul fed the operands already transposed on the host.
   const auto transposed = [](const HostTensor& t) {
     const std::int64_t r = t.shape()[0], c = t.shape()[1];
     HostTensor out({c, r}, t.dtype());
@@ -97,38 +97,47 @@ TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the
         o[static_cast<std::size_t>(j * r + i)] = in[static_cast<std::size_t>(i * c + j)];
     return out;
   };
-  // [90, 300] x [300, 200]: more rows and columns than one tile has, and k = 300 longer than
-  // either, so a stored row of B^T spans a whole tile's k.
-  for (const bool ta : {false, true})
-    for (const bool tb : {false, true}) {
-      CAPTURE(ta);
-      CAPTURE(tb);
-      const Shape a_shape = ta ? Shape{300, 90} : Shape{90, 300};
-      const Shape b_shape = tb ? Shape{200, 300} : Shape{300, 200};
-      const HostTensor a = pattern({a_shape, float16}, 3), b = pattern({b_shape, float16}, 4);
-      const auto product = [&](bool fuse) {
-        const HostTensor ha = fuse || !ta ? a : transposed(a);
-        const HostTensor hb = fuse || !tb ? b : transposed(b);
-        Ir ir;
-        HostToDeviceStream sa, sb;
-        DeviceToHostStream sy;
-        {
-          auto in_main = ir.main_graph().scope();
-          sa = h2d_stream(ha.shape(), float16, "a");
-          sb = h2d_stream(hb.shape(), float16, "b");
-          Tensor x = ops::host_load(sa), y = ops::host_load(sb);
-          if (fuse && ta)
-            x = ops::transpose(x);
-          if (fuse && tb)
-            y = ops::transpose(y);
-          const Tensor z = ops::matmul(x, y);
-          sy = d2h_stream(z.shape(), float16, "y");
-          ops::host_store(sy, z);
-        }
-        return run_on(ir, 2, {{sa, ha}, {sb, hb}}).at(sy);
-      };
-      CHECK(product(true) == product(false));
+  // The product of a [m, k] by a [k, n], each stored transposed or not, transposes fused into
+  // the matmul (`fuse`) or done on the host.
+  const auto product = [&](const HostTensor& a, const HostTensor& b, bool ta, bool tb, bool fuse) {
+    const HostTensor ha = fuse || !ta ? a : transposed(a);
+    const HostTensor hb = fuse || !tb ? b : transposed(b);
+    Ir ir;
+    HostToDeviceStream sa, sb;
+    DeviceToHostStream sy;
+    {
+      auto in_main = ir.main_graph().scope();
+      sa = h2d_stream(ha.shape(), float16, "a");
+      sb = h2d_stream(hb.shape(), float16, "b");
+      Tensor x = ops::host_load(sa), y = ops::host_load(sb);
+      if (fuse && ta)
+        x = ops::transpose(x);
+      if (fuse && tb)
+        y = ops::transpose(y);
+      const Tensor z = ops::matmul(x, y);
+      sy = d2h_stream(z.shape(), float16, "y");
+      ops::host_store(sy, z);
     }
+    return run_on(ir, 2, {{sa, ha}, {sb, hb}}).at(sy);
+  };
+  // A transposed B is widened as stored and read transposed by sgemm, which must not change
+  // the order it accumulates in: one row to more rows and columns than a tile has (90, 200),
+  // reductions short, longer than a tile's side (300) and longer than oneDNN's k block (784).
+  const std::int64_t ms[] = {1, 7, 33, 90}, ks[] = {8, 300, 784}, ns[] = {1, 16, 200};
+  for (const std::int64_t m : ms)
+    for (const std::int64_t k : ks)
+      for (const std::int64_t n : ns)
+        for (const bool ta : {false, true})
+          for (const bool tb : {false, true}) {
+            CAPTURE(m);
+            CAPTURE(k);
+            CAPTURE(n);
+            CAPTURE(ta);
+            CAPTURE(tb);
+            const HostTensor a = pattern({ta ? Shape{k, m} : Shape{m, k}, float16}, 3);
+            const HostTensor b = pattern({tb ? Shape{n, k} : Shape{k, n}, float16}, 4);
+            CHECK(product(a, b, ta, tb, true) == product(a, b, ta, tb, false));
+          }
 }
 
 TEST_CASE("A fused Transpose costs neither code nor memory; one with other readers stays") {
