@@ -40,17 +40,28 @@ TEST_CASE("matmul matches the reference over shapes, batch broadcasting and dtyp
 }
 
 TEST_CASE("matmul is bitwise identical when run on concurrent threads") {
-  const auto c = make_case(matmul, {random_tensor({200, 300}, float32, -1, 1, 1),
-                                    random_tensor({300, 260}, float32, -1, 1, 2)});
-  const auto one = run_kernel(c, 1);
-  for (unsigned w : {2u, 3u, 4u}) {
-    CAPTURE(w);
-    CHECK(run_kernel(c, w, true)[0] == one[0]);
+  // float16 products of up to 8 rows take their own kernel, larger ones sgemm.
+  for (const auto& [d, m] : {std::pair{float32, 200}, std::pair{float16, 200},
+                             std::pair{float16, 8}, std::pair{float16, 3}}) {
+    CAPTURE(d);
+    CAPTURE(m);
+    const auto c = make_case(
+        matmul, {random_tensor({m, 300}, d, -1, 1, 1), random_tensor({300, 260}, d, -1, 1, 2)});
+    const auto one = run_kernel(c, 1);
+    for (unsigned w : {2u, 3u, 4u}) {
+      CAPTURE(w);
+      CHECK(run_kernel(c, w, true)[0] == one[0]);
+    }
   }
 }
 
 TEST_CASE("matmul with an empty contraction axis gives zeros") {
-  const auto c = make_case(matmul, {HostTensor({3, 0}, float32), HostTensor({0, 4}, float32)});
-  const auto out = check_kernel(c)[0];
-  check_values(out, {{3, 4}, float32}, std::vector<double>(12, 0.0));
+  for (const DType d : {float32, float16})
+    for (const std::int64_t m : {3, 30}) {
+      CAPTURE(d);
+      CAPTURE(m);
+      const auto c = make_case(matmul, {HostTensor({m, 0}, d), HostTensor({0, 20}, d)});
+      const auto out = check_kernel(c)[0];
+      check_values(out, {{m, 20}, d}, std::vector<double>(static_cast<std::size_t>(m * 20), 0.0));
+    }
 }

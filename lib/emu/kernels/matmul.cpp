@@ -1,4 +1,5 @@
-// MatMul through oneDNN's sgemm on fixed output tiles.
+// MatMul through oneDNN's sgemm on fixed output tiles; float16 tiles of few rows through a
+// kernel that widens halves in registers.
 #include "../compile_context.hpp"
 #include "common.hpp"
 
@@ -10,8 +11,10 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -202,37 +205,40 @@ bool has_f16c() {
   return has;
 }
 
-/// widen_transposed for whole blocks of 8 x 8 in registers: 8 stored rows of 8 halves
-/// widened with F16C, transposed with unpacks and shuffles, stored as 8 runs of 8 floats.
-/// Returns the rows done (a multiple of 8); the caller finishes the rest.
+/// dst[c·ldd + t] = float(src[t·ld + c]) for t, c < 8: 8 stored rows of 8 halves widened
+/// with F16C, transposed in registers with unpacks and shuffles, stored as 8 runs of 8 floats.
+__attribute__((target("avx,f16c"))) inline void widen_transpose8(const half* src, std::int64_t ld,
+                                                                 float* dst, std::int64_t ldd) {
+  __m256 r[8];
+  for (int t = 0; t < 8; ++t)
+    r[t] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t * ld)));
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/// widen_transposed for whole blocks of 8 x 8 (widen_transpose8). Returns the rows done (a
+/// multiple of 8); the caller finishes the rest.
 __attribute__((target("avx,f16c"))) std::int64_t
 widen_transposed_f16c(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
                       float* dst, std::int64_t ldd) {
   const std::int64_t rows8 = n_rows - n_rows % 8, cols8 = n_cols - n_cols % 8;
   for (std::int64_t r0 = 0; r0 < rows8; r0 += 8) {
-    for (std::int64_t c = 0; c < cols8; c += 8) {
-      __m256 r[8];
-      for (int t = 0; t < 8; ++t)
-        r[t] = _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (r0 + t) * ld + c)));
-      const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-      const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-      const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-      const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-      float* out = dst + c * ldd + r0;
-      _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
-      _mm256_storeu_ps(out + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
-      _mm256_storeu_ps(out + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
-      _mm256_storeu_ps(out + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
-      _mm256_storeu_ps(out + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
-      _mm256_storeu_ps(out + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
-      _mm256_storeu_ps(out + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
-      _mm256_storeu_ps(out + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
-    }
+    for (std::int64_t c = 0; c < cols8; c += 8)
+      widen_transpose8(src + r0 * ld + c, ld, dst + c * ldd + r0, ldd);
     for (std::int64_t c = cols8; c < n_cols; ++c)
       for (std::int64_t t = 0; t < 8; ++t)
         dst[c * ldd + r0 + t] = _cvtsh_ss(src[(r0 + t) * ld + c].bits());
@@ -352,10 +358,129 @@ void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std
   widen_transposed_portable(src, ld, done, n_rows, n_cols, dst, ldd, lines);
 }
 
-/// float16 tile: op(A)'s rows and op(B)'s columns widened to float with pxl::convert (F16C or
-/// AVX-512 when present), sgemm, the result rounded to half; with a fused update,
-/// w = keep·w + scale·product in float, rounded to half once. The result is bitwise that of
-/// the same product of operands transposed beforehand (test/emu/fusion.cpp).
+#if defined(__x86_64__) || defined(__i386__)
+/// Whether the CPU has F16C and FMA (and the OS saves the YMM registers): few_rows_product.
+bool has_f16c_fma() {
+  static const bool has = has_f16c() && __builtin_cpu_supports("fma");
+  return has;
+}
+
+/// acc[i] += A[i, kk]·bv for the R rows of A (row-major, lda = k), one fused multiply-add each.
+template <int R>
+__attribute__((target("avx,fma"))) inline void
+multiply_add_rows(__m256 (&acc)[R], const float* a, std::int64_t k, std::int64_t kk, __m256 bv) {
+  for (int i = 0; i < R; ++i)
+    acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i * k + kk), bv, acc[i]);
+}
+
+/// C[R, cols] = alpha·A[R, k]·op(B), A float (row-major, lda = k), B halves stored [k, cols]
+/// or, with TransB, [cols, k] (ldb apart). Each output adds its k products in order with
+/// fused multiply-adds, so B and its transpose give the same bits. Products of few rows (a
+/// batch-8 layer's X·W and dY·Wᵀ) spend more time widening B into a float tile that sgemm
+/// then reads back than multiplying: here B's halves are widened in registers as they are
+/// read, each feeding R multiply-adds.
+template <int R, bool TransB>
+__attribute__((target("avx,fma,f16c"))) void
+few_rows_product(const float* a, std::int64_t k, const half* b, std::int64_t ldb, std::int64_t cols,
+                 float* c, std::int64_t ldc, float alpha) {
+  const std::int64_t strips = k == 0 ? 0 : cols - cols % 8;
+  const __m256 scale = _mm256_set1_ps(alpha);
+  if constexpr (TransB) {
+    // 8 stored rows (a strip's columns) read along k, 8 x 8 blocks widened and transposed
+    // in registers.
+    alignas(32) float block[64];
+    for (std::int64_t j = 0; j < strips; j += 8) {
+      __m256 acc[R];
+      for (int i = 0; i < R; ++i)
+        acc[i] = _mm256_setzero_ps();
+      const half* rows = b + j * ldb;
+      std::int64_t kk = 0;
+      for (; kk + 8 <= k; kk += 8) {
+        widen_transpose8(rows + kk, ldb, block, 8);
+        for (int t = 0; t < 8; ++t)
+          multiply_add_rows<R>(acc, a, k, kk + t, _mm256_load_ps(block + 8 * t));
+      }
+      for (; kk < k; ++kk) {
+        for (int l = 0; l < 8; ++l)
+          block[l] = static_cast<float>(rows[l * ldb + kk]);
+        multiply_add_rows<R>(acc, a, k, kk, _mm256_load_ps(block));
+      }
+      for (int i = 0; i < R; ++i)
+        _mm256_storeu_ps(c + i * ldc + j, _mm256_mul_ps(scale, acc[i]));
+    }
+  } else {
+    // k in chunks whose rows of B fit in L1 (16 KiB), every 8-column strip of the tile run
+    // over a chunk before the next: a strip's partial sums wait in C between chunks (exactly,
+    // as floats), so every output still adds its k products in order.
+    const std::int64_t chunk =
+        std::max<std::int64_t>(8, 16 * 1024 / std::max<std::int64_t>(1, strips * 2));
+    for (std::int64_t k0 = 0; k0 < k; k0 += chunk) {
+      const std::int64_t k1 = std::min(k, k0 + chunk);
+      for (std::int64_t j = 0; j < strips; j += 8) {
+        __m256 acc[R];
+        for (int i = 0; i < R; ++i)
+          acc[i] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + j);
+        const half* row = b + k0 * ldb + j;
+        for (std::int64_t kk = k0; kk < k1; ++kk, row += ldb)
+          multiply_add_rows<R>(
+              acc, a, k, kk,
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row))));
+        for (int i = 0; i < R; ++i)
+          _mm256_storeu_ps(c + i * ldc + j, k1 == k ? _mm256_mul_ps(scale, acc[i]) : acc[i]);
+      }
+    }
+  }
+  // The last cols % 8 columns (all of them when k = 0), one output at a time.
+  for (std::int64_t j = strips; j < cols; ++j)
+    for (int i = 0; i < R; ++i) {
+      float acc = 0.0f;
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        acc = std::fma(a[i * k + kk],
+                       static_cast<float>(TransB ? b[j * ldb + kk] : b[kk * ldb + j]), acc);
+      c[i * ldc + j] = alpha * acc;
+    }
+}
+
+/// few_rows_product for rows in [1, few_rows].
+template <bool TransB>
+void few_rows_product(std::int64_t rows, const float* a, std::int64_t k, const half* b,
+                      std::int64_t ldb, std::int64_t cols, float* c, std::int64_t ldc,
+                      float alpha) {
+  const auto run = [&]<int R>(std::integral_constant<int, R>) {
+    few_rows_product<R, TransB>(a, k, b, ldb, cols, c, ldc, alpha);
+  };
+  switch (rows) {
+  case 1:
+    return run(std::integral_constant<int, 1>{});
+  case 2:
+    return run(std::integral_constant<int, 2>{});
+  case 3:
+    return run(std::integral_constant<int, 3>{});
+  case 4:
+    return run(std::integral_constant<int, 4>{});
+  case 5:
+    return run(std::integral_constant<int, 5>{});
+  case 6:
+    return run(std::integral_constant<int, 6>{});
+  case 7:
+    return run(std::integral_constant<int, 7>{});
+  default:
+    PXL_ASSERT(rows == 8);
+    return run(std::integral_constant<int, 8>{});
+  }
+}
+#endif
+
+/// The most rows few_rows_product takes: its R accumulators, the B vector and A's broadcast
+/// fit the 16 YMM registers.
+constexpr std::int64_t few_rows = 8;
+
+/// float16 tile: op(A)'s rows widened to float; a tile of up to 8 rows multiplied by
+/// few_rows_product (with F16C and FMA), a larger one by sgemm on op(B)'s columns widened
+/// too; the result rounded to half; with a fused update, w = keep·w + scale·product in
+/// float, rounded to half once. Which path a tile takes depends on its shape alone, and
+/// either gives bitwise the same product of operands transposed beforehand
+/// (test/emu/fusion.cpp).
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
@@ -365,22 +490,34 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
   else
     widen_rows(ta, lda, rows, p.k, s.a.data(), p.k);
   const auto [tb, ldb] = b_tile(p, b, bt, c0);
+  half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
+  // A fused update: the product scaled by alpha, then keep·w added as the tile is rounded
+  // back to half (w is read once, in the same pass that writes it).
+  const float alpha = update ? static_cast<float>(update->scale) : 1.0f;
+  const auto finish = [&] {
+    if (update)
+      update_rows(s.c.data(), cols, rows, cols, tc, p.n, static_cast<float>(update->keep));
+    else
+      narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
+  };
+#if defined(__x86_64__) || defined(__i386__)
+  if (rows <= few_rows && has_f16c_fma()) {
+    if (p.trans_b)
+      few_rows_product<true>(rows, s.a.data(), p.k, tb, ldb, cols, s.c.data(), cols, alpha);
+    else
+      few_rows_product<false>(rows, s.a.data(), p.k, tb, ldb, cols, s.c.data(), cols, alpha);
+    return finish();
+  }
+#endif
   if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows,
     // widened in one run and read transposed by sgemm (128 x 512 x 512: 1.12x -> 1.03x the
     // float32 time; scattering them transposed here cost more than sgemm's packing does)
     widen_rows(tb, ldb, cols, p.k, s.b.data(), p.k);
   else
     widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
-  half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
-  // A fused update: the product scaled by sgemm's alpha, then keep·w added as the tile is
-  // rounded back to half (w is read once, in the same pass that writes it).
-  const float alpha = update ? static_cast<float>(update->scale) : 1.0f;
   sgemm(false, p.trans_b, rows, cols, p.k, s.a.data(), p.k, s.b.data(), p.trans_b ? p.k : cols,
         s.c.data(), cols, alpha);
-  if (update)
-    update_rows(s.c.data(), cols, rows, cols, tc, p.n, static_cast<float>(update->keep));
-  else
-    narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
+  finish();
 }
 
 } // namespace
