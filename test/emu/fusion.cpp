@@ -85,8 +85,8 @@ TEST_CASE("A Transpose feeding a MatMul is read in place: reference results on 1
 
 TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the matmul of "
           "the transposed copy") {
-  // The fused kernel widens a transposed A into place and a transposed B as stored; the
-  // result must be the one of the same matmul fed the operands already transposed on the host.
+  // The fused kernel reads a transposed operand in place or widens it transposed; the result
+  // must be the one of the same matmul fed the operands already transposed on the host.
   const auto transposed = [](const HostTensor& t) {
     const std::int64_t r = t.shape()[0], c = t.shape()[1];
     HostTensor out({c, r}, t.dtype());
@@ -120,9 +120,11 @@ TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the
     }
     return run_on(ir, 2, {{sa, ha}, {sb, hb}}).at(sy);
   };
-  // A transposed B is widened as stored and read transposed by sgemm, which must not change
-  // the order it accumulates in: one row to more rows and columns than a tile has (90, 200),
-  // reductions short, longer than a tile's side (300) and longer than oneDNN's k block (784).
+  // Each of the three paths of a float16 tile (emu/kernels/matmul.cpp) with either operand
+  // transposed: a short reduction (8: few_k_product), up to 8 rows (1, 7: few_rows_product,
+  // reading a transposed B in 8 x 8 blocks) and more (33, 90: sgemm, reading a transposed B
+  // widened as stored); one row to more rows and columns than a tile has (90, 200),
+  // reductions longer than a tile's side (300) and than oneDNN's k block (784).
   const std::int64_t ms[] = {1, 7, 33, 90}, ks[] = {8, 300, 784}, ns[] = {1, 16, 200};
   for (const std::int64_t m : ms)
     for (const std::int64_t k : ks)
@@ -283,7 +285,8 @@ TEST_CASE("No reshape read in place across a write, or by a step that writes it"
 }
 
 TEST_CASE("An in-place update of a matmul's product is folded into the matmul") {
-  // w = keep·w + scale·(xᵀ g) for scaled_add_, accumulate_ and add_, in float32 and float16:
+  // w = keep·w + scale·(xᵀ g) for scaled_add_, accumulate_ and add_, in float32 and float16
+  // (k = 9: a float16 tile's product rounded into w in registers, tiles of 128 and 22 columns):
   // the reference's result (float rounding apart; float16 rounds once, the reference twice),
   // bitwise alike on 1-4 workers, and no buffer for the product.
   enum class Update { scaled_add, accumulate, add };
@@ -298,8 +301,8 @@ TEST_CASE("An in-place update of a matmul's product is folded into the matmul") 
       {
         auto in_main = ir.main_graph().scope();
         sx = h2d_stream({9, 70}, dtype, "x");
-        sg = h2d_stream({9, 130}, dtype, "g");
-        w = variable(pattern({{70, 130}, dtype}, 6), "w");
+        sg = h2d_stream({9, 150}, dtype, "g");
+        w = variable(pattern({{70, 150}, dtype}, 6), "w");
         const Tensor p = ops::matmul(ops::transpose(ops::host_load(sx)), ops::host_load(sg));
         product_id = p.id();
         switch (kind) {
@@ -314,7 +317,7 @@ TEST_CASE("An in-place update of a matmul's product is folded into the matmul") 
           break;
         }
       }
-      const HostTensor x = pattern({{9, 70}, dtype}, 7), g = pattern({{9, 130}, dtype}, 8);
+      const HostTensor x = pattern({{9, 70}, dtype}, 7), g = pattern({{9, 150}, dtype}, 8);
       testing::ReferenceEvaluator ref(ir);
       ref.run({{"x", x}, {"g", g}});
       std::vector<HostTensor> results;

@@ -26,6 +26,7 @@ TEST_CASE("matmul matches the reference over shapes, batch broadcasting and dtyp
       {{7, 13}, {13, 5}},     {{13}, {13, 7}},        {{7, 13}, {13}},
       {{130, 70}, {70, 300}}, {{3, 7, 5}, {5, 4}},    {{2, 1, 7, 5}, {3, 5, 13}},
       {{4, 5}, {2, 3, 5, 6}}, {{8, 784}, {784, 257}}, {{1, 1}, {1, 1}},
+      {{100, 8}, {8, 300}},
   };
   for (DType d : {float32, float16})
     for (const auto& pair : shapes) {

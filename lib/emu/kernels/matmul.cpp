@@ -1,5 +1,5 @@
-// MatMul through oneDNN's sgemm on fixed output tiles; float16 tiles of few rows through a
-// kernel that widens halves in registers.
+// MatMul through oneDNN's sgemm on fixed output tiles; float16 tiles of few rows or a short
+// reduction through kernels of their own that convert halves in registers.
 #include "../compile_context.hpp"
 #include "common.hpp"
 
@@ -11,10 +11,10 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -161,19 +161,6 @@ std::pair<const T*, std::int64_t> b_tile(const MatMulPlan& p, const T* b, std::i
 
 /// Stored rows of a transposed float16 operand widened at a time (see widen_transposed).
 constexpr std::int64_t transpose_lines = 8;
-
-/// One worker's float copies of a float16 tile's operands and result, sized for the largest
-/// tile when the plan is compiled so that running it allocates nothing.
-struct HalfTileScratch {
-  /// `lines` holds transpose_lines stored rows of a transposed operand on their way into `a`
-  /// or `b`.
-  std::vector<float> a, b, c, lines;
-  explicit HalfTileScratch(const MatMulPlan& p)
-      : a(static_cast<std::size_t>(p.row_block * p.k)),
-        b(static_cast<std::size_t>(p.k * p.col_block)),
-        c(static_cast<std::size_t>(p.row_block * p.col_block)),
-        lines(static_cast<std::size_t>(transpose_lines * std::max(p.row_block, p.k))) {}
-};
 
 /// dst[c·ldd + r] = float(src[r·ld + c]) for r in [r_begin, n_rows), c < n_cols, portably:
 /// transpose_lines source rows at a time are widened into `lines` with pxl::convert, then
@@ -358,6 +345,12 @@ void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std
   widen_transposed_portable(src, ld, done, n_rows, n_cols, dst, ldd, lines);
 }
 
+/// The most rows few_rows_product takes: its R accumulators, the B vector and A's broadcast
+/// fit the 16 YMM registers.
+constexpr int few_rows_limit = 8;
+/// The longest reduction few_k_product takes.
+constexpr std::int64_t few_k_limit = 16;
+
 #if defined(__x86_64__) || defined(__i386__)
 /// Whether the CPU has F16C and FMA (and the OS saves the YMM registers): few_rows_product.
 bool has_f16c_fma() {
@@ -441,46 +434,131 @@ few_rows_product(const float* a, std::int64_t k, const half* b, std::int64_t ldb
     }
 }
 
-/// few_rows_product for rows in [1, few_rows].
+/// few_rows_product for rows in [1, few_rows_limit]: the instance for `rows` from a table.
 template <bool TransB>
 void few_rows_product(std::int64_t rows, const float* a, std::int64_t k, const half* b,
                       std::int64_t ldb, std::int64_t cols, float* c, std::int64_t ldc,
                       float alpha) {
-  const auto run = [&]<int R>(std::integral_constant<int, R>) {
-    few_rows_product<R, TransB>(a, k, b, ldb, cols, c, ldc, alpha);
-  };
-  switch (rows) {
-  case 1:
-    return run(std::integral_constant<int, 1>{});
-  case 2:
-    return run(std::integral_constant<int, 2>{});
-  case 3:
-    return run(std::integral_constant<int, 3>{});
-  case 4:
-    return run(std::integral_constant<int, 4>{});
-  case 5:
-    return run(std::integral_constant<int, 5>{});
-  case 6:
-    return run(std::integral_constant<int, 6>{});
-  case 7:
-    return run(std::integral_constant<int, 7>{});
-  default:
-    PXL_ASSERT(rows == 8);
-    return run(std::integral_constant<int, 8>{});
+  static constexpr auto instances = []<int... R>(std::integer_sequence<int, R...>) {
+    return std::array{&few_rows_product<R + 1, TransB>...};
+  }
+  (std::make_integer_sequence<int, few_rows_limit>{});
+  PXL_ASSERT(rows >= 1 && rows <= few_rows_limit);
+  instances[static_cast<std::size_t>(rows - 1)](a, k, b, ldb, cols, c, ldc, alpha);
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+/// One row of few_k_product over S strips of 8 columns from column j: S accumulators, each
+/// adding its k products in order with fused multiply-adds, then scaled, added to keep·C
+/// with an update, and rounded to half.
+template <int S, bool Update>
+__attribute__((target("avx,fma,f16c"))) inline void
+few_k_strips(const float* a, std::int64_t k, const float* b, std::int64_t ldb, std::int64_t j,
+             half* c, __m256 scale, __m256 keep) {
+  __m256 acc[S];
+  for (int s = 0; s < S; ++s)
+    acc[s] = _mm256_setzero_ps();
+  for (std::int64_t kk = 0; kk < k; ++kk) {
+    const __m256 av = _mm256_broadcast_ss(a + kk);
+    for (int s = 0; s < S; ++s)
+      acc[s] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + kk * ldb + j + 8 * s), acc[s]);
+  }
+  for (int s = 0; s < S; ++s) {
+    auto* out = reinterpret_cast<__m128i*>(c + j + 8 * s);
+    __m256 value = _mm256_mul_ps(scale, acc[s]);
+    if constexpr (Update)
+      value = _mm256_add_ps(_mm256_mul_ps(keep, _mm256_cvtph_ps(_mm_loadu_si128(out))), value);
+    _mm_storeu_si128(out, _mm256_cvtps_ph(value, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+/// C[rows, cols] (halves, ldc apart) = half(alpha·A·B), or with Update
+/// half(keep·C + alpha·A·B), A float [rows, k] and B float [k, cols], both row-major: a
+/// product with a reduction so short (a batch-8 weight gradient, k = 8) that writing it costs
+/// more than computing it is kept in registers and rounded straight into C, where sgemm's
+/// float tile would be written, read back and rounded in a second pass. Eight strips of
+/// columns at a time keep the two FMA pipes busy across the accumulators' latency.
+template <bool Update>
+__attribute__((target("avx,fma,f16c"))) void
+few_k_product(const float* a, std::int64_t rows, std::int64_t k, const float* b, std::int64_t cols,
+              half* c, std::int64_t ldc, float alpha, float keep) {
+  const __m256 scale = _mm256_set1_ps(alpha), keep_v = _mm256_set1_ps(keep);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* row = a + i * k;
+    half* out = c + i * ldc;
+    std::int64_t j = 0;
+    for (; j + 64 <= cols; j += 64)
+      few_k_strips<8, Update>(row, k, b, cols, j, out, scale, keep_v);
+    for (; j + 8 <= cols; j += 8)
+      few_k_strips<1, Update>(row, k, b, cols, j, out, scale, keep_v);
+    for (; j < cols; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        acc = std::fma(row[kk], b[kk * cols + j], acc);
+      float value = alpha * acc;
+      if constexpr (Update) {
+        const float kept = keep * static_cast<float>(out[j]);
+        value = kept + value;
+      }
+      out[j] = half(value);
+    }
   }
 }
 #endif
 
-/// The most rows few_rows_product takes: its R accumulators, the B vector and A's broadcast
-/// fit the 16 YMM registers.
-constexpr std::int64_t few_rows = 8;
+/// How a float16 tile is multiplied.
+enum class HalfTilePath {
+  few_k,    ///< few_k_product: a reduction of at most few_k_limit
+  few_rows, ///< few_rows_product: at most few_rows_limit rows
+  sgemm,    ///< both operands widened, sgemm, the result rounded in a second pass
+};
 
-/// float16 tile: op(A)'s rows widened to float; a tile of up to 8 rows multiplied by
-/// few_rows_product (with F16C and FMA), a larger one by sgemm on op(B)'s columns widened
-/// too; the result rounded to half; with a fused update, w = keep·w + scale·product in
-/// float, rounded to half once. Which path a tile takes depends on its shape alone, and
-/// either gives bitwise the same product of operands transposed beforehand
-/// (test/emu/fusion.cpp).
+/// The path of a float16 tile of `rows` rows: by its shape alone (and the CPU), so that the
+/// same product is computed alike whichever worker runs it.
+HalfTilePath half_tile_path(std::int64_t rows, std::int64_t k) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (has_f16c_fma()) {
+    if (k <= few_k_limit)
+      return HalfTilePath::few_k;
+    if (rows <= few_rows_limit)
+      return HalfTilePath::few_rows;
+  }
+#endif
+  (void)rows;
+  (void)k;
+  return HalfTilePath::sgemm;
+}
+
+/// One worker's float copies of a float16 tile's operands and result, sized for the largest
+/// tile when the plan is compiled so that running it allocates nothing (and only as the
+/// paths of the plan's tiles need them).
+struct HalfTileScratch {
+  /// `lines` holds transpose_lines stored rows of a transposed operand on their way into `a`
+  /// or `b`.
+  std::vector<float> a, b, c, lines;
+  explicit HalfTileScratch(const MatMulPlan& p) {
+    bool widened_b = false, float_c = false;
+    for (const std::int64_t rows : {p.row_block, p.m % p.row_block}) {
+      if (rows == 0)
+        continue;
+      const HalfTilePath path = half_tile_path(rows, p.k);
+      widened_b = widened_b || path != HalfTilePath::few_rows;
+      float_c = float_c || path != HalfTilePath::few_k;
+    }
+    a.resize(static_cast<std::size_t>(p.row_block * p.k));
+    if (widened_b)
+      b.resize(static_cast<std::size_t>(p.k * p.col_block));
+    if (float_c)
+      c.resize(static_cast<std::size_t>(p.row_block * p.col_block));
+    lines.resize(static_cast<std::size_t>(transpose_lines * std::max(p.row_block, p.k)));
+  }
+};
+
+/// float16 tile: op(A)'s rows widened to float, then multiplied on the tile's path
+/// (half_tile_path); the result rounded to half or, with a fused update,
+/// w = keep·w + scale·product in float, rounded to half once. Every path gives bitwise the
+/// same product of operands transposed beforehand (test/emu/fusion.cpp).
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
@@ -501,12 +579,27 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
       narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
   };
 #if defined(__x86_64__) || defined(__i386__)
-  if (rows <= few_rows && has_f16c_fma()) {
+  switch (half_tile_path(rows, p.k)) {
+  case HalfTilePath::few_k: {
+    if (p.trans_b)
+      widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
+    else
+      widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
+    const float keep = update ? static_cast<float>(update->keep) : 0.0f;
+    if (update)
+      few_k_product<true>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha, keep);
+    else
+      few_k_product<false>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha, keep);
+    return;
+  }
+  case HalfTilePath::few_rows:
     if (p.trans_b)
       few_rows_product<true>(rows, s.a.data(), p.k, tb, ldb, cols, s.c.data(), cols, alpha);
     else
       few_rows_product<false>(rows, s.a.data(), p.k, tb, ldb, cols, s.c.data(), cols, alpha);
     return finish();
+  case HalfTilePath::sgemm:
+    break;
   }
 #endif
   if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows,
