@@ -42,8 +42,10 @@ TEST_CASE("matmul matches the reference over shapes, batch broadcasting and dtyp
 
 TEST_CASE("matmul is bitwise identical when run on concurrent threads") {
   // float16 products of up to 8 rows take their own kernel, larger ones sgemm.
-  for (const auto& [d, m] : {std::pair{float32, 200}, std::pair{float16, 200},
-                             std::pair{float16, 8}, std::pair{float16, 3}}) {
+  for (const auto& [dtype, rows] : {std::pair{float32, 200}, std::pair{float16, 200},
+                                    std::pair{float16, 8}, std::pair{float16, 3}}) {
+    const DType d = dtype; // named copies: clang 14 lambdas (CAPTURE) cannot use bindings
+    const std::int64_t m = rows;
     CAPTURE(d);
     CAPTURE(m);
     const auto c = make_case(
