@@ -332,9 +332,10 @@ void update_rows(const float* p, std::int64_t ld, std::int64_t rows, std::int64_
 }
 
 /// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed A's tile
-/// widened into place (exact: conversions are exact and the rest moves floats). sgemm is then
-/// called on the transposed copy: reading A transposed, oneDNN accumulates in another order
-/// (a transposed B it packs into the same order, so B is widened as stored).
+/// (or few_k_product's transposed B) widened into place (exact: conversions are exact and the
+/// rest moves floats). sgemm is then called on the transposed copy: reading A transposed,
+/// oneDNN accumulates in another order (a transposed B it packs into the same order, so for
+/// sgemm B is widened as stored).
 void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
                       float* dst, std::int64_t ldd, float* lines) {
   std::int64_t done = 0;
@@ -352,7 +353,8 @@ constexpr int few_rows_limit = 8;
 constexpr std::int64_t few_k_limit = 16;
 
 #if defined(__x86_64__) || defined(__i386__)
-/// Whether the CPU has F16C and FMA (and the OS saves the YMM registers): few_rows_product.
+/// Whether the CPU has F16C and FMA (and the OS saves the YMM registers): few_rows_product
+/// and few_k_product.
 bool has_f16c_fma() {
   static const bool has = has_f16c() && __builtin_cpu_supports("fma");
   return has;
@@ -376,7 +378,7 @@ template <int R, bool TransB>
 __attribute__((target("avx,fma,f16c"))) void
 few_rows_product(const float* a, std::int64_t k, const half* b, std::int64_t ldb, std::int64_t cols,
                  float* c, std::int64_t ldc, float alpha) {
-  const std::int64_t strips = k == 0 ? 0 : cols - cols % 8;
+  const std::int64_t strips = cols - cols % 8;
   const __m256 scale = _mm256_set1_ps(alpha);
   if constexpr (TransB) {
     // 8 stored rows (a strip's columns) read along k, 8 x 8 blocks widened and transposed
@@ -423,7 +425,7 @@ few_rows_product(const float* a, std::int64_t k, const half* b, std::int64_t ldb
       }
     }
   }
-  // The last cols % 8 columns (all of them when k = 0), one output at a time.
+  // The last cols % 8 columns, one output at a time.
   for (std::int64_t j = strips; j < cols; ++j)
     for (int i = 0; i < R; ++i) {
       float acc = 0.0f;
@@ -443,12 +445,11 @@ void few_rows_product(std::int64_t rows, const float* a, std::int64_t k, const h
     return std::array{&few_rows_product<R + 1, TransB>...};
   }
   (std::make_integer_sequence<int, few_rows_limit>{});
-  PXL_ASSERT(rows >= 1 && rows <= few_rows_limit);
+  // k > 0: an empty reduction is few_k_product's (the chunks above would write nothing).
+  PXL_ASSERT(rows >= 1 && rows <= few_rows_limit && k > 0);
   instances[static_cast<std::size_t>(rows - 1)](a, k, b, ldb, cols, c, ldc, alpha);
 }
-#endif
 
-#if defined(__x86_64__) || defined(__i386__)
 /// One row of few_k_product over S strips of 8 columns from column j: S accumulators, each
 /// adding its k products in order with fused multiply-adds, then scaled, added to keep·C
 /// with an update, and rounded to half.
@@ -585,11 +586,11 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
       widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
     else
       widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
-    const float keep = update ? static_cast<float>(update->keep) : 0.0f;
     if (update)
-      few_k_product<true>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha, keep);
+      few_k_product<true>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha,
+                          static_cast<float>(update->keep));
     else
-      few_k_product<false>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha, keep);
+      few_k_product<false>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha, 0.0f);
     return;
   }
   case HalfTilePath::few_rows:
