@@ -7,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 using namespace pxl;
 
@@ -83,18 +85,25 @@ TEST_CASE("A Transpose feeding a MatMul is read in place: reference results on 1
   }
 }
 
-TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the matmul of "
-          "the transposed copy") {
+TEST_CASE("A matmul reading a transposed operand in place: float16 bitwise the matmul of the "
+          "transposed copy, float32 within sgemm's rounding") {
   // The fused kernel reads a transposed operand in place or widens it transposed; the result
-  // must be the one of the same matmul fed the operands already transposed on the host.
+  // is compared with the same matmul fed the operands already transposed on the host. A
+  // float16 product is widened into the unfused layout before sgemm, so it must be bitwise
+  // equal on every CPU. A float32 product hands sgemm the stored layout, and oneDNN sums in an
+  // order that depends on it (on AVX2 and AVX-512 alike), so each side lies within
+  // gamma_k·(|A||B|) of the exact product, gamma_k = k·u / (1 - k·u), u = 2^-24: the two
+  // sides within twice that.
   const auto transposed = [](const HostTensor& t) {
     const std::int64_t r = t.shape()[0], c = t.shape()[1];
+    const auto in = t.bytes();
     HostTensor out({c, r}, t.dtype());
-    const auto in = t.data<half>();
-    auto o = out.data<half>();
+    auto o = out.bytes();
+    const std::size_t size = size_of(t.dtype());
     for (std::int64_t i = 0; i < r; ++i)
       for (std::int64_t j = 0; j < c; ++j)
-        o[static_cast<std::size_t>(j * r + i)] = in[static_cast<std::size_t>(i * c + j)];
+        std::copy_n(in.data() + static_cast<std::size_t>(i * c + j) * size, size,
+                    o.data() + static_cast<std::size_t>(j * r + i) * size);
     return out;
   };
   // The product of a [m, k] by a [k, n], each stored transposed or not, transposes fused into
@@ -102,44 +111,72 @@ TEST_CASE("A float16 matmul reading a transposed operand in place is bitwise the
   const auto product = [&](const HostTensor& a, const HostTensor& b, bool ta, bool tb, bool fuse) {
     const HostTensor ha = fuse || !ta ? a : transposed(a);
     const HostTensor hb = fuse || !tb ? b : transposed(b);
+    const DType dtype = a.dtype();
     Ir ir;
     HostToDeviceStream sa, sb;
     DeviceToHostStream sy;
     {
       auto in_main = ir.main_graph().scope();
-      sa = h2d_stream(ha.shape(), float16, "a");
-      sb = h2d_stream(hb.shape(), float16, "b");
+      sa = h2d_stream(ha.shape(), dtype, "a");
+      sb = h2d_stream(hb.shape(), dtype, "b");
       Tensor x = ops::host_load(sa), y = ops::host_load(sb);
       if (fuse && ta)
         x = ops::transpose(x);
       if (fuse && tb)
         y = ops::transpose(y);
       const Tensor z = ops::matmul(x, y);
-      sy = d2h_stream(z.shape(), float16, "y");
+      sy = d2h_stream(z.shape(), dtype, "y");
       ops::host_store(sy, z);
     }
     return run_on(ir, 2, {{sa, ha}, {sb, hb}}).at(sy);
   };
+  // |A||B| of the untransposed operands, in double.
+  const auto abs_product = [](const HostTensor& a, const HostTensor& b) {
+    const auto x = a.data<float>(), y = b.data<float>();
+    const std::int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+    std::vector<double> out(static_cast<std::size_t>(m * n));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        for (std::int64_t j = 0; j < n; ++j)
+          out[static_cast<std::size_t>(i * n + j)] +=
+              std::abs(static_cast<double>(x[static_cast<std::size_t>(i * k + kk)]) *
+                       y[static_cast<std::size_t>(kk * n + j)]);
+    return out;
+  };
   // Each of the three paths of a float16 tile (emu/kernels/matmul.cpp) with either operand
   // transposed: a short reduction (8: few_k_product), up to 8 rows (1, 7: few_rows_product,
-  // reading a transposed B in 8 x 8 blocks) and more (33, 90: sgemm, reading a transposed B
-  // widened as stored); one row to more rows and columns than a tile has (90, 200),
+  // reading a transposed B in 8 x 8 blocks) and more (33, 90: sgemm, on operands widened into
+  // the unfused layout); one row to more rows and columns than a tile has (90, 200),
   // reductions longer than a tile's side (300) and than oneDNN's k block (784).
   const std::int64_t ms[] = {1, 7, 33, 90}, ks[] = {8, 300, 784}, ns[] = {1, 16, 200};
-  for (const std::int64_t m : ms)
-    for (const std::int64_t k : ks)
-      for (const std::int64_t n : ns)
-        for (const bool ta : {false, true})
-          for (const bool tb : {false, true}) {
-            CAPTURE(m);
-            CAPTURE(k);
-            CAPTURE(n);
-            CAPTURE(ta);
-            CAPTURE(tb);
-            const HostTensor a = pattern({ta ? Shape{k, m} : Shape{m, k}, float16}, 3);
-            const HostTensor b = pattern({tb ? Shape{n, k} : Shape{k, n}, float16}, 4);
-            CHECK(product(a, b, ta, tb, true) == product(a, b, ta, tb, false));
-          }
+  for (const DType dtype : {float16, float32})
+    for (const std::int64_t m : ms)
+      for (const std::int64_t k : ks)
+        for (const std::int64_t n : ns)
+          for (const bool ta : {false, true})
+            for (const bool tb : {false, true}) {
+              CAPTURE(name(dtype));
+              CAPTURE(m);
+              CAPTURE(k);
+              CAPTURE(n);
+              CAPTURE(ta);
+              CAPTURE(tb);
+              const HostTensor a = pattern({ta ? Shape{k, m} : Shape{m, k}, dtype}, 3);
+              const HostTensor b = pattern({tb ? Shape{n, k} : Shape{k, n}, dtype}, 4);
+              const HostTensor fused = product(a, b, ta, tb, true);
+              const HostTensor unfused = product(a, b, ta, tb, false);
+              if (dtype == float16) {
+                CHECK(fused == unfused);
+                continue;
+              }
+              const double u = 0x1p-24, gamma = static_cast<double>(k) * u / (1 - k * u);
+              const auto bound = abs_product(ta ? transposed(a) : a, tb ? transposed(b) : b);
+              const auto f = fused.data<float>(), g = unfused.data<float>();
+              std::size_t outside = 0;
+              for (std::size_t i = 0; i < bound.size(); ++i)
+                outside += std::abs(static_cast<double>(f[i]) - g[i]) > 2 * gamma * bound[i];
+              CHECK(outside == 0);
+            }
 }
 
 TEST_CASE("A fused Transpose costs neither code nor memory; one with other readers stays") {

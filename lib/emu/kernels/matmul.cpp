@@ -331,11 +331,11 @@ void update_rows(const float* p, std::int64_t ld, std::int64_t rows, std::int64_
     }
 }
 
-/// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed A's tile
-/// (or few_k_product's transposed B) widened into place (exact: conversions are exact and the
-/// rest moves floats). sgemm is then called on the transposed copy: reading A transposed,
-/// oneDNN accumulates in another order (a transposed B it packs into the same order, so for
-/// sgemm B is widened as stored).
+/// dst[c·ldd + r] = float(src[r·ld + c]) for r < n_rows, c < n_cols: a transposed operand's
+/// tile widened into the layout of the unfused product (exact: conversions are exact and the
+/// rest moves floats). sgemm always gets both operands untransposed: oneDNN's kernels sum in
+/// an order that depends on the operands' layout (for a transposed A on AVX2 and AVX-512, for
+/// a transposed B on AVX-512), which would make a fused transpose change the result.
 void widen_transposed(const half* src, std::int64_t ld, std::int64_t n_rows, std::int64_t n_cols,
                       float* dst, std::int64_t ldd, float* lines) {
   std::int64_t done = 0;
@@ -603,14 +603,11 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
     break;
   }
 #endif
-  if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows,
-    // widened in one run and read transposed by sgemm (128 x 512 x 512: 1.12x -> 1.03x the
-    // float32 time; scattering them transposed here cost more than sgemm's packing does)
-    widen_rows(tb, ldb, cols, p.k, s.b.data(), p.k);
+  if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows
+    widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
   else
     widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
-  sgemm(false, p.trans_b, rows, cols, p.k, s.a.data(), p.k, s.b.data(), p.trans_b ? p.k : cols,
-        s.c.data(), cols, alpha);
+  sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha);
   finish();
 }
 
