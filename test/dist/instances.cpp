@@ -139,15 +139,18 @@ void check_equal(const Runs& a, const Runs& b) {
   REQUIRE(a.outputs.size() == b.outputs.size());
   for (std::size_t k = 0; k < a.outputs.size(); ++k) {
     REQUIRE(a.outputs[k].size() == b.outputs[k].size());
-    for (const auto& [name, array] : a.outputs[k]) {
-      CAPTURE(name);
-      REQUIRE(b.outputs[k].contains(name));
-      CHECK(array == b.outputs[k].at(name));
+    // Named copies: CAPTURE's lambda cannot capture a structured binding in clang 14.
+    for (const auto& output : a.outputs[k]) {
+      const std::string& stream = output.first;
+      CAPTURE(stream);
+      REQUIRE(b.outputs[k].contains(stream));
+      CHECK(output.second == b.outputs[k].at(stream));
     }
   }
-  for (const auto& [name, value] : a.weights) {
-    CAPTURE(name);
-    CHECK(value == b.weights.at(name));
+  for (const auto& weight : a.weights) {
+    const std::string& variable = weight.first;
+    CAPTURE(variable);
+    CHECK(weight.second == b.weights.at(variable));
   }
   REQUIRE(a.drift.size() == b.drift.size());
   for (std::size_t i = 0; i < a.drift.size(); ++i) {

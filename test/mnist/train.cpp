@@ -296,9 +296,10 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
     const auto expected = program.weights().to_dict();
     const auto weights = trainer.weights();
     REQUIRE(weights.size() == expected.size());
-    for (const auto& [name, w] : expected) {
+    for (const auto& entry : expected) {
+      const std::string& name = entry.first; // CAPTURE cannot capture a structured binding
       CAPTURE(name);
-      CHECK(same_bits(w, weights.at(name)));
+      CHECK(same_bits(entry.second, weights.at(name)));
     }
   }
 }
