@@ -3,7 +3,19 @@
 
 #include "pxl/core/half.hpp"
 
-#include <boost/hana.hpp>
+// Only the parts of Hana the table uses: <boost/hana.hpp> whole costs every unit that
+// includes a pxl header twice the parse time.
+#include <boost/hana/equal.hpp>
+#include <boost/hana/find_if.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/integral_constant.hpp>
+#include <boost/hana/length.hpp>
+#include <boost/hana/not_equal.hpp>
+#include <boost/hana/optional.hpp>
+#include <boost/hana/pair.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/type.hpp>
 
 #include <cstddef>
 #include <cstdint>
