@@ -20,7 +20,7 @@ namespace {
 
 using Connection = transforms::ExpectedConnection;
 
-std::string describe(const Tensor& t) { return "'" + t.id() + "' " + to_string(t.spec()); }
+std::string id_and_spec(const Tensor& t) { return "'" + t.id() + "' " + to_string(t.spec()); }
 
 void check_steps(std::string_view fn, std::int64_t steps) {
   if (steps < 1)
@@ -63,23 +63,23 @@ std::int64_t micro_batch_rows(std::string_view fn, const GraphWithNamedArgs& g) 
   std::int64_t rows = -1;
   for (const auto& t : positional) {
     if (graph.input_is_by_ref(input_index(graph, t)))
-      throw ValueError(std::string(fn) + ": positional input " + describe(t) + " of graph '" +
+      throw ValueError(std::string(fn) + ": positional input " + id_and_spec(t) + " of graph '" +
                        graph.name() +
                        "' is passed by reference, but each step receives a slice of it, so "
                        "its in-place changes could not reach the caller; expected inputs "
                        "passed by value (or make it a named arg)");
     if (t.rank() == 0)
-      throw ShapeError(std::string(fn) + ": positional input " + describe(t) + " of graph '" +
+      throw ShapeError(std::string(fn) + ": positional input " + id_and_spec(t) + " of graph '" +
                        graph.name() +
                        "' is a scalar; expected a micro-batch with rows along axis 0 (make it a "
                        "named arg to pass it whole)");
     if (rows < 0)
       rows = t.shape()[0];
     else if (t.shape()[0] != rows)
-      throw ShapeError(std::string(fn) + ": positional input " + describe(t) + " of graph '" +
+      throw ShapeError(std::string(fn) + ": positional input " + id_and_spec(t) + " of graph '" +
                        graph.name() + "' has " + std::to_string(t.shape()[0]) +
                        " rows along axis 0; expected " + std::to_string(rows) +
-                       ", the micro-batch rows of " + describe(positional.front()));
+                       ", the micro-batch rows of " + id_and_spec(positional.front()));
   }
   return rows;
 }
@@ -89,7 +89,8 @@ void check_outputs(std::string_view fn, const Graph& graph, const std::vector<Te
                    std::int64_t rows) {
   for (const auto& y : outputs)
     if (y.rank() == 0 || y.shape()[0] != rows)
-      throw ShapeError(std::string(fn) + ": output " + describe(y) + " of graph '" + graph.name() +
+      throw ShapeError(std::string(fn) + ": output " + id_and_spec(y) + " of graph '" +
+                       graph.name() +
                        "' must hold one row per sample: expected dim 0 = " + std::to_string(rows) +
                        " (the micro-batch rows), found shape " + to_string(y.shape()) +
                        "; a result of the whole batch (a loss) cannot be assembled from "
@@ -294,7 +295,7 @@ NamedTensors args_at_same_positions(const GraphWithNamedArgs& graph, const Graph
 } // namespace
 
 TensorSpec micro_batch_spec(const Tensor& full_batch, std::int64_t steps) {
-  return micro_batch_of(describe(full_batch), full_batch.spec(), steps);
+  return micro_batch_of(id_and_spec(full_batch), full_batch.spec(), steps);
 }
 
 TensorSpec micro_batch_spec(const TensorSpec& full_batch, std::int64_t steps) {
