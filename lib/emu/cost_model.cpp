@@ -15,44 +15,14 @@ std::int64_t cycles_of(double seconds, double hz) {
   return seconds <= 0 ? 0 : std::max<std::int64_t>(1, std::llround(std::ceil(seconds * hz)));
 }
 
-/// Vector instructions per element: 4 for the functions computed by a short series.
-std::int64_t instructions_per_vector(OpKind k) {
-  switch (k) {
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Tanh:
-  case OpKind::Sigmoid:
-  case OpKind::Gelu:
-  case OpKind::GeluErf:
-  case OpKind::GeluGrad:
-  case OpKind::Erf:
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Pow:
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax:
-  case OpKind::LayerNorm:
-  case OpKind::SoftmaxGrad:
-  case OpKind::LayerNormGrad:
-  case OpKind::NllLoss:
-  case OpKind::NllLossWithSoftmaxGrad:
-  case OpKind::RandomNormal:
-  case OpKind::RandomUniform:
-  case OpKind::AdamUpdater: // a square root and a division per element
-    return 4;
-  default:
-    return 1;
-  }
+/// Vector instructions per element of an op priced by its element count.
+std::int64_t instructions_per_vector(OpCost c) {
+  return c == OpCost::local_series || c == OpCost::exchanged_series ? 4 : 1;
 }
 
 /// Whether a kernel reads its inputs where its output is mapped: element-wise work and
 /// updates of a tensor by one of the same shape (and reshapes, which keep the linear mapping).
-bool works_in_place(OpKind k) {
-  const OpFamily f = family_of(k);
-  return f == OpFamily::elementwise || f == OpFamily::var_updates || f == OpFamily::random ||
-         k == OpKind::Reshape || k == OpKind::Init || k == OpKind::Arange;
-}
+bool works_in_place(OpCost c) { return c == OpCost::local || c == OpCost::local_series; }
 
 /// Exchange cycles for `bytes` spread over the tiles they span.
 std::int64_t exchange_cycles(std::int64_t bytes, const Target& t) {
@@ -76,20 +46,11 @@ std::int64_t vector_cycles(std::int64_t ops, DType dtype, std::int64_t tiles, co
 }
 
 /// Ring bytes one replica sends for a collective over `replicas` replicas.
-std::int64_t ring_bytes(OpKind k, std::int64_t bytes, std::int64_t replicas) {
-  if (replicas <= 1)
+std::int64_t ring_bytes(OpCost c, std::int64_t bytes, std::int64_t replicas) {
+  if (replicas <= 1 || c == OpCost::replica_slice) // a slice reads the replica's own part
     return 0;
   const std::int64_t one_way = ceil_div(bytes * (replicas - 1), replicas);
-  switch (k) {
-  case OpKind::ReplicatedAllReduce:
-  case OpKind::ReplicatedAllReduceInplace:
-    return 2 * one_way;
-  case OpKind::ReplicatedReduceScatter:
-  case OpKind::ReplicatedAllGather:
-    return one_way;
-  default: // slices read the replica's own part
-    return 0;
-  }
+  return c == OpCost::ring_all_reduce ? 2 * one_way : one_way;
 }
 
 } // namespace
@@ -112,7 +73,7 @@ bool exchanges_between_tiles(const StepInfo& info) {
   case StepKind::fused_all_reduce:
     break;
   }
-  return !works_in_place(info.op_kind);
+  return !works_in_place(cost_of(info.op_kind));
 }
 
 std::int64_t step_tiles(const StepInfo& info, const Target& target) {
@@ -140,21 +101,23 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
   case StepKind::fused_all_reduce:
     break;
   }
-  const OpKind k = info.op_kind;
+  const OpCost cost = cost_of(info.op_kind);
   const std::int64_t tiles = tiles_spanned(info.bytes_written, t);
-  if (k == OpKind::HostLoad || k == OpKind::HostStore) {
-    const std::int64_t bytes = k == OpKind::HostLoad ? info.bytes_written : info.bytes_read;
-    c.host = cycles_of(static_cast<double>(bytes) / t.host_link_bytes_per_second, t.clock_hz);
+  const auto at_rate = [&](std::int64_t bytes, double bytes_per_second) {
+    return cycles_of(static_cast<double>(bytes) / bytes_per_second, t.clock_hz);
+  };
+  switch (cost) {
+  case OpCost::host_load:
+  case OpCost::host_store:
+    c.host = at_rate(cost == OpCost::host_load ? info.bytes_written : info.bytes_read,
+                     t.host_link_bytes_per_second);
     return c;
-  }
-  if (family_of(k) == OpFamily::remote) {
-    // Streaming Memory is off the chip: its bytes cross to the IPU at its own rate.
-    const std::int64_t bytes = k == OpKind::RemoteStore ? info.bytes_read : info.bytes_written;
-    c.exchange =
-        cycles_of(static_cast<double>(bytes) / t.streaming_memory_bytes_per_second, t.clock_hz);
+  case OpCost::remote_load: // off the chip: its bytes cross to the IPU at its own rate
+  case OpCost::remote_store:
+    c.exchange = at_rate(cost == OpCost::remote_load ? info.bytes_written : info.bytes_read,
+                         t.streaming_memory_bytes_per_second);
     return c;
-  }
-  if (k == OpKind::MatMul) {
+  case OpCost::amp: {
     // The AMP units of the tiles the output spans, at 85% of their peak.
     const std::int64_t rate =
         info.dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
@@ -167,21 +130,25 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
                         info.dtype, tiles, t, 1);
     return c;
   }
-  if (k == OpKind::IpuCopy) { // from one IPU to another, over the IPU-Link
-    c.exchange =
-        cycles_of(static_cast<double>(info.bytes_read) / t.ipu_link_bytes_per_second, t.clock_hz);
+  case OpCost::ipu_link:
+    c.exchange = at_rate(info.bytes_read, t.ipu_link_bytes_per_second);
     return c;
-  }
-  if (family_of(k) == OpFamily::collectives || info.kind == StepKind::fused_all_reduce) {
-    const std::int64_t bytes = std::max(info.bytes_read, info.bytes_written);
-    c.exchange =
-        cycles_of(static_cast<double>(ring_bytes(k, bytes, replicas)) / t.ipu_link_bytes_per_second,
-                  t.clock_hz);
+  case OpCost::ring_all_reduce: // a fused all-reduce (and its folded update) too
+  case OpCost::ring_one_way:
+  case OpCost::replica_slice:
+    c.exchange = at_rate(ring_bytes(cost, std::max(info.bytes_read, info.bytes_written), replicas),
+                         t.ipu_link_bytes_per_second);
     c.compute = vector_cycles(info.flops, info.dtype, tiles, t, 1);
     return c;
+  case OpCost::local:
+  case OpCost::local_series:
+  case OpCost::exchanged:
+  case OpCost::exchanged_series:
+  case OpCost::call: // a call's steps return above; priced by its elements if ever reached
+    break;
   }
-  c.compute = vector_cycles(info.flops, info.dtype, tiles, t, instructions_per_vector(k));
-  if (!works_in_place(k))
+  c.compute = vector_cycles(info.flops, info.dtype, tiles, t, instructions_per_vector(cost));
+  if (!works_in_place(cost))
     c.exchange = exchange_cycles(info.bytes_read, t);
   return c;
 }

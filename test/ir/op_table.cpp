@@ -33,6 +33,51 @@ TEST_CASE("the op table's rows give names, families, flags and attribute types")
   CHECK(inplace == 12);
 }
 
+TEST_CASE("every row names how the cost model prices the op, as its family works") {
+  // The cost column is required by the table's macro, so a row without it does not compile;
+  // here each op's cost is checked against what its family does on the tiles.
+  CHECK(cost_of(OpKind::Add) == OpCost::local);
+  CHECK(cost_of(OpKind::Exp) == OpCost::local_series);
+  CHECK(cost_of(OpKind::Softmax) == OpCost::exchanged_series);
+  CHECK(cost_of(OpKind::MatMul) == OpCost::amp);
+  CHECK(cost_of(OpKind::HostLoad) == OpCost::host_load);
+  CHECK(cost_of(OpKind::ReplicatedAllReduce) == OpCost::ring_all_reduce);
+  for (const OpKind k : all_op_kinds) {
+    CAPTURE(op_type_name(k));
+    const OpCost c = cost_of(k);
+    switch (family_of(k)) {
+    case OpFamily::elementwise:
+    case OpFamily::var_updates:
+    case OpFamily::random: // computed where the output lives, element by element
+      CHECK((c == OpCost::local || c == OpCost::local_series));
+      break;
+    case OpFamily::reduce:
+    case OpFamily::nn: // reads across the tiles of its input
+      CHECK((c == OpCost::exchanged || c == OpCost::exchanged_series));
+      break;
+    case OpFamily::matmul:
+      CHECK(c == OpCost::amp);
+      break;
+    case OpFamily::shape: // moves data; an IpuCopy crosses IPUs, a reshape keeps the mapping
+      CHECK((c == OpCost::exchanged || c == OpCost::local || c == OpCost::ipu_link));
+      break;
+    case OpFamily::call:
+      CHECK(c == OpCost::call);
+      break;
+    case OpFamily::host_io:
+      CHECK((c == OpCost::host_load || c == OpCost::host_store || c == OpCost::exchanged));
+      break;
+    case OpFamily::collectives:
+      CHECK((c == OpCost::ring_all_reduce || c == OpCost::ring_one_way ||
+             c == OpCost::replica_slice));
+      break;
+    case OpFamily::remote:
+      CHECK((c == OpCost::remote_load || c == OpCost::remote_store));
+      break;
+    }
+  }
+}
+
 TEST_CASE("op.attrs<K>() is typed by the row") {
   Ir ir;
   auto main = ir.main_graph().scope();

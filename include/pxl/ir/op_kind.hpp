@@ -40,130 +40,152 @@ enum : unsigned {
 };
 } // namespace op_flags
 
-// X(Kind, "PopXL op type", family, attribute type, flags)
-// The enum, names, families, flags and attribute types below are derived from the rows; the
+/// How the cost model (lib/emu/cost_model.cpp) prices an op: the closed form of its cycles.
+/// Each row names one, so that an op added to the table is never priced by a default.
+enum class OpCost : std::uint8_t {
+  local,            ///< 1 vector instruction per element, on the tiles that hold the output
+  local_series,     ///< 4 per element (a function computed by a short series), no exchange
+  exchanged,        ///< 1 per element, the inputs exchanged to the output's tiles first
+  exchanged_series, ///< 4 per element, the inputs exchanged first
+  amp,              ///< the AMP units of the output's tiles (matmul), the inputs exchanged
+  host_load,        ///< what it writes crosses the host link
+  host_store,       ///< what it reads crosses the host link
+  remote_load,      ///< what it writes comes from Streaming Memory, at its bandwidth
+  remote_store,     ///< what it reads goes to Streaming Memory
+  ipu_link,         ///< from one IPU to another, over the IPU-Link
+  ring_all_reduce,  ///< a ring over the replicas, each sending 2(r - 1)/r of the bytes
+  ring_one_way,     ///< a ring sending (r - 1)/r of the bytes (reduce-scatter, all-gather)
+  replica_slice,    ///< a replica's own part, 1 instruction per element, nothing sent
+  call,             ///< the callee's steps are priced; the call step only copies arguments
+};
+
+// X(Kind, "PopXL op type", family, attribute type, flags, cost)
+// The enum, names, families, flags, costs and attribute types below are derived from the rows; the
 // emulator's kernels (compile_<Kind>), the autodiff rules (grad_<Kind>, for kinds with Grad)
 // and the test reference (ref_<Kind>) are tables instantiated over them, so a row without its
 // kernel, rule or reference fails to link.
 #define PXL_OP_TABLE(X)                                                                            \
   /* elementwise, unary */                                                                         \
-  X(Negate, "Neg", elementwise, NoAttrs, Grad)                                                     \
-  X(Abs, "Abs", elementwise, NoAttrs, Grad)                                                        \
-  X(Exp, "Exp", elementwise, NoAttrs, Grad)                                                        \
-  X(Log, "Log", elementwise, NoAttrs, Grad)                                                        \
-  X(Sqrt, "Sqrt", elementwise, NoAttrs, Grad)                                                      \
-  X(Tanh, "Tanh", elementwise, NoAttrs, Grad)                                                      \
-  X(Sigmoid, "Sigmoid", elementwise, NoAttrs, Grad)                                                \
-  X(Relu, "Relu", elementwise, NoAttrs, Grad)                                                      \
-  X(Gelu, "Gelu", elementwise, NoAttrs, Grad)                                                      \
-  X(GeluErf, "GeluErf", elementwise, NoAttrs, Grad)                                                \
-  X(Erf, "Erf", elementwise, NoAttrs, Grad)                                                        \
-  X(Sin, "Sin", elementwise, NoAttrs, Grad)                                                        \
-  X(Cos, "Cos", elementwise, NoAttrs, Grad)                                                        \
-  X(Sign, "Sign", elementwise, NoAttrs, Grad)                                                      \
-  X(Clip, "Clip", elementwise, ScalarAttrs, Grad)                                                  \
-  X(LogicalNot, "Not", elementwise, NoAttrs, NoGrad)                                               \
-  X(IsNan, "IsNaN", elementwise, NoAttrs, NoGrad)                                                  \
-  X(Cast, "Cast", elementwise, CastAttrs, Grad)                                                    \
-  X(Identity, "Identity", elementwise, NoAttrs, Grad)                                              \
-  X(Detach, "Detach", elementwise, NoAttrs, Grad)                                                  \
+  X(Negate, "Neg", elementwise, NoAttrs, Grad, local)                                              \
+  X(Abs, "Abs", elementwise, NoAttrs, Grad, local)                                                 \
+  X(Exp, "Exp", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Log, "Log", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Sqrt, "Sqrt", elementwise, NoAttrs, Grad, local_series)                                        \
+  X(Tanh, "Tanh", elementwise, NoAttrs, Grad, local_series)                                        \
+  X(Sigmoid, "Sigmoid", elementwise, NoAttrs, Grad, local_series)                                  \
+  X(Relu, "Relu", elementwise, NoAttrs, Grad, local)                                               \
+  X(Gelu, "Gelu", elementwise, NoAttrs, Grad, local_series)                                        \
+  X(GeluErf, "GeluErf", elementwise, NoAttrs, Grad, local_series)                                  \
+  X(Erf, "Erf", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Sin, "Sin", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Cos, "Cos", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Sign, "Sign", elementwise, NoAttrs, Grad, local)                                               \
+  X(Clip, "Clip", elementwise, ScalarAttrs, Grad, local)                                           \
+  X(LogicalNot, "Not", elementwise, NoAttrs, NoGrad, local)                                        \
+  X(IsNan, "IsNaN", elementwise, NoAttrs, NoGrad, local)                                           \
+  X(Cast, "Cast", elementwise, CastAttrs, Grad, local)                                             \
+  X(Identity, "Identity", elementwise, NoAttrs, Grad, local)                                       \
+  X(Detach, "Detach", elementwise, NoAttrs, Grad, local)                                           \
   /* elementwise, binary (NumPy broadcasting) */                                                   \
-  X(Add, "Add", elementwise, NoAttrs, Grad)                                                        \
-  X(Sub, "Sub", elementwise, NoAttrs, Grad)                                                        \
-  X(Mul, "Mul", elementwise, NoAttrs, Grad)                                                        \
-  X(Div, "Div", elementwise, NoAttrs, Grad)                                                        \
-  X(Pow, "Pow", elementwise, NoAttrs, Grad)                                                        \
-  X(Maximum, "Max", elementwise, NoAttrs, Grad)                                                    \
-  X(Minimum, "Min", elementwise, NoAttrs, Grad)                                                    \
-  X(Equal, "Equal", elementwise, NoAttrs, NoGrad)                                                  \
-  X(NotEqual, "NotEqual", elementwise, NoAttrs, NoGrad)                                            \
-  X(Greater, "Greater", elementwise, NoAttrs, NoGrad)                                              \
-  X(GreaterEqual, "GreaterOrEqual", elementwise, NoAttrs, NoGrad)                                  \
-  X(Less, "Less", elementwise, NoAttrs, NoGrad)                                                    \
-  X(LessEqual, "LessOrEqual", elementwise, NoAttrs, NoGrad)                                        \
-  X(LogicalAnd, "And", elementwise, NoAttrs, NoGrad)                                               \
-  X(LogicalOr, "Or", elementwise, NoAttrs, NoGrad)                                                 \
-  X(Where, "Where", elementwise, NoAttrs, Grad)                                                    \
+  X(Add, "Add", elementwise, NoAttrs, Grad, local)                                                 \
+  X(Sub, "Sub", elementwise, NoAttrs, Grad, local)                                                 \
+  X(Mul, "Mul", elementwise, NoAttrs, Grad, local)                                                 \
+  X(Div, "Div", elementwise, NoAttrs, Grad, local)                                                 \
+  X(Pow, "Pow", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Maximum, "Max", elementwise, NoAttrs, Grad, local)                                             \
+  X(Minimum, "Min", elementwise, NoAttrs, Grad, local)                                             \
+  X(Equal, "Equal", elementwise, NoAttrs, NoGrad, local)                                           \
+  X(NotEqual, "NotEqual", elementwise, NoAttrs, NoGrad, local)                                     \
+  X(Greater, "Greater", elementwise, NoAttrs, NoGrad, local)                                       \
+  X(GreaterEqual, "GreaterOrEqual", elementwise, NoAttrs, NoGrad, local)                           \
+  X(Less, "Less", elementwise, NoAttrs, NoGrad, local)                                             \
+  X(LessEqual, "LessOrEqual", elementwise, NoAttrs, NoGrad, local)                                 \
+  X(LogicalAnd, "And", elementwise, NoAttrs, NoGrad, local)                                        \
+  X(LogicalOr, "Or", elementwise, NoAttrs, NoGrad, local)                                          \
+  X(Where, "Where", elementwise, NoAttrs, Grad, local)                                             \
   /* elementwise, a gradient in one pass (what autodiff emits for its op) */                       \
-  X(GeluGrad, "GeluGrad", elementwise, NoAttrs, Grad)                                              \
-  X(TanhGrad, "TanhGrad", elementwise, NoAttrs, Grad)                                              \
+  X(GeluGrad, "GeluGrad", elementwise, NoAttrs, Grad, local_series)                                \
+  X(TanhGrad, "TanhGrad", elementwise, NoAttrs, Grad, local)                                       \
   /* reductions */                                                                                 \
-  X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad)                                             \
-  X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad)                                           \
-  X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad)                                             \
-  X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad)                                             \
-  X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad)                                                   \
-  X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad)                                                   \
-  X(CumSum, "CumSum", reduce, AxisAttrs, Grad)                                                     \
+  X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad, exchanged)                                  \
+  X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad, exchanged)                                \
+  X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad, exchanged)                                  \
+  X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad, exchanged)                                  \
+  X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad, exchanged)                                        \
+  X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, exchanged)                                        \
+  X(CumSum, "CumSum", reduce, AxisAttrs, Grad, exchanged)                                          \
   /* linear algebra */                                                                             \
-  X(MatMul, "MatMul", matmul, NoAttrs, Grad)                                                       \
+  X(MatMul, "MatMul", matmul, NoAttrs, Grad, amp)                                                  \
   /* nn */                                                                                         \
-  X(Softmax, "Softmax", nn, AxisAttrs, Grad)                                                       \
-  X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad)                                                 \
-  X(LayerNorm, "LayerNorm", nn, ScalarAttrs, Grad)                                                 \
-  X(SoftmaxGrad, "SoftmaxGrad", nn, AxisAttrs, Grad)                                               \
-  X(LayerNormGrad, "LayerNormGrad", nn, ScalarAttrs, NoGrad)                                       \
-  X(Dropout, "Dropout", nn, ScalarAttrs, Grad)                                                     \
-  X(NllLoss, "Nll", nn, NllAttrs, Grad)                                                            \
-  X(NllLossWithSoftmaxGrad, "NllWithSoftmaxGrad", nn, NllAttrs, NoGrad)                            \
+  X(Softmax, "Softmax", nn, AxisAttrs, Grad, exchanged_series)                                     \
+  X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad, exchanged_series)                               \
+  X(LayerNorm, "LayerNorm", nn, ScalarAttrs, Grad, exchanged_series)                               \
+  X(SoftmaxGrad, "SoftmaxGrad", nn, AxisAttrs, Grad, exchanged_series)                             \
+  X(LayerNormGrad, "LayerNormGrad", nn, ScalarAttrs, NoGrad, exchanged_series)                     \
+  X(Dropout, "Dropout", nn, ScalarAttrs, Grad, exchanged)                                          \
+  X(NllLoss, "Nll", nn, NllAttrs, Grad, exchanged_series)                                          \
+  X(NllLossWithSoftmaxGrad, "NllWithSoftmaxGrad", nn, NllAttrs, NoGrad, exchanged_series)          \
   /* random numbers */                                                                             \
-  X(RandomNormal, "RandomNormal", random, CreateAttrs, NoGrad)                                     \
-  X(RandomUniform, "RandomUniform", random, CreateAttrs, NoGrad)                                   \
-  X(SplitRandomSeed, "SplitRandomSeed", random, ScalarAttrs, NoGrad)                               \
+  X(RandomNormal, "RandomNormal", random, CreateAttrs, NoGrad, local_series)                       \
+  X(RandomUniform, "RandomUniform", random, CreateAttrs, NoGrad, local_series)                     \
+  X(SplitRandomSeed, "SplitRandomSeed", random, ScalarAttrs, NoGrad, local)                        \
   /* shape and data movement */                                                                    \
-  X(Reshape, "Reshape", shape, NoAttrs, Grad)                                                      \
-  X(Transpose, "Transpose", shape, TransposeAttrs, Grad)                                           \
-  X(Slice, "Slice", shape, SliceAttrs, Grad)                                                       \
-  X(Concat, "Concat", shape, AxisAttrs, Grad)                                                      \
-  X(Split, "Split", shape, SplitAttrs, Grad)                                                       \
-  X(Gather, "Gather", shape, AxisAttrs, Grad)                                                      \
-  X(OneHot, "OneHot", shape, OneHotAttrs, NoGrad)                                                  \
-  X(Init, "Init", shape, CreateAttrs, NoGrad)                                                      \
-  X(Arange, "Arange", shape, CreateAttrs, NoGrad)                                                  \
-  X(Tril, "Tril", shape, DiagonalAttrs, Grad)                                                      \
-  X(Triu, "Triu", shape, DiagonalAttrs, Grad)                                                      \
-  X(Pad, "Pad", shape, PadAttrs, Grad)                                                             \
-  X(Tile, "Tile", shape, TileAttrs, Grad)                                                          \
-  X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad)                                       \
-  X(Scatter, "ScatterElements", shape, AxisAttrs, Grad)                                            \
-  X(ScatterAdd, "ScatterReduce", shape, AxisAttrs, Grad)                                           \
-  X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad)                                       \
-  X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad)                                     \
-  X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad)                                                      \
+  X(Reshape, "Reshape", shape, NoAttrs, Grad, local)                                               \
+  X(Transpose, "Transpose", shape, TransposeAttrs, Grad, exchanged)                                \
+  X(Slice, "Slice", shape, SliceAttrs, Grad, exchanged)                                            \
+  X(Concat, "Concat", shape, AxisAttrs, Grad, exchanged)                                           \
+  X(Split, "Split", shape, SplitAttrs, Grad, exchanged)                                            \
+  X(Gather, "Gather", shape, AxisAttrs, Grad, exchanged)                                           \
+  X(OneHot, "OneHot", shape, OneHotAttrs, NoGrad, exchanged)                                       \
+  X(Init, "Init", shape, CreateAttrs, NoGrad, local)                                               \
+  X(Arange, "Arange", shape, CreateAttrs, NoGrad, local)                                           \
+  X(Tril, "Tril", shape, DiagonalAttrs, Grad, exchanged)                                           \
+  X(Triu, "Triu", shape, DiagonalAttrs, Grad, exchanged)                                           \
+  X(Pad, "Pad", shape, PadAttrs, Grad, exchanged)                                                  \
+  X(Tile, "Tile", shape, TileAttrs, Grad, exchanged)                                               \
+  X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad, exchanged)                            \
+  X(Scatter, "ScatterElements", shape, AxisAttrs, Grad, exchanged)                                 \
+  X(ScatterAdd, "ScatterReduce", shape, AxisAttrs, Grad, exchanged)                                \
+  X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad, exchanged)                            \
+  X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad, exchanged)                          \
+  X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad, ipu_link)                                            \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
-  X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
-  X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace)                        \
-  X(MulInplace, "MulLhsInplace", var_updates, NoAttrs, Grad | Inplace)                             \
-  X(ScaledAdd, "ScaledAdd", var_updates, ScalarAttrs, Grad)                                        \
-  X(ScaledAddInplace, "ScaledAddLhsInplace", var_updates, ScalarAttrs, Grad | Inplace)             \
-  X(Accumulate, "Accumulate", var_updates, ScalarAttrs, Grad | Inplace)                            \
-  X(CopyVarUpdate, "CopyVarUpdate", var_updates, NoAttrs, Grad | Inplace)                          \
-  X(AccumulatorScale, "AccumulatorScale", var_updates, ScalarAttrs, Grad | Inplace)                \
-  X(AccumulatorZero, "AccumulatorZero", var_updates, NoAttrs, Grad | Inplace)                      \
-  X(AccumulateMovingAverage, "AccumulateMovingAverage", var_updates, ScalarAttrs, Grad | Inplace)  \
+  X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                      \
+  X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                 \
+  X(MulInplace, "MulLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                      \
+  X(ScaledAdd, "ScaledAdd", var_updates, ScalarAttrs, Grad, local)                                 \
+  X(ScaledAddInplace, "ScaledAddLhsInplace", var_updates, ScalarAttrs, Grad | Inplace, local)      \
+  X(Accumulate, "Accumulate", var_updates, ScalarAttrs, Grad | Inplace, local)                     \
+  X(CopyVarUpdate, "CopyVarUpdate", var_updates, NoAttrs, Grad | Inplace, local)                   \
+  X(AccumulatorScale, "AccumulatorScale", var_updates, ScalarAttrs, Grad | Inplace, local)         \
+  X(AccumulatorZero, "AccumulatorZero", var_updates, NoAttrs, Grad | Inplace, local)               \
+  X(AccumulateMovingAverage, "AccumulateMovingAverage", var_updates, ScalarAttrs, Grad | Inplace,  \
+    local)                                                                                         \
   X(AccumulateMovingAverageSquare, "AccumulateMovingAverageSquare", var_updates, ScalarAttrs,      \
-    Grad | Inplace)                                                                                \
-  X(AdamUpdater, "AdamUpdater", var_updates, AdamUpdaterAttrs, NoGrad)                             \
+    Grad | Inplace, local)                                                                         \
+  X(AdamUpdater, "AdamUpdater", var_updates, AdamUpdaterAttrs, NoGrad, local_series)               \
   /* calls */                                                                                      \
-  X(Call, "Call", call, CallAttrs, Grad)                                                           \
-  X(Repeat, "Loop", call, CallAttrs, Grad)                                                         \
-  X(Conditional, "If", call, ConditionalAttrs, Grad)                                               \
+  X(Call, "Call", call, CallAttrs, Grad, call)                                                     \
+  X(Repeat, "Loop", call, CallAttrs, Grad, call)                                                   \
+  X(Conditional, "If", call, ConditionalAttrs, Grad, call)                                         \
   /* host IO */                                                                                    \
-  X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad)                                            \
-  X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad)                                          \
-  X(PrintTensor, "PrintTensor", host_io, PrintAttrs, Grad)                                         \
+  X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad, host_load)                                 \
+  X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad, host_store)                              \
+  X(PrintTensor, "PrintTensor", host_io, PrintAttrs, Grad, exchanged)                              \
   /* collectives across replicas */                                                                \
-  X(ReplicatedAllReduce, "ReplicatedAllReduce", collectives, CollectiveAttrs, Grad)                \
+  X(ReplicatedAllReduce, "ReplicatedAllReduce", collectives, CollectiveAttrs, Grad,                \
+    ring_all_reduce)                                                                               \
   X(ReplicatedAllReduceInplace, "ReplicatedAllReduceInplace", collectives, CollectiveAttrs,        \
-    Grad | Inplace)                                                                                \
-  X(ReplicatedReduceScatter, "ReplicatedReduceScatter", collectives, CollectiveAttrs, Grad)        \
-  X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad)                \
-  X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad)                        \
-  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad)                \
+    Grad | Inplace, ring_all_reduce)                                                               \
+  X(ReplicatedReduceScatter, "ReplicatedReduceScatter", collectives, CollectiveAttrs, Grad,        \
+    ring_one_way)                                                                                  \
+  X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad, ring_one_way)  \
+  X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad, replica_slice)         \
+  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad, replica_slice) \
   /* Streaming Memory */                                                                           \
-  X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad)                                         \
-  X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace)                 \
-  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad)
+  X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad, remote_load)                            \
+  X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace, remote_load)    \
+  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad, remote_store)
 
 enum class OpKind : std::uint8_t {
 #define PXL_X(kind, ...) kind,
@@ -201,11 +223,16 @@ inline constexpr std::array<OpFamily, num_op_kinds> op_families = {
 inline constexpr std::array<unsigned, num_op_kinds> op_flag_sets = [] {
   using namespace op_flags;
   return std::array<unsigned, num_op_kinds>{
-#define PXL_X(kind, name, family, attrs, flags) (flags),
+#define PXL_X(kind, name, family, attrs, flags, cost) (flags),
       PXL_OP_TABLE(PXL_X)
 #undef PXL_X
   };
 }();
+inline constexpr std::array<OpCost, num_op_kinds> op_costs = {
+#define PXL_X(kind, name, family, attrs, flags, cost) OpCost::cost,
+    PXL_OP_TABLE(PXL_X)
+#undef PXL_X
+};
 } // namespace detail
 
 /// The op type as print_schedule shows it ("MatMul", "Add", ...).
@@ -240,6 +267,9 @@ constexpr std::string_view family_name(OpFamily f) {
 /// The row's flags (op_flags).
 constexpr unsigned flags_of(OpKind k) { return detail::op_flag_sets[static_cast<std::size_t>(k)]; }
 
+/// How the cost model prices the op (the row's OpCost).
+constexpr OpCost cost_of(OpKind k) { return detail::op_costs[static_cast<std::size_t>(k)]; }
+
 /// Ops whose output 0 is input 0, modified in place.
 constexpr bool is_inplace(OpKind k) { return (flags_of(k) & op_flags::Inplace) != 0; }
 /// Ops with a gradient rule; a gradient through any other is a GraphError naming it.
@@ -248,7 +278,7 @@ constexpr bool is_differentiable(OpKind k) { return (flags_of(k) & op_flags::NoG
 /// The attribute type of each kind: `op_attrs_t<OpKind::Slice>` is SliceAttrs.
 template <OpKind K>
 struct OpRow;
-#define PXL_X(kind, name, family, attrs, flags)                                                    \
+#define PXL_X(kind, name, family, attrs, flags, cost)                                              \
   template <>                                                                                      \
   struct OpRow<OpKind::kind> {                                                                     \
     using Attrs = attrs;                                                                           \
@@ -269,7 +299,8 @@ constexpr std::size_t index_in(std::variant<Ts...>*) {
 }
 
 inline constexpr std::array<std::size_t, num_op_kinds> op_attrs_indices = {
-#define PXL_X(kind, name, family, attrs, flags) index_in<attrs>(static_cast<OpAttrs*>(nullptr)),
+#define PXL_X(kind, name, family, attrs, flags, cost)                                              \
+  index_in<attrs>(static_cast<OpAttrs*>(nullptr)),
     PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 };
