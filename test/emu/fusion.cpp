@@ -143,7 +143,7 @@ TEST_CASE("A matmul reading a transposed operand in place: float16 bitwise the m
                        y[static_cast<std::size_t>(kk * n + j)]);
     return out;
   };
-  // Each of the three paths of a float16 tile (emu/kernels/matmul.cpp) with either operand
+  // Each of the three paths of a float16 tile (emu/kernels/half_gemm.cpp) with either operand
   // transposed: a short reduction (8: few_k_product), up to 8 rows (1, 7: few_rows_product,
   // reading a transposed B in 8 x 8 blocks) and more (33, 90: sgemm, on operands widened into
   // the unfused layout); one row to more rows and columns than a tile has (90, 200),
