@@ -3,12 +3,14 @@
 
 #include "pxl/pxl.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,6 +47,27 @@ struct AllReduceProgram {
     ops::host_store(y, ops::collectives::replicated_all_reduce(ops::host_load(x)));
   }
 };
+
+/// Deterministic values in [-1, 1) of `spec`'s shape and dtype.
+inline HostTensor pattern(const TensorSpec& spec, int salt) {
+  HostTensor f(spec.shape, float32);
+  auto d = f.data<float>();
+  for (std::size_t i = 0; i < d.size(); ++i)
+    d[i] = static_cast<float>((static_cast<int>(i) * 37 + salt * 11) % 41) / 20.5f - 1.0f;
+  return spec.dtype == float32 ? f : f.astype(spec.dtype);
+}
+
+/// Runs `ir`'s main graph with `inputs` on `workers` workers.
+inline StreamOutputs run_on(Ir& ir, unsigned workers, const StreamInputs& inputs) {
+  Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+  auto attached = s.attach();
+  return s.run(inputs);
+}
+
+/// Whether the memory report maps a tensor of id `name`.
+inline bool has_tensor(const emu::MemoryReport& r, const std::string& name) {
+  return std::ranges::any_of(r.tensors, [&](const auto& t) { return t.id == name; });
+}
 
 inline HostTensor iota(Shape shape, float start = 0.f) {
   HostTensor t(std::move(shape), float32);
