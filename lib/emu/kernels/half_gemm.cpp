@@ -388,6 +388,17 @@ HalfTilePath half_tile_path(std::int64_t rows, std::int64_t k) {
   return HalfTilePath::sgemm;
 }
 
+/// op(B)'s tile of `cols` columns from column `c0` of batch `bt`, widened into s.b as the
+/// unfused product holds it: [k, cols], row-major, whether or not B is stored transposed.
+void widen_b_tile(const MatMulPlan& p, HalfTileScratch& s, const half* b, std::int64_t bt,
+                  std::int64_t c0, std::int64_t cols) {
+  const auto [tb, ldb] = b_tile(p, b, bt, c0);
+  if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows
+    widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
+  else
+    widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
+}
+
 } // namespace
 
 HalfTileScratch::HalfTileScratch(const MatMulPlan& p) {
@@ -415,7 +426,6 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
     widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());
   else
     widen_rows(ta, lda, rows, p.k, s.a.data(), p.k);
-  const auto [tb, ldb] = b_tile(p, b, bt, c0);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
   // A fused update: the product scaled by alpha, then keep·w added as the tile is rounded
   // back to half (w is read once, in the same pass that writes it).
@@ -429,10 +439,7 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
 #if defined(__x86_64__) || defined(__i386__)
   switch (half_tile_path(rows, p.k)) {
   case HalfTilePath::few_k: {
-    if (p.trans_b)
-      widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
-    else
-      widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
+    widen_b_tile(p, s, b, bt, c0, cols);
     if (update)
       few_k_product<true>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha,
                           static_cast<float>(update->keep));
@@ -440,20 +447,19 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
       few_k_product<false>(s.a.data(), rows, p.k, s.b.data(), cols, tc, p.n, alpha, 0.0f);
     return;
   }
-  case HalfTilePath::few_rows:
+  case HalfTilePath::few_rows: {
+    const auto [tb, ldb] = b_tile(p, b, bt, c0); // read in place, widened in registers
     if (p.trans_b)
       few_rows_product<true>(rows, s.a.data(), p.k, tb, ldb, cols, s.c.data(), cols, alpha);
     else
       few_rows_product<false>(rows, s.a.data(), p.k, tb, ldb, cols, s.c.data(), cols, alpha);
     return finish();
+  }
   case HalfTilePath::sgemm:
     break;
   }
 #endif
-  if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows
-    widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
-  else
-    widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
+  widen_b_tile(p, s, b, bt, c0, cols);
   sgemm(false, false, rows, cols, p.k, s.a.data(), p.k, s.b.data(), cols, s.c.data(), cols, alpha);
   finish();
 }
