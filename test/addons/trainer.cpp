@@ -380,9 +380,40 @@ TEST_CASE("evaluate takes a batched dataset as it takes arrays") {
   CHECK(trainer.evaluate(batched) == trainer.evaluate(x, y, 16));
   CHECK_THROWS_WITH_AS(
       trainer.evaluate(addons::data::TensorDataset::from_tensor_slices(x, y).batch(500)),
-      "Trainer::evaluate: the dataset must be batched with drop_remainder (the device program "
-      "has fixed shapes) and fill at least one batch, got 0 batches of 500 from 400 examples",
+      "Trainer::evaluate: the dataset must be batched (the device program has fixed shapes) and "
+      "hold at least one batch, got 0 batches of 500 from 400 examples",
       ValueError);
+  CHECK_THROWS_WITH_AS(trainer.evaluate(x, y, 0),
+                       "Trainer::evaluate: batch_size must be at least 1, got 0", ValueError);
+  CHECK_THROWS_WITH_AS(trainer.evaluate(HostTensor({0, 4}, float32), HostTensor({0}, int32)),
+                       "Trainer::evaluate: x and y have no examples (their first axis is 0)",
+                       ShapeError);
+}
+
+TEST_CASE("evaluate and predict take every example: the remainder runs as a shorter batch") {
+  const auto [x, y] = data(examples, 1);
+  const auto [xt, yt] = data(80, 2);
+  Trainer trainer(Classifier{});
+  trainer.compile({.metrics = {"accuracy"}});
+  trainer.fit(x, y, {.batch_size = 8});
+  // 80 = 3 × 24 + 8, and 80 = 5 × 16: the same examples, each batch's mean weighted by its rows.
+  const addons::Logs whole = trainer.evaluate(xt, yt, 16);
+  const addons::Logs with_remainder = trainer.evaluate(xt, yt, 24);
+  CHECK(with_remainder.at("loss") == doctest::Approx(whole.at("loss")).epsilon(1e-6));
+  CHECK(with_remainder.at("accuracy") == doctest::Approx(whole.at("accuracy")).epsilon(1e-6));
+  CHECK(trainer.evaluate(addons::data::TensorDataset::from_tensor_slices(xt, yt).batch(
+            24, false)) == with_remainder);
+  // A batch larger than the data is one short batch.
+  const addons::Logs one_batch = trainer.evaluate(xt, yt, 1000);
+  CHECK(one_batch.at("loss") == doctest::Approx(whole.at("loss")).epsilon(1e-6));
+
+  const HostTensor by_16 = trainer.predict(xt, 16);
+  const HostTensor by_24 = trainer.predict(xt, 24);
+  REQUIRE(by_24.shape() == Shape{80, classes});
+  const auto a = by_16.data<float>();
+  const auto b = by_24.data<float>();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-6));
 }
 
 TEST_CASE("fit shows the main job's progress bar where asked") {

@@ -110,8 +110,8 @@ struct CompileOptions {
   /// bitwise that of a hand-written program with the same constant (the main job's, say);
   /// set_learning_rate (and so LearningRateScheduler) throws ValueError.
   bool constant_learning_rate = false;
-  /// Emulator worker threads (0: one per core).
-  unsigned workers = 1;
+  /// Emulator worker threads (0: one per core, as everywhere in pxl).
+  unsigned workers = 0;
   /// Estimate the training program's device time (SessionOptions::profile): read it from
   /// training_session().profile().
   bool profile = false;
@@ -135,7 +135,8 @@ struct FitOptions {
   /// Where to show each epoch's progress bar (addons::Progress, the main job's), redrawn as
   /// the micro-batches' losses come back (Keras's verbose=1): `stdout`, say; none when null.
   std::FILE* progress = nullptr;
-  /// (x, y) evaluated at the end of every epoch: "val_loss", "val_accuracy".
+  /// (x, y) evaluated at the end of every epoch, every example (the remainder of the batch size
+  /// too): "val_loss", "val_accuracy".
   std::optional<std::pair<HostTensor, HostTensor>> validation_data;
   std::vector<std::shared_ptr<Callback>> callbacks;
 };
@@ -182,13 +183,15 @@ public:
   /// batches; the batches that do not fill a run are left out. The infeeds' producers prepare
   /// up to the dataset's prefetch depth of batches ahead of the device (8 without one).
   History fit(const data::TensorDataset& dataset, FitOptions options);
-  /// The mean loss (and accuracy) over `x`, `y` in batches of `batch_size` (the remainder
-  /// dropped).
+  /// The mean loss (and accuracy) over every example of `x`, `y`, run in batches of
+  /// `batch_size` and a last, shorter batch for the remainder (as Keras's evaluate).
   Logs evaluate(const HostTensor& x, const HostTensor& y, std::int64_t batch_size = 32);
-  /// The mean loss (and accuracy) over one pass of a batched dataset (drop_remainder; in its
-  /// order, epoch 0's when shuffled).
+  /// The mean loss (and accuracy) over every example of one pass of a batched dataset (in its
+  /// order, epoch 0's when shuffled), each batch's mean weighted by its examples: with
+  /// drop_remainder false, the last, shorter batch too.
   Logs evaluate(const data::TensorDataset& dataset);
-  /// The model's outputs for `x` in batches of `batch_size` (the remainder dropped): [n, ...].
+  /// The model's outputs for every example of `x` ([n, ...]), run in batches of `batch_size`
+  /// and a last, shorter batch for the remainder (as Keras's predict).
   HostTensor predict(const HostTensor& x, std::int64_t batch_size = 32);
 
   /// The current learning rate (what LearningRateScheduler changes).

@@ -1,0 +1,123 @@
+// How the Trainer's training program takes its data (infeeds fed by producer threads, or one
+// step's arrays per run) and gives back each micro-batch's logs.
+#include "programs.hpp"
+
+#include "pxl/dist.hpp"
+
+#include <cstring>
+
+namespace pxl::addons::trainer_detail {
+
+namespace {
+
+/// Batches a producer prepares ahead of the device when the dataset does not say (prefetch).
+constexpr std::int64_t default_prefetch = 8;
+
+} // namespace
+
+void BatchLog::operator()(const HostTensor& values) {
+  // Replicas store the same all-reduced values, step-major: take replica 0's.
+  if (element++ % replicas == 0)
+    record(values.data<float>());
+}
+
+void BatchLog::record(std::span<const float> v) {
+  loss_sum += v[0];
+  if (with_accuracy)
+    accuracy_sum += v[1];
+  if (!callbacks.empty() && !error) {
+    Logs logs{{"loss", v[0]}};
+    if (with_accuracy)
+      logs.emplace(std::string(accuracy_metric), v[1]);
+    try {
+      for (const auto& c : callbacks)
+        c->on_batch_end(batch, logs);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  ++batch;
+  if (progress)
+    progress->update(++in_epoch, v[0]);
+}
+
+data::LocalReplicas local_replicas(const CompileOptions& o) {
+  if (o.distributed && dist::is_distributed())
+    return {o.replicas, dist::replica_offset(), dist::num_local_replicas()};
+  return {o.replicas, 0, o.replicas};
+}
+
+HostTensor row_range(const HostTensor& t, std::int64_t first, std::int64_t count) {
+  Shape shape = t.shape();
+  const std::size_t row = t.bytes().size() / static_cast<std::size_t>(shape[0]);
+  shape[0] = count;
+  HostTensor rows(shape, t.dtype());
+  std::memcpy(rows.bytes().data(), t.bytes().data() + static_cast<std::size_t>(first) * row,
+              rows.bytes().size());
+  return rows;
+}
+
+void bind_infeed(Program& p, const data::TensorDataset& dataset, std::int64_t batches_per_epoch,
+                 std::int64_t batches_per_run, data::LocalReplicas replicas) {
+  // Where the feed stands in the data; touched under the fan-out's lock only.
+  struct Cursor {
+    data::TensorDataset dataset;
+    std::int64_t batches_per_epoch;
+    std::uint64_t epoch = 0;
+    std::int64_t taken = 0; ///< batches of the epoch read
+    std::optional<data::TensorDatasetView> view;
+    std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
+  };
+  auto cursor = std::make_shared<Cursor>(Cursor{dataset, batches_per_epoch});
+  const std::int64_t prefetch =
+      dataset.settings().prefetch_depth > 0 ? dataset.settings().prefetch_depth : default_prefetch;
+  // A step takes an element of each stream per (local) replica.
+  const std::int64_t depth = prefetch * replicas.count;
+  const data::LabelledBatchSpec spec = dataset.element_spec();
+  auto fan_out = std::make_shared<data::BatchFanOut>(
+      [cursor]() -> data::BatchHalves {
+        Cursor& c = *cursor;
+        if (!c.view || c.taken == c.batches_per_epoch) {
+          if (c.view)
+            ++c.epoch;
+          c.view.emplace(c.dataset.epoch(c.epoch));
+          c.at.emplace(c.view->begin());
+          c.taken = 0;
+        } else {
+          ++*c.at;
+        }
+        ++c.taken;
+        const data::LabelledBatch& b = **c.at;
+        return {&b.features, &b.labels};
+      },
+      spec.features, spec.labels, depth, batches_per_run, replicas,
+      data::FanOutWording{.feeder = "Trainer::fit"});
+  p.session->set_h2d_callback(
+      p.x, [fan_out](HostTensor& e) { fan_out->fill(data::BatchFanOut::features, e); },
+      {.depth = depth});
+  p.session->set_h2d_callback(
+      p.y, [fan_out](HostTensor& e) { fan_out->fill(data::BatchFanOut::labels, e); },
+      {.depth = depth});
+}
+
+void run_one_step(Program& p, const data::LabelledBatch& batch, data::LocalReplicas replicas) {
+  // One replica in all takes the batch as it is (borrowed); else this process's replicas' rows.
+  auto local_rows = [&](const HostTensor& t) -> InputArray {
+    if (replicas.total == 1)
+      return t;
+    const std::int64_t b = t.shape()[0] / replicas.total;
+    HostTensor rows = row_range(t, replicas.first * b, replicas.count * b);
+    if (replicas.count == 1)
+      return rows;
+    Shape shape = t.shape();
+    shape[0] = b;
+    shape.insert(shape.begin(), replicas.count);
+    return rows.reshaped(shape);
+  };
+  const StreamOutputs out =
+      p.session->run({{p.x, local_rows(batch.features)}, {p.y, local_rows(batch.labels)}});
+  const auto values = out.at(p.loss).data<float>();
+  p.log->record(values.first(values.size() / static_cast<std::size_t>(replicas.count)));
+}
+
+} // namespace pxl::addons::trainer_detail

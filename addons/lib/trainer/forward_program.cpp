@@ -1,0 +1,42 @@
+// The Trainer's forward-only programs: evaluation (the batch's loss and accuracy) and
+// prediction (the model's outputs).
+#include "programs.hpp"
+
+#include "model_io.hpp"
+
+#include "pxl/addons/metrics.hpp"
+#include "pxl/ir/ir.hpp"
+
+namespace pxl::addons::trainer_detail {
+
+void build_forward_program(Program& p, const CompileOptions& o, const TraceModel& trace,
+                           const TensorSpec& x, const std::optional<TensorSpec>& y) {
+  p.x_spec = x;
+  {
+    auto in_main = p.ir.main_graph().scope();
+    p.x = h2d_stream(x.shape, x.dtype, "x");
+    auto [factories, fwd] = trace(model_spec(x, o.dtype));
+    p.variables = factories.init("", o.seed);
+    const Tensor model_out =
+        fwd.bind(p.variables).call({model_input(p.x, o.dtype)}, {}, {}, {.inline_graph = true})[0];
+    auto on_last = ipu(model_out.ipu());
+    const Tensor out = loss_input(model_out);
+    if (y) {
+      p.y = h2d_stream(y->shape, y->dtype, "y");
+      const Tensor labels = pxl::ops::host_load(p.y);
+      p.loss = d2h_stream({}, float32, "loss");
+      pxl::ops::host_store(p.loss, loss_with_grad(o.loss, out, labels).first);
+      if (!o.metrics.empty()) {
+        p.accuracy = d2h_stream({}, float32, "accuracy");
+        pxl::ops::host_store(p.accuracy, sparse_categorical_accuracy(out, labels));
+      }
+    } else {
+      p.out = d2h_stream(out.shape(), out.dtype(), "out");
+      pxl::ops::host_store(p.out, out);
+    }
+  }
+  p.session.emplace(p.ir, "ipu_model", SessionOptions{.workers = o.workers});
+  p.attached.emplace(p.session->attach());
+}
+
+} // namespace pxl::addons::trainer_detail

@@ -1,0 +1,420 @@
+// pxl::addons::Trainer: compile, fit, evaluate and predict, and the weights its programs
+// share. The programs themselves are built in training_program.cpp and forward_program.cpp,
+// and fed in feeding.cpp.
+#include "pxl/addons/trainer.hpp"
+
+#include "programs.hpp"
+
+#include "pxl/addons/checkpoint.hpp"
+#include "pxl/addons/metrics.hpp"
+#include "pxl/core/error.hpp"
+
+#include <cstring>
+#include <exception>
+
+namespace pxl::addons {
+
+namespace {
+
+using trainer_detail::accuracy_metric;
+
+void check_examples(std::string_view fn, const HostTensor& x, const HostTensor& y) {
+  if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
+    throw ShapeError(std::string(fn) +
+                     ": x and y need one example per row of their first axis "
+                     "and as many of each, got x " +
+                     to_string(x.shape()) + " and y " + to_string(y.shape()));
+  if (x.shape()[0] == 0)
+    throw ShapeError(std::string(fn) + ": x and y have no examples (their first axis is 0)");
+}
+
+/// Whether the optimizer keeps state (Adam's moments, RMSprop's mean square, SGD's momentum).
+bool has_state(const TrainerOptimizer& o) {
+  const auto* sgd = std::get_if<optimizers::SGDOptions>(&o);
+  return sgd == nullptr || sgd->momentum != 0.0;
+}
+
+double initial_lr(const TrainerOptimizer& o) {
+  return std::visit([](const auto& opts) { return opts.lr.value(); }, o);
+}
+
+/// `spec` with `rows` examples along its first axis.
+TensorSpec with_rows(TensorSpec spec, std::int64_t rows) {
+  spec.shape[0] = rows;
+  return spec;
+}
+
+} // namespace
+
+Trainer::Programs::Programs(CompileOptions o)
+    : options(std::move(o)), lr(initial_lr(options.optimizer)) {}
+
+void Trainer::Programs::load_weights(Program& p) {
+  if (!weights)
+    return;
+  for (const auto& [key, t] : p.variables.items())
+    p.session->write_variable_data(t, weights->at(key));
+}
+
+void Trainer::Programs::save_weights(Program& p) {
+  std::map<std::string, HostTensor> w;
+  for (const auto& [key, t] : p.variables.items())
+    w.emplace(key, p.session->get_tensor_data(t));
+  weights = std::move(w);
+}
+
+void Trainer::Programs::sync_from_training() {
+  if (train)
+    save_weights(*train);
+}
+
+std::vector<Trainer::Programs::Program*>
+Trainer::Programs::forward_programs(const trainer_detail::TraceModel& trace,
+                                    const std::vector<TensorSpec>& xs,
+                                    const std::optional<TensorSpec>& labels) {
+  const bool evaluation = labels.has_value();
+  // Drop this kind's programs for other batches: a Session each, and weights to keep in step.
+  std::erase_if(forward, [&](const auto& entry) {
+    return entry.first.first == evaluation && std::ranges::none_of(xs, [&](const TensorSpec& x) {
+             return x.shape == entry.first.second;
+           });
+  });
+  sync_from_training();
+  std::vector<Program*> programs;
+  for (const TensorSpec& x : xs) {
+    const auto key = std::pair(evaluation, x.shape);
+    auto it = forward.find(key);
+    if (it == forward.end()) {
+      it = forward.try_emplace(key).first;
+      std::optional<TensorSpec> y;
+      if (labels)
+        y = with_rows(*labels, x.shape[0]);
+      trainer_detail::build_forward_program(it->second, options, trace, x, y);
+    }
+    load_weights(it->second);
+    programs.push_back(&it->second);
+  }
+  return programs;
+}
+
+Trainer::Trainer(std::in_place_t, Trace trace) : trace_(std::move(trace)) {}
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+Trainer::~Trainer() = default;
+
+void Trainer::compile(CompileOptions options) {
+  if (options.steps_per_execution < 1 || options.gradient_accumulation < 1 || options.replicas < 1)
+    throw ValueError("Trainer::compile: steps_per_execution, gradient_accumulation and replicas "
+                     "must be at least 1, got " +
+                     std::to_string(options.steps_per_execution) + ", " +
+                     std::to_string(options.gradient_accumulation) + " and " +
+                     std::to_string(options.replicas));
+  for (const std::string& m : options.metrics)
+    if (parse_metric(m) == Metric::mean_loss)
+      throw ValueError("Trainer::compile: the loss is always reported; metrics are accuracy or "
+                       "sparse_categorical_accuracy, got '" +
+                       m + "'");
+  if (options.dtype != float32 && options.dtype != float16)
+    throw DTypeError("Trainer::compile: dtype must be float32 or float16, got " +
+                     std::string(name(options.dtype)));
+  if (!(options.loss_scaling > 0))
+    throw ValueError("Trainer::compile: loss_scaling must be positive, got " +
+                     std::to_string(options.loss_scaling));
+  if ((options.offload_optimizer_state || options.shard_optimizer_state) &&
+      !has_state(options.optimizer))
+    throw ValueError("Trainer::compile: offloading or sharding the optimizer state needs an "
+                     "optimizer with state; SGD without momentum has none");
+  if (options.shard_optimizer_state && options.replicas < 2)
+    throw ValueError("Trainer::compile: shard_optimizer_state needs at least 2 replicas to shard "
+                     "over, got " +
+                     std::to_string(options.replicas));
+  if (options.pipeline && options.gradient_accumulation < 2)
+    throw ValueError("Trainer::compile: pipelining runs the micro-batches of an optimizer step "
+                     "through the stages; it needs gradient_accumulation of at least 2");
+  std::optional<std::map<std::string, HostTensor>> kept;
+  if (programs_) {
+    programs_->sync_from_training();
+    kept = programs_->weights;
+  }
+  programs_ = std::make_unique<Programs>(std::move(options));
+  programs_->weights = std::move(kept);
+}
+
+History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions& fit_options) {
+  if (!programs_)
+    throw ValueError("Trainer::fit: call compile first");
+  check_examples("Trainer::fit", x, y);
+  if (fit_options.batch_size < 1)
+    throw ValueError("Trainer::fit: batch_size must be at least 1, got " +
+                     std::to_string(fit_options.batch_size));
+  auto dataset = data::TensorDataset::from_tensor_slices(x, y);
+  if (fit_options.shuffle)
+    dataset = dataset.shuffle(programs_->options.seed);
+  return fit(dataset.batch(fit_options.batch_size), fit_options);
+}
+
+History Trainer::fit(const data::TensorDataset& dataset, FitOptions fit_options) {
+  if (!programs_)
+    throw ValueError("Trainer::fit: call compile first");
+  const auto& settings = dataset.settings();
+  if (!settings.batch_size || !settings.drop_remainder)
+    throw ValueError("Trainer::fit: the dataset must be batched with drop_remainder (the "
+                     "device program has fixed shapes): call .batch(size) on it");
+  const CompileOptions& o = programs_->options;
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  const std::int64_t runs = dataset.batches_per_epoch() / per_run;
+  if (runs == 0 && fit_options.epochs > 0)
+    throw ValueError("Trainer::fit: " + std::to_string(dataset.size()) +
+                     " examples in batches of " + std::to_string(*settings.batch_size) + " make " +
+                     std::to_string(dataset.batches_per_epoch()) +
+                     " batches per epoch, which do not fill one run of " + std::to_string(per_run) +
+                     " micro-batches");
+  fit_options.batch_size = *settings.batch_size;
+  return fit_runs(dataset, runs, fit_options);
+}
+
+void Trainer::build(const data::LabelledBatchSpec& batch) {
+  if (!programs_)
+    throw ValueError("Trainer::build: call compile first");
+  Programs& ps = *programs_;
+  const CompileOptions& o = ps.options;
+  const std::int64_t b = batch.features.shape.empty() ? 0 : batch.features.shape[0];
+  if (b < 1 || b % o.replicas != 0 || batch.labels.shape.empty() || batch.labels.shape[0] != b)
+    throw ValueError("Trainer: a batch must have a positive multiple of the " +
+                     std::to_string(o.replicas) +
+                     " replica(s) as its examples, as many features as labels, got features " +
+                     to_string(batch.features) + " and labels " + to_string(batch.labels));
+  // Each replica's stream takes its rows of the global batch.
+  const TensorSpec x = with_rows(batch.features, b / o.replicas);
+  if (ps.train && ps.train->x_spec == x)
+    return;
+  ps.sync_from_training();
+  ps.train.reset();
+  trainer_detail::build_training_program(ps.train.emplace(), o, trace_, x,
+                                         with_rows(batch.labels, b / o.replicas), ps.lr);
+  ps.load_weights(*ps.train);
+}
+
+History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
+                          const FitOptions& fit_options) {
+  if (fit_options.epochs < 0)
+    throw ValueError("Trainer::fit: epochs must be at least 0, got " +
+                     std::to_string(fit_options.epochs));
+  build(dataset.element_spec());
+  Programs& ps = *programs_;
+  const CompileOptions& o = ps.options;
+  const std::int64_t b = fit_options.batch_size;
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  const bool with_accuracy = !o.metrics.empty();
+  Programs::Program& p = *ps.train;
+  // One step per run: each batch goes in as arrays and its logs come back with the run, on
+  // this thread; a device loop is fed through the infeeds while it runs.
+  const bool one_step = per_run == 1;
+  const data::LocalReplicas local = trainer_detail::local_replicas(o);
+  if (runs > 0 && !one_step)
+    trainer_detail::bind_infeed(p, dataset, runs * per_run, per_run, local);
+  std::optional<data::TensorDatasetView> view;
+  std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
+  trainer_detail::BatchLog& log = *p.log;
+  log.callbacks = fit_options.callbacks;
+  log.batch = 0;
+  log.error = nullptr;
+  std::optional<data::TensorDataset> validation;
+  if (fit_options.validation_data) {
+    const auto& [vx, vy] = *fit_options.validation_data;
+    check_examples("Trainer::fit's validation_data", vx, vy);
+    validation = data::TensorDataset::from_tensor_slices(vx, vy).batch(b, false);
+  }
+  History history;
+  for (int epoch = 0; epoch < fit_options.epochs; ++epoch) {
+    log.loss_sum = 0;
+    log.accuracy_sum = 0;
+    log.in_epoch = 0;
+    if (fit_options.progress)
+      log.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" +
+                               std::to_string(fit_options.epochs),
+                           runs * per_run, fit_options.progress);
+    if (one_step) {
+      view.emplace(dataset.epoch(static_cast<std::uint64_t>(epoch)));
+      at.emplace(view->begin());
+    }
+    for (std::int64_t r = 0; r < runs; ++r) {
+      if (one_step) {
+        if (r > 0)
+          ++*at;
+        trainer_detail::run_one_step(p, **at, local);
+      } else {
+        p.session->run();
+      }
+      if (log.error)
+        std::rethrow_exception(std::exchange(log.error, nullptr));
+    }
+    log.progress.reset();
+    const auto n = static_cast<double>(runs * per_run);
+    Logs logs{{"loss", log.loss_sum / n}};
+    if (with_accuracy)
+      logs.emplace(std::string(accuracy_metric), log.accuracy_sum / n);
+    if (validation) {
+      for (const auto& [key, value] : evaluate(*validation))
+        logs.emplace("val_" + key, value);
+    }
+    logs.emplace("lr", ps.lr);
+    for (const auto& [key, value] : logs)
+      history.history[key].push_back(value);
+    bool stop = false;
+    for (const auto& c : fit_options.callbacks)
+      stop = c->on_epoch_end(epoch, logs) || stop;
+    if (stop)
+      break;
+  }
+  ps.save_weights(p);
+  return history;
+}
+
+Logs Trainer::evaluate(const HostTensor& x, const HostTensor& y, std::int64_t batch_size) {
+  if (!programs_)
+    throw ValueError("Trainer::evaluate: call compile first");
+  check_examples("Trainer::evaluate", x, y);
+  if (batch_size < 1)
+    throw ValueError("Trainer::evaluate: batch_size must be at least 1, got " +
+                     std::to_string(batch_size));
+  return evaluate(data::TensorDataset::from_tensor_slices(x, y).batch(batch_size, false));
+}
+
+Logs Trainer::evaluate(const data::TensorDataset& dataset) {
+  if (!programs_)
+    throw ValueError("Trainer::evaluate: call compile first");
+  const auto& settings = dataset.settings();
+  if (!settings.batch_size || dataset.batches_per_epoch() == 0)
+    throw ValueError("Trainer::evaluate: the dataset must be batched (the device program has "
+                     "fixed shapes) and hold at least one batch, got " +
+                     std::to_string(dataset.batches_per_epoch()) + " batches of " +
+                     std::to_string(settings.batch_size.value_or(1)) + " from " +
+                     std::to_string(dataset.size()) + " examples");
+  Programs& ps = *programs_;
+  // The batches' program, and without drop_remainder the last, shorter batch's.
+  const data::LabelledBatchSpec spec = dataset.element_spec();
+  std::vector<TensorSpec> xs{spec.features};
+  const std::int64_t remainder =
+      settings.drop_remainder ? 0 : dataset.size() % *settings.batch_size;
+  if (remainder > 0)
+    xs.push_back(with_rows(spec.features, remainder));
+  const std::vector<Programs::Program*> programs = ps.forward_programs(trace_, xs, spec.labels);
+  // Each batch's mean weighted by its examples: the means over every example evaluated.
+  double loss = 0, acc = 0;
+  std::int64_t examples = 0;
+  for (const data::LabelledBatch& b : dataset.epoch(0)) {
+    const std::int64_t rows = b.features.shape()[0];
+    Programs::Program& p = *programs[rows == spec.features.shape[0] ? 0 : 1];
+    const auto out = p.session->run({{p.x, b.features}, {p.y, b.labels}});
+    loss += static_cast<double>(out.at(p.loss).data<float>()[0]) * static_cast<double>(rows);
+    if (!ps.options.metrics.empty())
+      acc += static_cast<double>(out.at(p.accuracy).data<float>()[0]) * static_cast<double>(rows);
+    examples += rows;
+  }
+  Logs logs{{"loss", loss / static_cast<double>(examples)}};
+  if (!ps.options.metrics.empty())
+    logs.emplace(std::string(accuracy_metric), acc / static_cast<double>(examples));
+  return logs;
+}
+
+HostTensor Trainer::predict(const HostTensor& x, std::int64_t batch_size) {
+  if (!programs_)
+    throw ValueError("Trainer::predict: call compile first");
+  if (x.rank() == 0 || x.shape()[0] == 0 || batch_size < 1)
+    throw ValueError("Trainer::predict: x needs at least one example along its first axis and "
+                     "batch_size must be at least 1, got " +
+                     std::to_string(batch_size) + " for x " + to_string(x.shape()));
+  Programs& ps = *programs_;
+  const std::int64_t n = x.shape()[0];
+  const std::int64_t batch = std::min(batch_size, n);
+  const TensorSpec spec{x.shape(), x.dtype()};
+  std::vector<TensorSpec> xs{with_rows(spec, batch)};
+  if (n % batch != 0)
+    xs.push_back(with_rows(spec, n % batch));
+  const std::vector<Programs::Program*> programs = ps.forward_programs(trace_, xs, std::nullopt);
+  std::optional<HostTensor> all;
+  std::size_t row_bytes = 0;
+  for (std::int64_t first = 0; first < n; first += batch) {
+    const std::int64_t rows = std::min(batch, n - first);
+    Programs::Program& p = *programs[rows == batch ? 0 : 1];
+    const HostTensor out =
+        p.session->run({{p.x, trainer_detail::row_range(x, first, rows)}}).at(p.out);
+    if (!all) {
+      Shape shape = out.shape();
+      shape[0] = n;
+      all.emplace(shape, out.dtype());
+      row_bytes = out.bytes().size() / static_cast<std::size_t>(rows);
+    }
+    std::memcpy(all->bytes().data() + static_cast<std::size_t>(first) * row_bytes,
+                out.bytes().data(), out.bytes().size());
+  }
+  return std::move(*all);
+}
+
+std::vector<FeedStats> Trainer::feed_stats() const {
+  if (!programs_ || !programs_->train)
+    return {};
+  return programs_->train->session->feed_stats();
+}
+
+double Trainer::learning_rate() const {
+  if (!programs_)
+    throw ValueError("Trainer::learning_rate: call compile first");
+  return programs_->lr;
+}
+
+void Trainer::set_learning_rate(double lr) {
+  if (!programs_)
+    throw ValueError("Trainer::set_learning_rate: call compile first");
+  if (!(lr >= 0))
+    throw ValueError("Trainer::set_learning_rate: the learning rate must be at least 0, got " +
+                     std::to_string(lr));
+  if (programs_->options.constant_learning_rate)
+    throw ValueError("Trainer::set_learning_rate: compiled with constant_learning_rate, the "
+                     "training program has the learning rate built in; compile without it to "
+                     "change the rate between epochs");
+  programs_->lr = lr;
+  if (programs_->train)
+    programs_->train->session->write_variable_data(*programs_->train->lr,
+                                                   HostTensor::scalar(static_cast<float>(lr)));
+}
+
+std::map<std::string, HostTensor> Trainer::weights() {
+  if (!programs_)
+    throw ValueError("Trainer::weights: call compile first");
+  programs_->sync_from_training();
+  if (!programs_->weights)
+    throw ValueError("Trainer::weights: the model has no weights yet; fit, evaluate or predict "
+                     "builds it");
+  return *programs_->weights;
+}
+
+void Trainer::save_weights(const std::filesystem::path& path,
+                           const std::map<std::string, std::string>& metadata) {
+  if (!programs_ || !programs_->train)
+    throw ValueError("Trainer::save_weights: nothing trained yet; call build or fit first");
+  save_checkpoint(*programs_->train->session, programs_->train->variables, path, metadata);
+}
+
+void Trainer::load_weights(const std::filesystem::path& path) {
+  if (!programs_ || !programs_->train)
+    throw ValueError("Trainer::load_weights: no training program yet; call build or fit first");
+  load_checkpoint(*programs_->train->session, programs_->train->variables, path);
+  programs_->save_weights(*programs_->train);
+}
+
+Session& Trainer::training_session() {
+  if (!programs_ || !programs_->train)
+    throw ValueError("Trainer::training_session: no training program yet; call build or fit "
+                     "first");
+  return *programs_->train->session;
+}
+
+const transforms::PipelinedGraph* Trainer::pipelined() const {
+  if (!programs_ || !programs_->train || !programs_->train->pipeline)
+    return nullptr;
+  return &*programs_->train->pipeline;
+}
+
+} // namespace pxl::addons
