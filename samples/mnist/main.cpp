@@ -9,7 +9,6 @@
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
 //     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
 #include "model.hpp"
-#include "programs.hpp"
 
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
@@ -26,6 +25,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace {
 
@@ -83,45 +83,33 @@ void join_instances(const Options& o) {
                        std::to_string(pxl::dist::instance_index()) + "'s output");
 }
 
-/// --optimizer's value, else pxl's ValueError.
-mnist::Optimizer parse_optimizer(const std::string& s) {
-  if (s == "sgd")
-    return mnist::Optimizer::sgd;
-  if (s == "adam")
-    return mnist::Optimizer::adam;
-  throw pxl::ValueError("--optimizer: expected sgd or adam, got '" + s + "'");
-}
-
-std::string mib(std::int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
-
-int train_and_test(const Options& o) {
-  // Checked here rather than by CLI11, so that the mistake gets pxl's message and exit code.
-  if (o.replicas < 1)
-    throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
-                          std::to_string(o.replicas));
-  const bool distributed = pxl::dist::is_distributed();
-  if (distributed)
-    join_instances(o);
-  // Files are written by instance 0 alone.
-  const bool writes = pxl::dist::instance_index() == 0;
-  // The trace is written after training: find out now whether it can be.
-  if (!o.trace.empty() && !std::ofstream(o.trace))
-    throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
-  const pxl::DType dtype = parse_dtype(o.dtype);
-  const mnist::Optimizer optimizer = parse_optimizer(o.optimizer);
-  if (o.offload_optimizer_state && optimizer == mnist::Optimizer::sgd)
+/// The optimizer the flags ask for: SGD (learning rate 0.05 unless given) or Adam (0.001), with
+/// the optimizer-state flags checked against it.
+pxl::addons::TrainerOptimizer parse_optimizer(const Options& o) {
+  if (o.optimizer != "sgd" && o.optimizer != "adam")
+    throw pxl::ValueError("--optimizer: expected sgd or adam, got '" + o.optimizer + "'");
+  const bool adam = o.optimizer == "adam";
+  if (o.offload_optimizer_state && !adam)
     throw pxl::ValueError("--offload-optimizer-state: SGD has no optimizer state to offload; "
                           "use --optimizer adam");
-  if (o.shard_optimizer_state && optimizer == mnist::Optimizer::sgd)
+  if (o.shard_optimizer_state && !adam)
     throw pxl::ValueError("--shard-optimizer-state: SGD has no optimizer state to shard; "
                           "use --optimizer adam");
   if (o.shard_optimizer_state && o.replicas < 2)
     throw pxl::ValueError("--shard-optimizer-state: needs --replicas of at least 2 to shard "
                           "the state over, got " +
+                          std::to_string(o.replicas));
+  if (adam)
+    return pxl::addons::optimizers::AdamOptions{.lr = o.learning_rate.value_or(0.001)};
+  return pxl::addons::optimizers::SGDOptions{.lr = o.learning_rate.value_or(0.05)};
+}
+
+/// The Trainer's settings for the flags (each checked here rather than by CLI11, so that a
+/// mistake gets pxl's message and exit code). The learning rate is built in as a constant, so
+/// training is bitwise that of a hand-written program.
+pxl::addons::CompileOptions compile_options(const Options& o) {
+  if (o.replicas < 1)
+    throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
                           std::to_string(o.replicas));
   if (o.pipeline_stages < 1 || o.pipeline_stages > mnist::Net::layers)
     throw pxl::ValueError("--pipeline-stages: expected 1 to " + std::to_string(mnist::Net::layers) +
@@ -135,60 +123,53 @@ int train_and_test(const Options& o) {
         " stages (backward ones included) and needs --gradient-accumulation of at least " +
         std::to_string(mnist::min_pipeline_micro_batches(o.pipeline_stages)) +
         " micro-batches to fill them, got " + std::to_string(o.gradient_accumulation));
-  const double learning_rate =
-      o.learning_rate.value_or(optimizer == mnist::Optimizer::adam ? 0.001 : 0.05);
-  const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
-  const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
-  std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
-              static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
-              o.data_dir.c_str());
+  return {.optimizer = parse_optimizer(o),
+          .metrics = {"accuracy"},
+          .steps_per_execution = o.steps_per_execution,
+          .gradient_accumulation = o.gradient_accumulation,
+          .replicas = o.replicas,
+          .pipeline = o.pipeline_stages > 1,
+          .dtype = parse_dtype(o.dtype),
+          .offload_optimizer_state = o.offload_optimizer_state,
+          .shard_optimizer_state = o.shard_optimizer_state,
+          .constant_learning_rate = true,
+          .workers = o.workers,
+          .profile = o.profile || !o.trace.empty(),
+          .distributed = pxl::dist::is_distributed(),
+          .seed = o.seed};
+}
 
-  // The Net as a Keras user trains it: addons::Trainer builds the training program (a device
-  // loop fed through infeeds; accumulation, replicas, pipelining, float16 and the optimizer
-  // state's placement as asked) and trains it bitwise as a hand-written program would, the
-  // learning rate built in as a constant.
-  const std::int64_t global_batch = o.replicas * o.batch_size;
-  const pxl::addons::CompileOptions compile{
-      .optimizer = optimizer == mnist::Optimizer::adam
-                       ? pxl::addons::TrainerOptimizer(
-                             pxl::addons::optimizers::AdamOptions{.lr = learning_rate})
-                       : pxl::addons::optimizers::SGDOptions{.lr = learning_rate},
-      .steps_per_execution = o.steps_per_execution,
-      .gradient_accumulation = o.gradient_accumulation,
-      .replicas = o.replicas,
-      .pipeline = o.pipeline_stages > 1,
-      .dtype = dtype,
-      .offload_optimizer_state = o.offload_optimizer_state,
-      .shard_optimizer_state = o.shard_optimizer_state,
-      .constant_learning_rate = true,
-      .workers = o.workers,
-      .profile = o.profile || !o.trace.empty(),
-      .distributed = distributed,
-      .seed = o.seed};
-  mnist::Net net;
-  net.stages = o.pipeline_stages;
-  // One micro-batch is a global batch: replica r trains on its rows r·B … r·B+B−1.
-  const data::LabelledBatchSpec batch_spec{
-      .features = pxl::TensorSpec{{global_batch, mnist::image_size}, pxl::float32},
-      .labels = pxl::TensorSpec{{global_batch}, pxl::int32}};
-  pxl::addons::Trainer trainer(net);
-  trainer.compile(compile);
-  trainer.build(batch_spec);
+std::string mib(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+/// The images flattened and normalised, and their labels, as the Trainer takes them.
+data::Batch as_arrays(const data::Dataset& d) {
+  return *data::batches(d, {.batch_size = d.size(), .shuffle = false, .flatten = true}).begin();
+}
+
+/// Prints what the training program is: the emulator, the batch and the update; with
+/// pipelining, the stages and the variables per IPU.
+void print_setup(const Options& o, const pxl::addons::CompileOptions& compile,
+                 pxl::addons::Trainer& trainer) {
   pxl::Session& session = trainer.training_session();
+  const bool adam = std::holds_alternative<pxl::addons::optimizers::AdamOptions>(compile.optimizer);
+  const double lr = std::visit([](const auto& opt) { return opt.lr.value(); }, compile.optimizer);
   std::printf("Emulator: %u worker(s), %lld replica(s)", session.num_workers(),
               static_cast<long long>(o.replicas));
-  if (distributed)
+  if (compile.distributed)
     std::printf(" over %lld instances (%lld each)",
                 static_cast<long long>(pxl::dist::num_instances()),
                 static_cast<long long>(pxl::dist::num_local_replicas()));
   std::printf("; batch %lld", static_cast<long long>(o.batch_size));
   if (o.replicas > 1)
     std::printf(" per replica (%lld in all, gradients averaged across replicas)",
-                static_cast<long long>(global_batch));
-  std::printf(", %s at learning rate %g, %lld step(s) per run",
-              optimizer == mnist::Optimizer::adam ? "Adam" : "SGD", learning_rate,
+                static_cast<long long>(o.replicas * o.batch_size));
+  std::printf(", %s at learning rate %g, %lld step(s) per run", adam ? "Adam" : "SGD", lr,
               static_cast<long long>(o.steps_per_execution));
-  if (dtype == pxl::float16)
+  if (compile.dtype == pxl::float16)
     std::printf(", float16 (float32 loss, loss scaling %g)", compile.loss_scaling);
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
@@ -211,38 +192,46 @@ int train_and_test(const Options& o) {
                   mib(memory.ipus[static_cast<std::size_t>(i)].variables).c_str());
     std::printf("\n");
   }
-  if (o.offload_optimizer_state || o.shard_optimizer_state) {
-    // The same program with the whole state on the IPU, built only to compare memory.
-    auto on_chip = compile;
-    on_chip.offload_optimizer_state = false;
-    on_chip.shard_optimizer_state = false;
-    pxl::addons::Trainer reference(net);
-    reference.compile(on_chip);
-    reference.build(batch_spec);
-    const auto with = session.memory_report();
-    const auto without = reference.training_session().memory_report();
-    const std::string sharded =
-        o.shard_optimizer_state ? ", sharded over " + std::to_string(o.replicas) + " replicas" : "";
-    if (o.offload_optimizer_state)
-      std::printf("On-chip always-live memory: %s with the optimizer state in Streaming Memory "
-                  "(%s there%s), %s with it on the IPU\n",
-                  mib(with.ipus[0].always_live()).c_str(), mib(with.streaming.used).c_str(),
-                  sharded.c_str(), mib(without.ipus[0].always_live()).c_str());
-    else
-      std::printf("On-chip always-live memory: %s with the optimizer state%s, %s with all of "
-                  "it on each replica\n",
-                  mib(with.ipus[0].always_live()).c_str(), sharded.c_str(),
-                  mib(without.ipus[0].always_live()).c_str());
-  }
-  if (!o.memory_report.empty() && writes) {
-    session.write_memory_report(o.memory_report);
-    std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
-  }
-  if (!o.load.empty()) {
-    trainer.load_weights(o.load);
-    std::printf("Loaded weights from %s\n", o.load.c_str());
-  }
+}
 
+/// With the optimizer state offloaded or sharded: the on-chip memory beside that of the same
+/// program with the whole state on the IPU, built only to compare.
+void print_state_memory(const Options& o, const pxl::addons::CompileOptions& compile,
+                        const data::LabelledBatchSpec& batch, pxl::addons::Trainer& trainer) {
+  auto on_chip = compile;
+  on_chip.offload_optimizer_state = false;
+  on_chip.shard_optimizer_state = false;
+  mnist::Net net;
+  net.stages = o.pipeline_stages;
+  pxl::addons::Trainer reference(net);
+  reference.compile(on_chip);
+  reference.build(batch);
+  const auto with = trainer.training_session().memory_report();
+  const auto without = reference.training_session().memory_report();
+  const std::string sharded =
+      o.shard_optimizer_state ? ", sharded over " + std::to_string(o.replicas) + " replicas" : "";
+  if (o.offload_optimizer_state)
+    std::printf("On-chip always-live memory: %s with the optimizer state in Streaming Memory "
+                "(%s there%s), %s with it on the IPU\n",
+                mib(with.ipus[0].always_live()).c_str(), mib(with.streaming.used).c_str(),
+                sharded.c_str(), mib(without.ipus[0].always_live()).c_str());
+  else
+    std::printf("On-chip always-live memory: %s with the optimizer state%s, %s with all of "
+                "it on each replica\n",
+                mib(with.ipus[0].always_live()).c_str(), sharded.c_str(),
+                mib(without.ipus[0].always_live()).c_str());
+}
+
+/// What training did: images trained and the seconds it took.
+struct Trained {
+  std::int64_t images = 0;
+  double seconds = 0;
+};
+
+/// Fits --epochs passes over the training images, shuffled with --seed afresh every epoch
+/// (data::batches's order), in global batches, printing each epoch's line.
+Trained train(const Options& o, const data::Dataset& train_data, pxl::addons::Trainer& trainer) {
+  const std::int64_t global_batch = o.replicas * o.batch_size;
   const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
   const std::int64_t per_run_images = per_run * global_batch;
   if (o.epochs > 0 && train_data.size() < per_run_images)
@@ -253,6 +242,8 @@ int train_and_test(const Options& o) {
         " micro-batch(es) per run = " + std::to_string(per_run_images) +
         "; lower --replicas, --batch-size, --steps-per-execution or --gradient-accumulation, "
         "or raise --limit");
+  if (o.epochs == 0)
+    return {};
 
   // Prints each epoch's line as the fit ends it, and sums the training time.
   struct EpochLines : pxl::addons::Callback {
@@ -264,71 +255,109 @@ int train_and_test(const Options& o) {
       const double s = std::chrono::duration<double>(now - begun).count();
       seconds += s;
       begun = now;
-      std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s\n", epoch + 1,
-                  logs.at("loss"), static_cast<long long>(batches), s);
+      std::printf("epoch %d: mean loss %.4f over %lld batches in %.1f s (training accuracy "
+                  "%.2f%%)\n",
+                  epoch + 1, logs.at("loss"), static_cast<long long>(batches), s,
+                  100.0 * logs.at("accuracy"));
       return false;
     }
   };
+  const data::Batch all = as_arrays(train_data);
+  const auto dataset = data::TensorDataset::from_tensor_slices(all.images, all.labels)
+                           .shuffle(o.seed)
+                           .batch(global_batch);
   auto epoch_lines = std::make_shared<EpochLines>();
-  std::int64_t trained = 0;
-  const pxl::dist::Traffic traffic_before = pxl::dist::traffic();
-  if (o.epochs > 0) {
-    // The training images normalised and flattened once: the Trainer's dataset, shuffled with
-    // --seed afresh every epoch (data::batches's order), in global batches.
-    const data::Batch all =
-        *data::batches(train_data,
-                       {.batch_size = train_data.size(), .shuffle = false, .flatten = true})
-             .begin();
-    const auto dataset = data::TensorDataset::from_tensor_slices(all.images, all.labels)
-                             .shuffle(o.seed)
-                             .batch(global_batch);
-    epoch_lines->batches = dataset.batches_per_epoch() / per_run * per_run;
-    epoch_lines->begun = std::chrono::steady_clock::now();
-    const pxl::addons::History history =
-        trainer.fit(dataset, {.epochs = o.epochs, .progress = stdout, .callbacks = {epoch_lines}});
-    trained = history.epochs() * epoch_lines->batches * global_batch;
-  }
-  const double train_seconds = epoch_lines->seconds;
-  const pxl::dist::Traffic traffic_after = pxl::dist::traffic();
-  if (distributed && trained > 0) {
-    const auto steps = static_cast<double>(trained / global_batch);
+  epoch_lines->batches = dataset.batches_per_epoch() / per_run * per_run;
+  epoch_lines->begun = std::chrono::steady_clock::now();
+  const pxl::addons::History history =
+      trainer.fit(dataset, {.epochs = o.epochs, .progress = stdout, .callbacks = {epoch_lines}});
+  return {history.epochs() * epoch_lines->batches * global_batch, epoch_lines->seconds};
+}
+
+/// After training: MPI's traffic per step, the profile and the trace, the saved weights.
+void report_training(const Options& o, const Trained& trained, const pxl::dist::Traffic& before,
+                     pxl::addons::Trainer& trainer) {
+  const std::int64_t global_batch = o.replicas * o.batch_size;
+  // Files are written by instance 0 alone.
+  const bool writes = pxl::dist::instance_index() == 0;
+  if (pxl::dist::is_distributed() && trained.images > 0) {
+    const pxl::dist::Traffic after = pxl::dist::traffic();
+    const auto steps = static_cast<double>(trained.images / global_batch);
     std::printf("MPI: instance 0 sent %.1f messages and %.0f bytes per step\n",
-                static_cast<double>(traffic_after.messages_sent - traffic_before.messages_sent) /
-                    steps,
-                static_cast<double>(traffic_after.bytes_sent - traffic_before.bytes_sent) / steps);
+                static_cast<double>(after.messages_sent - before.messages_sent) / steps,
+                static_cast<double>(after.bytes_sent - before.bytes_sent) / steps);
   }
-  if (o.profile || !o.trace.empty()) {
+  pxl::Session& session = trainer.training_session();
+  if (o.profile) {
     const pxl::emu::Profile profile = session.profile();
-    if (o.profile) {
-      std::printf("%s", profile.summary().c_str());
-      // A micro-batch is one step of the device program.
-      const auto steps = trained / global_batch;
-      std::printf("estimated device time per step: %.2f us\n",
-                  steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
-    }
-    if (!o.trace.empty() && writes) {
-      session.write_trace(o.trace);
-      std::printf("Wrote the trace of the training runs to %s (open it in ui.perfetto.dev)\n",
-                  o.trace.c_str());
-    }
+    std::printf("%s", profile.summary().c_str());
+    // A micro-batch is one step of the device program.
+    const auto steps = trained.images / global_batch;
+    std::printf("estimated device time per step: %.2f us\n",
+                steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
+  }
+  if (!o.trace.empty() && writes) {
+    session.write_trace(o.trace);
+    std::printf("Wrote the trace of the training runs to %s (open it in ui.perfetto.dev)\n",
+                o.trace.c_str());
   }
   if (!o.save.empty()) {
     // Every instance gathers the weights; instance 0 writes them.
     trainer.save_weights(o.save, {{"model", "mnist.Net"}});
     std::printf("Saved weights to %s\n", o.save.c_str());
   }
+}
 
-  // Every instance gathers the weights; only instance 0 tests (the others would repeat it).
-  mnist::TestProgram test(100, o.workers, dtype);
-  test.copy_weights(trainer.weights());
-  if (!writes)
-    return 0;
-  const double accuracy = test.accuracy(test_data);
-  std::printf("test accuracy: %.2f%% (%lld images)\n", 100.0 * accuracy,
+int train_and_test(const Options& o) {
+  const pxl::addons::CompileOptions compile = compile_options(o);
+  if (compile.distributed)
+    join_instances(o);
+  // The trace is written after training: find out now whether it can be.
+  if (!o.trace.empty() && !std::ofstream(o.trace))
+    throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
+  const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
+  const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
+  std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
+              static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
+              o.data_dir.c_str());
+
+  // The Net as a Keras user trains it: addons::Trainer builds the training program (a device
+  // loop fed through infeeds; accumulation, replicas, pipelining, float16 and the optimizer
+  // state's placement as asked). One micro-batch is a global batch: replica r trains on its
+  // rows r·B … r·B+B−1.
+  mnist::Net net;
+  net.stages = o.pipeline_stages;
+  const std::int64_t global_batch = o.replicas * o.batch_size;
+  const data::LabelledBatchSpec batch_spec{
+      .features = pxl::TensorSpec{{global_batch, mnist::image_size}, pxl::float32},
+      .labels = pxl::TensorSpec{{global_batch}, pxl::int32}};
+  pxl::addons::Trainer trainer(net);
+  trainer.compile(compile);
+  trainer.build(batch_spec);
+  print_setup(o, compile, trainer);
+  if (o.offload_optimizer_state || o.shard_optimizer_state)
+    print_state_memory(o, compile, batch_spec, trainer);
+  if (!o.memory_report.empty() && pxl::dist::instance_index() == 0) {
+    trainer.training_session().write_memory_report(o.memory_report);
+    std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
+  }
+  if (!o.load.empty()) {
+    trainer.load_weights(o.load);
+    std::printf("Loaded weights from %s\n", o.load.c_str());
+  }
+
+  const pxl::dist::Traffic before = pxl::dist::traffic();
+  const Trained trained = train(o, train_data, trainer);
+  report_training(o, trained, before, trainer);
+
+  // Every instance evaluates (the weights are gathered from all of them); instance 0 prints.
+  const data::Batch test = as_arrays(test_data);
+  const pxl::addons::Logs scores = trainer.evaluate(test.images, test.labels, 100);
+  std::printf("test accuracy: %.2f%% (%lld images)\n", 100.0 * scores.at("accuracy"),
               static_cast<long long>(test_data.size()));
-  if (trained > 0)
+  if (trained.images > 0)
     std::printf("training throughput: %.0f images/s\n",
-                static_cast<double>(trained) / train_seconds);
+                static_cast<double>(trained.images) / trained.seconds);
   return 0;
 }
 

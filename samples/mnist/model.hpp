@@ -5,10 +5,15 @@
 #include "pxl/addons/module.hpp"
 #include "pxl/addons/pipeline.hpp"
 #include "pxl/ops/elementwise.hpp"
+#include "pxl/transforms/pipeline.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace mnist {
+
+/// Pixels per image: the Net's input width.
+inline constexpr std::int64_t image_size = 28 * 28;
 
 /// Three gelu hidden layers of 512 and a 10-way output; variables fc1.weight … fc4.bias.
 struct Net : pxl::addons::Module<Net> {
@@ -37,5 +42,15 @@ struct Net : pxl::addons::Module<Net> {
     return h;
   }
 };
+
+/// The fewest micro-batches per update that fill a pipeline of the Net over `stages` IPUs: its
+/// 2·stages − 1 stages, backward ones included, under the grouped schedule.
+inline std::int64_t min_pipeline_micro_batches(std::int64_t stages) {
+  // Stage k on IPU k forward, then back down: 0, 1, ..., stages − 1, ..., 1, 0.
+  std::vector<std::vector<std::int64_t>> stage_ipus;
+  for (std::int64_t k = 0; k < 2 * stages - 1; ++k)
+    stage_ipus.push_back({k < stages ? k : 2 * stages - 2 - k});
+  return pxl::transforms::min_steps(pxl::transforms::PipelineSchedule::grouped, stage_ipus);
+}
 
 } // namespace mnist

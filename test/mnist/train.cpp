@@ -1,15 +1,12 @@
-// The Fashion-MNIST main job's programs, on a few thousand images: training learns,
-// checkpoints round-trip, a device loop equals single steps bitwise, and a device loop fed by
-// the infeed equals the same batches fed as arrays.
-#include "device_loop_feed.hpp"
-#include "model.hpp"
-#include "programs.hpp"
+// The tutorial's hand-written programs (test/mnist/reference_programs.*), the oracle the
+// Trainer is checked against in trainer.cpp, on a few thousand images: training learns,
+// checkpoints round-trip, a device loop equals single steps bitwise, accumulation and replicas
+// equal one larger batch, and a device loop fed by the infeed equals the same batches fed as
+// arrays.
+#include "helpers.hpp"
+#include "reference_programs.hpp"
 
 #include "pxl/addons/checkpoint.hpp"
-#include "pxl/addons/data/batches.hpp"
-#include "pxl/addons/data/fashion_mnist.hpp"
-#include "pxl/addons/data/pipeline.hpp"
-#include "pxl/addons/trainer.hpp"
 #include "pxl/core/error.hpp"
 
 #include <doctest/doctest.h>
@@ -18,73 +15,10 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <numeric>
-#include <utility>
+#include <string>
 #include <vector>
 
-namespace data = pxl::addons::data;
-
-namespace {
-
-const data::Dataset& train_data() {
-  static const auto d =
-      data::load_fashion_mnist(data::fashion_mnist_default_dir, data::Split::train, 2000);
-  return d;
-}
-const data::Dataset& test_data() {
-  static const auto d =
-      data::load_fashion_mnist(data::fashion_mnist_default_dir, data::Split::test, 1000);
-  return d;
-}
-
-/// 100 images: 12 batches of 8 per epoch, so that runs of several batches leave some over.
-const data::Dataset& small_data() {
-  static const auto d =
-      data::load_fashion_mnist(data::fashion_mnist_default_dir, data::Split::train, 100);
-  return d;
-}
-
-data::BatchOptions batching(std::int64_t batch_size, std::uint64_t epoch = 0) {
-  return {.batch_size = batch_size, .seed = 7, .epoch = epoch, .flatten = true};
-}
-
-/// Trains one epoch and returns every step's loss.
-std::vector<float> train_epoch(mnist::TrainingProgram& program) {
-  std::vector<float> losses;
-  for (auto& b : data::batches(train_data(), batching(program.options().batch_size))) {
-    auto l = program.run(b.images, b.labels);
-    losses.insert(losses.end(), l.begin(), l.end());
-  }
-  return losses;
-}
-
-/// Trains one epoch of `data` from host arrays: micro_batches_per_run() batches stacked per
-/// run, ⌊batches / micro_batches_per_run()⌋ runs. Returns every micro-batch's loss.
-std::vector<float> train_epoch_from_arrays(mnist::TrainingProgram& program,
-                                           const data::Dataset& data,
-                                           const data::BatchOptions& options) {
-  mnist::DeviceLoopFeed feed(program.micro_batches_per_run(), options.batch_size);
-  std::vector<float> losses;
-  for (auto& b : data::batches(data, options)) {
-    if (!feed.add(b))
-      continue;
-    const auto l = program.micro_batches_per_run() == 1 ? program.run(b.images, b.labels)
-                                                        : program.run(feed.images(), feed.labels());
-    losses.insert(losses.end(), l.begin(), l.end());
-    feed.clear();
-  }
-  return losses;
-}
-
-float mean(std::span<const float> xs) {
-  return std::accumulate(xs.begin(), xs.end(), 0.0f) / static_cast<float>(xs.size());
-}
-
-bool same_bits(const pxl::HostTensor& a, const pxl::HostTensor& b) {
-  return a.shape() == b.shape() && std::ranges::equal(a.bytes(), b.bytes());
-}
-
-} // namespace
+using namespace mnist::test;
 
 TEST_CASE("one epoch on 2000 images: the loss falls and accuracy far beats chance") {
   mnist::TrainingProgram train({.batch_size = 8, .learning_rate = 0.05, .seed = 42});
@@ -161,18 +95,6 @@ TEST_CASE("accumulating 4 micro-batches of 2 is one SGD step on the batch of 8")
   }
 }
 
-namespace {
-
-/// Every (index, loss) the loss callback received, in the order it received them.
-struct LossLog {
-  std::vector<std::pair<std::int64_t, float>> calls;
-  mnist::LossCallback callback() {
-    return [this](std::int64_t index, float loss) { calls.emplace_back(index, loss); };
-  }
-};
-
-} // namespace
-
 TEST_CASE("a device loop fed by the infeed trains bitwise as the same batches fed as arrays") {
   for (const mnist::TrainingOptions& options :
        {mnist::TrainingOptions{.steps_per_execution = 5, .seed = 11},
@@ -210,96 +132,6 @@ TEST_CASE("a device loop fed by the infeed trains bitwise as the same batches fe
       const auto& t = entry.second;
       CAPTURE(name);
       CHECK(same_bits(t, f.at(name)));
-    }
-  }
-}
-
-TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-written program") {
-  // The Trainer's learning rate a constant, as the main job's (a variable rounds the update
-  // twice). Both train one epoch of small_data()'s batches shuffled with seed 7, through
-  // their infeeds: device loops, accumulation, replicas, pipelining, float16 with loss
-  // scaling, and Adam's state offloaded and sharded.
-  using mnist::Optimizer;
-  struct Case {
-    std::int64_t steps, accumulation, replicas, stages;
-    Optimizer optimizer = Optimizer::adam;
-    pxl::DType dtype = pxl::float32;
-    bool offload = false, shard = false;
-  };
-  for (const Case c :
-       {Case{1, 1, 1, 1}, Case{1, 1, 1, 1, Optimizer::sgd}, Case{3, 1, 1, 1}, Case{1, 4, 1, 1},
-        Case{2, 1, 2, 1}, Case{1, 4, 1, 2}, Case{1, 3, 2, 2}, Case{3, 1, 1, 1, Optimizer::sgd},
-        Case{1, 4, 2, 1, Optimizer::sgd}, Case{3, 1, 1, 1, Optimizer::sgd, pxl::float16},
-        Case{1, 2, 2, 1, Optimizer::adam, pxl::float16},
-        Case{2, 1, 1, 1, Optimizer::adam, pxl::float32, true},
-        Case{1, 2, 2, 1, Optimizer::adam, pxl::float32, false, true},
-        Case{2, 1, 2, 1, Optimizer::adam, pxl::float32, true, true}}) {
-    CAPTURE(c.steps);
-    CAPTURE(c.accumulation);
-    CAPTURE(c.replicas);
-    CAPTURE(c.stages);
-    CAPTURE(c.optimizer == Optimizer::adam);
-    const std::string dtype(pxl::name(c.dtype));
-    CAPTURE(dtype);
-    CAPTURE(c.offload);
-    CAPTURE(c.shard);
-    const std::int64_t global = 4 * c.replicas;
-    LossLog log; // outlives program, whose loss stream calls it
-    mnist::TrainingProgram program({.batch_size = 4,
-                                    .learning_rate = 1e-3,
-                                    .steps_per_execution = c.steps,
-                                    .gradient_accumulation = c.accumulation,
-                                    .replicas = c.replicas,
-                                    .optimizer = c.optimizer,
-                                    .offload_optimizer_state = c.offload,
-                                    .shard_optimizer_state = c.shard,
-                                    .seed = 7,
-                                    .workers = 1,
-                                    .dtype = c.dtype,
-                                    .pipeline_stages = c.stages});
-    const std::int64_t runs = small_data().size() / global / program.micro_batches_per_run();
-    program.feed_from(data::batches(small_data(), batching(global)), log.callback());
-    for (std::int64_t r = 0; r < runs; ++r)
-      program.run();
-
-    mnist::Net net;
-    net.stages = c.stages;
-    pxl::addons::Trainer trainer(net);
-    const bool adam = c.optimizer == Optimizer::adam;
-    trainer.compile({.optimizer = adam ? pxl::addons::TrainerOptimizer(
-                                             pxl::addons::optimizers::AdamOptions{.lr = 1e-3})
-                                       : pxl::addons::optimizers::SGDOptions{.lr = 1e-3},
-                     .steps_per_execution = c.steps,
-                     .gradient_accumulation = c.accumulation,
-                     .replicas = c.replicas,
-                     .pipeline = c.stages > 1,
-                     .dtype = c.dtype,
-                     .offload_optimizer_state = c.offload,
-                     .shard_optimizer_state = c.shard,
-                     .constant_learning_rate = true,
-                     .seed = 7});
-    // The same normalised images, flattened, in the data set's order for the Trainer to shuffle.
-    const data::Batch all =
-        *data::batches(small_data(),
-                       {.batch_size = small_data().size(), .shuffle = false, .flatten = true})
-             .begin();
-    const auto history = trainer.fit(
-        data::TensorDataset::from_tensor_slices(all.images, all.labels).shuffle(7).batch(global),
-        {.epochs = 1});
-
-    REQUIRE(log.calls.size() == static_cast<std::size_t>(runs * program.micro_batches_per_run()));
-    double loss = 0;
-    for (const auto& call : log.calls)
-      loss += call.second;
-    CHECK(history.history.at("loss")[0] ==
-          doctest::Approx(loss / static_cast<double>(log.calls.size())));
-    const auto expected = program.weights().to_dict();
-    const auto weights = trainer.weights();
-    REQUIRE(weights.size() == expected.size());
-    for (const auto& entry : expected) {
-      const std::string& name = entry.first; // CAPTURE cannot capture a structured binding
-      CAPTURE(name);
-      CHECK(same_bits(entry.second, weights.at(name)));
     }
   }
 }

@@ -1,4 +1,4 @@
-#include "programs.hpp"
+#include "reference_programs.hpp"
 
 #include "model.hpp"
 
@@ -129,14 +129,6 @@ void update(const NamedTensors& weights, const NamedTensors& grads, const NamedT
 }
 
 } // namespace
-
-std::int64_t min_pipeline_micro_batches(std::int64_t stages) {
-  // Stage k on IPU k forward, then back down: 0, 1, ..., stages − 1, ..., 1, 0.
-  std::vector<std::vector<std::int64_t>> stage_ipus;
-  for (std::int64_t k = 0; k < 2 * stages - 1; ++k)
-    stage_ipus.push_back({k < stages ? k : 2 * stages - 2 - k});
-  return pxl::transforms::min_steps(pxl::transforms::PipelineSchedule::grouped, stage_ipus);
-}
 
 TrainingProgram::TrainingProgram(const TrainingOptions& options) : options_(options) {
   if (options.batch_size < 1 || options.steps_per_execution < 1 ||

@@ -1,7 +1,7 @@
 // The arrays one run of a device loop consumes, filled from the batching pipeline.
 #pragma once
 
-#include "programs.hpp"
+#include "model.hpp"
 
 #include "pxl/addons/data/batch.hpp"
 #include "pxl/core/host_tensor.hpp"

@@ -1,8 +1,9 @@
-// The Fashion-MNIST sample's programs: the test Ir (predictions) the main job scores with, and
-// the hand-written training Ir of PopXL's MNIST tutorial, which the main job trained with
-// before addons::Trainer: it stays as the reference the Trainer is checked against bitwise
-// (test/mnist/train.cpp) and as what the benchmarks in test/bench drive.
+// The hand-written programs of PopXL's MNIST tutorial, which the main job trained and tested
+// with before addons::Trainer: an oracle written without the Trainer, which test/mnist/train.cpp
+// checks the Trainer against bitwise. Only the tests use it.
 #pragma once
+
+#include "model.hpp"
 
 #include "pxl/addons/data/batch.hpp"
 #include "pxl/addons/data/batch_fan_out.hpp"
@@ -30,8 +31,6 @@
 #include <vector>
 
 namespace mnist {
-
-inline constexpr std::int64_t image_size = 28 * 28;
 
 /// The weight update.
 enum class Optimizer {
@@ -86,10 +85,6 @@ struct TrainingOptions {
   /// of them. Training equals the unpipelined program's bitwise. ValueError otherwise.
   std::int64_t pipeline_stages = 1;
 };
-
-/// The fewest micro-batches per update (--gradient-accumulation) that fill a pipeline of the
-/// Net over `stages` IPUs: its 2·stages − 1 stages, backward ones included.
-std::int64_t min_pipeline_micro_batches(std::int64_t stages);
 
 /// A range whose elements are Batches held by the range (a container, a BatchView, a range-v3
 /// pipeline over one): what TrainingProgram::feed_from takes.
