@@ -1,21 +1,20 @@
-// Workers under contention: Fashion-MNIST MLP training steps/s at batch 8, 32 and 128 on 1 and
-// 2 emulator workers, on an idle machine and with one competing busy process (a forked child
-// spinning on a core), with the ratios 2 workers / 1 worker; plus the emulator's measured SGEMM
-// peak per worker and the fraction of it each figure reaches. Timings of the four cases are
+// Workers under contention: training steps/s of the main job's Net through addons::Trainer (one
+// step per run, random data made once) at batch 8, 32 and 128 on 1 and 2 emulator workers, on
+// an idle machine and with one competing busy process (a forked child spinning on a core), with
+// the ratios 2 workers / 1 worker; plus the emulator's measured SGEMM peak per worker and the
+// fraction of it each figure reaches. A timing is one fit over a data set of N batches after a
+// warm-up fit that builds the program (trainer_timing.hpp); the four cases' timings are
 // interleaved, repetition by repetition, so that drift in the machine's load hits them alike.
 // Prints medians of `--reps` timings; asserts nothing.
 //
 //     build/test/bench/contention [--reps 5]
 #include "mnist_bench_data.hpp"
-#include "programs.hpp"
 #include "sgemm_peak.hpp"
-
-#include <pxl/pxl.hpp>
+#include "trainer_timing.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -27,8 +26,6 @@ namespace {
 
 using mnist::bench::median;
 using mnist::bench::mlp_flops_per_image;
-using mnist::bench::random_batches;
-using Clock = std::chrono::steady_clock;
 
 /// A child process spinning on a core for as long as this lives: another tenant's busy job.
 class BusyProcess {
@@ -51,10 +48,6 @@ private:
   pid_t pid_;
 };
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -65,36 +58,26 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const double peak = pxl::bench::print_sgemm_peak(2 * reps);
-  std::printf("MNIST MLP training step (SGD), random data; median of %d; busy = one competing "
-              "process spinning\n",
+  std::printf("MNIST Net trained by addons::Trainer (SGD), one step per run, random data; median "
+              "of %d; busy = one competing process spinning\n",
               reps);
   std::printf("%-6s %-5s %12s %12s %8s %9s %9s\n", "batch", "load", "1w steps/s", "2w steps/s",
               "2w/1w", "1w %peak", "2w %peak");
 
   for (const std::int64_t batch : {8, 32, 128}) {
-    std::vector<std::unique_ptr<mnist::TrainingProgram>> programs;
+    std::vector<std::unique_ptr<mnist::bench::NetTrainer>> trainers;
     for (const unsigned workers : {1u, 2u})
-      programs.push_back(std::make_unique<mnist::TrainingProgram>(
-          mnist::TrainingOptions{.batch_size = batch, .workers = workers}));
-    const auto data = random_batches(batch, 16);
-    const std::int64_t steps = std::max<std::int64_t>(20, 1600 / batch);
-    const auto rate = [&](mnist::TrainingProgram& p) {
-      for (std::size_t i = 0; i < 3; ++i) // warm-up
-        p.run(data[i].images, data[i].labels);
-      const auto t0 = Clock::now();
-      for (std::int64_t i = 0; i < steps; ++i) {
-        const auto& b = data[static_cast<std::size_t>(i) % data.size()];
-        p.run(b.images, b.labels);
-      }
-      return static_cast<double>(steps) / seconds_since(t0);
-    };
+      trainers.push_back(std::make_unique<mnist::bench::NetTrainer>(
+          pxl::addons::CompileOptions{.workers = workers}, batch));
+    const auto dataset =
+        mnist::bench::random_dataset(std::max<std::int64_t>(20, 1600 / batch), batch);
     // rates[load][workers - 1]
     std::vector<double> rates[2][2];
     for (int r = 0; r < reps; ++r)
       for (int load = 0; load < 2; ++load) {
         const auto busy = load ? std::make_unique<BusyProcess>() : nullptr;
         for (std::size_t w = 0; w < 2; ++w)
-          rates[load][w].push_back(rate(*programs[w]));
+          rates[load][w].push_back(trainers[w]->fit(dataset).micro_batches_per_second());
       }
     for (int load = 0; load < 2; ++load) {
       const double one = median(rates[load][0]), two = median(rates[load][1]);

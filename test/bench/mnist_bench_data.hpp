@@ -1,9 +1,11 @@
-// What the MNIST benchmarks share: random batches shaped like the data set, and medians.
+// What the MNIST benchmarks share: random data shaped like the data set, the MLP's flops, and
+// medians.
 #pragma once
 
-#include "programs.hpp"
+#include "model.hpp"
 
 #include "pxl/addons/data/batch.hpp"
+#include "pxl/addons/data/pipeline.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,22 +14,27 @@
 
 namespace mnist::bench {
 
-/// `count` batches of `batch` normalised-looking random images and random labels.
-inline std::vector<pxl::addons::data::Batch> random_batches(std::int64_t batch, int count) {
+/// `n` normalised-looking random images [n, 784] float32 and random labels [n] int32, the same
+/// for the same `n` (in every instance of an mpirun too).
+inline pxl::addons::data::Batch random_examples(std::int64_t n) {
   std::mt19937 gen(1);
   std::normal_distribution<float> pixel(0.0f, 1.0f);
   std::uniform_int_distribution<std::int32_t> label(0, 9);
-  std::vector<pxl::addons::data::Batch> out;
-  for (int i = 0; i < count; ++i) {
-    pxl::addons::data::Batch b{pxl::HostTensor({batch, image_size}, pxl::float32),
-                               pxl::HostTensor({batch}, pxl::int32)};
-    for (auto& x : b.images.data<float>())
-      x = pixel(gen);
-    for (auto& y : b.labels.data<std::int32_t>())
-      y = label(gen);
-    out.push_back(std::move(b));
-  }
+  pxl::addons::data::Batch out{pxl::HostTensor({n, image_size}, pxl::float32),
+                               pxl::HostTensor({n}, pxl::int32)};
+  for (auto& x : out.images.data<float>())
+    x = pixel(gen);
+  for (auto& y : out.labels.data<std::int32_t>())
+    y = label(gen);
   return out;
+}
+
+/// `batches` batches of `batch` random examples, in order: made once, so that a fit over them
+/// spends its time training rather than preparing data.
+inline pxl::addons::data::TensorDataset random_dataset(std::int64_t batches, std::int64_t batch) {
+  const pxl::addons::data::Batch examples = random_examples(batches * batch);
+  return pxl::addons::data::TensorDataset::from_tensor_slices(examples.images, examples.labels)
+      .batch(batch);
 }
 
 /// Matmul flops of one training step per image of the 784-512-512-512-10 MLP: forward, weight

@@ -1,26 +1,25 @@
-// Data-parallel training throughput of the main job on the emulator: images/s at replicas 1,
-// 2 and 4, and the ratio to replicas 1, (a) at the same per-replica batch (the global batch
-// grows with the replicas, as data-parallel training scales out) and (b) at the same global
-// batch (split across the replicas). The emulated replicas share the host's cores, so the
-// ratio measures what collectives and lockstep cost: the gradients' mean all-reduce and the
-// loss of the SGD update's fold into the gradient matmul. Prints medians of `--reps` timings,
-// the replica counts interleaved within each repetition; asserts nothing.
+// Data-parallel training throughput of the main job's Net through addons::Trainer on the
+// emulator: images/s at replicas 1, 2 and 4, and the ratio to replicas 1, (a) at the same
+// per-replica batch (the global batch grows with the replicas, as data-parallel training scales
+// out) and (b) at the same global batch (split across the replicas). One step per run, each
+// global batch fed as arrays, on random data made once. The emulated replicas share the host's
+// cores, so the ratio measures what collectives and lockstep cost: the gradients' mean
+// all-reduce and the loss of the SGD update's fold into the gradient matmul. A timing is one fit
+// over a data set of about 2,000 images after a warm-up fit that builds the program
+// (trainer_timing.hpp). Prints medians of `--reps` timings, the replica counts interleaved
+// within each repetition; asserts nothing.
 //
 //     build/test/bench/replication [--workers N] [--reps 5] [--batch 8] [--global-batch 32]
 #include "mnist_bench_data.hpp"
-#include "programs.hpp"
 #include "sgemm_peak.hpp"
-
-#include "pxl/addons/data/batch.hpp"
+#include "trainer_timing.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -28,31 +27,19 @@ namespace {
 
 namespace data = pxl::addons::data;
 using mnist::bench::median;
-using mnist::bench::random_batches;
-using Clock = std::chrono::steady_clock;
 
-/// One replica count's program and data; `images_per_second` times `steps` single-step runs.
+/// One replica count's trainer and the data it is timed on.
 struct Config {
   std::int64_t replicas, batch;
-  mnist::TrainingProgram program;
-  std::vector<data::Batch> batches;
+  mnist::bench::NetTrainer trainer;
+  data::TensorDataset dataset;
 
   Config(std::int64_t r, std::int64_t b, unsigned workers)
-      : replicas(r), batch(b), program({.batch_size = b, .replicas = r, .workers = workers}),
-        batches(random_batches(r * b, 8)) {
-    run(3); // warm-up
-  }
-  void run(std::int64_t steps) {
-    for (std::int64_t i = 0; i < steps; ++i) {
-      const auto& g = batches[static_cast<std::size_t>(i) % batches.size()];
-      program.run(g.images, g.labels);
-    }
-  }
-  double images_per_second(std::int64_t steps) {
-    const auto t0 = Clock::now();
-    run(steps);
-    return static_cast<double>(steps * replicas * batch) /
-           std::chrono::duration<double>(Clock::now() - t0).count();
+      : replicas(r), batch(b), trainer({.replicas = r, .workers = workers}, r * b),
+        // About 2,000 images per timing.
+        dataset(mnist::bench::random_dataset(std::max<std::int64_t>(20, 2000 / (r * b)), r * b)) {}
+  double images_per_second() {
+    return trainer.fit(dataset).micro_batches_per_second() * static_cast<double>(replicas * batch);
   }
 };
 
@@ -66,12 +53,8 @@ void measure(const char* title, const std::vector<std::array<std::int64_t, 2>>& 
     configs.push_back(std::make_unique<Config>(r, b, workers));
   std::vector<std::vector<double>> rates(configs.size());
   for (int rep = 0; rep < reps; ++rep)
-    for (std::size_t i = 0; i < configs.size(); ++i) {
-      // About 2,000 images per timing.
-      const std::int64_t steps =
-          std::max<std::int64_t>(20, 2000 / (configs[i]->replicas * configs[i]->batch));
-      rates[i].push_back(configs[i]->images_per_second(steps));
-    }
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      rates[i].push_back(configs[i]->images_per_second());
   const double base = median(rates[0]);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const double rate = median(rates[i]);
@@ -110,9 +93,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::printf("MNIST Net data-parallel training, SGD lr 0.05, one step per run on random data, "
-              "%u emulator worker(s); median of %d\n",
-              workers, reps);
+  std::printf("MNIST Net data-parallel training by addons::Trainer, SGD lr %g, one step per run "
+              "on random data, %u emulator worker(s); median of %d\n",
+              mnist::bench::learning_rate, workers, reps);
   const double peak = pxl::bench::print_sgemm_peak();
   measure("(a) same per-replica batch", {{1, batch}, {2, batch}, {4, batch}}, workers, reps, peak);
   measure("(b) same global batch",
