@@ -27,6 +27,20 @@ Tensor scaled_add(const Tensor& x, const Tensor& y, ScaledAddFactors f = {});
 /// x = a·x + b·y in place: the SGD step is `scaled_add_(w, grad, {.b = -lr})`.
 Tensor scaled_add_(const Tensor& x, const Tensor& y, ScaledAddFactors f = {});
 
+/// 0.1's positional factors, for one release: `scaled_add(x, y, a, b)` is
+/// `scaled_add(x, y, {.a = a, .b = b})`. Both factors are required, so that
+/// `scaled_add_(w, g, -lr)` (PopXL's b written as a) still does not compile.
+[[deprecated("use scaled_add(x, y, {.a = a, .b = b})")]] inline Tensor
+scaled_add(const Tensor& x, const Tensor& y, double a, double b) {
+  return scaled_add(x, y, ScaledAddFactors{.a = a, .b = b});
+}
+/// 0.1's positional factors, for one release: `scaled_add_(x, y, a, b)` is
+/// `scaled_add_(x, y, {.a = a, .b = b})`.
+[[deprecated("use scaled_add_(x, y, {.a = a, .b = b})")]] inline Tensor
+scaled_add_(const Tensor& x, const Tensor& y, double a, double b) {
+  return scaled_add_(x, y, ScaledAddFactors{.a = a, .b = b});
+}
+
 } // namespace pxl::ops
 
 namespace pxl::ops::var_updates {

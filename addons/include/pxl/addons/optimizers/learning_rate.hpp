@@ -33,6 +33,10 @@ public:
   const Tensor& tensor() const;
   /// The tensor, or the constant as a float32 scalar constant of the current graph.
   Tensor as_tensor() const;
+  /// 0.1's `double lr`, for one release: the constant (ValueError for a tensor).
+  [[deprecated("use lr.value(): the learning rate may be a tensor")]] operator double() const {
+    return value();
+  }
 
 private:
   double value_ = 0.0;
