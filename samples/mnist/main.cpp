@@ -125,7 +125,8 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
         " micro-batches to fill them, got " + std::to_string(o.gradient_accumulation));
   return {.optimizer = parse_optimizer(o),
           .metrics = {"accuracy"},
-          .steps_per_execution = o.steps_per_execution,
+          // The Trainer counts batches per run, as Keras does; the flag counts updates.
+          .steps_per_execution = o.steps_per_execution * o.gradient_accumulation,
           .gradient_accumulation = o.gradient_accumulation,
           .replicas = o.replicas,
           .pipeline = o.pipeline_stages > 1,
@@ -389,7 +390,8 @@ int main(int argc, char** argv) {
                "each replica updates its shard of the weights, which are then all-gathered; "
                "training is bitwise the same); prints the on-chip memory with and without");
   app.add_option("--steps-per-execution", o.steps_per_execution,
-                 "Training steps run on the device per session.run (a device loop)")
+                 "Optimizer steps run on the device per session.run (a device loop), each "
+                 "of --gradient-accumulation batches")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--gradient-accumulation", o.gradient_accumulation,

@@ -96,7 +96,7 @@ TEST_CASE("fit with a device loop of 50 steps trains bitwise as one step per run
 TEST_CASE("fit with accumulation, replicas and pipelining equals the simpler runs") {
   const FitOptions options{.epochs = 1, .batch_size = 8, .shuffle = false};
   SUBCASE("pipelined over two IPUs: bitwise the unpipelined accumulation") {
-    const CompileOptions accumulate{.gradient_accumulation = 4};
+    const CompileOptions accumulate{.steps_per_execution = 4, .gradient_accumulation = 4};
     CompileOptions piped = accumulate;
     piped.pipeline = true;
     const Fitted plain = fit(accumulate, options, true);
@@ -117,7 +117,8 @@ TEST_CASE("fit with accumulation, replicas and pipelining equals the simpler run
   }
   SUBCASE("accumulating 2 micro-batches of 4: one batch of 8, to float rounding") {
     const Fitted whole = fit({}, options);
-    const Fitted halves = fit({.gradient_accumulation = 2}, {.batch_size = 4, .shuffle = false});
+    const Fitted halves = fit({.steps_per_execution = 2, .gradient_accumulation = 2},
+                              {.batch_size = 4, .shuffle = false});
     for (const auto& [key, w] : whole.weights) {
       const auto a = w.data<float>();
       const auto b = halves.weights.at(key).data<float>();
@@ -225,8 +226,15 @@ TEST_CASE("Trainer refuses what it cannot train") {
                        Contains("needs gradient_accumulation of at least 2"), ValueError);
   trainer.compile({.steps_per_execution = 100});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
-                       "Trainer::fit: 400 examples in batches of 8 make 50 batches per epoch, "
-                       "which do not fill one run of 100 micro-batches",
+                       "Trainer::fit: 400 examples in batches of 8 make 50 batches per pass, 1 "
+                       "pass(es) per epoch, which do not fill one run of 100 batches "
+                       "(steps_per_execution)",
+                       ValueError);
+  // Keras with IPUs: steps_per_execution counts batches, and a run ends on an update.
+  CHECK_THROWS_WITH_AS(trainer.compile({.steps_per_execution = 6, .gradient_accumulation = 4}),
+                       "Trainer::compile: steps_per_execution counts batches, and a run must end "
+                       "on an optimizer step: it must be a multiple of gradient_accumulation 4, "
+                       "got 6",
                        ValueError);
   const auto [x2, y2] = data(10, 3);
   CHECK_THROWS_WITH_AS(trainer.fit(x, y2, {}), Contains("as many of each"), ShapeError);
@@ -281,7 +289,7 @@ TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipe
   for (const bool pipeline : {false, true}) {
     Trainer trainer(model());
     trainer.compile({.metrics = {"accuracy"},
-                     .steps_per_execution = 2,
+                     .steps_per_execution = 10,
                      .gradient_accumulation = 5,
                      .pipeline = pipeline});
     histories[pipeline ? 1 : 0] = trainer.fit(images, y, {.epochs = 2, .batch_size = 8});
@@ -432,4 +440,85 @@ TEST_CASE("fit shows the main job's progress bar where asked") {
   CHECK(text.find("epoch 1/2 5/50  loss") != std::string::npos);
   CHECK(text.find("epoch 1/2 50/50  loss") != std::string::npos);
   CHECK(text.find("epoch 2/2 50/50  loss") != std::string::npos);
+}
+
+namespace {
+
+/// Counts the batches fit trains.
+struct BatchCounter : addons::Callback {
+  std::int64_t batches = 0;
+  void on_batch_end(std::int64_t, const addons::Logs&) override { ++batches; }
+};
+
+/// Trains a fresh Classifier on `dataset` and returns its weights and the batches it trained.
+std::pair<std::map<std::string, HostTensor>, std::int64_t>
+fit_dataset(const addons::data::TensorDataset& dataset, FitOptions options,
+            std::int64_t steps_per_execution = 1) {
+  Trainer trainer(Classifier{});
+  trainer.compile({.steps_per_execution = steps_per_execution, .seed = 3});
+  auto counter = std::make_shared<BatchCounter>();
+  options.callbacks = {counter};
+  trainer.fit(dataset, options);
+  return {trainer.weights(), counter->batches};
+}
+
+} // namespace
+
+TEST_CASE("fit honours repeat and steps_per_epoch as Keras does") {
+  const auto [x, y] = data(examples, 1);
+  // 50 batches of 8 per pass, each pass shuffled afresh.
+  const auto ds = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(4).batch(8);
+  for (const std::int64_t per_run : {1, 10}) {
+    CAPTURE(per_run);
+    // An epoch is one iteration of the dataset: repeat(2) makes it passes 0 and 1, the batches
+    // two epochs of the unrepeated dataset train on.
+    const auto two_epochs = fit_dataset(ds, {.epochs = 2}, per_run);
+    const auto repeated = fit_dataset(ds.repeat(2), {.epochs = 1}, per_run);
+    CHECK(two_epochs.second == 100);
+    CHECK(repeated.second == 100);
+    CHECK(repeated.first == two_epochs.first);
+    // steps_per_epoch: the epochs take their batches from one stream over the passes, going
+    // on where the last one stopped: 3 epochs of 30 are the first 90 batches.
+    const auto stream = fit_dataset(ds.repeat(), {.epochs = 3, .steps_per_epoch = 30}, per_run);
+    const auto whole = fit_dataset(ds.repeat(), {.epochs = 1, .steps_per_epoch = 90}, per_run);
+    CHECK(stream.second == 90);
+    CHECK(stream.first == whole.first);
+  }
+
+  Trainer trainer(Classifier{});
+  trainer.compile({.steps_per_execution = 10});
+  CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(), {}),
+                       "Trainer::fit: the dataset repeats forever, so an epoch would never end: "
+                       "give FitOptions::steps_per_epoch",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(), {.steps_per_epoch = 25}),
+                       "Trainer::fit: steps_per_epoch counts batches and an epoch ends on a whole "
+                       "run: it must be a positive multiple of steps_per_execution 10, got 25",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(2), {.epochs = 3, .steps_per_epoch = 40}),
+                       "Trainer::fit: 3 epochs of 40 steps need 120 batches, but the dataset "
+                       "yields 100 (400 examples in batches of 8 make 50 batches per pass, 2 "
+                       "pass(es)): call .repeat() on it",
+                       ValueError);
+}
+
+TEST_CASE("fit names the dataset's field whose dtype the model or the loss cannot take") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(Classifier{});
+  trainer.compile({});
+  // Integer images reach the model as they are: its first op refuses them, and fit says why.
+  CHECK_THROWS_WITH_AS(trainer.fit(x.astype(uint8), y, {.batch_size = 8}),
+                       "Trainer: the model cannot take the dataset's features [(8, 12) uint8]: "
+                       "float features (float32 or float16) are cast to the model's dtype, "
+                       "others reach it as they are, and the model refused them: MatMul: "
+                       "expected a float32 or float16 tensor, got 'Classifier_subgraph(0)/t0' "
+                       "[(8, 12) uint8]",
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(trainer.fit(x, y.astype(float32), {.batch_size = 8}),
+                       "Trainer: sparse_categorical_crossentropy takes int32 class indices as "
+                       "labels; the dataset's labels are [(8,) float32]: convert them "
+                       "(HostTensor::astype(int32))",
+                       DTypeError);
+  // The Trainer still trains once given what it takes.
+  CHECK(trainer.fit(x, y, {.batch_size = 8}).epochs() == 1);
 }

@@ -35,7 +35,10 @@ using mnist::bench::NetTrainer;
 /// One update per run of `accumulation` micro-batches of `batch`, the Net over `stages` IPUs.
 NetTrainer pipelined(std::int64_t stages, std::int64_t batch, std::int64_t accumulation,
                      unsigned workers, bool profile) {
-  return NetTrainer({.gradient_accumulation = accumulation, .workers = workers, .profile = profile},
+  return NetTrainer({.steps_per_execution = accumulation,
+                     .gradient_accumulation = accumulation,
+                     .workers = workers,
+                     .profile = profile},
                     batch, stages);
 }
 

@@ -40,8 +40,7 @@ public:
   /// micro-batches, on random data.
   NetTrainer(pxl::addons::CompileOptions options, std::int64_t global_batch,
              std::int64_t stages = 1)
-      : global_batch_(global_batch),
-        per_run_(options.steps_per_execution * options.gradient_accumulation),
+      : global_batch_(global_batch), per_run_(options.steps_per_execution),
         trainer_(compiled(std::move(options), stages)) {
     fit(random_dataset((3 + per_run_ - 1) / per_run_ * per_run_, global_batch));
   }

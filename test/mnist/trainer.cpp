@@ -69,7 +69,8 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
     trainer.compile({.optimizer = adam ? pxl::addons::TrainerOptimizer(
                                              pxl::addons::optimizers::AdamOptions{.lr = 1e-3})
                                        : pxl::addons::optimizers::SGDOptions{.lr = 1e-3},
-                     .steps_per_execution = c.steps,
+                     // Batches per run, as Keras counts them: c.steps updates.
+                     .steps_per_execution = c.steps * c.accumulation,
                      .gradient_accumulation = c.accumulation,
                      .replicas = c.replicas,
                      .pipeline = c.stages > 1,

@@ -57,37 +57,47 @@ HostTensor row_range(const HostTensor& t, std::int64_t first, std::int64_t count
   return rows;
 }
 
-void bind_infeed(Program& p, const data::TensorDataset& dataset, std::int64_t batches_per_epoch,
+BatchCursor::BatchCursor(data::TensorDataset dataset, std::int64_t per_epoch,
+                         std::int64_t passes_per_epoch)
+    : dataset_(std::move(dataset)), per_pass_(dataset_.batches_per_epoch()), per_epoch_(per_epoch),
+      passes_per_epoch_(passes_per_epoch) {}
+
+const data::LabelledBatch& BatchCursor::next() {
+  if (in_epoch_ == per_epoch_) {
+    in_epoch_ = 0;
+    ++epoch_;
+    // The epoch's batches are taken: the next starts at its own first pass, the rest of this
+    // one's unread (with a stream over the passes, it goes on where this one stopped).
+    if (passes_per_epoch_ > 0) {
+      pass_ = epoch_ * static_cast<std::uint64_t>(passes_per_epoch_);
+      view_.reset();
+    }
+  }
+  if (view_ && in_pass_ == per_pass_) {
+    ++pass_;
+    view_.reset();
+  }
+  if (!view_) {
+    view_.emplace(dataset_.epoch(pass_));
+    at_.emplace(view_->begin());
+    in_pass_ = 0;
+  } else {
+    ++*at_;
+  }
+  ++in_pass_;
+  ++in_epoch_;
+  return **at_;
+}
+
+void bind_infeed(Program& p, std::shared_ptr<BatchCursor> cursor,
+                 const data::LabelledBatchSpec& spec, std::int64_t prefetch,
                  std::int64_t batches_per_run, data::LocalReplicas replicas) {
-  // Where the feed stands in the data; touched under the fan-out's lock only.
-  struct Cursor {
-    data::TensorDataset dataset;
-    std::int64_t batches_per_epoch;
-    std::uint64_t epoch = 0;
-    std::int64_t taken = 0; ///< batches of the epoch read
-    std::optional<data::TensorDatasetView> view;
-    std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
-  };
-  auto cursor = std::make_shared<Cursor>(Cursor{dataset, batches_per_epoch});
-  const std::int64_t prefetch =
-      dataset.settings().prefetch_depth > 0 ? dataset.settings().prefetch_depth : default_prefetch;
   // A step takes an element of each stream per (local) replica.
-  const std::int64_t depth = prefetch * replicas.count;
-  const data::LabelledBatchSpec spec = dataset.element_spec();
+  const std::int64_t depth = (prefetch > 0 ? prefetch : default_prefetch) * replicas.count;
+  // The cursor is touched under the fan-out's lock only.
   auto fan_out = std::make_shared<data::BatchFanOut>(
-      [cursor]() -> data::BatchHalves {
-        Cursor& c = *cursor;
-        if (!c.view || c.taken == c.batches_per_epoch) {
-          if (c.view)
-            ++c.epoch;
-          c.view.emplace(c.dataset.epoch(c.epoch));
-          c.at.emplace(c.view->begin());
-          c.taken = 0;
-        } else {
-          ++*c.at;
-        }
-        ++c.taken;
-        const data::LabelledBatch& b = **c.at;
+      [cursor = std::move(cursor)]() -> data::BatchHalves {
+        const data::LabelledBatch& b = cursor->next();
         return {&b.features, &b.labels};
       },
       spec.features, spec.labels, depth, batches_per_run, replicas,

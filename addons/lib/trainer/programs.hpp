@@ -77,11 +77,33 @@ void build_training_program(Program& p, const CompileOptions& o, const TraceMode
 void build_forward_program(Program& p, const CompileOptions& o, const TraceModel& trace,
                            const TensorSpec& x, const std::optional<TensorSpec>& y);
 
-/// Feeds `p`'s x and y streams from `dataset` through their infeeds: epoch 0's first
-/// `batches_per_epoch` batches, then epoch 1's (reshuffled), and so on, each batch cut into
-/// the replicas' rows (data::BatchFanOut). The producers run up to the dataset's prefetch
-/// depth ahead of the device, across runs and epochs; binding again drops what they prepared.
-void bind_infeed(Program& p, const data::TensorDataset& dataset, std::int64_t batches_per_epoch,
+/// Where a fit stands in its dataset: the batches of each epoch of the fit, in order. The
+/// dataset's passes (`TensorDataset::epoch(pass)`, each shuffled afresh) are read one after
+/// the other. With `passes_per_epoch` > 0, epoch k of the fit reads passes k·passes_per_epoch
+/// onwards and takes the first `per_epoch` of their batches (the rest fill no run); with 0
+/// (Keras's steps_per_epoch), the epochs take `per_epoch` batches each from one stream over
+/// every pass, as a repeated tf.data iterator goes on across epochs.
+class BatchCursor {
+public:
+  BatchCursor(data::TensorDataset dataset, std::int64_t per_epoch, std::int64_t passes_per_epoch);
+  /// The next batch; valid until the next call.
+  const data::LabelledBatch& next();
+
+private:
+  data::TensorDataset dataset_;
+  std::int64_t per_pass_, per_epoch_, passes_per_epoch_;
+  std::uint64_t epoch_ = 0, pass_ = 0;
+  std::int64_t in_epoch_ = 0, in_pass_ = 0;
+  std::optional<data::TensorDatasetView> view_;
+  std::optional<ranges::iterator_t<data::TensorDatasetView>> at_;
+};
+
+/// Feeds `p`'s x and y streams through their infeeds from `cursor`, `batches_per_run` per run,
+/// each batch cut into the replicas' rows (data::BatchFanOut). The producers run up to
+/// `prefetch` batches ahead of the device (8 when 0), across runs and epochs; binding again
+/// drops what they prepared.
+void bind_infeed(Program& p, std::shared_ptr<BatchCursor> cursor,
+                 const data::LabelledBatchSpec& spec, std::int64_t prefetch,
                  std::int64_t batches_per_run, data::LocalReplicas replicas);
 
 /// Runs one training step on `batch` (global): the local replicas' rows go in as stream

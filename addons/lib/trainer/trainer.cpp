@@ -38,6 +38,18 @@ double initial_lr(const TrainerOptimizer& o) {
   return std::visit([](const auto& opts) { return opts.lr.value(); }, o);
 }
 
+/// DTypeError unless the dataset's labels are what `loss` takes.
+void check_labels(TrainingLoss loss, const TensorSpec& labels) {
+  if (loss == TrainingLoss::sparse_categorical_crossentropy && labels.dtype != int32)
+    throw DTypeError("Trainer: sparse_categorical_crossentropy takes int32 class indices as "
+                     "labels; the dataset's labels are " +
+                     to_string(labels) + ": convert them (HostTensor::astype(int32))");
+  if (loss == TrainingLoss::mean_squared_error && !is_floating_point(labels.dtype))
+    throw DTypeError("Trainer: mean_squared_error takes float labels shaped as the model's "
+                     "output; the dataset's labels are " +
+                     to_string(labels) + ": convert them (HostTensor::astype(float32))");
+}
+
 /// `spec` with `rows` examples along its first axis.
 TensorSpec with_rows(TensorSpec spec, std::int64_t rows) {
   spec.shape[0] = rows;
@@ -128,6 +140,11 @@ void Trainer::compile(CompileOptions options) {
     throw ValueError("Trainer::compile: shard_optimizer_state needs at least 2 replicas to shard "
                      "over, got " +
                      std::to_string(options.replicas));
+  if (options.steps_per_execution % options.gradient_accumulation != 0)
+    throw ValueError("Trainer::compile: steps_per_execution counts batches, and a run must end "
+                     "on an optimizer step: it must be a multiple of gradient_accumulation " +
+                     std::to_string(options.gradient_accumulation) + ", got " +
+                     std::to_string(options.steps_per_execution));
   if (options.pipeline && options.gradient_accumulation < 2)
     throw ValueError("Trainer::compile: pipelining runs the micro-batches of an optimizer step "
                      "through the stages; it needs gradient_accumulation of at least 2");
@@ -156,21 +173,47 @@ History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions&
 History Trainer::fit(const data::TensorDataset& dataset, FitOptions fit_options) {
   if (!programs_)
     throw ValueError("Trainer::fit: call compile first");
+  if (fit_options.epochs < 0)
+    throw ValueError("Trainer::fit: epochs must be at least 0, got " +
+                     std::to_string(fit_options.epochs));
   const auto& settings = dataset.settings();
   if (!settings.batch_size || !settings.drop_remainder)
     throw ValueError("Trainer::fit: the dataset must be batched with drop_remainder (the "
                      "device program has fixed shapes): call .batch(size) on it");
-  const CompileOptions& o = programs_->options;
-  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
-  const std::int64_t runs = dataset.batches_per_epoch() / per_run;
-  if (runs == 0 && fit_options.epochs > 0)
-    throw ValueError("Trainer::fit: " + std::to_string(dataset.size()) +
-                     " examples in batches of " + std::to_string(*settings.batch_size) + " make " +
-                     std::to_string(dataset.batches_per_epoch()) +
-                     " batches per epoch, which do not fill one run of " + std::to_string(per_run) +
-                     " micro-batches");
+  const std::int64_t per_run = programs_->options.steps_per_execution;
+  const std::int64_t per_pass = dataset.batches_per_epoch();
+  const std::string batches = std::to_string(dataset.size()) + " examples in batches of " +
+                              std::to_string(*settings.batch_size) + " make " +
+                              std::to_string(per_pass) + " batches per pass";
+  std::int64_t runs = 0, passes_per_epoch = 0;
+  if (const auto& steps = fit_options.steps_per_epoch) {
+    // Keras's steps_per_epoch: epochs of that many batches from one stream over the passes.
+    if (*steps < 1 || *steps % per_run != 0)
+      throw ValueError("Trainer::fit: steps_per_epoch counts batches and an epoch ends on a "
+                       "whole run: it must be a positive multiple of steps_per_execution " +
+                       std::to_string(per_run) + ", got " + std::to_string(*steps));
+    const std::int64_t available = dataset.cardinality();
+    if (available >= 0 && available < *steps * fit_options.epochs)
+      throw ValueError("Trainer::fit: " + std::to_string(fit_options.epochs) + " epochs of " +
+                       std::to_string(*steps) + " steps need " +
+                       std::to_string(*steps * fit_options.epochs) + " batches, but the dataset " +
+                       "yields " + std::to_string(available) + " (" + batches + ", " +
+                       std::to_string(settings.repeat_count) + " pass(es)): call .repeat() on it");
+    runs = *steps / per_run;
+  } else {
+    // An epoch is one iteration of the dataset: every pass its repeat count makes.
+    if (settings.repeat_count < 0)
+      throw ValueError("Trainer::fit: the dataset repeats forever, so an epoch would never end: "
+                       "give FitOptions::steps_per_epoch");
+    passes_per_epoch = settings.repeat_count;
+    runs = per_pass * passes_per_epoch / per_run;
+    if (runs == 0 && fit_options.epochs > 0)
+      throw ValueError("Trainer::fit: " + batches + ", " + std::to_string(passes_per_epoch) +
+                       " pass(es) per epoch, which do not fill one run of " +
+                       std::to_string(per_run) + " batches (steps_per_execution)");
+  }
   fit_options.batch_size = *settings.batch_size;
-  return fit_runs(dataset, runs, fit_options);
+  return fit_runs(dataset, runs, passes_per_epoch, fit_options);
 }
 
 void Trainer::build(const data::LabelledBatchSpec& batch) {
@@ -188,33 +231,45 @@ void Trainer::build(const data::LabelledBatchSpec& batch) {
   const TensorSpec x = with_rows(batch.features, b / o.replicas);
   if (ps.train && ps.train->x_spec == x)
     return;
+  check_labels(o.loss, batch.labels);
   ps.sync_from_training();
   ps.train.reset();
-  trainer_detail::build_training_program(ps.train.emplace(), o, trace_, x,
-                                         with_rows(batch.labels, b / o.replicas), ps.lr);
+  try {
+    trainer_detail::build_training_program(ps.train.emplace(), o, trace_, x,
+                                           with_rows(batch.labels, b / o.replicas), ps.lr);
+  } catch (const Error& e) {
+    ps.train.reset();
+    // Float features are cast to the model's dtype on the device; others reach the model as
+    // they are, and its first op names what it needed, in its own words.
+    if (!is_floating_point(x.dtype))
+      throw DTypeError("Trainer: the model cannot take the dataset's features " +
+                       to_string(batch.features) +
+                       ": float features (float32 or float16) are cast to the model's dtype, "
+                       "others reach it as they are, and the model refused them: " +
+                       e.what());
+    throw;
+  }
   ps.load_weights(*ps.train);
 }
 
 History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
-                          const FitOptions& fit_options) {
-  if (fit_options.epochs < 0)
-    throw ValueError("Trainer::fit: epochs must be at least 0, got " +
-                     std::to_string(fit_options.epochs));
+                          std::int64_t passes_per_epoch, const FitOptions& fit_options) {
   build(dataset.element_spec());
   Programs& ps = *programs_;
   const CompileOptions& o = ps.options;
   const std::int64_t b = fit_options.batch_size;
-  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  const std::int64_t per_run = o.steps_per_execution;
   const bool with_accuracy = !o.metrics.empty();
   Programs::Program& p = *ps.train;
-  // One step per run: each batch goes in as arrays and its logs come back with the run, on
-  // this thread; a device loop is fed through the infeeds while it runs.
+  auto cursor =
+      std::make_shared<trainer_detail::BatchCursor>(dataset, runs * per_run, passes_per_epoch);
+  // One batch per run: it goes in as arrays and its logs come back with the run, on this
+  // thread; a device loop is fed through the infeeds while it runs.
   const bool one_step = per_run == 1;
   const data::LocalReplicas local = trainer_detail::local_replicas(o);
   if (runs > 0 && !one_step)
-    trainer_detail::bind_infeed(p, dataset, runs * per_run, per_run, local);
-  std::optional<data::TensorDatasetView> view;
-  std::optional<ranges::iterator_t<data::TensorDatasetView>> at;
+    trainer_detail::bind_infeed(p, cursor, dataset.element_spec(),
+                                dataset.settings().prefetch_depth, per_run, local);
   trainer_detail::BatchLog& log = *p.log;
   log.callbacks = fit_options.callbacks;
   log.batch = 0;
@@ -234,15 +289,9 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
       log.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" +
                                std::to_string(fit_options.epochs),
                            runs * per_run, fit_options.progress);
-    if (one_step) {
-      view.emplace(dataset.epoch(static_cast<std::uint64_t>(epoch)));
-      at.emplace(view->begin());
-    }
     for (std::int64_t r = 0; r < runs; ++r) {
       if (one_step) {
-        if (r > 0)
-          ++*at;
-        trainer_detail::run_one_step(p, **at, local);
+        trainer_detail::run_one_step(p, cursor->next(), local);
       } else {
         p.session->run();
       }

@@ -66,11 +66,11 @@ public:
     init_state(lr);
   }
 
-  /// The device program: one optimizer step per run traced in the main graph itself (a loop
-  /// of one would copy every weight into its body and back on each run), else a device loop
-  /// of steps_per_execution of them.
+  /// The device program: one batch per run traced in the main graph itself (a loop of one
+  /// would copy every weight into its body and back on each run), else a device loop of
+  /// steps_per_execution / gradient_accumulation optimizer steps.
   void trace_runs() {
-    if (o_.steps_per_execution * o_.gradient_accumulation == 1) {
+    if (o_.steps_per_execution == 1) {
       optimizer_step(state_);
       return;
     }
@@ -79,7 +79,8 @@ public:
       auto in_step = train_step.scope();
       optimizer_step(named_graph_inputs(state_));
     }
-    pxl::ops::repeat(train_step, o_.steps_per_execution, state_.values_flat());
+    pxl::ops::repeat(train_step, o_.steps_per_execution / o_.gradient_accumulation,
+                     state_.values_flat());
   }
 
 private:
@@ -222,7 +223,7 @@ void build_training_program(Program& p, const CompileOptions& o, const TraceMode
     p.loss = d2h_stream({o.metrics.empty() ? 1 : 2}, float32, "logs");
     TrainingGraph(p, o, trace, lr).trace_runs();
   }
-  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  const std::int64_t per_run = o.steps_per_execution;
   p.ir.set_num_host_transfers(per_run);
   p.session.emplace(
       p.ir, "ipu_model",

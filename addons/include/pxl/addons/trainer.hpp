@@ -77,7 +77,9 @@ struct CompileOptions {
   /// "accuracy" ("acc", "sparse_categorical_accuracy": the fraction of rows whose output's
   /// argmax is the label), reported as "accuracy"; the loss is always reported.
   std::vector<std::string> metrics;
-  /// Optimizer steps per `session.run`: a device loop.
+  /// Batches per `session.run` (Keras's steps_per_execution): a device loop of
+  /// steps_per_execution / gradient_accumulation optimizer steps, so a multiple of
+  /// gradient_accumulation (ValueError otherwise), as Keras with IPUs requires.
   std::int64_t steps_per_execution = 1;
   /// Micro-batches per optimizer step, their mean gradient applied (Keras on IPUs'
   /// gradient_accumulation_steps_per_replica).
@@ -126,6 +128,11 @@ struct CompileOptions {
 /// `Trainer::fit`'s settings.
 struct FitOptions {
   int epochs = 1;
+  /// Batches per epoch (Keras's steps_per_epoch), a multiple of steps_per_execution; the
+  /// epochs take them from one stream over the dataset's passes, going on where the last
+  /// epoch stopped, so the dataset must yield epochs × steps_per_epoch batches (`.repeat()`).
+  /// None: an epoch is one iteration of the dataset.
+  std::optional<std::int64_t> steps_per_epoch;
   /// Examples per micro-batch (over all replicas).
   std::int64_t batch_size = 32;
   /// Visit the examples in a new order every epoch (addons::data::shuffled_indices, seeded
@@ -148,9 +155,9 @@ struct FitOptions {
 ///     History h = trainer.fit(x_train, y_train, {.epochs = 2, .batch_size = 32});
 ///     Logs test = trainer.evaluate(x_test, y_test);
 ///
-/// The first fit builds the training Ir for the batch's shape (a device loop of
-/// steps_per_execution optimizer steps of gradient_accumulation micro-batches each, each
-/// micro-batch's loss and accuracy stored back through an outfeed) and its Session, whose
+/// The first fit builds the training Ir for the batch's shape (a device loop over
+/// steps_per_execution micro-batches, an optimizer step every gradient_accumulation of them,
+/// each micro-batch's loss and accuracy stored back through an outfeed) and its Session, whose
 /// infeeds producer threads fill from the data ahead of the device, across runs and epochs;
 /// evaluate and predict build theirs the same way, and the weights pass between the Sessions
 /// by name, so all see the latest.
@@ -174,14 +181,16 @@ public:
   /// batch that does not split over the replicas. Drops programs built before.
   void compile(CompileOptions options);
   /// Trains on `x` [N, ...] and `y` [N, ...] (examples along the first axis). Each run takes
-  /// steps_per_execution × gradient_accumulation micro-batches of batch_size; an epoch is as
-  /// many whole runs as the data fills. Returns the per-epoch means.
+  /// steps_per_execution batches of batch_size; an epoch is as many whole runs as the data
+  /// fills (or FitOptions::steps_per_epoch batches). Returns the per-epoch means.
   History fit(const HostTensor& x, const HostTensor& y, const FitOptions& options);
   /// Trains on a batched dataset (`.batch(size)` with drop_remainder; shuffled, if it is,
-  /// afresh every epoch): its batch size replaces options.batch_size and options.shuffle is
-  /// not used. Each run takes the epoch's next steps_per_execution × gradient_accumulation
-  /// batches; the batches that do not fill a run are left out. The infeeds' producers prepare
-  /// up to the dataset's prefetch depth of batches ahead of the device (8 without one).
+  /// afresh every pass): its batch size replaces options.batch_size and options.shuffle is
+  /// not used. Each run takes the next steps_per_execution batches. An epoch is one iteration
+  /// of the dataset, every pass its `repeat(count)` makes, the batches that do not fill a run
+  /// left out; or, with FitOptions::steps_per_epoch, that many batches from one stream over
+  /// the passes (a dataset repeated forever needs it). The infeeds' producers prepare up to
+  /// the dataset's prefetch depth of batches ahead of the device (8 without one).
   History fit(const data::TensorDataset& dataset, FitOptions options);
   /// The mean loss (and accuracy) over every example of `x`, `y`, run in batches of
   /// `batch_size` and a last, shorter batch for the remainder (as Keras's evaluate).
@@ -226,8 +235,10 @@ public:
 
 private:
   /// Trains `runs` runs per epoch on the batches of `dataset`, fed through the infeeds.
+  /// Trains `runs` runs per epoch on the batches of `dataset`: each epoch from its own
+  /// `passes_per_epoch` passes, or from one stream over them all when 0.
   History fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
-                   const FitOptions& options);
+                   std::int64_t passes_per_epoch, const FitOptions& options);
   Trace trace_;
   std::unique_ptr<Programs> programs_;
 };
