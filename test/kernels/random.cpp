@@ -1,7 +1,7 @@
 // Dropout and the random generators: pure functions of the seed and the element index.
 #include "harness.hpp"
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 #include "pxl/ops/nn.hpp"
 #include "pxl/ops/random.hpp"
 

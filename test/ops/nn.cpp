@@ -2,7 +2,7 @@
 // through the reference evaluator against closed forms, and every error.
 #include "op_test.hpp"
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 
 #include <cmath>
 

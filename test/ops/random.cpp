@@ -2,7 +2,7 @@
 // every error.
 #include "op_test.hpp"
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 
 #include <cmath>
 #include <set>

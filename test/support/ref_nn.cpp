@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 
 namespace pxl::testing {
 

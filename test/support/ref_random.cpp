@@ -1,8 +1,8 @@
-// Reference random kernels: the counter-based generator of pxl/detail/random.hpp, element i
+// Reference random kernels: the counter-based generator of lib/core/random.hpp, element i
 // drawn at counter i, mapped in double and rounded to the output dtype.
 #include "ref_util.hpp"
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 
 namespace pxl::testing {
 

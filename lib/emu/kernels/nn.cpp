@@ -4,7 +4,7 @@
 #include "prefetch.hpp"
 #include "vector_math.hpp"
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 
 #include <cmath>
 #include <limits>

@@ -2,7 +2,7 @@
 // function of the uint32[2] seed (read when the step runs) and the element index.
 #include "common.hpp"
 
-#include "pxl/detail/random.hpp"
+#include "core/random.hpp"
 
 namespace pxl::emu::detail {
 

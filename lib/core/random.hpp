@@ -1,4 +1,5 @@
-// The counter-based generator behind random ops and dropout: a value is a pure function of
+// The counter-based generator behind random ops and dropout (private to lib/; the tests'
+// reference evaluator computes expected draws with it): a value is a pure function of
 // (seed, element index), so results never depend on how work is split across threads.
 #pragma once
 
