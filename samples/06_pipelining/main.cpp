@@ -15,13 +15,15 @@
 #include <pxl/addons/ops/cross_entropy.hpp>
 #include <pxl/pxl.hpp>
 
+#include "synthetic_images.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <string>
-#include <vector>
+#include <utility>
 
 namespace addons = pxl::addons;
 using pxl::transforms::PipelineSchedule;
@@ -52,23 +54,6 @@ struct Trained {
   double first_loss = 0, last_loss = 0;
   double estimated_seconds = 0;
 };
-
-// Images whose label is the brightest of their first ten pixels: something to learn.
-std::pair<pxl::HostTensor, pxl::HostTensor> data() {
-  const auto images =
-      addons::init::normal(0.0, 1.0, {micro_batches, batch, 28, 28})(pxl::float32, 1);
-  std::vector<std::int32_t> labels;
-  const auto pixels = images.data<float>();
-  for (std::int64_t i = 0; i < micro_batches * batch; ++i) {
-    std::int32_t best = 0;
-    for (std::int32_t k = 1; k < 10; ++k)
-      if (pixels[static_cast<std::size_t>(i * 784 + k)] >
-          pixels[static_cast<std::size_t>(i * 784 + best)])
-        best = k;
-    labels.push_back(best);
-  }
-  return {images, pxl::HostTensor(labels, {micro_batches, batch})};
-}
 
 // `updates` SGD updates on the mean gradient of 16 micro-batches, pipelined or not.
 Trained train(std::optional<pxl::transforms::PipelineOptions> pipelining) {
@@ -123,7 +108,7 @@ Trained train(std::optional<pxl::transforms::PipelineOptions> pipelining) {
   ir.set_num_host_transfers(micro_batches);
   pxl::Session session(ir, "ipu_model", {.profile = true});
   auto attached = session.attach();
-  const auto [x, y] = data();
+  const auto [x, y] = samples::images({micro_batches, batch}, 1);
   for (std::int64_t u = 0; u < updates; ++u) {
     const pxl::HostTensor step_losses = session.run({{images, x}, {labels, y}}).at(losses);
     const auto l = step_losses.data<float>();

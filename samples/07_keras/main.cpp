@@ -12,27 +12,12 @@
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
+#include "synthetic_images.hpp"
+
 #include <cstdio>
-#include <vector>
 
 namespace addons = pxl::addons;
 using addons::Activation;
-
-// Images whose class is the brightest of their first ten pixels: something to learn.
-std::pair<pxl::HostTensor, pxl::HostTensor> images(std::int64_t n, std::uint64_t seed) {
-  const auto x = addons::init::normal(0.0, 1.0, {n, 28, 28})(pxl::float32, seed);
-  std::vector<std::int32_t> y;
-  const auto pixels = x.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int32_t best = 0;
-    for (std::int32_t k = 1; k < 10; ++k)
-      if (pixels[static_cast<std::size_t>(i * 784 + k)] >
-          pixels[static_cast<std::size_t>(i * 784 + best)])
-        best = k;
-    y.push_back(best);
-  }
-  return {x, pxl::HostTensor(y, {n})};
-}
 
 addons::History train(std::int64_t steps_per_execution, addons::Trainer& trainer,
                       const addons::data::TensorDataset& dataset) {
@@ -43,8 +28,8 @@ addons::History train(std::int64_t steps_per_execution, addons::Trainer& trainer
 }
 
 int main() {
-  const auto [x, y] = images(1600, 1);
-  const auto [x_test, y_test] = images(400, 2);
+  const auto [x, y] = samples::images({1600}, 1);
+  const auto [x_test, y_test] = samples::images({400}, 2);
   // tf.data's pipeline: shuffled afresh every epoch, batches of 32 (the remainder dropped, as
   // a device program's shapes are fixed), prefetched.
   const auto dataset =

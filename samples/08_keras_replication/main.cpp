@@ -12,29 +12,14 @@
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
+#include "synthetic_images.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <vector>
 
 namespace addons = pxl::addons;
 using addons::Activation;
-
-// Images whose class is the brightest of their first ten pixels: something to learn.
-std::pair<pxl::HostTensor, pxl::HostTensor> images(std::int64_t n, std::uint64_t seed) {
-  const auto x = addons::init::normal(0.0, 1.0, {n, 28, 28})(pxl::float32, seed);
-  std::vector<std::int32_t> y;
-  const auto pixels = x.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int32_t best = 0;
-    for (std::int32_t k = 1; k < 10; ++k)
-      if (pixels[static_cast<std::size_t>(i * 784 + k)] >
-          pixels[static_cast<std::size_t>(i * 784 + best)])
-        best = k;
-    y.push_back(best);
-  }
-  return {x, pxl::HostTensor(y, {n})};
-}
 
 // Trains a fresh model for 3 epochs: `replicas` replicas, `accumulation` micro-batches of
 // `batch` examples (over all replicas) per update.
@@ -44,7 +29,7 @@ addons::Trainer train(const addons::data::TensorDataset& examples, std::int64_t 
                                              addons::Dense(10)});
   trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.5},
                    .metrics = {"accuracy"},
-                   .steps_per_execution = 16 / accumulation,
+                   .steps_per_execution = 16,
                    .gradient_accumulation = accumulation,
                    .replicas = replicas});
   trainer.fit(examples.batch(batch), {.epochs = 3});
@@ -66,8 +51,8 @@ double max_difference(addons::Trainer& a, addons::Trainer& b) {
 }
 
 int main() {
-  const auto [x, y] = images(2048, 1);
-  const auto [x_test, y_test] = images(512, 2);
+  const auto [x, y] = samples::images({2048}, 1);
+  const auto [x_test, y_test] = samples::images({512}, 2);
   const auto examples = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(3);
 
   // Two replicas, 32 rows each of every batch of 64.

@@ -14,6 +14,8 @@
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
+#include "synthetic_images.hpp"
+
 #include <range/v3/view/transform.hpp>
 
 #include <cstdio>
@@ -22,25 +24,9 @@
 namespace addons = pxl::addons;
 using addons::Activation;
 
-// Images whose class is the brightest of their first ten pixels: something to learn.
-std::pair<pxl::HostTensor, pxl::HostTensor> images(std::int64_t n, std::uint64_t seed) {
-  const auto x = addons::init::normal(0.0, 1.0, {n, 28, 28})(pxl::float32, seed);
-  std::vector<std::int32_t> y;
-  const auto pixels = x.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int32_t best = 0;
-    for (std::int32_t k = 1; k < 10; ++k)
-      if (pixels[static_cast<std::size_t>(i * 784 + k)] >
-          pixels[static_cast<std::size_t>(i * 784 + best)])
-        best = k;
-    y.push_back(best);
-  }
-  return {x, pxl::HostTensor(y, {n})};
-}
-
 int main() {
   constexpr std::int64_t batch = 32, steps = 50, runs = 4;
-  const auto [x, y] = images(1600, 1);
+  const auto [x, y] = samples::images({1600}, 1);
   // tf.data's pipeline: shuffled afresh every pass, batches of 32, repeated forever.
   const auto dataset =
       addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(7).batch(batch).repeat();
