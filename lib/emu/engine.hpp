@@ -72,6 +72,18 @@ private:
   void check_not_closing(std::string_view what) const;
   /// Replaces stream `s`'s channel, first closing the OutfeedQueue of the one it replaces.
   void bind_channel(StreamState& s, std::unique_ptr<CallbackChannel> channel);
+  /// A stream a call named `what` binds a channel to, and the channel's queue depth.
+  struct FeedTarget {
+    StreamState& stream;
+    std::size_t depth;
+  };
+  /// Checks the arguments every binding call takes (the caller holds the lock): `stream`
+  /// belongs to the session's Ir, then `depth` is valid.
+  template <typename Handle>
+  FeedTarget feed_target(std::string_view what, const Handle& stream, std::int64_t depth);
+  /// Binds `fn` as the consumer of d2h stream `s`, after the earlier one has delivered what it
+  /// still had queued, and stores every element or only the last as `mode` says.
+  void bind_consumer(StreamState& s, std::size_t depth, D2HCallback fn, OutfeedMode mode);
   void require_attached(std::string_view what) const;
   void check_tensor(std::string_view what, const Tensor& t) const;
   template <typename Handle>

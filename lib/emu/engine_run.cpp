@@ -161,12 +161,24 @@ void Engine::bind_channel(StreamState& s, std::unique_ptr<CallbackChannel> chann
   refresh_expected();
 }
 
+template <typename Handle>
+Engine::FeedTarget Engine::feed_target(std::string_view what, const Handle& stream,
+                                       std::int64_t depth) {
+  StreamState& s = streams_[stream_index(what, stream)];
+  return {s, queue_depth(what, depth)};
+}
+
+void Engine::bind_consumer(StreamState& s, std::size_t depth, D2HCallback fn, OutfeedMode mode) {
+  bind_channel(s, nullptr);
+  bind_channel(s, std::make_unique<CallbackChannel>(this, s.spec, depth, std::move(fn)));
+  s.last = mode == OutfeedMode::last;
+}
+
 void Engine::set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn,
                               FeedOptions options) {
   const char* what = "Session::set_h2d_callback";
   auto lock = enter(what);
-  auto& s = streams_[stream_index(what, stream)];
-  const std::size_t depth = queue_depth(what, options.depth);
+  const auto [s, depth] = feed_target(what, stream, options.depth);
   s.channel.reset(); // the earlier producer stops before the new one starts
   bind_channel(s, std::make_unique<CallbackChannel>(this, s.spec, depth, std::move(fn)));
 }
@@ -175,26 +187,19 @@ void Engine::set_d2h_callback(const DeviceToHostStream& stream, D2HCallback fn,
                               OutfeedOptions options) {
   const char* what = "Session::set_d2h_callback";
   auto lock = enter(what);
-  auto& s = streams_[stream_index(what, stream)];
-  const std::size_t depth = queue_depth(what, options.depth);
-  bind_channel(s, nullptr);
-  bind_channel(s, std::make_unique<CallbackChannel>(this, s.spec, depth, std::move(fn)));
-  s.last = options.mode == OutfeedMode::last;
+  const auto [s, depth] = feed_target(what, stream, options.depth);
+  bind_consumer(s, depth, std::move(fn), options.mode);
 }
 
 std::shared_ptr<OutfeedQueue> Engine::outfeed_queue(const DeviceToHostStream& stream,
                                                     OutfeedOptions options) {
   const char* what = "Session::outfeed_queue";
   auto lock = enter(what);
-  auto& s = streams_[stream_index(what, stream)];
-  const std::size_t depth = queue_depth(what, options.depth);
+  const auto [s, depth] = feed_target(what, stream, options.depth);
   auto queue = std::make_shared<OutfeedQueue>(depth);
-  bind_channel(s, nullptr);
-  bind_channel(s, std::make_unique<CallbackChannel>(
-                      this, s.spec, depth,
-                      D2HCallback([queue](const HostTensor& element) { queue->push(element); })));
+  bind_consumer(
+      s, depth, [queue](const HostTensor& element) { queue->push(element); }, options.mode);
   s.outfeed = queue;
-  s.last = options.mode == OutfeedMode::last;
   return queue;
 }
 

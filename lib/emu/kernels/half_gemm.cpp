@@ -92,57 +92,47 @@ widen_transposed_f16c(const half* src, std::int64_t ld, std::int64_t n_rows, std
 #endif
 
 #if defined(__x86_64__) || defined(__i386__)
-/// widen_rows with F16C: one call for the whole block rather than one per row (a tile's rows
+/// 8 halves widened to floats with F16C (exact).
+__attribute__((target("avx,f16c"))) inline void convert8_f16c(const half* in, float* out) {
+  _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in))));
+}
+
+/// 8 floats narrowed to halves with F16C, rounding to nearest even.
+__attribute__((target("avx,f16c"))) inline void convert8_f16c(const float* in, half* out) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT));
+}
+
+/// One element of convert8_f16c, for the tail of a row.
+inline float converted(half h) { return pxl::detail::half_bits_to_float(h.bits()); }
+inline half converted(float f) { return half::from_bits(pxl::detail::float_to_half_bits(f)); }
+
+/// convert_rows with F16C: one call for the whole block rather than one per row (a tile's rows
 /// are short, 64 to 512 elements, so the per-call cost would show).
-__attribute__((target("avx,f16c"))) void widen_rows_f16c(const half* src, std::int64_t ld,
-                                                         std::int64_t rows, std::int64_t cols,
-                                                         float* dst, std::int64_t ldd) {
+template <typename From, typename To>
+__attribute__((target("avx,f16c"))) void convert_rows_f16c(const From* src, std::int64_t ld,
+                                                           std::int64_t rows, std::int64_t cols,
+                                                           To* dst, std::int64_t ldd) {
   for (std::int64_t r = 0; r < rows; ++r) {
-    const half* in = src + r * ld;
-    float* out = dst + r * ldd;
+    const From* in = src + r * ld;
+    To* out = dst + r * ldd;
     std::int64_t i = 0;
     for (; i + 8 <= cols; i += 8)
-      _mm256_storeu_ps(out + i,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+      convert8_f16c(in + i, out + i);
     for (; i < cols; ++i)
-      out[i] = pxl::detail::half_bits_to_float(in[i].bits());
-  }
-}
-
-/// narrow_rows with F16C, rounding to nearest even.
-__attribute__((target("avx,f16c"))) void narrow_rows_f16c(const float* src, std::int64_t ld,
-                                                          std::int64_t rows, std::int64_t cols,
-                                                          half* dst, std::int64_t ldd) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* in = src + r * ld;
-    half* out = dst + r * ldd;
-    std::int64_t i = 0;
-    for (; i + 8 <= cols; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < cols; ++i)
-      out[i] = half::from_bits(pxl::detail::float_to_half_bits(in[i]));
+      out[i] = converted(in[i]);
   }
 }
 #endif
 
-/// dst[r·ldd + c] = float(src[r·ld + c]) for r < rows, c < cols (exact).
-void widen_rows(const half* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst,
-                std::int64_t ldd) {
+/// dst[r·ldd + c] = src[r·ld + c] for r < rows, c < cols, between float16 and float32:
+/// widening is exact, narrowing rounds to nearest, ties to even.
+template <typename From, typename To>
+void convert_rows(const From* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, To* dst,
+                  std::int64_t ldd) {
 #if defined(__x86_64__) || defined(__i386__)
   if (has_f16c())
-    return widen_rows_f16c(src, ld, rows, cols, dst, ldd);
-#endif
-  for (std::int64_t r = 0; r < rows; ++r)
-    convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
-}
-
-/// dst[r·ldd + c] = half(src[r·ld + c]) for r < rows, c < cols (to nearest, ties to even).
-void narrow_rows(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, half* dst,
-                 std::int64_t ldd) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (has_f16c())
-    return narrow_rows_f16c(src, ld, rows, cols, dst, ldd);
+    return convert_rows_f16c(src, ld, rows, cols, dst, ldd);
 #endif
   for (std::int64_t r = 0; r < rows; ++r)
     convert(src + r * ld, dst + r * ldd, static_cast<std::size_t>(cols));
@@ -396,7 +386,7 @@ void widen_b_tile(const MatMulPlan& p, HalfTileScratch& s, const half* b, std::i
   if (p.trans_b) // stored [n, k]: the tile's columns are `cols` consecutive stored rows
     widen_transposed(tb, ldb, cols, p.k, s.b.data(), cols, s.lines.data());
   else
-    widen_rows(tb, ldb, p.k, cols, s.b.data(), cols);
+    convert_rows(tb, ldb, p.k, cols, s.b.data(), cols);
 }
 
 } // namespace
@@ -425,7 +415,7 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
   if (p.trans_a) // stored [k, m]: the tile's rows are a column block of k stored rows
     widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());
   else
-    widen_rows(ta, lda, rows, p.k, s.a.data(), p.k);
+    convert_rows(ta, lda, rows, p.k, s.a.data(), p.k);
   half* tc = c + bt * p.m * p.n + r0 * p.n + c0;
   // A fused update: the product scaled by alpha, then keep·w added as the tile is rounded
   // back to half (w is read once, in the same pass that writes it).
@@ -434,7 +424,7 @@ void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const hal
     if (update)
       update_rows(s.c.data(), cols, rows, cols, tc, p.n, static_cast<float>(update->keep));
     else
-      narrow_rows(s.c.data(), cols, rows, cols, tc, p.n);
+      convert_rows(s.c.data(), cols, rows, cols, tc, p.n);
   };
 #if defined(__x86_64__) || defined(__i386__)
   switch (half_tile_path(rows, p.k)) {

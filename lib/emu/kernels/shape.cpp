@@ -24,6 +24,23 @@ StepFn by_width(DType d, F f) {
   return {};
 }
 
+/// The step of a one-input op that moves words as wide as its elements: on each worker's share
+/// [begin, end) of the output, `body(x, y, begin, end)` with x and y the input and output as
+/// unsigned words.
+template <typename Body>
+StepFn words_step(const KernelOp& op, const OpBuffers& buffers, Body body) {
+  const std::int64_t n = op.output(0).nelms();
+  return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
+    using U = typename decltype(t)::type;
+    const U* x = typed<const U>(buffers.inputs[0]);
+    U* y = typed<U>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      body(x, y, begin, end);
+    };
+  });
+}
+
 /// out[i] = in[map(i)] for the worker's share of `n` output elements.
 StepFn gather_map_step(const StridedMap<1>& map, DType d, const std::byte* in, std::byte* out,
                        std::int64_t n) {
@@ -82,6 +99,32 @@ struct Segment {
   std::int64_t seg = 0;    ///< elements per outer row in this part
   std::int64_t offset = 0; ///< where the part starts within a row of the whole
 };
+
+/// Where a run of output elements is read from: `contiguous` elements from `src`, or zeros
+/// when `src` is null.
+struct Run {
+  const std::byte* src = nullptr;
+  std::int64_t contiguous = 0;
+};
+
+/// Writes elements [begin, end) of `y` a run at a time, `source(pos)` giving the Run that
+/// starts at output element `pos` (contiguous in the output too). Concat, split and gather
+/// move whole rows this way rather than element by element.
+template <typename Source>
+void copy_runs(std::byte* y, std::size_t elem, std::int64_t begin, std::int64_t end,
+               Source source) {
+  for (std::int64_t pos = begin; pos < end;) {
+    const Run from = source(pos);
+    const std::int64_t run = std::min(from.contiguous, end - pos);
+    std::byte* dst = y + static_cast<std::size_t>(pos) * elem;
+    const auto bytes = static_cast<std::size_t>(run) * elem;
+    if (from.src)
+      std::memcpy(dst, from.src, bytes);
+    else
+      std::memset(dst, 0, bytes);
+    pos += run;
+  }
+}
 
 } // namespace
 
@@ -159,18 +202,15 @@ StepFn compile_Concat(CompileContext&, const KernelOp& op, const OpBuffers& buff
   std::byte* y = buffers.outputs[0];
   return [=](unsigned w, unsigned nw) {
     const auto [begin, end] = worker_range(n, w, nw);
-    for (std::int64_t pos = begin; pos < end;) {
+    copy_runs(y, elem, begin, end, [&](std::int64_t pos) {
       const std::int64_t r = pos / row, col = pos % row;
       std::size_t k = 0;
       while (col >= parts[k].offset + parts[k].seg)
         ++k;
       const std::int64_t within = col - parts[k].offset;
-      const std::int64_t run = std::min(parts[k].seg - within, end - pos);
-      std::memcpy(y + static_cast<std::size_t>(pos) * elem,
-                  srcs[k] + static_cast<std::size_t>(r * parts[k].seg + within) * elem,
-                  static_cast<std::size_t>(run) * elem);
-      pos += run;
-    }
+      return Run{srcs[k] + static_cast<std::size_t>(r * parts[k].seg + within) * elem,
+                 parts[k].seg - within};
+    });
   };
 }
 
@@ -195,14 +235,10 @@ StepFn compile_Split(CompileContext&, const KernelOp& op, const OpBuffers& buffe
     for (std::size_t k = 0; k < parts.size(); ++k) {
       const auto [begin, end] = worker_range(sizes[k], w, nw);
       const std::int64_t seg = parts[k].seg;
-      for (std::int64_t pos = begin; pos < end;) {
+      copy_runs(outs[k], elem, begin, end, [&](std::int64_t pos) {
         const std::int64_t r = pos / seg, col = pos % seg;
-        const std::int64_t run = std::min(seg - col, end - pos);
-        std::memcpy(outs[k] + static_cast<std::size_t>(pos) * elem,
-                    x + static_cast<std::size_t>(r * row + parts[k].offset + col) * elem,
-                    static_cast<std::size_t>(run) * elem);
-        pos += run;
-      }
+        return Run{x + static_cast<std::size_t>(r * row + parts[k].offset + col) * elem, seg - col};
+      });
     }
   };
 }
@@ -220,20 +256,14 @@ StepFn compile_Gather(CompileContext&, const KernelOp& op, const OpBuffers& buff
   std::byte* y = buffers.outputs[0];
   return [=](unsigned w, unsigned nw) {
     const auto [begin, end] = worker_range(n, w, nw);
-    for (std::int64_t pos = begin; pos < end;) {
+    copy_runs(y, elem, begin, end, [&](std::int64_t pos) {
       const std::int64_t r = pos / inner, i = pos % inner;
       const std::int64_t outer = r / num_indices, j = r % num_indices;
-      const std::int64_t run = std::min(inner - i, end - pos);
       const std::int64_t index = indices[j];
-      std::byte* dst = y + static_cast<std::size_t>(pos) * elem;
-      const auto bytes = static_cast<std::size_t>(run) * elem;
-      if (index >= 0 && index < dim)
-        std::memcpy(dst, x + static_cast<std::size_t>((outer * dim + index) * inner + i) * elem,
-                    bytes);
-      else
-        std::memset(dst, 0, bytes);
-      pos += run;
-    }
+      if (index < 0 || index >= dim)
+        return Run{nullptr, inner - i}; // out of range: zeros
+      return Run{x + static_cast<std::size_t>((outer * dim + index) * inner + i) * elem, inner - i};
+    });
   };
 }
 
@@ -298,20 +328,14 @@ namespace {
 StepFn triangle_step(const KernelOp& op, const OpBuffers& buffers, bool lower) {
   const Shape& shape = op.input(0).shape();
   const std::int64_t rows = shape[shape.size() - 2], cols = shape.back();
-  const std::int64_t n = op.output(0).nelms();
   const std::int64_t k = op.attrs_as<DiagonalAttrs>().k;
-  return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
-    using U = typename decltype(t)::type;
-    const U* x = typed<const U>(buffers.inputs[0]);
-    U* y = typed<U>(buffers.outputs[0]);
-    return [=](unsigned w, unsigned nw) {
-      const auto [begin, end] = worker_range(n, w, nw);
-      for (std::int64_t i = begin; i < end; ++i) {
-        const std::int64_t col = i % cols, row = (i / cols) % rows;
-        const bool keep = lower ? col - row <= k : col - row >= k;
-        y[i] = keep ? x[i] : U{0};
-      }
-    };
+  return words_step(op, buffers, [=](const auto* x, auto* y, std::int64_t begin, std::int64_t end) {
+    using U = std::remove_pointer_t<decltype(y)>;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t col = i % cols, row = (i / cols) % rows;
+      const bool keep = lower ? col - row <= k : col - row >= k;
+      y[i] = keep ? x[i] : U{0};
+    }
   });
 }
 
@@ -398,17 +422,10 @@ StepFn compile_Pad(CompileContext&, const KernelOp& op, const OpBuffers& buffers
 
 StepFn compile_Tile(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const IndexWalk walk = make_walk(op, op.output(0).shape(), op.input(0).shape());
-  const std::int64_t n = op.output(0).nelms();
-  return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
-    using U = typename decltype(t)::type;
-    const U* x = typed<const U>(buffers.inputs[0]);
-    U* y = typed<U>(buffers.outputs[0]);
-    return [=](unsigned w, unsigned nw) {
-      const auto [begin, end] = worker_range(n, w, nw);
-      for_each_source(
-          walk, begin, end, [&](std::size_t d, std::int64_t c) { return c % walk.in[d]; },
-          [&](std::int64_t i, std::int64_t from) { y[i] = x[from]; });
-    };
+  return words_step(op, buffers, [=](const auto* x, auto* y, std::int64_t begin, std::int64_t end) {
+    for_each_source(
+        walk, begin, end, [&](std::size_t d, std::int64_t c) { return c % walk.in[d]; },
+        [&](std::int64_t i, std::int64_t from) { y[i] = x[from]; });
   });
 }
 
@@ -528,39 +545,28 @@ std::array<std::int64_t, max_map_rank> offsets(const DynamicPlan& p, std::size_t
 }
 } // namespace
 
-StepFn compile_DynamicSlice(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const IndexWalk walk = make_walk(op, op.output(0).shape(), op.input(0).shape());
+namespace {
+/// DynamicSlice (`update` false) walks its output, reading t through the window; DynamicUpdate
+/// walks t, reading the update (input 2) where the window covers an element and t elsewhere.
+StepFn dynamic_step(const KernelOp& op, const OpBuffers& buffers, bool update) {
+  const IndexWalk walk = make_walk(op, op.output(0).shape(), op.input(update ? 2 : 0).shape());
   const DynamicPlan plan = dynamic_plan(op, op.input(0).shape());
   const std::int64_t n = op.output(0).nelms();
   return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
     using U = typename decltype(t)::type;
     const U* x = typed<const U>(buffers.inputs[0]);
     const std::int32_t* index = typed<const std::int32_t>(buffers.inputs[1]);
+    const U* u = update ? typed<const U>(buffers.inputs[2]) : nullptr;
     U* y = typed<U>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
       const auto off = offsets(plan, walk.rank, index);
       const auto [begin, end] = worker_range(n, w, nw);
-      for_each_source(
-          walk, begin, end, [&](std::size_t d, std::int64_t c) { return c + off[d]; },
-          [&](std::int64_t i, std::int64_t from) { y[i] = x[from]; });
-    };
-  });
-}
-
-StepFn compile_DynamicUpdate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  // Each output element reads the update where the window covers it, else t.
-  const IndexWalk walk = make_walk(op, op.output(0).shape(), op.input(2).shape());
-  const DynamicPlan plan = dynamic_plan(op, op.input(0).shape());
-  const std::int64_t n = op.output(0).nelms();
-  return by_width(op.input(0).dtype(), [&](auto t) -> StepFn {
-    using U = typename decltype(t)::type;
-    const U* x = typed<const U>(buffers.inputs[0]);
-    const std::int32_t* index = typed<const std::int32_t>(buffers.inputs[1]);
-    const U* u = typed<const U>(buffers.inputs[2]);
-    U* y = typed<U>(buffers.outputs[0]);
-    return [=](unsigned w, unsigned nw) {
-      const auto off = offsets(plan, walk.rank, index);
-      const auto [begin, end] = worker_range(n, w, nw);
+      if (!update) {
+        for_each_source(
+            walk, begin, end, [&](std::size_t d, std::int64_t c) { return c + off[d]; },
+            [&](std::int64_t i, std::int64_t from) { y[i] = x[from]; });
+        return;
+      }
       for_each_source(
           walk, begin, end,
           [&](std::size_t d, std::int64_t c) {
@@ -570,6 +576,15 @@ StepFn compile_DynamicUpdate(CompileContext&, const KernelOp& op, const OpBuffer
           [&](std::int64_t i, std::int64_t from) { y[i] = from >= 0 ? u[from] : x[i]; });
     };
   });
+}
+} // namespace
+
+StepFn compile_DynamicSlice(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return dynamic_step(op, buffers, false);
+}
+
+StepFn compile_DynamicUpdate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return dynamic_step(op, buffers, true);
 }
 
 } // namespace pxl::emu::detail
