@@ -2,8 +2,9 @@
 // batch, the reductions against their closed forms, float32 accumulators for float16
 // gradients, and the errors.
 #include "pxl/addons.hpp"
-#include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/pxl.hpp"
+
+#include "helpers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,6 +17,7 @@ using addons::AccumulationReduction;
 using addons::GradientAccumulation;
 using addons::Linear;
 using addons::NamedTensors;
+using test_addons::cross_entropy_grads;
 
 namespace {
 
@@ -43,15 +45,6 @@ HostTensor labels(std::int64_t rows) {
   return HostTensor(v, {rows});
 }
 
-/// The weight gradients of the mean cross-entropy of Linear(classes) on one batch.
-NamedTensors grads_of(const addons::GraphWithNamedArgs& fwd, const addons::GraphWithNamedArgs& bwd,
-                      const NamedTensors& weights, const Tensor& x, const Tensor& y) {
-  auto fwd_info = fwd.bind(weights).call_with_info({x});
-  auto [loss, dlogits] = addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], y);
-  auto bwd_info = bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info));
-  return bwd.grads(bwd_info);
-}
-
 void sgd(double rate, const NamedTensors& weights, const NamedTensors& grads) {
   for (const auto& [key, w] : weights.items())
     ops::scaled_add_(w, grads.at(key), {.b = -rate});
@@ -77,7 +70,7 @@ Result train_plain(std::int64_t batch, std::int64_t updates) {
     {
       auto in_step = step.scope();
       auto w = addons::named_graph_inputs(vars);
-      sgd(lr, w, grads_of(fwd, bwd, w, ops::host_load(xs), ops::host_load(ys)));
+      sgd(lr, w, cross_entropy_grads(fwd, bwd, w, ops::host_load(xs), ops::host_load(ys)));
     }
     ops::repeat(step, updates, vars.values_flat());
   }
@@ -113,8 +106,8 @@ Result train_accumulated(std::int64_t micro, std::int64_t updates,
       auto in_micro = micro_step.scope();
       auto s = addons::named_graph_inputs(state);
       auto w = s.filter_keys(vars.keys());
-      addons::accumulate_gradients(s, grads_of(fwd, bwd, w, ops::host_load(xs), ops::host_load(ys)),
-                                   config);
+      addons::accumulate_gradients(
+          s, cross_entropy_grads(fwd, bwd, w, ops::host_load(xs), ops::host_load(ys)), config);
     }
     Graph step = ir.create_empty_graph("step");
     {

@@ -2,8 +2,9 @@
 // train as one replica at batch R·B (SGD and Adam, both gradient containers, with gradient
 // accumulation in the main graph and in a device loop); replicas stay identical; errors.
 #include "pxl/addons.hpp"
-#include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/pxl.hpp"
+
+#include "helpers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,6 +19,7 @@ using addons::DataParallel;
 using addons::GradientAccumulation;
 using addons::Linear;
 using addons::NamedTensors;
+using test_addons::cross_entropy_grads;
 
 namespace {
 
@@ -114,6 +116,16 @@ Trained collect(const StreamOutputs& out, const std::map<std::string, DeviceToHo
   return t;
 }
 
+/// Stores each of `vars` to a d2h stream of its own, named by its key.
+std::map<std::string, DeviceToHostStream> store_each(const NamedTensors& vars) {
+  std::map<std::string, DeviceToHostStream> outs;
+  for (const auto& [key, v] : vars.items()) {
+    outs.emplace(key, d2h_stream(v.shape(), v.dtype(), key));
+    ops::host_store(outs.at(key), v);
+  }
+  return outs;
+}
+
 std::int64_t count_all_reduces(const Ir& ir) {
   std::int64_t n = 0;
   std::vector<Graph> graphs{ir.main_graph()};
@@ -145,11 +157,7 @@ Trained train(const Setup& s) {
     auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
     auto vars = facts.init("", seed);
     auto grads_of = [&](const NamedTensors& w) {
-      auto fwd_info = fwd.bind(w).call_with_info({ops::host_load(xs)});
-      auto [loss, dlogits] =
-          addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], ops::host_load(ys));
-      return bwd.grads(
-          bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info)));
+      return cross_entropy_grads(fwd, bwd, w, ops::host_load(xs), ops::host_load(ys));
     };
     if (s.micro_batches == 1) {
       apply_optimizer(s.optimizer, vars, grads_of(vars), s.container);
@@ -168,10 +176,7 @@ Trained train(const Setup& s) {
       apply_optimizer(s.optimizer, vars, addons::accumulated_gradients(state), s.container);
       addons::reset_accumulators(state);
     }
-    for (const auto& [key, v] : vars.items()) {
-      outs.emplace(key, d2h_stream(v.shape(), v.dtype(), key));
-      ops::host_store(outs.at(key), v);
-    }
+    outs = store_each(vars);
   }
   ir.set_num_host_transfers(s.micro_batches);
   Session session{ir, "ipu_model"};
@@ -256,14 +261,10 @@ TEST_CASE("averaged_across_replicas: SGD with accumulation in a device loop, one
       {
         auto in_micro = micro_step.scope();
         auto m = addons::named_graph_inputs(state);
-        auto fwd_info = fwd.bind(m.filter_keys(vars.keys())).call_with_info({ops::host_load(xs)});
-        auto [loss, dlogits] =
-            addons::ops::cross_entropy_with_grad(fwd_info.outputs()[0], ops::host_load(ys));
-        addons::accumulate_gradients(
-            m,
-            bwd.grads(
-                bwd.call_with_info({dlogits}, {}, bwd.grad_graph_info().inputs_dict(fwd_info))),
-            config);
+        addons::accumulate_gradients(m,
+                                     cross_entropy_grads(fwd, bwd, m.filter_keys(vars.keys()),
+                                                         ops::host_load(xs), ops::host_load(ys)),
+                                     config);
       }
       Graph step = ir.create_empty_graph("step");
       {
@@ -277,10 +278,7 @@ TEST_CASE("averaged_across_replicas: SGD with accumulation in a device loop, one
                                       }));
       }
       ops::repeat(step, steps, state.values_flat());
-      for (const auto& [key, v] : vars.items()) {
-        outs.emplace(key, d2h_stream(v.shape(), v.dtype(), key));
-        ops::host_store(outs.at(key), v);
-      }
+      outs = store_each(vars);
     }
     ir.set_num_host_transfers(steps * micro);
     Session session{ir, "ipu_model"};

@@ -30,12 +30,15 @@ struct Net : addons::Module<Net> {
   Tensor build(Tensor x) { return fc2(ops::gelu(fc1(x))); }
 };
 
-} // namespace
+/// A (1, 4) input x through one Linear(2) graph bound to `calls` sets of variables ("set0",
+/// "set1", ...), call i's output stored to stream "y<i>".
+struct CallSites {
+  Ir ir;
+  HostToDeviceStream xs;
+  std::vector<DeviceToHostStream> ys;
+  std::vector<NamedTensors> vars;
 
-TEST_CASE("two bound graphs of one graph: different variables, different outputs, code once") {
-  const HostTensor x_data({1.f, -2.f, 0.5f, 3.f}, {1, 4});
-  auto build = [](Ir& ir, int calls, HostToDeviceStream& xs, std::vector<DeviceToHostStream>& ys,
-                  std::vector<NamedTensors>& vars) {
+  explicit CallSites(int calls) {
     auto main = ir.main_graph().scope();
     xs = h2d_stream({1, 4}, float32, "x");
     auto x = ops::host_load(xs);
@@ -46,30 +49,28 @@ TEST_CASE("two bound graphs of one graph: different variables, different outputs
       ys.push_back(d2h_stream({1, 2}, float32, "y" + std::to_string(i)));
       ops::host_store(ys.back(), y);
     }
-  };
-  Ir ir;
-  HostToDeviceStream xs;
-  std::vector<DeviceToHostStream> ys;
-  std::vector<NamedTensors> vars;
-  build(ir, 2, xs, ys, vars);
-  Session session{ir, "ipu_model"};
-  auto attached = session.attach();
-  const auto out = session.run({{xs, x_data}});
-  for (int i = 0; i < 2; ++i) {
-    const auto w = session.get_tensor_data(vars[i].at("weight"));
-    const auto b = session.get_tensor_data(vars[i].at("bias"));
-    CHECK(allclose(out.at(ys[i]), affine(x_data, w, b), 1e-5, 1e-6));
   }
-  CHECK_FALSE(out.at(ys[0]) == out.at(ys[1]));
+};
+
+} // namespace
+
+TEST_CASE("two bound graphs of one graph: different variables, different outputs, code once") {
+  const HostTensor x_data({1.f, -2.f, 0.5f, 3.f}, {1, 4});
+  CallSites two(2);
+  Session session{two.ir, "ipu_model"};
+  auto attached = session.attach();
+  const auto out = session.run({{two.xs, x_data}});
+  for (int i = 0; i < 2; ++i) {
+    const auto w = session.get_tensor_data(two.vars[i].at("weight"));
+    const auto b = session.get_tensor_data(two.vars[i].at("bias"));
+    CHECK(allclose(out.at(two.ys[i]), affine(x_data, w, b), 1e-5, 1e-6));
+  }
+  CHECK_FALSE(out.at(two.ys[0]) == out.at(two.ys[1]));
 
   // The graph is compiled once: a second call site costs one more Call op, not another copy
   // of the graph's code.
-  Ir one_ir;
-  HostToDeviceStream xs1;
-  std::vector<DeviceToHostStream> ys1;
-  std::vector<NamedTensors> vars1;
-  build(one_ir, 1, xs1, ys1, vars1);
-  Session one{one_ir, "ipu_model"};
+  CallSites single(1);
+  Session one{single.ir, "ipu_model"};
   const auto two_sites = session.memory_report().ipus[0];
   const auto one_site = one.memory_report().ipus[0];
   CHECK(two_sites.steps - one_site.steps == 2); // one Call op and one HostStore op more

@@ -4,6 +4,8 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -24,6 +26,7 @@ using addons::Flatten;
 using addons::LayerNorm;
 using addons::Sequential;
 using Keys = std::vector<std::string>;
+using test_addons::ramp;
 
 namespace {
 
@@ -86,15 +89,6 @@ Run run(M model, const HostTensor& x, const std::map<std::string, HostTensor>& w
     r.placement[key] = v.ipu();
   }
   return r;
-}
-
-/// Deterministic, irregular test data.
-HostTensor ramp(Shape shape, double scale = 1.0) {
-  HostTensor t(shape, float32);
-  auto d = t.data<float>();
-  for (std::size_t i = 0; i < d.size(); ++i)
-    d[i] = static_cast<float>(scale * std::sin(1.3 * static_cast<double>(i) + 0.4));
-  return t;
 }
 
 /// The activation on one value, in double (softmax is done per row by the caller).

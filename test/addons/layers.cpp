@@ -3,6 +3,8 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <array>
@@ -14,6 +16,7 @@ using addons::Dropout;
 using addons::Embedding;
 using addons::LayerNorm;
 using Keys = std::vector<std::string>;
+using test_addons::ramp;
 
 namespace {
 
@@ -97,15 +100,6 @@ Run run_module(M module, const std::array<HostTensor, N>& inputs,
 
 HostTensor floats(std::vector<float> values, Shape shape) {
   return HostTensor(values, std::move(shape));
-}
-
-/// Deterministic, irregular test data.
-HostTensor ramp(Shape shape, double scale = 1.0) {
-  HostTensor t(shape, float32);
-  auto d = t.data<float>();
-  for (std::size_t i = 0; i < d.size(); ++i)
-    d[i] = static_cast<float>(scale * std::sin(1.3 * static_cast<double>(i) + 0.4));
-  return t;
 }
 
 } // namespace

@@ -4,6 +4,8 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -41,15 +43,12 @@ struct Trained {
 /// `steps` steps of Adam fitting one batch by least squares, the loss on the last layer's IPU.
 Trained train(bool split, unsigned workers, int steps) {
   Ir ir;
-  HostToDeviceStream x_in, t_in;
-  DeviceToHostStream loss_out;
+  test_addons::LeastSquaresStreams io;
   NamedTensors vars;
   {
     auto in_main = ir.main_graph().scope();
-    x_in = h2d_stream({rows, features}, float32, "x");
-    t_in = h2d_stream({rows, outputs}, float32, "t");
-    loss_out = d2h_stream({}, float32, "loss");
-    const Tensor x = ops::host_load(x_in);
+    io = test_addons::least_squares_streams(rows, features, outputs);
+    const Tensor x = ops::host_load(io.x);
     Net net;
     net.split = split;
     auto [facts, fwd] = net.create_graph(x);
@@ -57,11 +56,9 @@ Trained train(bool split, unsigned workers, int steps) {
     vars = facts.init();
     auto fwd_info = fwd.bind(vars).call_with_info({x});
     auto on_last = ipu(split ? 1 : 0);
-    const Tensor diff = fwd_info.parent_output(0) - ops::host_load(t_in);
-    ops::host_store(loss_out, ops::mean(diff * diff));
-    auto bwd_info = bwd.bind(vars).call_with_info({diff * 2.0}, {},
-                                                  bwd.grad_graph_info().inputs_dict(fwd_info));
-    addons::optimizers::apply(addons::optimizers::Adam({.lr = 0.01}), vars, bwd.grads(bwd_info));
+    const NamedTensors grads =
+        test_addons::squared_error_grads(bwd, vars, fwd_info, ops::host_load(io.t), io.loss);
+    addons::optimizers::apply(addons::optimizers::Adam({.lr = 0.01}), vars, grads);
   }
   Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
   auto attached = s.attach();
@@ -70,7 +67,7 @@ Trained train(bool split, unsigned workers, int steps) {
   const HostTensor xv = addons::init::normal(0.0, 1.0, {rows, features})(float32, 10);
   const HostTensor tv = addons::init::normal(0.0, 1.0, {rows, outputs})(float32, 500);
   for (int step = 0; step < steps; ++step)
-    r.losses.push_back(s.run({{x_in, xv}, {t_in, tv}}).at(loss_out));
+    r.losses.push_back(s.run({{io.x, xv}, {io.t, tv}}).at(io.loss));
   for (const auto& [key, t] : vars.items()) {
     r.weights.emplace(key, s.get_tensor_data(t));
     r.placement.emplace(key, t.ipu());

@@ -5,6 +5,8 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -40,15 +42,12 @@ struct Trained {
 /// batch's mean.
 Trained train(std::int64_t replicas, bool sharded, unsigned workers, int steps) {
   Ir ir(replicas);
-  HostToDeviceStream x_in, t_in;
-  DeviceToHostStream loss_out;
+  test_addons::LeastSquaresStreams io;
   Tensor weight;
   {
     auto in_main = ir.main_graph().scope();
-    x_in = h2d_stream({rows, features}, float32, "x");
-    t_in = h2d_stream({rows, outputs}, float32, "t");
-    loss_out = d2h_stream({}, float32, "loss");
-    const Tensor x = ops::host_load(x_in), t = ops::host_load(t_in);
+    io = test_addons::least_squares_streams(rows, features, outputs);
+    const Tensor x = ops::host_load(io.x), t = ops::host_load(io.t);
     Layer layer;
     layer.shard_over = sharded ? replicas : 1;
     auto [facts, fwd] = layer.create_graph(x);
@@ -57,12 +56,8 @@ Trained train(std::int64_t replicas, bool sharded, unsigned workers, int steps) 
     const NamedTensors vars = facts.init();
     weight = vars.at("weight");
     auto fwd_info = fwd.bind(vars).call_with_info({x});
-    const Tensor diff = fwd_info.parent_output(0) - t;
-    ops::host_store(loss_out, ops::mean(diff * diff));
-    // d(sum of squares)/dy = 2·diff; the mean's 1/(rows·outputs) folded into the rate.
-    auto bwd_info = bwd.bind(vars).call_with_info({diff * 2.0}, {},
-                                                  bwd.grad_graph_info().inputs_dict(fwd_info));
-    NamedTensors grads = bwd.grads(bwd_info);
+    // The sum of squares' gradients; the mean's 1/(rows·outputs) folded into the rate.
+    NamedTensors grads = test_addons::squared_error_grads(bwd, vars, fwd_info, t, io.loss);
     if (!sharded)
       grads = grads.map([](const Tensor& g) { return ops::collectives::replicated_all_reduce(g); });
     const double lr = 0.05 / static_cast<double>(replicas * rows * outputs);
@@ -80,7 +75,7 @@ Trained train(std::int64_t replicas, bool sharded, unsigned workers, int steps) 
     const auto seed = static_cast<std::uint64_t>(step);
     const HostTensor xv = addons::init::normal(0.0, 1.0, xs)(float32, 10 + seed);
     const HostTensor tv = addons::init::normal(0.0, 1.0, ts)(float32, 1000 + seed);
-    r.losses.push_back(s.run({{x_in, xv}, {t_in, tv}}).at(loss_out));
+    r.losses.push_back(s.run({{io.x, xv}, {io.t, tv}}).at(io.loss));
   }
   r.weight = s.get_tensor_data(weight);
   CHECK(s.check_replicas_in_sync().empty());

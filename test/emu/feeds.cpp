@@ -288,23 +288,14 @@ TEST_CASE("OutfeedMode::last makes an array output hold just the last element") 
 }
 
 TEST_CASE("OutfeedMode::last with replication keeps each replica's last element") {
-  Ir ir(2);
-  HostToDeviceStream x;
-  DeviceToHostStream y;
-  {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({1}, float32, "x");
-    y = d2h_stream({1}, float32, "y");
-    auto body = ir.create_graph([&] { ops::host_store(y, ops::host_load(x) + 1.0); });
-    ops::repeat(body, 3, {});
-    ir.set_num_host_transfers(3);
-  }
-  Session s(ir, "ipu_model", {.workers = 2});
-  s.set_outfeed_mode(y, OutfeedMode::last);
+  test_emu::LoopProgram p(
+      {.steps = 3, .replicas = 2, .step = [](const Tensor& x) { return x + 1.0; }});
+  Session s(p.ir, "ipu_model", {.workers = 2});
+  s.set_outfeed_mode(p.y, OutfeedMode::last);
   auto attached = s.attach();
   // x[k][r] = 2k + r: replica r's last element is x[2][r] + 1.
-  const auto out = s.run({{x, iota({3, 2, 1})}});
-  CHECK(out.at(y) == HostTensor({5.f, 6.f}, {2, 1}));
+  const auto out = s.run({{p.x, iota({3, 2, 1})}});
+  CHECK(out.at(p.y) == HostTensor({5.f, 6.f}, {2, 1}));
 }
 
 TEST_CASE("An OutfeedQueue is polled from another thread while the run goes on") {

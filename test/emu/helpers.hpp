@@ -48,6 +48,33 @@ struct AllReduceProgram {
   }
 };
 
+/// What a LoopProgram builds.
+struct LoopOptions {
+  std::int64_t steps = 1;     ///< iterations of the device loop
+  std::int64_t transfers = 0; ///< num_host_transfers; 0: one per step
+  Shape shape{1};             ///< the shape of x and y
+  std::int64_t replicas = 1;
+  /// What a step stores to y, given what it loaded from x.
+  std::function<Tensor(const Tensor&)> step = [](const Tensor& x) { return x * 10.0; };
+};
+
+/// A device loop of `options.steps` steps, each loading float32 stream x and storing
+/// options.step(x) to float32 stream y: the smallest program that streams every step.
+struct LoopProgram {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+
+  explicit LoopProgram(const LoopOptions& options) : ir(options.replicas) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream(options.shape, float32, "x");
+    y = d2h_stream(options.shape, float32, "y");
+    auto body = ir.create_graph([&] { ops::host_store(y, options.step(ops::host_load(x))); });
+    ops::repeat(body, options.steps, {});
+    ir.set_num_host_transfers(options.transfers > 0 ? options.transfers : options.steps);
+  }
+};
+
 /// Deterministic values in [-1, 1) of `spec`'s shape and dtype.
 inline HostTensor pattern(const TensorSpec& spec, int salt) {
   HostTensor f(spec.shape, float32);

@@ -132,31 +132,16 @@ TEST_CASE("Replicas: the replica dim is checked and memory is reported per repli
 TEST_CASE("Replicas in lockstep: callback-fed streams go step-major, as [steps, replicas]") {
   // Each transfer loads x and stores x * 10; the h2d callback hands out 0, 1, 2, ... and the
   // d2h callback records what arrives.
-  const std::int64_t transfers = 3, replicas = 2;
-  Ir ir(replicas);
-  HostToDeviceStream x;
-  DeviceToHostStream y;
-  {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({1}, float32, "x");
-    y = d2h_stream({1}, float32, "y");
-    Graph body = ir.create_empty_graph("body");
-    {
-      auto in_body = body.scope();
-      ops::host_store(y, ops::host_load(x) * 10.0);
-    }
-    ops::repeat(body, transfers, {});
-    ir.set_num_host_transfers(transfers);
-  }
+  test_emu::LoopProgram p({.steps = 3, .replicas = 2});
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
     // Before the Session, whose producer thread may run ahead until it is destroyed.
     float next = 0.f;
     std::vector<float> got;
-    Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+    Session s(p.ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
-    s.set_h2d_callback(x, [&](HostTensor& e) { e.data<float>()[0] = next++; });
-    s.set_d2h_callback(y, [&](const HostTensor& e) { got.push_back(e.data<float>()[0]); });
+    s.set_h2d_callback(p.x, [&](HostTensor& e) { e.data<float>()[0] = next++; });
+    s.set_d2h_callback(p.y, [&](const HostTensor& e) { got.push_back(e.data<float>()[0]); });
     s.run();
     // Step k of replica r takes element k * replicas + r: step-major, as concurrent replicas
     // and TensorFlow's outfeeds order them.

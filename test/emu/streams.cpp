@@ -10,6 +10,7 @@
 using namespace pxl;
 using test_emu::AddProgram;
 using test_emu::iota;
+using test_emu::LoopProgram;
 
 TEST_CASE("expected_inputs and create_host_outputs follow the shape rule") {
   AddProgram p(4);
@@ -164,48 +165,28 @@ TEST_CASE("With num_host_transfers 1 the array has exactly the stream's shape") 
 }
 
 TEST_CASE("A stream read more often than num_host_transfers wraps around") {
-  Ir ir;
-  HostToDeviceStream x;
-  DeviceToHostStream y;
-  {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({1}, float32, "x");
-    y = d2h_stream({1}, float32, "y");
-    auto body = ir.create_graph([&] { ops::host_store(y, ops::host_load(x) * 10.0); });
-    ops::repeat(body, 5, {});
-  }
-  ir.set_num_host_transfers(2);
-  Session s(ir, "ipu_model", {.workers = 2});
+  LoopProgram p({.steps = 5, .transfers = 2});
+  Session s(p.ir, "ipu_model", {.workers = 2});
   auto attached = s.attach();
   // Loads read elements 0,1,0,1,0; stores 3 and 4 overwrite elements 0 and 1.
-  const auto out = s.run({{x, HostTensor({1.f, 2.f}, {2, 1})}});
-  CHECK(out.at(y) == HostTensor({10.f, 20.f}, {2, 1}));
+  const auto out = s.run({{p.x, HostTensor({1.f, 2.f}, {2, 1})}});
+  CHECK(out.at(p.y) == HostTensor({10.f, 20.f}, {2, 1}));
 }
 
 TEST_CASE("Callbacks feed and drain streams through bounded queues") {
-  Ir ir;
-  HostToDeviceStream x;
-  DeviceToHostStream y;
-  {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({2}, float32, "x");
-    y = d2h_stream({2}, float32, "y");
-    auto body = ir.create_graph([&] { ops::host_store(y, ops::host_load(x) + 1.0); });
-    ops::repeat(body, 4, {});
-  }
-  ir.set_num_host_transfers(4);
+  LoopProgram p({.steps = 4, .shape = {2}, .step = [](const Tensor& x) { return x + 1.0; }});
   // Declared before the Session: its callback threads may run ahead (prefetching the next
   // run's element) until the Session is destroyed, so what they capture must outlive it.
   std::atomic<int> produced{0};
   std::vector<float> received;
   std::mutex m;
-  Session s(ir, "ipu_model", {.workers = 2, .stream_queue_depth = 1});
-  s.set_h2d_callback(x, [&](HostTensor& e) {
+  Session s(p.ir, "ipu_model", {.workers = 2, .stream_queue_depth = 1});
+  s.set_h2d_callback(p.x, [&](HostTensor& e) {
     const int k = produced++;
     e.data<float>()[0] = static_cast<float>(k);
     e.data<float>()[1] = static_cast<float>(-k);
   });
-  s.set_d2h_callback(y, [&](const HostTensor& e) {
+  s.set_d2h_callback(p.y, [&](const HostTensor& e) {
     std::lock_guard lock(m);
     received.push_back(e.data<float>()[0]);
     received.push_back(e.data<float>()[1]);

@@ -20,31 +20,16 @@ using namespace pxl;
 using namespace std::chrono_literals;
 using test_emu::finishes_within;
 using test_emu::iota;
+using test_emu::LoopProgram;
 
 namespace {
-/// A device loop of `steps` steps: step k loads x and stores x * 10 to y.
-struct Loop {
-  Ir ir;
-  HostToDeviceStream x;
-  DeviceToHostStream y;
-
-  explicit Loop(std::int64_t steps) {
-    auto in_main = ir.main_graph().scope();
-    x = h2d_stream({1}, float32, "x");
-    y = d2h_stream({1}, float32, "y");
-    auto body = ir.create_graph([&] { ops::host_store(y, ops::host_load(x) * 10.0); });
-    ops::repeat(body, steps, {});
-    ir.set_num_host_transfers(steps);
-  }
-};
-
 HostTensor one(float v) { return HostTensor({v}, {1}); }
 
 } // namespace
 
 TEST_CASE("Destroying a session cancels a run blocked on an undrained outfeed queue") {
   finishes_within(30s, [] {
-    Loop p(50);
+    LoopProgram p({.steps = 50});
     std::future<StreamOutputs> run;
     std::shared_ptr<OutfeedQueue> queue;
     {
@@ -72,7 +57,7 @@ TEST_CASE("Destroying a session cancels a run blocked on an undrained outfeed qu
 
 TEST_CASE("Destroying a session cancels a run blocked behind a held d2h callback") {
   finishes_within(30s, [] {
-    Loop p(20);
+    LoopProgram p({.steps = 20});
     std::promise<void> release;
     auto released = release.get_future().share();
     std::atomic<int> delivered{0};
@@ -104,7 +89,7 @@ TEST_CASE("Destroying a session cancels a run blocked behind a held d2h callback
 
 TEST_CASE("A stream callback that calls back into its own session fails fast") {
   finishes_within(30s, [] {
-    Loop p(3);
+    LoopProgram p({.steps = 3});
     Session s(p.ir, "ipu_model", {.workers = 1});
     std::optional<std::string> error;
     s.set_d2h_callback(p.y, [&](const HostTensor&) {
@@ -123,7 +108,7 @@ TEST_CASE("A stream callback that calls back into its own session fails fast") {
                          SessionError);
     REQUIRE(error.has_value());
     // The h2d side too, and the session still runs once the callback behaves.
-    Loop q(2);
+    LoopProgram q({.steps = 2});
     Session t(q.ir, "ipu_model", {.workers = 1});
     t.set_h2d_callback(q.x, [&](HostTensor& e) {
       (void)t.expected_inputs();
@@ -142,7 +127,7 @@ TEST_CASE("A stream callback that calls back into its own session fails fast") {
 
 TEST_CASE("An exception in a callback fails that run only, in both directions") {
   finishes_within(30s, [] {
-    Loop p(4);
+    LoopProgram p({.steps = 4});
     // h2d: the producer fails once, on its third element. Declared before the Session, whose
     // producer thread may run ahead until it is destroyed.
     std::atomic<int> made{0}, seen{0};
@@ -175,7 +160,7 @@ TEST_CASE("An exception in a callback fails that run only, in both directions") 
 }
 
 TEST_CASE("Worker counts: above the hardware threads only when asked; 0 means all") {
-  Loop p(2);
+  LoopProgram p({.steps = 2});
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   CHECK(Session(p.ir, "ipu_model", {.workers = 0}).num_workers() == hardware);
   const std::string expected = "workers = " + std::to_string(hardware + 62) +
@@ -191,7 +176,7 @@ TEST_CASE("Worker counts: above the hardware threads only when asked; 0 means al
 
 TEST_CASE("A worker thread that cannot start is a SessionError, not a hang") {
   finishes_within(30s, [] {
-    Loop p(2);
+    LoopProgram p({.steps = 2});
     // Threads created from now on ask for a stack larger than the address space.
     pthread_attr_t huge, saved;
     REQUIRE(pthread_getattr_default_np(&saved) == 0);
@@ -215,7 +200,7 @@ TEST_CASE("A worker thread that cannot start is a SessionError, not a hang") {
 }
 
 TEST_CASE("Queue depths below 1 are refused, naming the option") {
-  Loop p(2);
+  LoopProgram p({.steps = 2});
   CHECK_THROWS_WITH_AS(Session(p.ir, "ipu_model", {.stream_queue_depth = 0}),
                        "Session: SessionOptions::stream_queue_depth must be at least 1, got 0",
                        ValueError);
@@ -235,7 +220,7 @@ TEST_CASE("Queue depths below 1 are refused, naming the option") {
 }
 
 TEST_CASE("Rebinding a stream closes the OutfeedQueue it replaces") {
-  Loop p(2);
+  LoopProgram p({.steps = 2});
   Session s(p.ir, "ipu_model", {.workers = 1});
   auto first = s.outfeed_queue(p.y, {.depth = 4});
   auto attached = s.attach();

@@ -45,11 +45,9 @@ auto apply_tensors(Fn& fn, const std::vector<Tensor>& v) {
 template <typename Fn>
 KernelCase make_case(Fn fn, std::vector<HostTensor> inputs) {
   KernelCase c;
-  std::vector<TensorSpec> specs;
-  for (const auto& in : inputs)
-    specs.push_back(in.spec());
   c.graph = c.ir.create_graph(
-      "under_test", [&](const std::vector<Tensor>& v) { return apply_tensors(fn, v); }, specs);
+      "under_test", [&](const std::vector<Tensor>& v) { return apply_tensors(fn, v); },
+      specs_of(inputs));
   const auto ops = c.graph.ops();
   REQUIRE(!ops.empty());
   c.op = ops.back();

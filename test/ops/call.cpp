@@ -24,6 +24,18 @@ Graph make_abc(Ir& ir) {
   graph_output(a + b);
   return g;
 }
+
+/// make_abc's graph, and in the main graph (whose scope it holds) constants for its inputs:
+/// pa and pb [(2,) f32], pc [(3,) int32].
+struct AbcCallSite {
+  Ir ir;
+  Graph g = make_abc(ir);
+  const std::vector<Tensor> gi = g.inputs();
+  GraphScope in_main = ir.main_graph().scope();
+  Tensor pa = constant(HostTensor({1.f, 2.f}), "pa");
+  Tensor pb = constant(HostTensor({3.f, 4.f}), "pb");
+  Tensor pc = constant(HostTensor({1, 2, 3}), "pc");
+};
 } // namespace
 
 TEST_CASE("call: outputs take the graph outputs' specs; values through the reference") {
@@ -94,14 +106,7 @@ TEST_CASE("call: CallOptions::inline_graph is recorded on the op and changes not
                        Contains("Call: missing inputs of graph"), GraphError);
 }
 
-TEST_CASE("call: inputs_dict binds the remaining inputs in graph order") {
-  Ir ir;
-  Graph g = make_abc(ir);
-  const auto gi = g.inputs();
-  auto in_main = ir.main_graph().scope();
-  auto pa = constant(HostTensor({1.f, 2.f}), "pa");
-  auto pb = constant(HostTensor({3.f, 4.f}), "pb");
-  auto pc = constant(HostTensor({1, 2, 3}), "pc");
+TEST_CASE_FIXTURE(AbcCallSite, "call: inputs_dict binds the remaining inputs in graph order") {
   auto info = ops::call_with_info(g, {pa}, {{gi[2], pc}, {gi[1], pb}});
   CHECK(info.inputs() == std::vector<Tensor>{pa, pb, pc});
   auto info2 = ops::call_with_info(g, {}, {{gi[2], pc}, {gi[0], pa}, {gi[1], pb}});
@@ -177,14 +182,7 @@ TEST_CASE("call: recursion is refused, direct or indirect") {
   CHECK_THROWS_WITH_AS(ops::repeat(g2, 2, {g1.inputs()[0]}), Contains("Loop: graph"), GraphError);
 }
 
-TEST_CASE("CallSiteInfo maps graph tensors to parent tensors and back") {
-  Ir ir;
-  Graph g = make_abc(ir);
-  const auto gi = g.inputs();
-  auto in_main = ir.main_graph().scope();
-  auto pa = constant(HostTensor({1.f, 2.f}), "pa");
-  auto pb = constant(HostTensor({3.f, 4.f}), "pb");
-  auto pc = constant(HostTensor({1, 2, 3}), "pc");
+TEST_CASE_FIXTURE(AbcCallSite, "CallSiteInfo maps graph tensors to parent tensors and back") {
   auto info = ops::call_with_info(g, {pa, pb}, {{gi[2], pc}});
   CHECK(info.called_graph() == g);
   CHECK(info.op().kind() == OpKind::Call);

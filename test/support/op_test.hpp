@@ -32,16 +32,21 @@ inline HostTensor tensor(Shape shape, DType dtype, const std::vector<double>& va
   return t;
 }
 
+/// The specs of `tensors`, in order: the inputs of a graph traced over them.
+inline std::vector<TensorSpec> specs_of(const std::vector<HostTensor>& tensors) {
+  std::vector<TensorSpec> specs;
+  for (const auto& t : tensors)
+    specs.push_back(t.spec());
+  return specs;
+}
+
 /// Traces `fn` (called with one Tensor per input, as a std::vector<Tensor>) into a subgraph of
 /// a fresh Ir over the inputs' specs, and returns its outputs as the reference evaluator
 /// computes them.
 template <typename Fn>
 std::vector<HostTensor> evaluate(Fn&& fn, std::vector<HostTensor> inputs) {
   Ir ir;
-  std::vector<TensorSpec> specs;
-  for (const auto& in : inputs)
-    specs.push_back(in.spec());
-  const Graph g = ir.create_graph("under_test", std::forward<Fn>(fn), specs);
+  const Graph g = ir.create_graph("under_test", std::forward<Fn>(fn), specs_of(inputs));
   return ReferenceEvaluator(ir).evaluate(g, std::move(inputs));
 }
 

@@ -246,9 +246,6 @@ TEST_CASE("a 4-layer MLP's gradients match the hand-derived backward pass") {
     inputs.push_back(random_tensor({widths[l], widths[l + 1]}, 81 + static_cast<std::uint32_t>(l)));
   Ir ir;
   auto main = ir.main_graph().scope();
-  std::vector<TensorSpec> specs;
-  for (const auto& t : inputs)
-    specs.push_back(t.spec());
   Graph fwd = ir.create_graph(
       "Mlp",
       [](V v) {
@@ -260,7 +257,7 @@ TEST_CASE("a 4-layer MLP's gradients match the hand-derived backward pass") {
         }
         return h;
       },
-      specs);
+      pxl::testing::specs_of(inputs));
   const auto info = transforms::autodiff(fwd);
   const HostTensor r = random_tensor({3, 2}, 90);
   const auto grads = pxl::testing::autodiff_gradients(info, inputs, {r});

@@ -1,6 +1,7 @@
 // Central finite-difference checks of autodiff, evaluated with the reference evaluator.
 #pragma once
 
+#include "op_test.hpp"
 #include "reference.hpp"
 
 #include "pxl/session.hpp"
@@ -100,11 +101,8 @@ std::size_t check_gradients(Fn&& fn, const std::vector<HostTensor>& inputs, doub
                             double rtol = 2e-2, double atol = 2e-3) {
   Ir ir;
   auto main = ir.main_graph().scope();
-  std::vector<TensorSpec> specs;
-  for (const auto& x : inputs)
-    specs.push_back(x.spec());
   Graph fwd = ir.create_graph(
-      "f", [&](std::vector<Tensor> xs) { return fn(xs); }, specs);
+      "f", [&](std::vector<Tensor> xs) { return fn(xs); }, specs_of(inputs));
   const std::size_t n_out = fwd.outputs().size();
   std::vector<HostTensor> out_grads;
   for (std::size_t k = 0; k < n_out; ++k)
