@@ -10,6 +10,7 @@
 #include <pxl/pxl.hpp>
 
 #include "sgemm_peak.hpp"
+#include "timing.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -76,9 +77,6 @@ struct Consumer {
   }
 };
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 } // namespace
 
 int main() {
@@ -97,11 +95,8 @@ int main() {
   pxl::HostTensor labels({steps, batch}, pxl::int32);
   const pxl::StreamInputs in{{c.images, images}, {c.labels, labels}};
   auto out = session.create_host_outputs();
-  session.run_with_outputs(in, out); // warm-up
-  const auto t0 = Clock::now();
-  for (int r = 0; r < runs; ++r)
-    session.run_with_outputs(in, out);
-  const double s = seconds_since(t0);
+  const double s =
+      bench::time_calls(1, runs, [&](std::int64_t) { session.run_with_outputs(in, out); });
   const double consumed = static_cast<double>(steps * runs);
   const nlohmann::ordered_json device = {
       {"elements", steps * runs},
@@ -120,7 +115,7 @@ int main() {
   trainer.fit(train, {.epochs = 0});
   const auto t1 = Clock::now();
   trainer.fit(train, {.epochs = 1});
-  const double fit_seconds = seconds_since(t1);
+  const double fit_seconds = bench::seconds_since(t1);
   for (const pxl::FeedStats& f : trainer.feed_stats()) {
     if (!f.host_to_device)
       continue;

@@ -6,6 +6,7 @@
 #include <pxl/pxl.hpp>
 
 #include "sgemm_peak.hpp"
+#include "timing.hpp"
 
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/transform.hpp>
@@ -30,10 +31,6 @@ auto pipeline() {
              d[i] = static_cast<float>(k) + 0.001f * static_cast<float>(i % 1000);
            return t;
          });
-}
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 /// The device loop: `steps` times, load a batch and store its sum.
@@ -68,7 +65,7 @@ int main() {
     auto it = feed.begin();
     for (std::int64_t k = 0; k < steps * runs; ++k, ++it)
       checksum += static_cast<double>((*it).data<float>()[0]);
-    const double s = seconds_since(t0);
+    const double s = bench::seconds_since(t0);
     std::printf("  host feed alone:            %10.0f samples/s  (checksum %.0f)\n", samples / s,
                 checksum);
   }
@@ -82,11 +79,8 @@ int main() {
       pxl::HostTensor data({steps, batch, features}, pxl::float32);
       const pxl::StreamInputs in{{c.x, data}};
       auto out = session.create_host_outputs();
-      session.run_with_outputs(in, out); // warm-up
-      const auto t0 = Clock::now();
-      for (int r = 0; r < runs; ++r)
-        session.run_with_outputs(in, out);
-      const double s = seconds_since(t0);
+      const double s =
+          bench::time_calls(1, runs, [&](std::int64_t) { session.run_with_outputs(in, out); });
       std::printf("  device from arrays (%u wkr): %10.0f samples/s\n", workers, samples / s);
     }
     // 3. The device loop fed by the pipeline: the slower of the two sets the pace.
@@ -97,7 +91,7 @@ int main() {
       const auto t0 = Clock::now();
       for (int r = 0; r < runs; ++r)
         session.run();
-      const double s = seconds_since(t0);
+      const double s = bench::seconds_since(t0);
       const auto st = session.feed_stats().front();
       std::printf("  device from feed (%u wkr, depth %2lld): %10.0f samples/s, device waited "
                   "%.1f ms of %.1f ms (%.0f%%), max queued %zu\n",

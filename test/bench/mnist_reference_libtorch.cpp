@@ -1,8 +1,7 @@
 #include "mnist_reference.hpp"
+#include "timing.hpp"
 
 #include <torch/torch.h>
-
-#include <chrono>
 
 namespace bench {
 namespace {
@@ -52,13 +51,7 @@ double libtorch_steps_per_second(std::int64_t batch, std::int64_t steps,
     loss.backward();
     sgd.step();
   };
-  for (std::int64_t i = 0; i < 5; ++i)
-    step(i); // warm-up
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t i = 0; i < steps; ++i)
-    step(i);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return static_cast<double>(steps) / s;
+  return static_cast<double>(steps) / time_calls(5, steps, step);
 }
 
 } // namespace bench

@@ -1,10 +1,10 @@
 // The transformer benchmark's reference in LibTorch: the model of transformer.cpp, layer for
 // layer, trained with torch::optim::Adam on random tokens.
+#include "timing.hpp"
 #include "transformer_reference.hpp"
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -93,13 +93,7 @@ std::optional<double> libtorch_gpt_steps_per_second(const GptShape& shape, std::
     loss.backward();
     adam.step();
   };
-  for (std::int64_t i = 0; i < 3; ++i)
-    step(i); // warm-up
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t i = 0; i < steps; ++i)
-    step(i);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return static_cast<double>(steps) / s;
+  return static_cast<double>(steps) / time_calls(3, steps, step);
 }
 
 } // namespace bench
