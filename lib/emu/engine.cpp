@@ -14,8 +14,6 @@ namespace pxl::emu::detail {
 
 namespace {
 /// "'x' [(2, 3) float32]": how messages show a tensor.
-std::string describe(const Tensor& t) { return "'" + t.id() + "' " + to_string(t.spec()); }
-
 std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
   std::ostringstream os;
   os << "Session: the plan does not fit target '" << target.name << "' (" << target.tiles_per_ipu
@@ -329,7 +327,7 @@ void Engine::check_tensor(std::string_view what, const Tensor& t) const {
   if (!t.valid())
     throw ValueError(std::string(what) + ": the tensor is empty");
   if (!view_.owns(t))
-    throw ValueError(std::string(what) + ": " + describe(t) +
+    throw ValueError(std::string(what) + ": " + to_string(t) +
                      " belongs to another Ir than the session's");
 }
 
@@ -340,7 +338,7 @@ std::map<Tensor, HostTensor> Engine::get_tensors_data(const std::vector<Tensor>&
     check_tensor(what, t);
     const auto kind = view_.kind(IrView::id(t));
     if (kind != TensorKind::variable && kind != TensorKind::constant)
-      throw ValueError(std::string(what) + ": " + describe(t) +
+      throw ValueError(std::string(what) + ": " + to_string(t) +
                        " is neither a variable nor a constant, so the session keeps no data for "
                        "it; send it to the host with ops::host_store");
   }
@@ -367,17 +365,17 @@ void Engine::write_variables_data(const std::map<Tensor, HostTensor>& data) {
   for (const auto& [t, value] : data) {
     check_tensor(what, t);
     if (view_.kind(IrView::id(t)) != TensorKind::variable)
-      throw ValueError(std::string(what) + ": " + describe(t) +
+      throw ValueError(std::string(what) + ": " + to_string(t) +
                        " is not a variable; only variables can be written");
     if (value.dtype() != t.dtype())
-      throw DTypeError(std::string(what) + ": variable " + describe(t) + " needs " +
+      throw DTypeError(std::string(what) + ": variable " + to_string(t) + " needs " +
                        std::string(name(t.dtype())) + " data, got " +
                        std::string(name(value.dtype())) + "; convert it with astype");
     const TensorId id = IrView::id(t);
     const Shape& host_shape = host_weights_.at(id).shape();
     const VariableGrouping* g = view_.grouping(id);
     if (value.shape() != host_shape)
-      throw ShapeError(std::string(what) + ": variable " + describe(t) + " needs data of shape " +
+      throw ShapeError(std::string(what) + ": variable " + to_string(t) + " needs data of shape " +
                        to_string(host_shape) +
                        (g && g->grouping.num_groups() > 1 ? " (one value per replica group)"
                         : view_.sharding(id)              ? " (the whole replica-sharded value)"

@@ -113,7 +113,7 @@ void graph_output(const Tensor& t) {
   const auto g = detail::require_graph("graph_output");
   if (!t.valid() || HandleAccess::storage(t) != g.ir ||
       g.ir->tensor(IrView::id(t)).graph != g.graph)
-    throw GraphError("graph_output: " + (t.valid() ? detail::describe(t) : std::string("tensor")) +
+    throw GraphError("graph_output: " + (t.valid() ? to_string(t) : std::string("tensor")) +
                      " is not in the current graph '" + g.ir->graph(g.graph).name + "'");
   if (g.graph == IrView::main_graph())
     throw GraphError("graph_output: the main graph has no outputs; use ops::host_store to send "

@@ -258,6 +258,11 @@ std::vector<TensorId> inline_call(Ir& ir_, OpId call) {
   return results;
 }
 
+void reserve_tensors(Ir& ir, std::size_t more) {
+  auto& ids = arena(ir).tensor_ids;
+  ids.reserve(ids.size() + more);
+}
+
 void mark_differentiated(Ir& ir_, GraphId g) {
   IrStorage& ir = arena(ir_);
   if (std::find(ir.differentiated.begin(), ir.differentiated.end(), g) == ir.differentiated.end())

@@ -28,5 +28,7 @@ std::size_t replace_uses(Ir& ir, TensorId from, TensorId to);
 /// called graph's outputs.
 std::vector<TensorId> inline_call(Ir& ir, OpId call);
 void mark_differentiated(Ir& ir, GraphId g);
+/// Room for `more` tensor ids without rehashing.
+void reserve_tensors(Ir& ir, std::size_t more);
 
 } // namespace pxl::detail::edit

@@ -16,7 +16,23 @@ GraphRef require_graph(std::string_view op) {
   return {ctx.graphs.back().ir, ctx.graphs.back().graph};
 }
 
-std::string describe(const Tensor& t) { return "'" + t.id() + "' " + to_string(t.spec()); }
+void place_output(const Op& op, std::size_t i, std::int64_t ipu) {
+  HandleAccess::storage(op)->tensor(IrView::id(op.output(i))).ipu = ipu;
+}
+
+void set_replica_sharding(const Tensor& t, std::optional<ReplicaSharding> sharding) {
+  HandleAccess::storage(t)->tensor(IrView::id(t)).sharding = std::move(sharding);
+}
+
+ReplicaGrouping replica_grouping_of(const Tensor& t, std::int64_t stride, std::int64_t group_size) {
+  return HandleAccess::ir(*HandleAccess::storage(t), "replica sharding")
+      .replica_grouping(stride, group_size);
+}
+
+SequencesSuspended::SequencesSuspended() : saved_(std::move(context().sequences)) {
+  context().sequences.clear();
+}
+SequencesSuspended::~SequencesSuspended() { context().sequences = std::move(saved_); }
 
 OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> output_specs,
                const std::vector<std::string>& output_names, std::string_view scope,
@@ -64,16 +80,16 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
     if (!t.valid())
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " is an empty Tensor");
     if (HandleAccess::storage(t) != g.ir)
-      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + describe(t) +
+      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + to_string(t) +
                        " belongs to another Ir");
     const GraphId tg = ir.tensor(IrView::id(t)).graph;
     if (tg != g.graph)
-      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + describe(t) +
+      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + to_string(t) +
                        " is in graph '" + ir.graph(tg).name + "', not in the current graph '" +
                        ir.graph(g.graph).name +
                        "'; pass it to the subgraph as an input (there is no implicit capture)");
     if (const auto& r = ir.tensor(IrView::id(t)).remote)
-      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + describe(t) +
+      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + to_string(t) +
                        " is a remote variable, stored in entry " + std::to_string(r->entry) +
                        " of remote buffer '" + ir.remote_buffers[r->buffer.value].name +
                        "' (Streaming Memory), not on the IPU; load it with "
@@ -95,7 +111,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
   for (std::size_t i = 0; i < checked; ++i)
     if (const std::int64_t on = ir.tensor(IrView::id(inputs[i])).ipu; on != placed)
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " +
-                       describe(inputs[i]) + " is on IPU " + std::to_string(on) +
+                       to_string(inputs[i]) + " is on IPU " + std::to_string(on) +
                        " but the op is placed on IPU " + std::to_string(placed) +
                        " (inputs located on different IPUs: " + std::to_string(on) +
                        " != " + std::to_string(placed) + "); copy it there with ops::ipu_copy(" +
@@ -156,20 +172,20 @@ Tensor add_op1(OpKind kind, std::span<const Tensor> inputs, TensorSpec output_sp
 
 void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
-    throw DTypeError(std::string(op) + ": operands must have the same dtype, got " + describe(a) +
-                     " and " + describe(b) + "; use ops::cast to convert one");
+    throw DTypeError(std::string(op) + ": operands must have the same dtype, got " + to_string(a) +
+                     " and " + to_string(b) + "; use ops::cast to convert one");
 }
 
 void check_float(std::string_view op, const Tensor& t) {
   if (!is_floating_point(t.dtype()))
     throw DTypeError(std::string(op) + ": expected a float32 or float16 tensor, got " +
-                     describe(t));
+                     to_string(t));
 }
 
 void check_dtype(std::string_view op, const Tensor& t, DType d, std::string_view role) {
   if (t.dtype() != d)
     throw DTypeError(std::string(op) + ": " + std::string(role) + " must be " +
-                     std::string(name(d)) + ", got " + describe(t));
+                     std::string(name(d)) + ", got " + to_string(t));
 }
 
 std::vector<std::int64_t> normalize_axes(std::string_view op, std::vector<std::int64_t> axes,

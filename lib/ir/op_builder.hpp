@@ -1,11 +1,15 @@
 // How ops are added to the current graph: validation helpers shared by every op family.
 #pragma once
 
+#include "ir/context.hpp"
 #include "ir/ir_storage.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/ir/op.hpp"
+#include "pxl/ir/replica_sharding.hpp"
 #include "pxl/ir/tensor.hpp"
 
 #include <concepts>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,8 +60,29 @@ inline Tensor add_op1(OpKind kind, std::initializer_list<Tensor> inputs, TensorS
                  std::move(output_spec), std::move(attrs), output_name);
 }
 
-/// "'x' [(2, 3) float32]": how messages show a tensor.
-std::string describe(const Tensor& t);
+/// Puts output `i` of `op`, an op just built, on `ipu` rather than the op's own: a call's
+/// outputs live where its callee returns them.
+void place_output(const Op& op, std::size_t i, std::int64_t ipu);
+/// Records that `t`, the output of an op just built, is one replica's shard as `sharding`
+/// says (none: a whole value).
+void set_replica_sharding(const Tensor& t, std::optional<ReplicaSharding> sharding);
+/// The replica grouping (stride, group size) of `t`'s Ir, for a sharding.
+ReplicaGrouping replica_grouping_of(const Tensor& t, std::int64_t stride, std::int64_t group_size);
+
+/// While it lives, ops are built as if no `in_sequence` scope were open on this thread; the
+/// open ones resume, unchanged, when it ends. For a transform that builds another graph in
+/// the middle of one (autodiff, differentiating a called graph): the enclosing sequence must
+/// neither order the other graph's ops nor take its last op as its own.
+class SequencesSuspended {
+public:
+  SequencesSuspended();
+  ~SequencesSuspended();
+  SequencesSuspended(const SequencesSuspended&) = delete;
+  SequencesSuspended& operator=(const SequencesSuspended&) = delete;
+
+private:
+  std::vector<SequenceFrame> saved_;
+};
 
 /// DTypeError unless `a` and `b` share a dtype.
 void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b);

@@ -40,13 +40,19 @@ Tensor Tensor::slice(std::int64_t start, std::int64_t stop, std::int64_t axis) c
 }
 Tensor Tensor::operator[](std::int64_t i) const {
   if (rank() == 0)
-    throw ValueError("Tensor::operator[]: cannot index scalar " + detail::describe(*this));
+    throw ValueError("Tensor::operator[]: cannot index scalar " + to_string(*this));
   const auto n = shape()[0];
   const auto j = i < 0 ? i + n : i;
   if (j < 0 || j >= n)
     throw ValueError("Tensor::operator[]: index " + std::to_string(i) +
-                     " out of range for axis 0 of " + detail::describe(*this));
+                     " out of range for axis 0 of " + to_string(*this));
   return ops::squeeze(ops::slice(*this, {j}, {j + 1}, {0}), {0});
+}
+
+std::string to_string(const Tensor& t) {
+  if (!t.valid())
+    return "an empty Tensor";
+  return "'" + t.id() + "' " + to_string(t.spec());
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

@@ -8,8 +8,6 @@
 
 namespace pxl {
 
-using detail::describe;
-
 Graph CallSiteInfo::called_graph() const { return *op_.called_graph(); }
 
 Tensor CallSiteInfo::graph_to_parent(const Tensor& graph_tensor) const {
@@ -21,7 +19,7 @@ Tensor CallSiteInfo::graph_to_parent(const Tensor& graph_tensor) const {
   if (auto it = std::find(outs.begin(), outs.end(), graph_tensor); it != outs.end())
     return op_.output(static_cast<std::size_t>(it - outs.begin()));
   throw GraphError("CallSiteInfo::graph_to_parent: " +
-                   (graph_tensor.valid() ? describe(graph_tensor) : std::string("empty tensor")) +
+                   (graph_tensor.valid() ? to_string(graph_tensor) : std::string("empty tensor")) +
                    " is neither an input nor an output of graph '" + g.name() + "'");
 }
 
@@ -33,10 +31,11 @@ Tensor CallSiteInfo::parent_to_graph(const Tensor& parent_tensor) const {
   const auto outs = op_.outputs();
   if (auto it = std::find(outs.begin(), outs.end(), parent_tensor); it != outs.end())
     return g.outputs()[static_cast<std::size_t>(it - outs.begin())];
-  throw GraphError("CallSiteInfo::parent_to_graph: " +
-                   (parent_tensor.valid() ? describe(parent_tensor) : std::string("empty tensor")) +
-                   " is neither an input nor an output of call site " + op_.debug_name() +
-                   " of graph '" + g.name() + "'");
+  throw GraphError(
+      "CallSiteInfo::parent_to_graph: " +
+      (parent_tensor.valid() ? to_string(parent_tensor) : std::string("empty tensor")) +
+      " is neither an input nor an output of call site " + op_.debug_name() + " of graph '" +
+      g.name() + "'");
 }
 
 InputsDict CallSiteInfo::inputs_dict() const {
@@ -80,7 +79,7 @@ std::string binding_table(const Graph& graph, const std::vector<Tensor>& bound) 
   const auto ins = graph.inputs();
   for (std::size_t i = 0; i < ins.size(); ++i)
     s += "\n  " + std::to_string(i) + ": " + input_label(ins[i]) + " <- " +
-         (bound[i].valid() ? describe(bound[i]) : std::string("(missing)"));
+         (bound[i].valid() ? to_string(bound[i]) : std::string("(missing)"));
   return s;
 }
 
@@ -128,13 +127,13 @@ std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
     const auto it = std::find(graph_ins.begin(), graph_ins.end(), graph_tensor);
     if (it == graph_ins.end())
       throw GraphError(std::string(op) + ": inputs_dict key " +
-                       (graph_tensor.valid() ? describe(graph_tensor) : std::string("(empty)")) +
+                       (graph_tensor.valid() ? to_string(graph_tensor) : std::string("(empty)")) +
                        " is not an input of graph " + gname + binding_table(graph, bound));
     auto& slot = bound[static_cast<std::size_t>(it - graph_ins.begin())];
     if (slot.valid())
       throw GraphError(std::string(op) + ": input " + input_label(graph_tensor) + " of graph " +
-                       gname + " is bound twice, to " + describe(slot) + " and to " +
-                       (parent.valid() ? describe(parent) : std::string("(empty)")) +
+                       gname + " is bound twice, to " + to_string(slot) + " and to " +
+                       (parent.valid() ? to_string(parent) : std::string("(empty)")) +
                        binding_table(graph, bound));
     slot = parent;
   }
@@ -153,14 +152,14 @@ std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
                        " of graph " + gname + " belongs to another Ir");
     if (bound[i].shape() != graph_ins[i].shape())
       throw ShapeError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
-                       gname + " is bound to " + describe(bound[i]) + " of another shape");
+                       gname + " is bound to " + to_string(bound[i]) + " of another shape");
     if (bound[i].dtype() != graph_ins[i].dtype())
       throw DTypeError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
-                       gname + " is bound to " + describe(bound[i]) + " of another dtype");
+                       gname + " is bound to " + to_string(bound[i]) + " of another dtype");
     if (bound[i].ipu() != graph_ins[i].ipu())
       throw GraphError(std::string(op) + ": input " + input_label(graph_ins[i]) + " of graph " +
                        gname + " is on IPU " + std::to_string(graph_ins[i].ipu()) +
-                       " but is bound to " + describe(bound[i]) + " on IPU " +
+                       " but is bound to " + to_string(bound[i]) + " on IPU " +
                        std::to_string(bound[i].ipu()) + "; build the graph under ipu(" +
                        std::to_string(bound[i].ipu()) + "), or copy the tensor with ops::ipu_copy");
   }
@@ -176,10 +175,9 @@ std::vector<TensorSpec> output_specs(const Graph& graph) {
 
 /// Each output of `call` on the IPU of the callee's output it returns.
 Op place_outputs(Op call, const Graph& callee) {
-  detail::IrStorage& ir = *detail::HandleAccess::storage(callee);
   const auto outs = callee.outputs();
   for (std::size_t i = 0; i < outs.size(); ++i)
-    ir.tensor(IrView::id(call.output(i))).ipu = outs[i].ipu();
+    detail::place_output(call, i, outs[i].ipu());
   return call;
 }
 
@@ -214,9 +212,9 @@ CallSiteInfo repeat_with_info(const Graph& graph, std::int64_t count,
                      " inputs; each output is carried into the input of the same position");
   for (std::size_t i = 0; i < graph_outs.size(); ++i)
     if (graph_outs[i].spec() != graph_ins[i].spec())
-      throw ShapeError("Loop: output " + std::to_string(i) + " " + describe(graph_outs[i]) +
+      throw ShapeError("Loop: output " + std::to_string(i) + " " + to_string(graph_outs[i]) +
                        " of graph '" + graph.name() + "' is carried into input " +
-                       std::to_string(i) + " " + describe(graph_ins[i]) +
+                       std::to_string(i) + " " + to_string(graph_ins[i]) +
                        ", so their shapes and dtypes must be equal");
   return CallSiteInfo(add_call_op(OpKind::Repeat, graph, bound, CallAttrs{graph.index(), count}));
 }
@@ -231,7 +229,7 @@ ConditionalSiteInfo conditional_with_info(const Tensor& condition, const Graph& 
     throw GraphError("If: the condition is an empty Tensor");
   if (condition.dtype() != DType::bool_ || condition.spec().nelms() != 1)
     throw DTypeError("If: the condition must be a bool_ tensor of one element, got " +
-                     describe(condition));
+                     to_string(condition));
   const auto then_bound = bind_inputs("If", then_branch, then_inputs, then_inputs_dict);
   const auto else_bound = bind_inputs("If", else_branch, else_inputs, else_inputs_dict);
   const auto then_outs = then_branch.outputs(), else_outs = else_branch.outputs();
@@ -242,9 +240,9 @@ ConditionalSiteInfo conditional_with_info(const Tensor& condition, const Graph& 
                      "; both must return the same outputs");
   for (std::size_t i = 0; i < then_outs.size(); ++i)
     if (then_outs[i].spec() != else_outs[i].spec())
-      throw ShapeError("If: output " + std::to_string(i) + " is " + describe(then_outs[i]) +
+      throw ShapeError("If: output " + std::to_string(i) + " is " + to_string(then_outs[i]) +
                        " in the then-branch '" + then_branch.name() + "' but " +
-                       describe(else_outs[i]) + " in the else-branch '" + else_branch.name() +
+                       to_string(else_outs[i]) + " in the else-branch '" + else_branch.name() +
                        "'; both branches must return equal shapes and dtypes");
   std::vector<Tensor> inputs{condition};
   inputs.insert(inputs.end(), then_bound.begin(), then_bound.end());

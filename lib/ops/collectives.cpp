@@ -1,6 +1,5 @@
 // Collectives across replicas: validation and output-spec inference.
 #include "pxl/ops/collectives.hpp"
-#include "ir/handle_access.hpp"
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
@@ -10,7 +9,6 @@
 namespace pxl::ops::collectives {
 
 using detail::add_op1;
-using detail::describe;
 
 namespace {
 
@@ -46,7 +44,7 @@ CollectiveAttrs grouped(std::string_view op, const Tensor& t,
     return CollectiveAttrs{.stride = 1, .group_size = ir.replication_factor()};
   if (group->ir_id() != ir.id())
     throw ValueError(std::string(op) + ": " + group->to_string() +
-                     " was made by another Ir than the one of " + describe(t) +
+                     " was made by another Ir than the one of " + to_string(t) +
                      "; make it with that Ir's replica_grouping");
   if (group->replication_factor() != ir.replication_factor())
     throw ValueError(std::string(op) + ": " + group->to_string() +
@@ -64,7 +62,7 @@ void check_operator(std::string_view what, const Tensor& t, CollectiveOperator o
   const bool ok = logical ? d == bool_ : (is_floating_point(d) || d == int32);
   if (!ok)
     throw DTypeError(std::string(what) + ": operator '" + std::string(operator_name(op)) +
-                     "' cannot reduce " + describe(t) + "; it takes " +
+                     "' cannot reduce " + to_string(t) + "; it takes " +
                      (logical ? "bool" : "float32, float16 or int32") + " tensors");
 }
 
@@ -93,10 +91,9 @@ Tensor all_reduce(OpKind kind, const Tensor& t, CollectiveOperator op,
 
 /// Records that `shard` is this replica's shard of `whole` over the op's group.
 void mark_shard_of(const Tensor& shard, const Tensor& whole, const CollectiveAttrs& a) {
-  detail::IrStorage& ir = *detail::HandleAccess::storage(shard);
-  ir.tensor(IrView::id(shard)).sharding = ReplicaSharding{
-      whole.shape(),
-      detail::HandleAccess::ir(ir, "replica sharding").replica_grouping(a.stride, a.group_size)};
+  detail::set_replica_sharding(
+      shard,
+      ReplicaSharding{whole.shape(), detail::replica_grouping_of(shard, a.stride, a.group_size)});
 }
 
 } // namespace
@@ -147,7 +144,7 @@ Tensor replicated_all_gather(const Tensor& t, std::int64_t axis,
     shape.insert(shape.begin(), a.group_size);
   } else {
     if (t.rank() == 0)
-      throw ValueError(std::string(name) + ": cannot concatenate scalars " + describe(t) +
+      throw ValueError(std::string(name) + ": cannot concatenate scalars " + to_string(t) +
                        "; use GatherShape::new_axis");
     a.axis = normalized_axis(name, axis, t.rank());
     shape[static_cast<std::size_t>(a.axis)] *= a.group_size;
@@ -159,14 +156,15 @@ Tensor replicated_slice(const Tensor& t, std::int64_t axis, std::optional<Replic
   const auto name = op_type_name(OpKind::ReplicatedSlice);
   CollectiveAttrs a = grouped(name, t, group);
   if (t.rank() == 0)
-    throw ValueError(std::string(name) + ": cannot slice the scalar " + describe(t));
+    throw ValueError(std::string(name) + ": cannot slice the scalar " + to_string(t));
   a.axis = normalized_axis(name, axis, t.rank());
   Shape shape = t.shape();
   auto& d = shape[static_cast<std::size_t>(a.axis)];
   if (d % a.group_size != 0)
-    throw ShapeError(std::string(name) + ": axis " + std::to_string(a.axis) + " of " + describe(t) +
-                     " has " + std::to_string(d) + " elements, which the group size " +
-                     std::to_string(a.group_size) + " does not divide");
+    throw ShapeError(std::string(name) + ": axis " + std::to_string(a.axis) + " of " +
+                     to_string(t) + " has " + std::to_string(d) +
+                     " elements, which the group size " + std::to_string(a.group_size) +
+                     " does not divide");
   d /= a.group_size;
   return add_op1(OpKind::ReplicatedSlice, {t}, TensorSpec{std::move(shape), t.dtype()}, a);
 }

@@ -15,7 +15,7 @@ Tensor unary_float(OpKind kind, const Tensor& t) {
 Tensor unary_signed(OpKind kind, const Tensor& t) {
   if (!is_floating_point(t.dtype()) && t.dtype() != int32)
     throw DTypeError(std::string(op_type_name(kind)) +
-                     ": expected a float32, float16 or int32 tensor, got " + detail::describe(t));
+                     ": expected a float32, float16 or int32 tensor, got " + to_string(t));
   return add_op1(kind, {t}, t.spec());
 }
 
@@ -29,7 +29,7 @@ Tensor binary(OpKind kind, const Tensor& a, const Tensor& b, DType out_dtype) {
 Tensor binary_arith(OpKind kind, const Tensor& a, const Tensor& b) {
   if (a.dtype() == bool_)
     throw DTypeError(std::string(op_type_name(kind)) + ": arithmetic on bool tensor " +
-                     detail::describe(a) + "; use logical ops or cast first");
+                     to_string(a) + "; use logical ops or cast first");
   return binary(kind, a, b, a.dtype());
 }
 
@@ -37,7 +37,7 @@ Tensor binary_arith(OpKind kind, const Tensor& a, const Tensor& b) {
 Tensor ordering(OpKind kind, const Tensor& a, const Tensor& b) {
   if (a.dtype() == bool_)
     throw DTypeError(std::string(op_type_name(kind)) + ": cannot order bool tensor " +
-                     detail::describe(a));
+                     to_string(a));
   return binary(kind, a, b, bool_);
 }
 
@@ -48,8 +48,8 @@ Tensor one_pass_grad(OpKind kind, const Tensor& t, const Tensor& grad) {
   detail::check_float(op, t);
   detail::check_same_dtype(op, t, grad);
   if (t.shape() != grad.shape())
-    throw ShapeError(std::string(op) + ": the gradient " + detail::describe(grad) +
-                     " must have the shape of the input " + detail::describe(t));
+    throw ShapeError(std::string(op) + ": the gradient " + to_string(grad) +
+                     " must have the shape of the input " + to_string(t));
   return add_op1(kind, {t, grad}, t.spec());
 }
 
@@ -85,7 +85,7 @@ Tensor clip(const Tensor& t, double min, double max) {
   if (!(min <= max))
     throw ValueError("Clip: the lower bound " + std::to_string(min) +
                      " must not exceed the upper bound " + std::to_string(max) + " (clipping " +
-                     detail::describe(t) + ")");
+                     to_string(t) + ")");
   return add_op1(OpKind::Clip, {t}, t.spec(), ScalarAttrs{min, max});
 }
 Tensor logical_not(const Tensor& t) {

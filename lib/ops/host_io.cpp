@@ -32,10 +32,10 @@ void host_store(const DeviceToHostStream& stream, const Tensor& t) {
   check_stream_ir("HostStore", stream);
   if (t.valid() && t.shape() != stream.shape())
     throw ShapeError("HostStore: stream '" + stream.name() + "' carries " +
-                     to_string(stream.spec()) + " but the tensor stored is " + detail::describe(t));
+                     to_string(stream.spec()) + " but the tensor stored is " + to_string(t));
   if (t.valid() && t.dtype() != stream.dtype())
     throw DTypeError("HostStore: stream '" + stream.name() + "' carries " +
-                     to_string(stream.spec()) + " but the tensor stored is " + detail::describe(t));
+                     to_string(stream.spec()) + " but the tensor stored is " + to_string(t));
   const Tensor in[] = {t};
   detail::add_op(OpKind::HostStore, in, {}, StreamAttrs{stream.index()});
 }

@@ -19,13 +19,13 @@ void check_nll_operands(std::string_view op, const Tensor& probs, const Tensor& 
   detail::check_dtype(op, labels, int32, "the labels");
   if (probs.rank() < 1)
     throw ShapeError(std::string(op) + ": probs must have a class axis (rank >= 1), got " +
-                     detail::describe(probs));
+                     to_string(probs));
   Shape expected = probs.shape();
   expected.pop_back();
   if (labels.shape() != expected)
     throw ShapeError(std::string(op) + ": labels must have shape " + to_string(expected) +
-                     " (probs' shape without its class axis), got labels " +
-                     detail::describe(labels) + " for probs " + detail::describe(probs));
+                     " (probs' shape without its class axis), got labels " + to_string(labels) +
+                     " for probs " + to_string(probs));
 }
 
 /// A float `t` of rank >= 1, `weight` of its dtype shaped like its last axis, eps >= 0.
@@ -36,12 +36,11 @@ void check_layer_norm_operands(std::string_view op, const Tensor& t, const Tenso
   if (t.rank() < 1)
     throw ShapeError(std::string(op) +
                      ": expected a tensor of rank >= 1 to normalise over its last axis, got " +
-                     detail::describe(t));
+                     to_string(t));
   const Shape expected{t.shape().back()};
   if (weight.shape() != expected)
     throw ShapeError(std::string(op) + ": weight must have shape " + to_string(expected) +
-                     " (the last axis of " + detail::describe(t) + "), got " +
-                     detail::describe(weight));
+                     " (the last axis of " + to_string(t) + "), got " + to_string(weight));
   if (!(eps >= 0.0))
     throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
 }
@@ -62,8 +61,7 @@ Tensor layer_norm(const Tensor& t, const Tensor& weight, const Tensor& bias, dou
   detail::check_same_dtype("LayerNorm", t, bias);
   if (bias.shape() != weight.shape())
     throw ShapeError("LayerNorm: bias must have shape " + to_string(weight.shape()) +
-                     " (the last axis of " + detail::describe(t) + "), got " +
-                     detail::describe(bias));
+                     " (the last axis of " + to_string(t) + "), got " + to_string(bias));
   return detail::add_op1(OpKind::LayerNorm, {t, weight, bias}, t.spec(), ScalarAttrs{eps, 0.0});
 }
 
@@ -71,8 +69,8 @@ Tensor softmax_grad(const Tensor& probs, const Tensor& grad, std::int64_t axis) 
   detail::check_float("SoftmaxGrad", probs);
   detail::check_same_dtype("SoftmaxGrad", probs, grad);
   if (grad.shape() != probs.shape())
-    throw ShapeError("SoftmaxGrad: the gradient " + detail::describe(grad) +
-                     " must have the shape of the probabilities " + detail::describe(probs));
+    throw ShapeError("SoftmaxGrad: the gradient " + to_string(grad) +
+                     " must have the shape of the probabilities " + to_string(probs));
   const auto a = normalize_axis(axis, probs.rank(), "SoftmaxGrad");
   return detail::add_op1(OpKind::SoftmaxGrad, {probs, grad}, probs.spec(), AxisAttrs{a, false});
 }
@@ -82,8 +80,8 @@ std::pair<Tensor, Tensor> layer_norm_grad(const Tensor& t, const Tensor& weight,
   check_layer_norm_operands("LayerNormGrad", t, weight, eps);
   detail::check_same_dtype("LayerNormGrad", t, grad);
   if (grad.shape() != t.shape())
-    throw ShapeError("LayerNormGrad: the gradient " + detail::describe(grad) +
-                     " must have the shape of the input " + detail::describe(t));
+    throw ShapeError("LayerNormGrad: the gradient " + to_string(grad) +
+                     " must have the shape of the input " + to_string(t));
   const Tensor in[] = {t, weight, grad};
   auto outs =
       detail::add_op(OpKind::LayerNormGrad, in, {t.spec(), t.spec()}, ScalarAttrs{eps, 0.0});
@@ -94,7 +92,7 @@ Tensor dropout(const Tensor& t, const Tensor& seed, double p) {
   detail::check_float("Dropout", t);
   detail::check_dtype("Dropout", seed, uint32, "the seed");
   if (seed.shape() != Shape{2})
-    throw ShapeError("Dropout: the seed must have shape (2,), got " + detail::describe(seed));
+    throw ShapeError("Dropout: the seed must have shape (2,), got " + to_string(seed));
   if (!(p >= 0.0 && p < 1.0))
     throw ValueError("Dropout: the drop probability p must satisfy 0 <= p < 1, got " +
                      std::to_string(p));

@@ -17,8 +17,7 @@ namespace {
 void check_seed(std::string_view op, const Tensor& seed) {
   detail::check_dtype(op, seed, uint32, "the seed");
   if (seed.shape() != Shape{2})
-    throw ShapeError(std::string(op) + ": the seed must have shape (2,), got " +
-                     detail::describe(seed));
+    throw ShapeError(std::string(op) + ": the seed must have shape (2,), got " + to_string(seed));
 }
 
 Tensor generate(OpKind kind, const Tensor& seed, Shape shape, double a, double b, DType dtype) {

@@ -52,7 +52,7 @@ void check_numeric(OpKind kind, const Tensor& t, bool allow_int) {
     return;
   throw DTypeError(std::string(op_type_name(kind)) + ": expected a " +
                    (allow_int ? "float32, float16 or int32" : "float32 or float16") +
-                   " tensor, got " + detail::describe(t));
+                   " tensor, got " + to_string(t));
 }
 
 Tensor reduce(OpKind kind, const Tensor& t, const std::optional<std::vector<std::int64_t>>& axes,
@@ -86,8 +86,8 @@ Tensor arg_extremum(OpKind kind, const Tensor& t, std::int64_t axis, bool keepdi
   check_numeric(kind, t, true);
   const auto a = normalize_axis(axis, t.rank(), op);
   if (t.shape()[static_cast<std::size_t>(a)] == 0)
-    throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " of " +
-                     detail::describe(t) + " is empty, and an empty sequence has no " +
+    throw ValueError(std::string(op) + ": axis " + std::to_string(a) + " of " + to_string(t) +
+                     " is empty, and an empty sequence has no " +
                      (kind == OpKind::ArgMax ? "argmax" : "argmin") + " (as in NumPy)");
   Shape shape = reduced_shape(t.shape(), {a}, keepdims);
   return detail::add_op1(kind, {t}, TensorSpec{std::move(shape), int32}, AxisAttrs{a, keepdims});

@@ -38,10 +38,10 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
     throw GraphError(std::string(op) + ": the offset is an empty Tensor");
   if (offset->dtype() != int32)
     throw DTypeError(std::string(op) + ": the offset into remote buffer '" + buffer.name() +
-                     "' must be an int32 scalar, got " + detail::describe(*offset));
+                     "' must be an int32 scalar, got " + to_string(*offset));
   if (offset->rank() != 0)
     throw ShapeError(std::string(op) + ": the offset into remote buffer '" + buffer.name() +
-                     "' must be an int32 scalar, got " + detail::describe(*offset));
+                     "' must be an int32 scalar, got " + to_string(*offset));
   a.runtime_offset = true;
   inputs.push_back(*offset);
   return a;
@@ -52,12 +52,10 @@ void check_entry(std::string_view op, const RemoteBuffer& buffer, const Tensor& 
     throw GraphError(std::string(op) + ": the tensor is an empty Tensor");
   if (t.shape() != buffer.shape())
     throw ShapeError(std::string(op) + ": the entries of remote buffer '" + buffer.name() +
-                     "' are " + to_string(buffer.spec()) + " but the tensor is " +
-                     detail::describe(t));
+                     "' are " + to_string(buffer.spec()) + " but the tensor is " + to_string(t));
   if (t.dtype() != buffer.dtype())
     throw DTypeError(std::string(op) + ": the entries of remote buffer '" + buffer.name() +
-                     "' are " + to_string(buffer.spec()) + " but the tensor is " +
-                     detail::describe(t));
+                     "' are " + to_string(buffer.spec()) + " but the tensor is " + to_string(t));
 }
 
 Tensor load(const RemoteBuffer& buffer, std::optional<std::int64_t> fixed, const Tensor* offset,
@@ -68,7 +66,7 @@ Tensor load(const RemoteBuffer& buffer, std::optional<std::int64_t> fixed, const
     name = buffer.name();
   const Tensor r = detail::add_op1(OpKind::RemoteLoad, inputs, buffer.spec(), a, name);
   // A shard of a replica-sharded buffer stays one: addons::rts gathers it by its sharding.
-  detail::HandleAccess::storage(r)->tensor(IrView::id(r)).sharding = replica_sharding(buffer);
+  detail::set_replica_sharding(r, replica_sharding(buffer));
   return r;
 }
 

@@ -11,7 +11,6 @@
 namespace pxl::ops {
 
 using detail::add_op1;
-using detail::describe;
 
 namespace {
 std::string list(const std::vector<std::int64_t>& v) {
@@ -34,26 +33,26 @@ Tensor reshape(const Tensor& t, Shape shape) {
     if (shape[i] == -1) {
       if (inferred >= 0)
         throw ShapeError("Reshape: only one dimension may be -1, got " + to_string(shape) +
-                         " for " + describe(t));
+                         " for " + to_string(t));
       inferred = static_cast<std::int64_t>(i);
     } else if (shape[i] < 0) {
       throw ShapeError("Reshape: negative dimension in " + to_string(shape) + " for " +
-                       describe(t));
+                       to_string(t));
     }
   }
   // The given dimensions' product, checked: the result's bytes must fit an int64 too.
   Shape given = shape;
   std::replace(given.begin(), given.end(), std::int64_t{-1}, std::int64_t{1});
-  nbytes(given, t.dtype(), "Reshape of " + describe(t));
+  nbytes(given, t.dtype(), "Reshape of " + to_string(t));
   const std::int64_t known = nelms(given);
   if (inferred >= 0) {
     if (known == 0 || t.nelms() % known != 0)
-      throw ShapeError("Reshape: cannot reshape " + describe(t) + " (" + std::to_string(t.nelms()) +
-                       " elements) to " + to_string(shape));
+      throw ShapeError("Reshape: cannot reshape " + to_string(t) + " (" +
+                       std::to_string(t.nelms()) + " elements) to " + to_string(shape));
     shape[static_cast<std::size_t>(inferred)] = t.nelms() / known;
   }
   if (nelms(shape) != t.nelms())
-    throw ShapeError("Reshape: cannot reshape " + describe(t) + " (" + std::to_string(t.nelms()) +
+    throw ShapeError("Reshape: cannot reshape " + to_string(t) + " (" + std::to_string(t.nelms()) +
                      " elements) to " + to_string(shape) + " (" + std::to_string(nelms(shape)) +
                      " elements)");
   return reshape_op(t, std::move(shape));
@@ -67,14 +66,14 @@ Tensor transpose(const Tensor& t, std::vector<std::int64_t> perm) {
   }
   if (static_cast<std::int64_t>(perm.size()) != rank)
     throw ValueError("Transpose: permutation " + list(perm) + " has " +
-                     std::to_string(perm.size()) + " entries but " + describe(t) + " has rank " +
+                     std::to_string(perm.size()) + " entries but " + to_string(t) + " has rank " +
                      std::to_string(rank));
   std::vector<bool> seen(static_cast<std::size_t>(rank), false);
   for (auto& p : perm) {
     p = normalize_axis(p, rank, "Transpose");
     if (seen[static_cast<std::size_t>(p)])
       throw ValueError("Transpose: " + list(perm) + " is not a permutation of the axes of " +
-                       describe(t) + " (axis " + std::to_string(p) + " repeated)");
+                       to_string(t) + " (axis " + std::to_string(p) + " repeated)");
     seen[static_cast<std::size_t>(p)] = true;
   }
   Shape shape(perm.size());
@@ -97,7 +96,7 @@ Tensor squeeze(const Tensor& t, std::vector<std::int64_t> axes) {
   axes = detail::normalize_axes("Squeeze", std::move(axes), t.rank());
   for (auto a : axes)
     if (t.shape()[static_cast<std::size_t>(a)] != 1)
-      throw ValueError("Squeeze: axis " + std::to_string(a) + " of " + describe(t) + " has size " +
+      throw ValueError("Squeeze: axis " + std::to_string(a) + " of " + to_string(t) + " has size " +
                        std::to_string(t.shape()[static_cast<std::size_t>(a)]) + ", expected 1");
   for (std::int64_t i = 0; i < t.rank(); ++i)
     if (!std::binary_search(axes.begin(), axes.end(), i))
@@ -124,7 +123,7 @@ Tensor slice(const Tensor& t, std::vector<std::int64_t> start, std::vector<std::
   }
   if (start.size() != axes.size() || stop.size() != axes.size())
     throw ValueError("Slice: start " + list(start) + ", stop " + list(stop) + " and axes " +
-                     list(axes) + " must have the same length (slicing " + describe(t) + ")");
+                     list(axes) + " must have the same length (slicing " + to_string(t) + ")");
   SliceAttrs attrs;
   attrs.start.assign(static_cast<std::size_t>(rank), 0);
   attrs.stop = t.shape();
@@ -153,7 +152,7 @@ Tensor concat(const std::vector<Tensor>& ts, std::int64_t axis) {
     throw ValueError("Concat: expected at least one tensor, got none");
   const Tensor& first = ts[0];
   if (first.rank() == 0)
-    throw ShapeError("Concat: cannot concatenate scalar " + describe(first));
+    throw ShapeError("Concat: cannot concatenate scalar " + to_string(first));
   const auto a = static_cast<std::size_t>(normalize_axis(axis, first.rank(), "Concat"));
   Shape shape = first.shape();
   for (std::size_t i = 1; i < ts.size(); ++i) {
@@ -162,13 +161,13 @@ Tensor concat(const std::vector<Tensor>& ts, std::int64_t axis) {
     for (std::size_t d = 0; fits && d < shape.size(); ++d)
       fits = d == a || ts[i].shape()[d] == shape[d];
     if (!fits)
-      throw ShapeError("Concat: tensor " + std::to_string(i) + " " + describe(ts[i]) +
-                       " does not match " + describe(first) +
+      throw ShapeError("Concat: tensor " + std::to_string(i) + " " + to_string(ts[i]) +
+                       " does not match " + to_string(first) +
                        " on every axis except the concatenation axis " + std::to_string(a));
     if (__builtin_add_overflow(shape[a], ts[i].shape()[a], &shape[a]))
       throw ShapeError("Concat: axis " + std::to_string(a) + " of the result would be longer " +
                        "than a 64-bit count can hold (tensor " + std::to_string(i) + " " +
-                       describe(ts[i]) + ")");
+                       to_string(ts[i]) + ")");
   }
   return add_op1(OpKind::Concat, std::span<const Tensor>(ts),
                  TensorSpec{std::move(shape), first.dtype()},
@@ -180,7 +179,7 @@ std::vector<Tensor> split(const Tensor& t, std::int64_t n, std::int64_t axis) {
   const auto dim = t.shape()[static_cast<std::size_t>(a)];
   if (n < 1 || dim % n != 0)
     throw ValueError("Split: cannot split axis " + std::to_string(a) + " of size " +
-                     std::to_string(dim) + " of " + describe(t) + " into " + std::to_string(n) +
+                     std::to_string(dim) + " of " + to_string(t) + " into " + std::to_string(n) +
                      " equal parts");
   return split(t, std::vector<std::int64_t>(static_cast<std::size_t>(n), dim / n), a);
 }
@@ -189,19 +188,19 @@ std::vector<Tensor> split(const Tensor& t, std::vector<std::int64_t> sizes, std:
   const auto a = normalize_axis(axis, t.rank(), "Split");
   const auto dim = t.shape()[static_cast<std::size_t>(a)];
   if (sizes.empty())
-    throw ValueError("Split: expected at least one part size for " + describe(t));
+    throw ValueError("Split: expected at least one part size for " + to_string(t));
   std::int64_t total = 0;
   for (auto s : sizes) {
     if (s < 0)
       throw ValueError("Split: negative part size in " + list(sizes));
     if (__builtin_add_overflow(total, s, &total))
       throw ShapeError("Split: part sizes " + list(sizes) + " sum past a 64-bit count, but axis " +
-                       std::to_string(a) + " of " + describe(t) + " has size " +
+                       std::to_string(a) + " of " + to_string(t) + " has size " +
                        std::to_string(dim));
   }
   if (total != dim)
     throw ShapeError("Split: part sizes " + list(sizes) + " sum to " + std::to_string(total) +
-                     " but axis " + std::to_string(a) + " of " + describe(t) + " has size " +
+                     " but axis " + std::to_string(a) + " of " + to_string(t) + " has size " +
                      std::to_string(dim));
   std::vector<TensorSpec> specs;
   for (auto s : sizes) {
@@ -216,7 +215,7 @@ std::vector<Tensor> split(const Tensor& t, std::vector<std::int64_t> sizes, std:
 Tensor gather(const Tensor& t, const Tensor& indices, std::int64_t axis) {
   detail::check_dtype("Gather", indices, int32, "indices");
   if (t.rank() == 0)
-    throw ShapeError("Gather: cannot index scalar " + describe(t));
+    throw ShapeError("Gather: cannot index scalar " + to_string(t));
   const auto a = normalize_axis(axis, t.rank(), "Gather");
   Shape shape(t.shape().begin(), t.shape().begin() + a);
   shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
@@ -232,7 +231,7 @@ Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& val
     throw ValueError("OneHot: num_classes must be >= 1, got " + std::to_string(num_classes));
   if (values.shape() != Shape{2})
     throw ShapeError("OneHot: values must have shape (2,) holding [off, on], got " +
-                     describe(values));
+                     to_string(values));
   const auto a = normalize_axis(axis, indices.rank() + 1, "OneHot");
   Shape shape = indices.shape();
   shape.insert(shape.begin() + a, num_classes);
@@ -256,8 +255,8 @@ void check_elements(std::string_view op, const Tensor& t, const Tensor& indices,
     fits = d == axis ||
            indices.shape()[static_cast<std::size_t>(d)] == t.shape()[static_cast<std::size_t>(d)];
   if (!fits)
-    throw ShapeError(std::string(op) + ": indices " + describe(indices) +
-                     " must have the rank of " + describe(t) +
+    throw ShapeError(std::string(op) + ": indices " + to_string(indices) +
+                     " must have the rank of " + to_string(t) +
                      " and its extent on every axis but " + std::to_string(axis));
 }
 
@@ -265,15 +264,15 @@ Tensor scatter_op(OpKind kind, const Tensor& t, const Tensor& indices, const Ten
                   std::int64_t axis) {
   const auto op = op_type_name(kind);
   if (t.rank() == 0)
-    throw ShapeError(std::string(op) + ": cannot scatter into scalar " + describe(t));
+    throw ShapeError(std::string(op) + ": cannot scatter into scalar " + to_string(t));
   const auto a = normalize_axis(axis, t.rank(), op);
   check_elements(op, t, indices, a);
   detail::check_same_dtype(op, t, updates);
   if (updates.shape() != indices.shape())
-    throw ShapeError(std::string(op) + ": updates " + describe(updates) +
-                     " must have the shape of the indices " + describe(indices));
+    throw ShapeError(std::string(op) + ": updates " + to_string(updates) +
+                     " must have the shape of the indices " + to_string(indices));
   if (kind == OpKind::ScatterAdd && t.dtype() == bool_)
-    throw DTypeError(std::string(op) + ": cannot add into bool tensor " + describe(t));
+    throw DTypeError(std::string(op) + ": cannot add into bool tensor " + to_string(t));
   return add_op1(kind, {t, indices, updates}, t.spec(), AxisAttrs{a});
 }
 
@@ -283,7 +282,7 @@ DynamicAttrs dynamic_attrs(std::string_view op, const Tensor& t, const Tensor& i
   detail::check_dtype(op, index, int32, "the index");
   if (axes.size() != sizes.size() || index.shape() != Shape{static_cast<std::int64_t>(axes.size())})
     throw ShapeError(std::string(op) + ": axes " + list(axes) + ", sizes " + list(sizes) +
-                     " and the index " + describe(index) + " must have one entry per axis");
+                     " and the index " + to_string(index) + " must have one entry per axis");
   std::vector<bool> seen(static_cast<std::size_t>(t.rank()), false);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     axes[i] = normalize_axis(axes[i], t.rank(), op);
@@ -294,7 +293,7 @@ DynamicAttrs dynamic_attrs(std::string_view op, const Tensor& t, const Tensor& i
     seen[a] = true;
     if (sizes[i] < 0 || sizes[i] > t.shape()[a])
       throw ShapeError(std::string(op) + ": size " + std::to_string(sizes[i]) + " on axis " +
-                       std::to_string(a) + " does not fit in " + describe(t));
+                       std::to_string(a) + " does not fit in " + to_string(t));
   }
   return DynamicAttrs{std::move(axes), std::move(sizes)};
 }
@@ -302,7 +301,7 @@ DynamicAttrs dynamic_attrs(std::string_view op, const Tensor& t, const Tensor& i
 
 Tensor take_along_axis(const Tensor& t, const Tensor& indices, std::int64_t axis) {
   if (t.rank() == 0)
-    throw ShapeError("GatherElements: cannot index scalar " + describe(t));
+    throw ShapeError("GatherElements: cannot index scalar " + to_string(t));
   const auto a = normalize_axis(axis, t.rank(), "GatherElements");
   check_elements("GatherElements", t, indices, a);
   return add_op1(OpKind::TakeAlongAxis, {t, indices}, TensorSpec{indices.shape(), t.dtype()},
@@ -333,9 +332,9 @@ Tensor ipu_copy(const Tensor& t, std::int64_t destination, std::optional<std::in
     throw GraphError("IpuCopy: the tensor is an empty Tensor");
   if (destination < 0)
     throw ValueError("IpuCopy: destination IPU " + std::to_string(destination) + " of " +
-                     describe(t) + " must be >= 0");
+                     to_string(t) + " must be >= 0");
   if (source && *source != t.ipu())
-    throw GraphError("IpuCopy: " + describe(t) + " is on IPU " + std::to_string(t.ipu()) +
+    throw GraphError("IpuCopy: " + to_string(t) + " is on IPU " + std::to_string(t.ipu()) +
                      ", not on the source IPU " + std::to_string(*source) + " given");
   auto on_destination = ipu(destination);
   return add_op1(OpKind::IpuCopy, {t}, t.spec());
@@ -345,8 +344,8 @@ Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update
                       std::vector<std::int64_t> axes) {
   detail::check_same_dtype("DynamicUpdate", t, update);
   if (update.rank() != t.rank())
-    throw ShapeError("DynamicUpdate: update " + describe(update) + " must have the rank of " +
-                     describe(t));
+    throw ShapeError("DynamicUpdate: update " + to_string(update) + " must have the rank of " +
+                     to_string(t));
   std::vector<std::int64_t> sizes;
   for (auto a : axes)
     sizes.push_back(
@@ -356,8 +355,8 @@ Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update
   for (std::size_t i = 0; i < attrs.axes.size(); ++i)
     expected[static_cast<std::size_t>(attrs.axes[i])] = attrs.sizes[i];
   if (update.shape() != expected)
-    throw ShapeError("DynamicUpdate: update " + describe(update) + " must have the shape of " +
-                     describe(t) + " except on the updated axes " + list(attrs.axes));
+    throw ShapeError("DynamicUpdate: update " + to_string(update) + " must have the shape of " +
+                     to_string(t) + " except on the updated axes " + list(attrs.axes));
   return add_op1(OpKind::DynamicUpdate, {t, index, update}, t.spec(), std::move(attrs));
 }
 
@@ -391,8 +390,8 @@ Tensor stack(const std::vector<Tensor>& ts, std::int64_t axis) {
   std::vector<Tensor> parts;
   for (std::size_t i = 0; i < ts.size(); ++i) {
     if (ts[i].shape() != ts[0].shape())
-      throw ShapeError("Stack: tensor " + std::to_string(i) + " " + describe(ts[i]) +
-                       " does not have the shape of " + describe(ts[0]));
+      throw ShapeError("Stack: tensor " + std::to_string(i) + " " + to_string(ts[i]) +
+                       " does not have the shape of " + to_string(ts[0]));
     parts.push_back(unsqueeze(ts[i], {a}));
   }
   return concat(parts, a);
@@ -404,7 +403,7 @@ Tensor triangle(OpKind kind, const Tensor& t, std::int64_t k) {
     throw ShapeError(std::string(op_type_name(kind)) +
                      ": expected a tensor of rank 2 or more (the triangle is taken of the last "
                      "two axes), got " +
-                     describe(t));
+                     to_string(t));
   return add_op1(kind, {t}, t.spec(), DiagonalAttrs{k});
 }
 } // namespace
@@ -415,7 +414,7 @@ Tensor triu(const Tensor& t, std::int64_t k) { return triangle(OpKind::Triu, t, 
 Tensor pad(const Tensor& t, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
            double value) {
   if (widths.size() != static_cast<std::size_t>(t.rank()))
-    throw ValueError("Pad: expected one {before, after} pair per axis of " + describe(t) +
+    throw ValueError("Pad: expected one {before, after} pair per axis of " + to_string(t) +
                      ", got " + std::to_string(widths.size()));
   PadAttrs attrs;
   attrs.value = value;
@@ -427,28 +426,28 @@ Tensor pad(const Tensor& t, const std::vector<std::pair<std::int64_t, std::int64
                        std::to_string(before) + ", " + std::to_string(after) + "}");
     if (__builtin_add_overflow(shape[a], before, &shape[a]) ||
         __builtin_add_overflow(shape[a], after, &shape[a]))
-      throw ShapeError("Pad: axis " + std::to_string(a) + " of " + describe(t) +
+      throw ShapeError("Pad: axis " + std::to_string(a) + " of " + to_string(t) +
                        " padded would be longer than a 64-bit count can hold");
     attrs.before.push_back(before);
     attrs.after.push_back(after);
   }
-  nbytes(shape, t.dtype(), "Pad of " + describe(t));
+  nbytes(shape, t.dtype(), "Pad of " + to_string(t));
   return add_op1(OpKind::Pad, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
 }
 
 Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats) {
   if (repeats.size() != static_cast<std::size_t>(t.rank()))
-    throw ValueError("Tile: expected one repeat count per axis of " + describe(t) + ", got " +
+    throw ValueError("Tile: expected one repeat count per axis of " + to_string(t) + ", got " +
                      list(repeats));
   Shape shape = t.shape();
   for (std::size_t a = 0; a < repeats.size(); ++a) {
     if (repeats[a] < 0)
       throw ValueError("Tile: repeat counts must be >= 0, got " + list(repeats));
     if (__builtin_mul_overflow(shape[a], repeats[a], &shape[a]))
-      throw ShapeError("Tile: axis " + std::to_string(a) + " of " + describe(t) +
+      throw ShapeError("Tile: axis " + std::to_string(a) + " of " + to_string(t) +
                        " repeated would be longer than a 64-bit count can hold");
   }
-  nbytes(shape, t.dtype(), "Tile of " + describe(t));
+  nbytes(shape, t.dtype(), "Tile of " + to_string(t));
   return add_op1(OpKind::Tile, {t}, TensorSpec{std::move(shape), t.dtype()}, TileAttrs{repeats});
 }
 

@@ -11,22 +11,21 @@
 namespace pxl::ops {
 
 using detail::add_op1;
-using detail::describe;
 
 namespace {
 /// float32/float16 always; int32 too where the update is exact in integers.
 void check_target_dtype(std::string_view op, const Tensor& t, bool allow_int32) {
   if (is_floating_point(t.dtype()) || (allow_int32 && t.dtype() == int32))
     return;
-  throw DTypeError(std::string(op) + ": cannot update " + describe(t) + " in place; expected " +
+  throw DTypeError(std::string(op) + ": cannot update " + to_string(t) + " in place; expected " +
                    (allow_int32 ? "float32, float16 or int32" : "float32 or float16"));
 }
 
 /// `x` must broadcast to exactly `t`'s shape: an in-place op cannot grow its target.
 void check_broadcasts_to(std::string_view op, const Tensor& t, const Tensor& x) {
   if (broadcast_shapes(t.shape(), x.shape(), op) != t.shape())
-    throw ShapeError(std::string(op) + ": " + describe(x) + " must broadcast to the shape of " +
-                     describe(t) + ", which is updated in place; the broadcast result is " +
+    throw ShapeError(std::string(op) + ": " + to_string(x) + " must broadcast to the shape of " +
+                     to_string(t) + ", which is updated in place; the broadcast result is " +
                      to_string(broadcast_shapes(t.shape(), x.shape(), op)));
 }
 
@@ -76,8 +75,8 @@ Tensor copy_var_update_(const Tensor& t, const Tensor& x) {
   check_target_dtype("CopyVarUpdate", t, true);
   detail::check_same_dtype("CopyVarUpdate", t, x);
   if (t.shape() != x.shape())
-    throw ShapeError("CopyVarUpdate: " + describe(x) + " must have the same shape as " +
-                     describe(t) + ", which it overwrites");
+    throw ShapeError("CopyVarUpdate: " + to_string(x) + " must have the same shape as " +
+                     to_string(t) + ", which it overwrites");
   return add_op1(OpKind::CopyVarUpdate, {t, x}, t.spec());
 }
 
@@ -103,14 +102,14 @@ Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& 
   constexpr std::string_view op = "AdamUpdater";
   const auto fail_dtype = [&](const char* role, const Tensor& t) {
     throw DTypeError(std::string(op) + ": " + role + " must be float32 or float16, got " +
-                     describe(t));
+                     to_string(t));
   };
   const auto check_like_m = [&](const char* role, const Tensor& t) {
     if (!is_floating_point(t.dtype()))
       fail_dtype(role, t);
     if (t.shape() != m.shape())
-      throw ShapeError(std::string(op) + ": " + role + " " + describe(t) +
-                       " must have the shape of the first moment " + describe(m));
+      throw ShapeError(std::string(op) + ": " + role + " " + to_string(t) +
+                       " must have the shape of the first moment " + to_string(m));
   };
   if (!is_floating_point(m.dtype()))
     fail_dtype("the first moment", m);
@@ -134,7 +133,7 @@ Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& 
       fail_dtype("the time step", o.time_step);
     if (o.time_step.nelms() != 1)
       throw ShapeError(std::string(op) + ": the time step must be a scalar, got " +
-                       describe(o.time_step));
+                       to_string(o.time_step));
     attrs.bias_correction = true;
     attrs.beta1 = *o.beta1;
     attrs.beta2 = *o.beta2;

@@ -1,7 +1,5 @@
 // Reverse-mode differentiation of one graph into a new gradient graph.
 #include "pxl/transforms/autodiff.hpp"
-#include "ir/context.hpp"
-#include "ir/handle_access.hpp"
 #include "ir/op_builder.hpp"
 #include "ops/grad_rule.hpp"
 #include "pxl/ir/ir.hpp"
@@ -156,8 +154,7 @@ public:
                                 const std::vector<Tensor>& required) {
     grad_ = fwd_.ir().create_empty_graph(fwd_.name() + "_grad");
     // A few gradient tensors per forward op: make room for their ids once.
-    auto& ids = HandleAccess::storage(fwd_)->tensor_ids;
-    ids.reserve(ids.size() + 4 * fwd_.ops().size());
+    rewriter_.reserve_tensors(4 * fwd_.ops().size());
     auto in_grad = grad_.scope();
     auto unordered = in_sequence(false);
     // Every gradient lives on the IPU of the forward tensor or op it derives from.
@@ -212,12 +209,11 @@ public:
     for (const auto& i : called.inputs())
       if (is_floating_point(i.dtype()))
         all_in.push_back(i);
-    auto& ctx = context();
-    // Build it outside this gradient graph's scopes.
-    auto saved_sequences = std::move(ctx.sequences);
-    ctx.sequences.clear();
-    auto info = Autodiff(called, cache_).run(all_out, all_in);
-    ctx.sequences = std::move(saved_sequences);
+    // Build it outside this gradient graph's sequences.
+    const transforms::GradGraphInfo info = [&] {
+      const SequencesSuspended outside;
+      return Autodiff(called, cache_).run(all_out, all_in);
+    }();
     rewriter_.mark_differentiated(called);
     cache_.emplace(called, info);
     return grad_call(info);
@@ -320,7 +316,7 @@ private:
           view.input_is_by_ref(c.graph, u.input - c.first_input))
         called += (called.empty() ? "'" : " and '") + view.name(c.graph) + "'";
     throw GraphError("autodiff: " + u.call.debug_name() + " in graph '" + fwd_.name() +
-                     "' updates " + describe(u.handle) + " in place through its input " +
+                     "' updates " + to_string(u.handle) + " in place through its input " +
                      std::to_string(u.input) + ", by reference in graph " + called +
                      ", and a gradient flows through the updated value; a by-reference update "
                      "cannot be differentiated: return the new value from " +
@@ -370,8 +366,8 @@ void check_members(std::string_view what, const std::vector<Tensor>& ts,
                    const std::vector<Tensor>& allowed, const Graph& g) {
   for (const auto& t : ts)
     if (std::find(allowed.begin(), allowed.end(), t) == allowed.end())
-      throw GraphError("autodiff: " + (t.valid() ? detail::describe(t) : std::string("tensor")) +
-                       " in " + std::string(what) + " is not " +
+      throw GraphError("autodiff: " + (t.valid() ? to_string(t) : std::string("tensor")) + " in " +
+                       std::string(what) + " is not " +
                        (what == "grads_provided" ? "an output" : "an input") + " of graph '" +
                        g.name() + "'");
 }
@@ -397,18 +393,17 @@ std::map<Graph, GradGraphInfo> autodiff_all(const Graph& graph, AutodiffOptions 
   check_members("grads_required", required, graph.inputs(), graph);
   for (const auto& t : provided)
     if (!is_floating_point(t.dtype()))
-      throw DTypeError("autodiff: cannot provide a gradient for " + detail::describe(t) +
+      throw DTypeError("autodiff: cannot provide a gradient for " + to_string(t) +
                        ": gradients exist for float32 and float16 tensors only");
   for (const auto& t : required)
     if (!is_floating_point(t.dtype()))
-      throw DTypeError("autodiff: cannot require the gradient of " + detail::describe(t) +
+      throw DTypeError("autodiff: cannot require the gradient of " + to_string(t) +
                        ": gradients exist for float32 and float16 tensors only");
   auto cache = std::move(options.called_graphs_grad_info);
-  auto& ctx = detail::context();
-  auto saved_sequences = std::move(ctx.sequences);
-  ctx.sequences.clear();
-  auto info = detail::Autodiff(graph, cache).run(provided, required);
-  ctx.sequences = std::move(saved_sequences);
+  const transforms::GradGraphInfo info = [&] {
+    const detail::SequencesSuspended outside;
+    return detail::Autodiff(graph, cache).run(provided, required);
+  }();
   rewriter.mark_differentiated(graph);
   cache.insert_or_assign(graph, info);
   return cache;
@@ -441,7 +436,7 @@ void check_activations_unchanged(const CallSiteInfo& fwd_call, const InputsDict&
         continue;
       const Op writer = view.op(*it);
       throw GraphError("GradGraphInfo::inputs_dict: the gradient of graph '" +
-                       fwd_call.called_graph().name() + "' reads " + detail::describe(hit->second) +
+                       fwd_call.called_graph().name() + "' reads " + to_string(hit->second) +
                        " as " + call.debug_name() + " left it, but " + writer.debug_name() + " ('" +
                        writer.name() +
                        "') has changed it in place since; ops run in the order they are "

@@ -7,7 +7,7 @@ namespace pxl::transforms {
 
 namespace {
 std::string shown(const Tensor& t) {
-  return t.valid() ? detail::describe(t) : std::string("an empty Tensor");
+  return t.valid() ? to_string(t) : std::string("an empty Tensor");
 }
 } // namespace
 
@@ -115,6 +115,8 @@ std::vector<Tensor> IrRewriter::inline_call(const Op& call) {
     r.push_back(v.tensor(id));
   return r;
 }
+
+void IrRewriter::reserve_tensors(std::size_t more) { detail::edit::reserve_tensors(*ir_, more); }
 
 void IrRewriter::mark_differentiated(const Graph& graph) {
   if (!view().owns(graph))

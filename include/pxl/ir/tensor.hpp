@@ -75,6 +75,10 @@ private:
   std::uint32_t index_ = 0;
 };
 
+/// "'x' [(2, 3) float32]": the tensor as pxl's error messages show it ("an empty Tensor"
+/// for a default-constructed one).
+std::string to_string(const Tensor& t);
+
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

@@ -63,6 +63,9 @@ public:
 
   /// Records that autodiff has been applied to `graph` (IrView::is_differentiated).
   void mark_differentiated(const Graph& graph);
+  /// Makes room for `more` new tensors, so that a transform that adds many (autodiff: a few
+  /// per forward op) grows the Ir's tables once. A hint: nothing changes in the Ir.
+  void reserve_tensors(std::size_t more);
 
 private:
   Ir* ir_;
