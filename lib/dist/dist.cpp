@@ -1,5 +1,6 @@
 // pxl::dist's settings: explicit ones (configure) over what MPI's launcher put in the
 // environment; and the traffic counters.
+#include "instance_layout.hpp"
 #include "instance_link.hpp"
 
 #include "pxl/core/error.hpp"
@@ -129,6 +130,14 @@ Traffic traffic() {
 }
 
 namespace detail {
+InstanceLayout current_layout() {
+  return {.instances = num_instances(),
+          .local_instances = num_local_instances(),
+          .total_replicas = num_total_replicas(),
+          .local_replicas = num_local_replicas(),
+          .replica_offset = replica_offset()};
+}
+
 void count_traffic(std::int64_t messages_sent, std::int64_t messages_received,
                    std::int64_t bytes_sent, std::int64_t bytes_received) {
   Counters& c = counters();

@@ -2,7 +2,6 @@
 #include "engine.hpp"
 
 #include "pxl/core/error.hpp"
-#include "pxl/dist.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -42,7 +41,8 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
 }
 } // namespace
 
-Engine::Engine(const Ir& ir, Target target, SessionOptions options)
+Engine::Engine(const Ir& ir, Target target, SessionOptions options,
+               std::optional<dist::detail::InstanceLayout> instances)
     : hold_(ir), view_(hold_.view()), target_(std::move(target)), options_(options) {
   verify();
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
@@ -58,8 +58,7 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
                      std::to_string(options_.stream_queue_depth));
   // By default the cores, shared by the instances on this host (each of `mpirun -np 2` on two
   // cores gets one, rather than each two that compete).
-  const auto sharing = static_cast<unsigned>(
-      options_.distributed && dist::num_instances() > 1 ? dist::num_local_instances() : 1);
+  const auto sharing = static_cast<unsigned>(instances ? instances->local_instances : 1);
   const unsigned workers = options_.workers ? options_.workers : std::max(1u, hardware / sharing);
   pool_ = std::make_unique<WorkerPool>(workers);
   program_ = compile_program(view_, target_);
@@ -67,18 +66,18 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options)
     throw OutOfMemoryError(out_of_memory_message(target_, program_.memory));
 
   auto replicas = static_cast<std::size_t>(view_.replication_factor());
-  if (options_.distributed && dist::num_instances() > 1) {
-    if (view_.replication_factor() != dist::num_total_replicas())
+  if (instances) {
+    if (view_.replication_factor() != instances->total_replicas)
       throw SessionError(
           "Session: a distributed session spreads the Ir's replicas over the instances, so its "
           "replication factor must be pxl::dist::num_total_replicas() = " +
-          std::to_string(dist::num_total_replicas()) + " (over " +
-          std::to_string(dist::num_instances()) + " instances), got " +
+          std::to_string(instances->total_replicas) + " (over " +
+          std::to_string(instances->instances) + " instances), got " +
           std::to_string(view_.replication_factor()) +
           "; set it with ir.set_replication_factor(pxl::dist::num_total_replicas()) and the "
           "total with pxl::dist::configure({.num_total_replicas = ...})");
-    replicas = static_cast<std::size_t>(dist::num_local_replicas());
-    replica_offset_ = dist::replica_offset();
+    replicas = static_cast<std::size_t>(instances->local_replicas);
+    replica_offset_ = instances->replica_offset;
     link_ = std::make_unique<dist::detail::InstanceLink>("Session");
     exchange_ =
         std::make_unique<InstanceExchange>(*link_, program_, static_cast<std::int64_t>(replicas));

@@ -11,6 +11,7 @@
 #include "stream_state.hpp"
 #include "worker_pool.hpp"
 
+#include "dist/instance_layout.hpp"
 #include "ir/ir_hold.hpp"
 
 #include "pxl/session.hpp"
@@ -26,7 +27,10 @@ namespace pxl::emu::detail {
 
 class Engine {
 public:
-  Engine(const Ir& ir, Target target, SessionOptions options);
+  /// `instances`: the layout of the instances of a distributed session (over more than one),
+  /// read from pxl::dist by the Session; the emulator reads no global of pxl::dist.
+  Engine(const Ir& ir, Target target, SessionOptions options,
+         std::optional<dist::detail::InstanceLayout> instances);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();

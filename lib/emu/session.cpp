@@ -2,7 +2,9 @@
 #include "pxl/session.hpp"
 #include "engine.hpp"
 
+#include "dist/instance_layout.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/dist.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -37,7 +39,11 @@ Session::Attachment::~Attachment() {
 Session::Session(Ir& ir, std::string_view device, SessionOptions options)
     : Session(ir, target_for(ir, device), options) {}
 Session::Session(Ir& ir, emu::Target target, SessionOptions options)
-    : engine_(std::make_shared<emu::detail::Engine>(ir, std::move(target), options)) {}
+    : engine_(
+          std::make_shared<emu::detail::Engine>(ir, std::move(target), options,
+                                                options.distributed && dist::num_instances() > 1
+                                                    ? std::optional(dist::detail::current_layout())
+                                                    : std::nullopt)) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
