@@ -12,7 +12,7 @@
 
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/trainer.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/emu/profile.hpp"

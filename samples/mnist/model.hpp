@@ -2,8 +2,8 @@
 #pragma once
 
 #include "pxl/addons/layers/linear.hpp"
-#include "pxl/addons/module.hpp"
-#include "pxl/addons/pipeline.hpp"
+#include "pxl/addons/module/module.hpp"
+#include "pxl/addons/training/pipeline.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/transforms/pipeline.hpp"
 

@@ -1,5 +1,5 @@
 // save_checkpoint / load_checkpoint: a session's variables through a safetensors file.
-#include "pxl/addons/checkpoint.hpp"
+#include "pxl/addons/training/checkpoint.hpp"
 #include "pxl/addons/safetensors.hpp"
 #include "pxl/pxl.hpp"
 

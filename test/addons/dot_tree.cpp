@@ -1,5 +1,5 @@
 // DotTree, NamedTensors and NamedTensorData: order, access, conversions and every error.
-#include "pxl/addons/named_tensors.hpp"
+#include "pxl/addons/module/named_tensors.hpp"
 #include "pxl/pxl.hpp"
 
 #include <doctest/doctest.h>

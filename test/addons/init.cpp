@@ -1,6 +1,6 @@
 // Initialisers and variable factories: values, statistics, seeding and creation order.
 #include "pxl/addons/layers/linear.hpp"
-#include "pxl/addons/variable_factory.hpp"
+#include "pxl/addons/module/variable_factory.hpp"
 #include "pxl/pxl.hpp"
 
 #include <doctest/doctest.h>

@@ -6,7 +6,7 @@
 #include "mnist_bench_data.hpp"
 #include "model.hpp"
 
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/trainer.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -2,12 +2,12 @@
 
 #include "model.hpp"
 
-#include "pxl/addons/accumulation.hpp"
 #include "pxl/addons/data/batches.hpp"
-#include "pxl/addons/data_parallel.hpp"
 #include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/addons/optimizers/adam.hpp"
 #include "pxl/addons/optimizers/apply.hpp"
+#include "pxl/addons/training/accumulation.hpp"
+#include "pxl/addons/training/data_parallel.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/ir/graph.hpp"

@@ -8,7 +8,7 @@
 #include "pxl/addons/data/batch.hpp"
 #include "pxl/addons/data/batch_fan_out.hpp"
 #include "pxl/addons/data/dataset.hpp"
-#include "pxl/addons/named_tensors.hpp"
+#include "pxl/addons/module/named_tensors.hpp"
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/stream.hpp"

@@ -6,7 +6,7 @@
 #include "helpers.hpp"
 #include "reference_programs.hpp"
 
-#include "pxl/addons/checkpoint.hpp"
+#include "pxl/addons/training/checkpoint.hpp"
 #include "pxl/core/error.hpp"
 
 #include <doctest/doctest.h>

@@ -5,7 +5,7 @@
 #include "model.hpp"
 #include "reference_programs.hpp"
 
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/trainer.hpp"
 
 #include <doctest/doctest.h>
 

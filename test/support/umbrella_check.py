@@ -8,12 +8,25 @@ included, directly or through other pxl headers, by UMBRELLA (a path relative to
 include=pxl/pxl.hpp). Includes are followed through every DIR and every --also directory
 (generated headers such as pxl/version.hpp). The headers are listed when the test runs, so
 one added without its umbrella line fails here at once, without reconfiguring or compiling.
+
+A forwarding header, left at the old path of a moved header so that users' includes keep
+working, is not API of its own and need not be reached: it opens with
+`// Forwards to pxl/NEW.hpp, ...` and its only include is that header, a public header of
+the same DIR (so reaching the new home is what is checked). A forwarding header whose
+include does not match its first line, or names no public header, fails the check.
 """
 import pathlib
 import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+FORWARDS = re.compile(r'// Forwards to (\S+\.hpp)\b')
+
+
+def forwarding_target(text):
+    """The header a forwarding header names on its first line, or None for any other header."""
+    match = FORWARDS.match(text)
+    return match.group(1) if match else None
 
 
 def main(argv):
@@ -50,6 +63,19 @@ def main(argv):
     for directory, umbrella in checks:
         headers = {p.relative_to(directory).as_posix() for p in directory.rglob("*.hpp")
                    if "detail" not in p.relative_to(directory).parts[:-1]}
+        forwarding = {}
+        for rel in sorted(headers):
+            text = (directory / rel).read_text(encoding="utf-8")
+            target = forwarding_target(text)
+            if target is None:
+                continue
+            if INCLUDE.findall(text) != [target] or target not in headers - {rel}:
+                failed = True
+                print(f"umbrella_check: {directory / rel} says it forwards to {target}, but its "
+                      f"only include must be that header, a public header of {directory}")
+                continue
+            forwarding[rel] = target
+        headers -= forwarding.keys()
         if umbrella not in headers:
             print(f"umbrella_check: no umbrella header {directory / umbrella}")
             failed = True
@@ -64,7 +90,8 @@ def main(argv):
             print(f"Add `#include \"{missing[0]}\"` (and the others) to {umbrella}.")
         else:
             print(f"umbrella_check: {umbrella} reaches all {len(headers) - 1} public headers "
-                  f"of {directory}")
+                  f"of {directory}" + (f" ({len(forwarding)} forwarding headers exempt)"
+                                       if forwarding else ""))
     return 1 if failed else 0
 
 

@@ -1,7 +1,7 @@
 // Sequential: layers named by position, built in order, optionally in pipeline stages.
 #include "pxl/addons/layers/sequential.hpp"
 
-#include "pxl/addons/pipeline.hpp"
+#include "pxl/addons/training/pipeline.hpp"
 #include "pxl/ops/random.hpp"
 
 #include <algorithm>

@@ -2,8 +2,8 @@
 // with on-chip or remote state.
 #include "pxl/addons/optimizers/apply.hpp"
 
-#include "pxl/addons/remote.hpp"
-#include "pxl/addons/rts.hpp"
+#include "pxl/addons/training/remote.hpp"
+#include "pxl/addons/training/rts.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ops/var_updates.hpp"

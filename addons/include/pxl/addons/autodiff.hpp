@@ -1,7 +1,7 @@
 // pxl::addons::autodiff: the gradient graph of a GraphWithNamedArgs, with names carried over.
 #pragma once
 
-#include "pxl/addons/graph_with_named_args.hpp"
+#include "pxl/addons/module/graph_with_named_args.hpp"
 #include "pxl/transforms/autodiff.hpp"
 
 namespace pxl::addons {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "pxl/addons/layers/activation.hpp"
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 
 #include <cstdint>
 

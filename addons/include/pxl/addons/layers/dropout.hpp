@@ -1,7 +1,7 @@
 // pxl::addons::Dropout: seeded dropout as a module.
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 
 namespace pxl::addons {
 

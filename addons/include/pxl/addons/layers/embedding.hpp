@@ -1,7 +1,7 @@
 // pxl::addons::Embedding: a lookup table of vectors indexed by token id.
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // pxl::addons::Flatten: Keras's Flatten, every axis but the batch axis folded into one.
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 
 namespace pxl::addons {
 

@@ -1,7 +1,7 @@
 // pxl::addons::Layer: any one-input module held by value behind one type (Sequential's element).
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 #include "pxl/core/error.hpp"
 
 #include <concepts>

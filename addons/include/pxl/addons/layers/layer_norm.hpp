@@ -1,7 +1,7 @@
 // pxl::addons::LayerNorm: normalise over the last axis, then scale and shift.
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 
 namespace pxl::addons {
 

@@ -1,7 +1,7 @@
 // pxl::addons::Linear: y = x · W (+ b).
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // pxl::addons::optimizers::apply: one optimizer step for every variable of a model.
 #pragma once
 
-#include "pxl/addons/graph_cache.hpp"
+#include "pxl/addons/module/graph_cache.hpp"
 #include "pxl/addons/optimizers/optimizer_step.hpp"
 #include "pxl/ir/scope.hpp"
 

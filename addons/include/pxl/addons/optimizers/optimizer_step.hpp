@@ -1,7 +1,7 @@
 // pxl::addons::optimizers::OptimizerStep: the base of optimizer modules (var by ref, grad).
 #pragma once
 
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 #include "pxl/addons/optimizers/learning_rate.hpp"
 
 #include <concepts>

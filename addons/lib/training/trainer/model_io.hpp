@@ -3,7 +3,7 @@
 #pragma once
 
 #include "pxl/addons/ops/cross_entropy.hpp"
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/trainer.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/host_io.hpp"
 #include "pxl/ops/reduce.hpp"

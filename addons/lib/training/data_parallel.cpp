@@ -1,5 +1,5 @@
 // Data-parallel training: gradients averaged across replicas with a mean all-reduce.
-#include "pxl/addons/data_parallel.hpp"
+#include "pxl/addons/training/data_parallel.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/graph.hpp"

@@ -1,5 +1,5 @@
 // Creating variables and buffers from factories.
-#include "pxl/addons/variable_factory.hpp"
+#include "pxl/addons/module/variable_factory.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ir/replica_sharding.hpp"

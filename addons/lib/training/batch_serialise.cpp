@@ -1,6 +1,6 @@
 // Batch serialisation: a graph's micro-batches run in a device loop, and a forward/gradient
 // pair whose activations wait in Streaming Memory between the two loops.
-#include "pxl/addons/batch_serialise.hpp"
+#include "pxl/addons/training/batch_serialise.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/ir.hpp"

@@ -1,5 +1,5 @@
 // Key handling shared by every DotTree instantiation.
-#include "pxl/addons/dot_tree.hpp"
+#include "pxl/addons/module/dot_tree.hpp"
 
 #include <cctype>
 

@@ -1,5 +1,5 @@
 // Metrics: argmax against the labels, counted or averaged; metric names both ways.
-#include "pxl/addons/metrics.hpp"
+#include "pxl/addons/training/metrics.hpp"
 
 #include "pxl/addons/ops/cross_entropy.hpp"
 #include "pxl/ops/elementwise.hpp"

@@ -1,4 +1,4 @@
-#include "pxl/addons/checkpoint.hpp"
+#include "pxl/addons/training/checkpoint.hpp"
 
 #include "pxl/addons/safetensors.hpp"
 #include "pxl/core/error.hpp"

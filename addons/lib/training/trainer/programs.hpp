@@ -3,8 +3,8 @@
 #pragma once
 
 #include "pxl/addons/data/batch_fan_out.hpp"
-#include "pxl/addons/progress.hpp"
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/progress.hpp"
+#include "pxl/addons/training/trainer.hpp"
 
 #include <exception>
 #include <functional>

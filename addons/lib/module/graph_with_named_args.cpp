@@ -1,5 +1,5 @@
 // GraphWithNamedArgs and BoundGraph: calling graphs whose parameter inputs are named.
-#include "pxl/addons/graph_with_named_args.hpp"
+#include "pxl/addons/module/graph_with_named_args.hpp"
 
 #include "pxl/addons/autodiff.hpp"
 

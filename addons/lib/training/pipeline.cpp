@@ -1,6 +1,6 @@
-#include "pxl/addons/pipeline.hpp"
+#include "pxl/addons/training/pipeline.hpp"
 
-#include "pxl/addons/accumulation.hpp"
+#include "pxl/addons/training/accumulation.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"

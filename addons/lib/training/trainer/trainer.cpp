@@ -1,12 +1,12 @@
 // pxl::addons::Trainer: compile, fit, evaluate and predict, and the weights its programs
 // share. The programs themselves are built in training_program.cpp and forward_program.cpp,
 // and fed in feeding.cpp.
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/trainer.hpp"
 
 #include "programs.hpp"
 
-#include "pxl/addons/checkpoint.hpp"
-#include "pxl/addons/metrics.hpp"
+#include "pxl/addons/training/checkpoint.hpp"
+#include "pxl/addons/training/metrics.hpp"
 #include "pxl/core/error.hpp"
 
 #include <cstring>

@@ -1,5 +1,5 @@
 // Host data for named tensors.
-#include "pxl/addons/named_tensors.hpp"
+#include "pxl/addons/module/named_tensors.hpp"
 
 namespace pxl::addons {
 

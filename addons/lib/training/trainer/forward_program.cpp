@@ -4,7 +4,7 @@
 
 #include "model_io.hpp"
 
-#include "pxl/addons/metrics.hpp"
+#include "pxl/addons/training/metrics.hpp"
 #include "pxl/ir/ir.hpp"
 
 namespace pxl::addons::trainer_detail {

@@ -1,5 +1,5 @@
 // Initialisers: counter-based random draws in double, converted to the variable's dtype.
-#include "pxl/addons/init.hpp"
+#include "pxl/addons/module/init.hpp"
 
 #include <cmath>
 #include <sstream>

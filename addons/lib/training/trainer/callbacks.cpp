@@ -1,6 +1,6 @@
 // Keras's callbacks that the Trainer ships: ModelCheckpoint, EarlyStopping and
 // LearningRateScheduler.
-#include "pxl/addons/trainer.hpp"
+#include "pxl/addons/training/trainer.hpp"
 
 #include "pxl/core/error.hpp"
 

@@ -1,6 +1,6 @@
 // Gradient accumulation: accumulator factories, the per-micro-batch accumulation and the
 // update-and-reset at the end of a window.
-#include "pxl/addons/accumulation.hpp"
+#include "pxl/addons/training/accumulation.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/graph.hpp"

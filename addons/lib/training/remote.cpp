@@ -1,4 +1,4 @@
-#include "pxl/addons/remote.hpp"
+#include "pxl/addons/training/remote.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ir/remote_buffer.hpp"

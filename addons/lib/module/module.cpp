@@ -1,5 +1,5 @@
 // The trace state behind Module: variables collected per create_graph, sub-module prefixes.
-#include "pxl/addons/module.hpp"
+#include "pxl/addons/module/module.hpp"
 #include "pxl/ir/replica_sharding.hpp"
 
 #include <cxxabi.h>

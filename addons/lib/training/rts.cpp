@@ -1,5 +1,5 @@
 // Replicated tensor sharding helpers: gathers and reduce-scatters that keep track of shards.
-#include "pxl/addons/rts.hpp"
+#include "pxl/addons/training/rts.hpp"
 
 #include "pxl/core/error.hpp"
 #include "pxl/ops/collectives.hpp"

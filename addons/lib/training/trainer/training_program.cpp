@@ -4,10 +4,10 @@
 
 #include "model_io.hpp"
 
-#include "pxl/addons/accumulation.hpp"
-#include "pxl/addons/data_parallel.hpp"
-#include "pxl/addons/metrics.hpp"
 #include "pxl/addons/optimizers/apply.hpp"
+#include "pxl/addons/training/accumulation.hpp"
+#include "pxl/addons/training/data_parallel.hpp"
+#include "pxl/addons/training/metrics.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ops/call.hpp"
