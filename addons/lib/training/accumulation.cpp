@@ -18,8 +18,6 @@ namespace {
 const std::string prefix(accumulator_prefix);
 const std::string counter_key(accumulator_counter_key);
 
-std::string describe(const Tensor& t) { return "'" + t.name() + "' " + to_string(t.spec()); }
-
 /// The per-variable accumulators of `tree` (its "accum" sub-tree), keyed like the variables.
 NamedTensors accumulators_of(const NamedTensors& tree, std::string_view fn) {
   if (!tree.contains(prefix) || tree.is_leaf(prefix))
@@ -155,11 +153,11 @@ void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& 
   for (const auto& [key, g] : grads.items()) {
     const Tensor& acc = accums.at(key);
     if (!is_floating_point(g.dtype()))
-      throw DTypeError(std::string(fn) + ": gradient '" + key + "' " + describe(g) +
+      throw DTypeError(std::string(fn) + ": gradient '" + key + "' " + to_string(g) +
                        " must be float32 or float16");
     if (g.shape() != acc.shape())
-      throw ShapeError(std::string(fn) + ": gradient '" + key + "' " + describe(g) +
-                       " does not have the shape of its accumulator " + describe(acc));
+      throw ShapeError(std::string(fn) + ": gradient '" + key + "' " + to_string(g) +
+                       " does not have the shape of its accumulator " + to_string(acc));
   }
 
   // running_mean: 1/(k+1) once, in each accumulator dtype used.

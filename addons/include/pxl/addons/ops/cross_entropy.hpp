@@ -18,26 +18,24 @@ namespace pxl::addons::ops {
 
 namespace cross_entropy_detail {
 
-inline std::string describe(const Tensor& t) { return "'" + t.name() + "' " + to_string(t.spec()); }
-
 /// Checks the operands both losses share: float logits [..., C] with C >= 1 and int32 labels
 /// shaped like the logits without their class axis.
 inline void check_operands(std::string_view fn, const Tensor& logits, const Tensor& labels) {
   const std::string f(fn);
   if (!is_floating_point(logits.dtype()))
-    throw DTypeError(f + ": logits must be float32 or float16, got " + describe(logits));
+    throw DTypeError(f + ": logits must be float32 or float16, got " + to_string(logits));
   if (logits.rank() < 1 || logits.shape().back() < 1)
     throw ShapeError(f + ": logits must have a class axis of size >= 1 as their last axis " +
-                     "(shape [N, C] or [..., C]), got " + describe(logits));
+                     "(shape [N, C] or [..., C]), got " + to_string(logits));
   if (labels.dtype() != int32)
-    throw DTypeError(f + ": labels must be int32 class indices, got " + describe(labels) +
+    throw DTypeError(f + ": labels must be int32 class indices, got " + to_string(labels) +
                      "; cast them with pxl::ops::cast(labels, pxl::int32)");
   Shape expected = logits.shape();
   expected.pop_back();
   if (labels.shape() != expected)
     throw ShapeError(f + ": labels must have shape " + to_string(expected) +
-                     " (the logits' shape without the class axis), got labels " + describe(labels) +
-                     " for logits " + describe(logits));
+                     " (the logits' shape without the class axis), got labels " +
+                     to_string(labels) + " for logits " + to_string(logits));
 }
 
 } // namespace cross_entropy_detail
