@@ -40,14 +40,10 @@ StepFn map_step(const OpBuffers& buffers, std::int64_t n, F f) {
 template <typename F>
 StepFn float_unary(const KernelOp& op, const OpBuffers& buffers, F f) {
   const auto& spec = op.input(0).spec();
-  switch (spec.dtype) {
-  case float32:
-    return map_step<float, float>(buffers, spec.nelms(), f);
-  case float16:
-    return map_step<half, half>(buffers, spec.nelms(), f);
-  default:
-    unsupported_dtype(op, spec.dtype);
-  }
+  return dispatch_float(op, spec.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return map_step<T, T>(buffers, spec.nelms(), f);
+  });
 }
 
 /// Also int32; `fi` works on int32 with wrap-around (two's complement) instead of overflow.
@@ -174,15 +170,10 @@ StepFn compile_LogicalNot(CompileContext&, const KernelOp& op, const OpBuffers& 
 
 StepFn compile_IsNan(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const auto& spec = op.input(0).spec();
-  const auto is_nan = [](float x) { return x != x; };
-  switch (spec.dtype) {
-  case float32:
-    return map_step<float, bool>(buffers, spec.nelms(), is_nan);
-  case float16:
-    return map_step<half, bool>(buffers, spec.nelms(), is_nan);
-  default:
-    unsupported_dtype(op, spec.dtype);
-  }
+  return dispatch_float(op, spec.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return map_step<T, bool>(buffers, spec.nelms(), [](float x) { return x != x; });
+  });
 }
 
 namespace {
@@ -351,17 +342,13 @@ StepFn binary_step(const KernelOp& op, const OpBuffers& buffers, F f) {
 /// Arithmetic: float32 and float16 with `f`, int32 with `fi` (wrap-around, never UB).
 template <typename F, typename G>
 StepFn arith(const KernelOp& op, const OpBuffers& buffers, F f, G fi) {
-  const DType d = op.input(0).dtype();
-  switch (d) {
-  case float32:
-    return binary_step<float, float>(op, buffers, f);
-  case float16:
-    return binary_step<half, half>(op, buffers, f);
-  case int32:
-    return binary_step<std::int32_t, std::int32_t>(op, buffers, fi);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_numeric(op, op.input(0).dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_same_v<T, std::int32_t>)
+      return binary_step<T, T>(op, buffers, fi);
+    else
+      return binary_step<T, T>(op, buffers, f);
+  });
 }
 
 /// A comparison of any numeric or bool dtype into bool.
@@ -407,16 +394,10 @@ StepFn compile_Div(CompileContext&, const KernelOp& op, const OpBuffers& buffers
 }
 
 StepFn compile_Pow(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const DType d = op.input(0).dtype();
-  const auto f = [](float a, float b) { return std::pow(a, b); };
-  switch (d) {
-  case float32:
-    return binary_step<float, float>(op, buffers, f);
-  case float16:
-    return binary_step<half, half>(op, buffers, f);
-  default:
-    unsupported_dtype(op, d);
-  }
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    return binary_step<T, T>(op, buffers, [](float a, float b) { return std::pow(a, b); });
+  });
 }
 
 StepFn compile_Maximum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {

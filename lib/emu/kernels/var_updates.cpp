@@ -14,24 +14,8 @@ namespace {
 /// float16 gradient may update a float32 accumulator).
 template <typename F>
 StepFn float_pair(const KernelOp& op, DType x, DType y, F f) {
-  const auto second = [&](auto tx) -> StepFn {
-    switch (y) {
-    case float32:
-      return f(tx, boost::hana::type_c<float>);
-    case float16:
-      return f(tx, boost::hana::type_c<half>);
-    default:
-      unsupported_dtype(op, y);
-    }
-  };
-  switch (x) {
-  case float32:
-    return second(boost::hana::type_c<float>);
-  case float16:
-    return second(boost::hana::type_c<half>);
-  default:
-    unsupported_dtype(op, x);
-  }
+  return dispatch_float(
+      op, x, [&](auto tx) { return dispatch_float(op, y, [&](auto ty) { return f(tx, ty); }); });
 }
 
 // z = a·x + b·y on contiguous float32, in double without contracting into FMAs (this file is
@@ -274,14 +258,7 @@ StepFn compile_AccumulatorScale(CompileContext&, const KernelOp& op, const OpBuf
         x[i] = static_cast<T>(f * static_cast<double>(x[i]));
     };
   };
-  switch (spec.dtype) {
-  case float32:
-    return build(boost::hana::type_c<float>);
-  case float16:
-    return build(boost::hana::type_c<half>);
-  default:
-    unsupported_dtype(op, spec.dtype);
-  }
+  return dispatch_float(op, spec.dtype, build);
 }
 
 StepFn compile_AccumulatorZero(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
