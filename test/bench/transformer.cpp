@@ -1,9 +1,10 @@
 // Benchmark: training throughput of a GPT-style decoder (lesson 5's model at two sizes: d_model
-// 64 / seq 32 and d_model 256 / seq 128, batch 16, vocabulary 256) on 1 and 2 emulator
-// workers, as steps/s and as a fraction of the machine's SGEMM peak (the model's matmul flops,
-// transformer_reference.hpp); where the time goes, per op kind, from a StepObserver; and, when
-// LibTorch is installed, the same model in LibTorch (its faster of 1 and 2 threads) and the
-// ratio. Prints medians of `reps` timings; asserts nothing.
+// 64 / seq 32 and d_model 256 / seq 128, batch 16, vocabulary 256) trained by addons::Trainer
+// (one fit of N steps per timing, one batch per run) on 1 and 2 emulator workers, as steps/s and as
+// a fraction of the machine's SGEMM peak (the model's matmul flops, transformer_reference.hpp);
+// where the time goes, per op kind, from a StepObserver; and, when LibTorch is installed, the same
+// model in LibTorch (its faster of 1 and 2 threads) and the ratio. Prints medians of `reps`
+// timings; asserts nothing.
 //
 //     build/test/bench/transformer [reps]
 //
@@ -85,7 +86,8 @@ struct LanguageModel : addons::Module<LanguageModel> {
   PXL_SUBMODULE(Block, block0, shape);
   PXL_SUBMODULE(Block, block1, shape);
   PXL_SUBMODULE(addons::LayerNorm, ln_f);
-  Tensor build(Tensor tokens, Tensor targets) {
+  /// tokens [batch, context] int32 → logits [batch, context, vocabulary].
+  Tensor build(Tensor tokens) {
     const Tensor wte = add_variable_input(
         "wte", addons::init::normal(0.0, 0.02, {shape.vocabulary, shape.width}), pxl::float32);
     const Tensor wpe = add_variable_input(
@@ -96,66 +98,51 @@ struct LanguageModel : addons::Module<LanguageModel> {
         ops::greater_equal(ops::unsqueeze(position, {1}), ops::unsqueeze(position, {0}));
     x = block0(x, causal);
     x = block1(x, causal);
-    const Tensor logits = ops::matmul(ln_f(x), ops::transpose(wte)); // the tied head
-    const std::int64_t tokens_per_batch = shape.batch * shape.context;
-    return addons::ops::cross_entropy(ops::reshape(logits, {tokens_per_batch, shape.vocabulary}),
-                                      ops::reshape(targets, {tokens_per_batch}));
+    return ops::matmul(ln_f(x), ops::transpose(wte)); // the tied head
   }
 };
 
-/// One training step per run (forward, backward, Adam) on a session of `workers` workers.
+/// The model trained by addons::Trainer, as a user trains it: Adam (learning rate 3e-3, built
+/// in), the mean cross-entropy of each token's next-token logits, one batch per run, on a
+/// session of `workers` workers; `steps` steps are one fit over 8 random batches repeated.
 class Training {
 public:
-  Training(const GptShape& shape, unsigned workers) {
-    {
-      auto in_main = ir_.main_graph().scope();
-      tokens_in_ = pxl::h2d_stream({shape.batch, shape.context}, pxl::int32, "tokens");
-      targets_in_ = pxl::h2d_stream({shape.batch, shape.context}, pxl::int32, "targets");
-      const Tensor tokens = ops::host_load(tokens_in_), targets = ops::host_load(targets_in_);
-      auto [facts, fwd] = LanguageModel(shape).create_graph(tokens, targets);
-      auto bwd = addons::autodiff(fwd, {.grads_required = fwd.args().values_flat()});
-      const auto vars = facts.init();
-      for (const auto& t : vars.tensors())
-        parameters_ += t.nelms();
-      const auto fwd_call = fwd.bind(vars).call_with_info(tokens, targets);
-      ops::host_store(pxl::d2h_stream({}, pxl::float32, "loss"), fwd_call.parent_output(0));
-      const auto bwd_call =
-          bwd.bind(vars).call_with_info(pxl::constant(1.0, pxl::float32, "dloss"),
-                                        {.args = bwd.grad_graph_info().inputs_dict(fwd_call)});
-      addons::optimizers::apply(addons::optimizers::Adam({.lr = 3e-3}), vars, bwd.grads(bwd_call));
-    }
-    session_ =
-        std::make_unique<pxl::Session>(ir_, "ipu_model", pxl::SessionOptions{.workers = workers});
-    attached_ = std::make_unique<pxl::Session::Attachment>(session_->attach());
-    outputs_ = session_->create_host_outputs();
-    std::mt19937 gen(1);
-    std::uniform_int_distribution<std::int32_t> token(
-        0, static_cast<std::int32_t>(shape.vocabulary - 1));
-    for (int i = 0; i < 8; ++i) {
-      pxl::HostTensor tokens({shape.batch, shape.context}, pxl::int32),
-          targets({shape.batch, shape.context}, pxl::int32);
-      for (auto& t : tokens.data<std::int32_t>())
-        t = token(gen);
-      for (auto& t : targets.data<std::int32_t>())
-        t = token(gen);
-      batches_.push_back({{tokens_in_, std::move(tokens)}, {targets_in_, std::move(targets)}});
-    }
+  Training(const GptShape& shape, unsigned workers)
+      : trainer_(LanguageModel(shape)), batches_(random_batches(shape)) {
+    trainer_.compile({.optimizer = addons::optimizers::AdamOptions{.lr = 3e-3},
+                      .constant_learning_rate = true,
+                      .workers = workers});
+    trainer_.build(batches_.element_spec());
+    for (const auto& [name, w] : trainer_.weights())
+      parameters_ += w.nelms();
   }
 
-  void step(std::int64_t i, pxl::emu::StepObserver* observer = nullptr) {
-    session_->run_with_outputs(batches_[static_cast<std::size_t>(i) % batches_.size()], outputs_,
-                               observer);
+  /// Trains `steps` steps, each seen by `observer` if given.
+  void steps(std::int64_t steps, pxl::emu::StepObserver* observer = nullptr) {
+    trainer_.fit(batches_, {.steps_per_epoch = steps, .observer = observer});
   }
   std::int64_t parameters() const { return parameters_; }
 
 private:
-  pxl::Ir ir_;
-  pxl::HostToDeviceStream tokens_in_, targets_in_;
+  /// 8 batches of random tokens and targets, repeated forever.
+  static addons::data::TensorDataset random_batches(const GptShape& shape) {
+    std::mt19937 gen(1);
+    std::uniform_int_distribution<std::int32_t> token(
+        0, static_cast<std::int32_t>(shape.vocabulary - 1));
+    pxl::HostTensor tokens({8 * shape.batch, shape.context}, pxl::int32),
+        targets({8 * shape.batch, shape.context}, pxl::int32);
+    for (auto& t : tokens.data<std::int32_t>())
+      t = token(gen);
+    for (auto& t : targets.data<std::int32_t>())
+      t = token(gen);
+    return addons::data::TensorDataset::from_tensor_slices(tokens, targets)
+        .batch(shape.batch)
+        .repeat();
+  }
+
+  addons::Trainer trainer_;
+  addons::data::TensorDataset batches_;
   std::int64_t parameters_ = 0;
-  std::unique_ptr<pxl::Session> session_;
-  std::unique_ptr<pxl::Session::Attachment> attached_;
-  pxl::StreamOutputs outputs_;
-  std::vector<pxl::StreamInputs> batches_;
 };
 
 /// Whether OpenBLAS's SkylakeX kernels run here (LibTorch's tuning depends on it).
@@ -175,9 +162,9 @@ double median(std::vector<double> xs) {
 
 /// Steps per timing: about a second's worth, judged from a timed warm-up step.
 std::int64_t steps_per_timing(Training& t) {
-  t.step(0);
+  t.steps(1);
   const auto t0 = Clock::now();
-  t.step(1);
+  t.steps(1);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(1.0 / s), 5, 500);
 }
@@ -187,8 +174,7 @@ double steps_per_second(Training& t, int reps, std::int64_t steps) {
   std::vector<double> rates;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
-    for (std::int64_t i = 0; i < steps; ++i)
-      t.step(i);
+    t.steps(steps);
     rates.push_back(static_cast<double>(steps) /
                     std::chrono::duration<double>(Clock::now() - t0).count());
   }
@@ -230,8 +216,7 @@ void print_split(Training& one, Training& two, std::int64_t steps) {
   Training* sessions[2] = {&one, &two};
   for (int w = 0; w < 2; ++w) {
     const auto t0 = Clock::now();
-    for (std::int64_t i = 0; i < steps; ++i)
-      sessions[w]->step(i, &times[w]);
+    sessions[w]->steps(steps, &times[w]);
     wall[w] = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   std::vector<std::pair<std::string, std::array<KindTimes::Kind, 2>>> rows;

@@ -110,7 +110,8 @@ void bind_infeed(Program& p, std::shared_ptr<BatchCursor> cursor,
       {.depth = depth});
 }
 
-void run_one_step(Program& p, const data::LabelledBatch& batch, data::LocalReplicas replicas) {
+void run_one_step(Program& p, const data::LabelledBatch& batch, data::LocalReplicas replicas,
+                  emu::StepObserver* observer) {
   // One replica in all takes the batch as it is (borrowed); else this process's replicas' rows.
   auto local_rows = [&](const HostTensor& t) -> InputArray {
     if (replicas.total == 1)
@@ -124,8 +125,8 @@ void run_one_step(Program& p, const data::LabelledBatch& batch, data::LocalRepli
     shape.insert(shape.begin(), replicas.count);
     return rows.reshaped(shape);
   };
-  const StreamOutputs out =
-      p.session->run({{p.x, local_rows(batch.features)}, {p.y, local_rows(batch.labels)}});
+  const StreamOutputs out = p.session->run(
+      {{p.x, local_rows(batch.features)}, {p.y, local_rows(batch.labels)}}, observer);
   const auto values = out.at(p.loss).data<float>();
   p.log->record(values.first(values.size() / static_cast<std::size_t>(replicas.count)));
 }

@@ -107,8 +107,10 @@ void bind_infeed(Program& p, std::shared_ptr<BatchCursor> cursor,
                  std::int64_t batches_per_run, data::LocalReplicas replicas);
 
 /// Runs one training step on `batch` (global): the local replicas' rows go in as stream
-/// arrays ([replicas, b, ...] with several), and replica 0's logs go to the program's BatchLog.
-void run_one_step(Program& p, const data::LabelledBatch& batch, data::LocalReplicas replicas);
+/// arrays ([replicas, b, ...] with several), and replica 0's logs go to the program's BatchLog;
+/// `observer`, if any, sees the run's steps.
+void run_one_step(Program& p, const data::LabelledBatch& batch, data::LocalReplicas replicas,
+                  emu::StepObserver* observer);
 
 /// Rows [first, first + count) of `t` (its first axis) as [count, ...].
 HostTensor row_range(const HostTensor& t, std::int64_t first, std::int64_t count);

@@ -291,9 +291,9 @@ History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,
                            runs * per_run, fit_options.progress);
     for (std::int64_t r = 0; r < runs; ++r) {
       if (one_step) {
-        trainer_detail::run_one_step(p, cursor->next(), local);
+        trainer_detail::run_one_step(p, cursor->next(), local, fit_options.observer);
       } else {
-        p.session->run();
+        p.session->run({}, fit_options.observer);
       }
       if (log.error)
         std::rethrow_exception(std::exchange(log.error, nullptr));

@@ -146,6 +146,9 @@ struct FitOptions {
   /// too): "val_loss", "val_accuracy".
   std::optional<std::pair<HostTensor, HostTensor>> validation_data;
   std::vector<std::shared_ptr<Callback>> callbacks;
+  /// Sees every step of every training run (Session::run's observer: host timings per step,
+  /// for a profile of where the time goes); it must outlive the fit. None: not observed.
+  emu::StepObserver* observer = nullptr;
 };
 
 /// A Module trained as a Keras model:
