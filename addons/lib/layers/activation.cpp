@@ -28,15 +28,15 @@ Tensor activate(Activation activation, const Tensor& x) {
   case Activation::none:
     return x;
   case Activation::relu:
-    return ops::relu(x);
+    return pxl::ops::relu(x);
   case Activation::gelu:
-    return ops::gelu(x);
+    return pxl::ops::gelu(x);
   case Activation::tanh:
-    return ops::tanh(x);
+    return pxl::ops::tanh(x);
   case Activation::sigmoid:
-    return ops::sigmoid(x);
+    return pxl::ops::sigmoid(x);
   case Activation::softmax:
-    return ops::softmax(x, -1);
+    return pxl::ops::softmax(x, -1);
   }
   PXL_ASSERT(false && "activate: an Activation without a case");
   return x;

@@ -27,8 +27,8 @@ Tensor Dropout::build(const Tensor& x, const Tensor& seed) {
   if (seed.shape() != Shape{2})
     throw ShapeError("Dropout: the seed must have shape (2,), got " + pxl::to_string(seed.shape()));
   if (!training || p == 0.0)
-    return ops::identity(x);
-  return ops::dropout(x, seed, p);
+    return pxl::ops::identity(x);
+  return pxl::ops::dropout(x, seed, p);
 }
 
 } // namespace pxl::addons

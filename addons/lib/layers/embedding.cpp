@@ -19,11 +19,11 @@ Tensor Embedding::build(const Tensor& indices) {
   if (indices.dtype() != int32)
     throw DTypeError("Embedding: expected int32 indices, got " +
                      std::string(pxl::name(indices.dtype())) +
-                     " (cast them with ops::cast(indices, pxl::int32))");
+                     " (cast them with pxl::ops::cast(indices, pxl::int32))");
   Tensor weight =
       add_variable_input("weight", init::normal(0.0, 0.02, {vocab_size, hidden_size}), dtype);
   // The core gather already yields zeros for out-of-range indices: the documented behaviour.
-  return ops::gather(weight, indices, 0);
+  return pxl::ops::gather(weight, indices, 0);
 }
 
 } // namespace pxl::addons

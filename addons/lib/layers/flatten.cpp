@@ -14,7 +14,7 @@ Tensor Flatten::build(const Tensor& x) {
   const Shape& shape = x.shape();
   // Computed rather than -1, so that a batch of 0 examples flattens too.
   const std::int64_t features = nelms(std::span(shape).subspan(1));
-  return ops::reshape(x, {shape[0], features});
+  return pxl::ops::reshape(x, {shape[0], features});
 }
 
 } // namespace pxl::addons

@@ -26,7 +26,7 @@ Tensor LayerNorm::build(const Tensor& x) {
   const std::int64_t features = x.shape().back();
   Tensor weight = add_variable_input("weight", init::ones({features}), x.dtype());
   Tensor bias = add_variable_input("bias", init::zeros({features}), x.dtype());
-  return ops::layer_norm(x, weight, bias, eps);
+  return pxl::ops::layer_norm(x, weight, bias, eps);
 }
 
 } // namespace pxl::addons

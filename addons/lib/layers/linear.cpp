@@ -11,7 +11,7 @@ Tensor Linear::build(const Tensor& x) {
   const std::int64_t in = x.shape().back();
   Tensor w = add_variable_input("weight", init::truncated_normal(0.0, 0.02, {in, out_features}),
                                 x.dtype());
-  Tensor y = ops::matmul(x, w);
+  Tensor y = pxl::ops::matmul(x, w);
   if (bias)
     y = y + add_variable_input("bias", init::zeros({out_features}), x.dtype());
   return y;

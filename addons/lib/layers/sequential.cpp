@@ -111,7 +111,7 @@ Tensor Sequential::apply(const Tensor& x, std::optional<Tensor> seed) {
     std::optional<Tensor> layer_seed;
     if (layer.needs_seed()) {
       const Tensor running = stages_.empty() ? *seed : PipelineStages::input(*seed);
-      const auto split = ops::split_random_seed(running);
+      const auto split = pxl::ops::split_random_seed(running);
       layer_seed = split[0];
       seed = split[1];
     }

@@ -31,7 +31,7 @@ void bind_dict(const Graph& graph, const InputsDict& inputs_dict, std::map<Tenso
 
 // Completes `bound` with the positional `inputs` and calls the graph.
 CallSiteInfo call_bound(const GraphWithNamedArgs& g, std::map<Tensor, Tensor> bound,
-                        const std::vector<Tensor>& inputs, ops::CallOptions options) {
+                        const std::vector<Tensor>& inputs, pxl::ops::CallOptions options) {
   const Graph graph = g.graph();
   std::map<Tensor, std::string> names;
   for (const auto& [key, input] : g.args().items())
@@ -60,7 +60,7 @@ CallSiteInfo call_bound(const GraphWithNamedArgs& g, std::map<Tensor, Tensor> bo
   InputsDict dict;
   for (const auto& in : graph.inputs())
     dict.emplace_back(in, bound.at(in));
-  return ops::call_with_info(graph, {}, dict, options);
+  return pxl::ops::call_with_info(graph, {}, dict, options);
 }
 
 } // namespace
@@ -112,14 +112,14 @@ CallSiteInfo GraphWithNamedArgs::call_with_info(const std::vector<Tensor>& input
 std::vector<Tensor> GraphWithNamedArgs::call(const std::vector<Tensor>& inputs,
                                              const NamedTensors& args,
                                              const InputsDict& inputs_dict,
-                                             ops::CallOptions options) const {
+                                             pxl::ops::CallOptions options) const {
   return call_with_info(inputs, args, inputs_dict, options).outputs();
 }
 
 CallSiteInfo GraphWithNamedArgs::call_with_info(const std::vector<Tensor>& inputs,
                                                 const NamedTensors& args,
                                                 const InputsDict& inputs_dict,
-                                                ops::CallOptions options) const {
+                                                pxl::ops::CallOptions options) const {
   std::map<Tensor, Tensor> bound;
   bind_dict(graph_, inputs_dict, bound);
   bind_named(*this, args, bound);
@@ -181,13 +181,13 @@ CallSiteInfo BoundGraph::call_with_info(const std::vector<Tensor>& inputs,
 
 std::vector<Tensor> BoundGraph::call(const std::vector<Tensor>& inputs, const NamedTensors& args,
                                      const InputsDict& inputs_dict,
-                                     ops::CallOptions options) const {
+                                     pxl::ops::CallOptions options) const {
   return call_with_info(inputs, args, inputs_dict, options).outputs();
 }
 
 CallSiteInfo BoundGraph::call_with_info(const std::vector<Tensor>& inputs, const NamedTensors& args,
                                         const InputsDict& inputs_dict,
-                                        ops::CallOptions options) const {
+                                        pxl::ops::CallOptions options) const {
   auto bound = bound_;
   bind_dict(graph_.graph(), inputs_dict, bound);
   bind_named(graph_, args, bound);

@@ -87,7 +87,7 @@ NamedTensors buffers(const NamedVariableFactories& f, InitType type) {
   NamedTensors r;
   for (const auto& [key, factory] : f.items()) {
     auto on = pxl::ipu(factory.ipu);
-    r.insert(key, ops::init(factory.spec().shape, factory.dtype, key, type));
+    r.insert(key, pxl::ops::init(factory.spec().shape, factory.dtype, key, type));
   }
   return r;
 }

@@ -46,14 +46,14 @@ void adam_step(const Tensor& var, const Tensor& grad, const AdamOptions& o, bool
   Tensor m = add_variable_input("first_order", init::zeros(var.shape()), first_dtype, true);
   Tensor v = add_variable_input("second_order", init::zeros(var.shape()), float32, true);
   Tensor t = add_variable_input("step", init::zeros({}), float32, true);
-  namespace vu = ops::var_updates;
+  namespace vu = pxl::ops::var_updates;
 
   // PopXL's fused updates, one pass over memory each: the two moments, the updater (bias
   // corrections, the division, AdamW's decay) and the step. Adam's L2 term joins the gradient
   // first, in float32; v is float32 whatever the variable's dtype (float16 squares underflow).
   Tensor g = grad;
   if (!decoupled && o.weight_decay != 0.0)
-    g = ops::scaled_add(as(g, float32), as(var, float32), {.b = o.weight_decay});
+    g = pxl::ops::scaled_add(as(g, float32), as(var, float32), {.b = o.weight_decay});
   m = vu::accumulate_moving_average_(m, as(g, first_dtype), o.beta1);
   v = vu::accumulate_moving_average_square_(v, as(g, float32), o.beta2);
   // The weight sets the updater's dtype; with AdamW's decay the updater adds weight_decay·w,

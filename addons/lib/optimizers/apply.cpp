@@ -77,7 +77,7 @@ NamedVariableFactories sharded_state(NamedVariableFactories whole,
 }
 
 void gather_into(const Tensor& var, const ShardedInputs& shards) {
-  ops::var_updates::copy_var_update_(var, rts::gather(shards.var));
+  pxl::ops::var_updates::copy_var_update_(var, rts::gather(shards.var));
 }
 
 } // namespace pxl::addons::optimizers::impl

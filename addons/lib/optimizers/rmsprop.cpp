@@ -26,8 +26,8 @@ void RMSprop::build(const Tensor& var, const Tensor& grad) {
   impl::check_step_operands(graph_name(), var.spec(), grad.spec());
   impl::check_learning_rate_graph(graph_name(), options.lr);
   const auto& o = options;
-  using ops::var_updates::accumulate_;
-  using ops::var_updates::accumulator_scale_;
+  using pxl::ops::var_updates::accumulate_;
+  using pxl::ops::var_updates::accumulator_scale_;
   auto state = [&](const char* name) {
     return add_variable_input(name, init::zeros(var.shape()), float32, /*by_ref=*/true);
   };
@@ -43,12 +43,12 @@ void RMSprop::build(const Tensor& var, const Tensor& grad) {
     second = ms - mg * mg;
   }
   // One code path for both kinds of lr: a constant is a float32 constant here.
-  const Tensor increment = o.lr.as_tensor() * g / ops::sqrt(second + o.eps);
+  const Tensor increment = o.lr.as_tensor() * g / pxl::ops::sqrt(second + o.eps);
   Tensor delta = increment;
   if (o.momentum != 0.0)
-    delta = ops::add_(accumulator_scale_(mom, o.momentum), increment);
+    delta = pxl::ops::add_(accumulator_scale_(mom, o.momentum), increment);
   // Created after every other op, as the last write of `var`.
-  ops::add_(var, impl::as(ops::negate(delta), var.dtype()));
+  pxl::ops::add_(var, impl::as(pxl::ops::negate(delta), var.dtype()));
 }
 
 } // namespace pxl::addons::optimizers

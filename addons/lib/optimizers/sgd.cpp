@@ -28,13 +28,13 @@ void SGD::build(const Tensor& var, const Tensor& grad) {
   impl::check_step_operands(graph_name(), var.spec(), grad.spec());
   impl::check_learning_rate_graph(graph_name(), options.lr);
   const auto& o = options;
-  Tensor g = o.weight_decay != 0.0 ? ops::scaled_add(grad, var, {.b = o.weight_decay}) : grad;
+  Tensor g = o.weight_decay != 0.0 ? pxl::ops::scaled_add(grad, var, {.b = o.weight_decay}) : grad;
   Tensor step = g;
   if (o.momentum != 0.0) {
     Tensor v = add_variable_input("momentum", init::zeros(var.shape()), var.dtype(),
                                   /*by_ref=*/true);
-    v = ops::scaled_add_(v, g, {.a = o.momentum});
-    step = o.nesterov ? ops::scaled_add(g, v, {.b = o.momentum}) : v;
+    v = pxl::ops::scaled_add_(v, g, {.a = o.momentum});
+    step = o.nesterov ? pxl::ops::scaled_add(g, v, {.b = o.momentum}) : v;
   }
   // Created after every read of `var` above, so the schedule (creation order) reads the old
   // weights for the weight decay.

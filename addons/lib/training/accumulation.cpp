@@ -15,16 +15,16 @@ namespace pxl::addons {
 
 namespace {
 
-const std::string prefix(accumulator_prefix);
-const std::string counter_key(accumulator_counter_key);
+const std::string accumulators_key(accumulator_prefix);
+const std::string counter_name(accumulator_counter_key);
 
 /// The per-variable accumulators of `tree` (its "accum" sub-tree), keyed like the variables.
 NamedTensors accumulators_of(const NamedTensors& tree, std::string_view fn) {
-  if (!tree.contains(prefix) || tree.is_leaf(prefix))
-    throw ValueError(std::string(fn) + ": expected the accumulators under '" + prefix +
+  if (!tree.contains(accumulators_key) || tree.is_leaf(accumulators_key))
+    throw ValueError(std::string(fn) + ": expected the accumulators under '" + accumulators_key +
                      ".<variable>' (as accumulator_factories names them); found keys: " +
                      impl::join_keys(tree.keys_flat()));
-  return tree.sub(prefix);
+  return tree.sub(accumulators_key);
 }
 
 /// ValueError unless `a` and `b` have the same leaf keys; names what each side lacks.
@@ -49,7 +49,7 @@ void check_same_keys(std::string_view fn, std::string_view a_what, const NamedTe
 }
 
 Tensor cast_to(const Tensor& t, DType dtype) {
-  return t.dtype() == dtype ? t : ops::cast(t, dtype);
+  return t.dtype() == dtype ? t : pxl::ops::cast(t, dtype);
 }
 
 /// A variable to accumulate the gradient of: its key, shape and IPU (the accumulator's).
@@ -64,12 +64,12 @@ NamedVariableFactories factories_for(const std::vector<Accumulated>& vars,
   config.validate();
   NamedVariableFactories r;
   for (const auto& v : vars)
-    r.insert(prefix + "." + v.key, VariableFactory{.initializer = init::zeros(v.shape),
-                                                   .dtype = config.dtype,
-                                                   .by_ref = true,
-                                                   .ipu = v.ipu});
+    r.insert(accumulators_key + "." + v.key, VariableFactory{.initializer = init::zeros(v.shape),
+                                                             .dtype = config.dtype,
+                                                             .by_ref = true,
+                                                             .ipu = v.ipu});
   if (config.reduction == AccumulationReduction::running_mean)
-    r.insert(counter_key, VariableFactory{init::zeros({}), float32, true});
+    r.insert(counter_name, VariableFactory{init::zeros({}), float32, true});
   return r;
 }
 
@@ -82,7 +82,7 @@ void check_float_variable(const std::string& key, DType dtype) {
 
 /// `t` on the IPU of `like`: itself, or a copy there.
 Tensor on_ipu_of(const Tensor& like, const Tensor& t) {
-  return t.ipu() == like.ipu() ? t : ops::ipu_copy(t, like.ipu());
+  return t.ipu() == like.ipu() ? t : pxl::ops::ipu_copy(t, like.ipu());
 }
 
 } // namespace
@@ -145,8 +145,8 @@ void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& 
   const NamedTensors accums = accumulators_of(accumulators, fn);
   check_same_keys(fn, "gradients", grads, "accumulators", accums);
   const bool running = config.reduction == AccumulationReduction::running_mean;
-  if (running && !accumulators.is_leaf(counter_key))
-    throw ValueError(std::string(fn) + ": running_mean needs the counter '" + counter_key +
+  if (running && !accumulators.is_leaf(counter_name))
+    throw ValueError(std::string(fn) + ": running_mean needs the counter '" + counter_name +
                      "' beside the accumulators (accumulator_factories creates it for "
                      "running_mean)");
   // Check everything before adding any op, so a mistake leaves the graph untouched.
@@ -164,7 +164,7 @@ void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& 
   std::map<DType, Tensor> weight;
   Tensor counter;
   if (running) {
-    counter = accumulators.at(counter_key);
+    counter = accumulators.at(counter_name);
     const Tensor w = 1.0 / (cast_to(counter, float32) + 1.0);
     for (const auto& [key, acc] : accums.items())
       if (!weight.contains(acc.dtype()))
@@ -176,20 +176,20 @@ void accumulate_gradients(const NamedTensors& accumulators, const NamedTensors& 
     const Tensor g = cast_to(grad, acc.dtype());
     switch (config.reduction) {
     case AccumulationReduction::sum:
-      ops::var_updates::accumulate_(acc, g, 1.0);
+      pxl::ops::var_updates::accumulate_(acc, g, 1.0);
       break;
     case AccumulationReduction::mean:
-      ops::var_updates::accumulate_(acc, g, 1.0 / static_cast<double>(config.steps));
+      pxl::ops::var_updates::accumulate_(acc, g, 1.0 / static_cast<double>(config.steps));
       break;
     case AccumulationReduction::running_mean:
       // Reads `acc` before the in-place update: ops run in creation order.
-      ops::var_updates::accumulate_(acc, (g - acc) * on_ipu_of(acc, weight.at(acc.dtype())));
+      pxl::ops::var_updates::accumulate_(acc, (g - acc) * on_ipu_of(acc, weight.at(acc.dtype())));
       break;
     }
   }
   if (running) {
     auto on = ipu(counter.ipu());
-    ops::var_updates::accumulate_(counter, constant(1.0, counter.dtype()));
+    pxl::ops::var_updates::accumulate_(counter, constant(1.0, counter.dtype()));
   }
 }
 
@@ -201,11 +201,11 @@ void reset_accumulators(const NamedTensors& accumulators) {
   const NamedTensors accums = accumulators_of(accumulators, "reset_accumulators");
   for (const auto& [key, acc] : accums.items()) {
     auto on = ipu(acc.ipu());
-    ops::var_updates::accumulator_zero_(acc);
+    pxl::ops::var_updates::accumulator_zero_(acc);
   }
-  if (accumulators.is_leaf(counter_key)) {
-    auto on = ipu(accumulators.at(counter_key).ipu());
-    ops::var_updates::accumulator_zero_(accumulators.at(counter_key));
+  if (accumulators.is_leaf(counter_name)) {
+    auto on = ipu(accumulators.at(counter_name).ipu());
+    pxl::ops::var_updates::accumulator_zero_(accumulators.at(counter_name));
   }
 }
 

@@ -209,7 +209,7 @@ std::vector<Tensor> micro_step(const Loop& loop, const std::map<Tensor, RemoteBu
   for (const auto& in : loop.inputs)
     ins.push_back(graph_input(in.spec, in.name, in.by_ref));
 
-  const Tensor first_row = ops::reshape(step * static_cast<double>(loop.rows), {1});
+  const Tensor first_row = pxl::ops::reshape(step * static_cast<double>(loop.rows), {1});
   InputsDict dict;
   const auto inner_ins = loop.inner.inputs();
   for (std::size_t i = 0; i < inner_ins.size(); ++i) {
@@ -217,24 +217,24 @@ std::vector<Tensor> micro_step(const Loop& loop, const std::map<Tensor, RemoteBu
     switch (f.kind) {
     case Feed::Kind::rows:
       dict.emplace_back(inner_ins[i],
-                        ops::dynamic_slice(ins[f.input], first_row, {0}, {loop.rows}));
+                        pxl::ops::dynamic_slice(ins[f.input], first_row, {0}, {loop.rows}));
       break;
     case Feed::Kind::whole:
       dict.emplace_back(inner_ins[i], ins[f.input]);
       break;
     case Feed::Kind::stored:
-      dict.emplace_back(inner_ins[i], ops::remote_load(f.buffer, step));
+      dict.emplace_back(inner_ins[i], pxl::ops::remote_load(f.buffer, step));
       break;
     }
   }
-  const CallSiteInfo call = ops::call_with_info(loop.inner, {}, dict);
+  const CallSiteInfo call = pxl::ops::call_with_info(loop.inner, {}, dict);
   for (const auto& t : loop.stores)
-    ops::remote_store(buffers.at(t), step, call.graph_to_parent(t));
+    pxl::ops::remote_store(buffers.at(t), step, call.graph_to_parent(t));
 
   std::vector<Tensor> outs{step + 1.0};
   for (std::size_t k = 0; k < loop.gathers.size(); ++k) {
     const Tensor y = call.graph_to_parent(loop.gathers[k].output);
-    outs.push_back(loop.gathers[k].rows ? ops::dynamic_update(totals[k], first_row, y, {0})
+    outs.push_back(loop.gathers[k].rows ? pxl::ops::dynamic_update(totals[k], first_row, y, {0})
                                         : totals[k] + y);
   }
   return outs;
@@ -247,10 +247,10 @@ Serialised serialise(const Loop& loop) {
   Ir& ir = loop.inner.ir();
   Serialised r;
   r.graph = ir.create_graph("batch_serialise", [&] {
-    std::vector<Tensor> loop_inputs{ops::init(Shape{}, int32, "step")};
+    std::vector<Tensor> loop_inputs{pxl::ops::init(Shape{}, int32, "step")};
     for (const auto& g : loop.gathers) {
       const TensorSpec spec = gathered_spec(loop, g);
-      loop_inputs.push_back(ops::init(spec.shape, spec.dtype, g.output.name()));
+      loop_inputs.push_back(pxl::ops::init(spec.shape, spec.dtype, g.output.name()));
     }
     for (const auto& in : loop.inputs)
       loop_inputs.push_back(graph_input(in.spec, in.name, in.by_ref));
@@ -259,7 +259,7 @@ Serialised serialise(const Loop& loop) {
       r.buffers.emplace(t, remote_buffer(t.shape(), t.dtype(), loop.steps, prefix + t.id()));
     const Graph body =
         ir.create_graph("batch_serialise_step", [&] { return micro_step(loop, r.buffers); });
-    const auto outs = ops::repeat(body, loop.steps, loop_inputs);
+    const auto outs = pxl::ops::repeat(body, loop.steps, loop_inputs);
     return std::vector<Tensor>(outs.begin() + 1, outs.end());
   });
   return r;

@@ -31,7 +31,7 @@ Tensor average(const std::string& name, const Tensor& grad, const DataParallel& 
                      "; only float32 and float16 gradients are averaged");
   if (single_replica_group(grad, dp))
     return grad;
-  return ops::collectives::replicated_all_reduce(grad, CollectiveOperator::mean, dp.group);
+  return pxl::ops::collectives::replicated_all_reduce(grad, CollectiveOperator::mean, dp.group);
 }
 
 } // namespace

@@ -32,7 +32,7 @@ StageScope PipelineStages::stage(std::int64_t k) const {
 
 Tensor PipelineStages::input(const Tensor& t) {
   const std::int64_t here = current_ipu();
-  return t.ipu() == here ? t : ops::ipu_copy(t, here);
+  return t.ipu() == here ? t : pxl::ops::ipu_copy(t, here);
 }
 
 transforms::PipelinedGraph
@@ -45,7 +45,7 @@ pipelined_execution(const NamedTensors& state, const transforms::PipelineOptions
     micro_batch(named_graph_inputs(state));
   }
   transforms::PipelinedGraph p = transforms::pipeline(micro, options);
-  ops::call(p.graph, state.values_flat());
+  pxl::ops::call(p.graph, state.values_flat());
   return p;
 }
 

@@ -21,7 +21,7 @@ NamedTensors load_remote(const NamedTensors& remote) {
   NamedTensors loaded;
   for (const auto& [key, t] : remote.items()) {
     const RemoteEntry e = entry_of("load_remote", key, t);
-    loaded.insert(key, ops::remote_load(e.buffer, e.entry, key));
+    loaded.insert(key, pxl::ops::remote_load(e.buffer, e.entry, key));
   }
   return loaded;
 }
@@ -31,7 +31,7 @@ void store_remote(const NamedTensors& remote, const NamedTensors& values) {
     const RemoteEntry e = entry_of("store_remote", key, t);
     if (!values.is_leaf(key))
       throw ValueError("store_remote: no value to store for '" + key + "'");
-    ops::remote_store(e.buffer, e.entry, values.at(key));
+    pxl::ops::remote_store(e.buffer, e.entry, values.at(key));
   }
 }
 

@@ -26,8 +26,8 @@ Tensor gather(const Tensor& shard, const ReplicaSharding& sharding) {
     throw ShapeError("rts::gather: a shard of a tensor of shape " + to_string(sharding.meta_shape) +
                      " over " + std::to_string(sharding.shards()) + " replicas is " +
                      to_string(expected) + ", got '" + shard.id() + "' " + to_string(shard.spec()));
-  const Tensor all = ops::collectives::replicated_all_gather(shard, 0, sharding.group,
-                                                             ops::collectives::GatherShape::concat);
+  const Tensor all = pxl::ops::collectives::replicated_all_gather(
+      shard, 0, sharding.group, pxl::ops::collectives::GatherShape::concat);
   const std::int64_t n = nelms(sharding.meta_shape);
   const Tensor whole = all.shape().front() == n ? all : all.slice(0, n);
   return whole.reshape(sharding.meta_shape);
@@ -42,8 +42,8 @@ NamedTensors gather(const NamedTensors& tensors) {
 
 Tensor reduce_scatter(const Tensor& t, CollectiveOperator op,
                       std::optional<ReplicaGrouping> group) {
-  return ops::collectives::replicated_reduce_scatter(t, op, std::move(group),
-                                                     /*configure_output_for_rts=*/true);
+  return pxl::ops::collectives::replicated_reduce_scatter(t, op, std::move(group),
+                                                          /*configure_output_for_rts=*/true);
 }
 
 NamedTensors reduce_scatter(const NamedTensors& tensors, CollectiveOperator op,
@@ -55,7 +55,7 @@ NamedTensors reduce_scatter(const NamedTensors& tensors, CollectiveOperator op,
 }
 
 Tensor shard(const Tensor& t, std::optional<ReplicaGrouping> group) {
-  return ops::collectives::replica_sharded_slice(t, std::move(group));
+  return pxl::ops::collectives::replica_sharded_slice(t, std::move(group));
 }
 
 } // namespace pxl::addons::rts

@@ -27,7 +27,7 @@ struct CallArgs {
   /// Named inputs by dotted name (as `bind` takes them). Overrides `args` and bound inputs.
   NamedTensors named;
   /// As for ops::call (`{.inline_graph = true}`).
-  ops::CallOptions options;
+  pxl::ops::CallOptions options;
 };
 
 namespace impl {
@@ -155,9 +155,10 @@ public:
   /// inputs bound neither by `args` nor by `inputs_dict`, in graph order. `options` as for
   /// ops::call (`{.inline_graph = true}` expands the call site: no argument copies).
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                           const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
+                           const InputsDict& inputs_dict, pxl::ops::CallOptions options = {}) const;
   CallSiteInfo call_with_info(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                              const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
+                              const InputsDict& inputs_dict,
+                              pxl::ops::CallOptions options = {}) const;
 
   /// The schedule listing with named inputs shown by name (`fc1.weight=%2`); Call ops are
   /// followed by the graph they call (`Call.7 (...) -> (...) calls Linear_subgraph(1)`).
@@ -204,9 +205,10 @@ public:
   /// As above, with some graph inputs bound explicitly by `inputs_dict` (see
   /// GraphWithNamedArgs::call_with_info).
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                           const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
+                           const InputsDict& inputs_dict, pxl::ops::CallOptions options = {}) const;
   CallSiteInfo call_with_info(const std::vector<Tensor>& inputs, const NamedTensors& args,
-                              const InputsDict& inputs_dict, ops::CallOptions options = {}) const;
+                              const InputsDict& inputs_dict,
+                              pxl::ops::CallOptions options = {}) const;
   /// A new BoundGraph with `args` bound as well (overriding earlier bindings).
   BoundGraph bind(const NamedTensors& args) const;
 
