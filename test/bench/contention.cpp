@@ -8,11 +8,10 @@
 // Prints medians of `--reps` timings; asserts nothing.
 //
 //     build/test/bench/contention [--reps 5]
+#include "flags.hpp"
 #include "mnist_bench_data.hpp"
 #include "sgemm_peak.hpp"
 #include "trainer_timing.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <csignal>
@@ -52,10 +51,10 @@ private:
 
 int main(int argc, char** argv) {
   int reps = 5;
-  CLI::App app{"MNIST training on 1 and 2 emulator workers, idle and under contention"};
-  app.add_option("--reps", reps, "Timings per figure (the median is printed)")
-      ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  bench::Flags flags("MNIST training on 1 and 2 emulator workers, idle and under contention");
+  flags.option("--reps", reps, "Timings per figure (the median is printed)", 1);
+  if (const auto exit_code = flags.parse(argc, argv))
+    return *exit_code;
 
   const double peak = pxl::bench::print_sgemm_peak(2 * reps);
   std::printf("MNIST Net trained by addons::Trainer (SGD), one step per run, random data; median "

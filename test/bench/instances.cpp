@@ -11,13 +11,12 @@
 //
 //     build/test/bench/instances --replicas 2
 //     mpirun -np 2 build/test/bench/instances --replicas 2
+#include "flags.hpp"
 #include "mnist_bench_data.hpp"
 #include "sgemm_peak.hpp"
 #include "trainer_timing.hpp"
 
 #include "pxl/dist.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
@@ -27,23 +26,15 @@ int main(int argc, char** argv) {
   std::int64_t replicas = 2, batch = 32, steps = 200;
   unsigned workers = 1;
   int reps = 5;
-  CLI::App app{"MNIST data-parallel training on pxl's emulator, in one process or several "
-               "instances under mpirun"};
-  app.add_option("--replicas", replicas, "Replicas in all (a multiple of the instances)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--batch", batch, "Images per replica and step")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--steps", steps, "Steps per timing (one run each)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--workers", workers, "Emulator worker threads per process")
-      ->capture_default_str();
-  app.add_option("--reps", reps, "Timings (the median is printed)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  bench::Flags flags("MNIST data-parallel training on pxl's emulator, in one process or several "
+                     "instances under mpirun");
+  flags.option("--replicas", replicas, "Replicas in all (a multiple of the instances)", 1)
+      .option("--batch", batch, "Images per replica and step", 1)
+      .option("--steps", steps, "Steps per timing (one run each)", 1)
+      .option("--workers", workers, "Emulator worker threads per process")
+      .option("--reps", reps, "Timings (the median is printed)", 1);
+  if (const auto exit_code = flags.parse(argc, argv))
+    return *exit_code;
 
   const bool distributed = pxl::dist::is_distributed();
   const bool prints = pxl::dist::instance_index() == 0;

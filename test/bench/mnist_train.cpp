@@ -12,6 +12,7 @@
 // (trainer_timing.hpp). Prints medians of `--reps` timings; asserts nothing.
 //
 //     build/test/bench/mnist_train [--workers N] [--reps 3]
+#include "flags.hpp"
 #include "mnist_bench_data.hpp"
 #include "mnist_reference.hpp"
 #include "sgemm_peak.hpp"
@@ -19,8 +20,6 @@
 
 #include "pxl/addons/data/batches.hpp"
 #include "pxl/addons/data/fashion_mnist.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -65,11 +64,11 @@ double steps_per_second(NetTrainer& trainer, const data::TensorDataset& dataset,
 int main(int argc, char** argv) {
   unsigned workers = 0;
   int reps = 3;
-  CLI::App app{"Fashion-MNIST training throughput on pxl's emulator"};
-  app.add_option("--workers", workers, "Emulator worker threads (0: one per core)");
-  app.add_option("--reps", reps, "Timings per figure (the median is printed)")
-      ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  bench::Flags flags("Fashion-MNIST training throughput on pxl's emulator");
+  flags.option("--workers", workers, "Emulator worker threads (0: one per core)")
+      .option("--reps", reps, "Timings per figure (the median is printed)", 1);
+  if (const auto exit_code = flags.parse(argc, argv))
+    return *exit_code;
 
   constexpr std::int64_t loop = 100, loop_batch = 8, loop_steps = 5 * loop;
   // Enough images for every timing: steps_for(b) batches of b, and the device loop's steps.

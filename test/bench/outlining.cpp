@@ -6,11 +6,10 @@
 // both, and their ratios; then the emulator's host time per run. Asserts nothing.
 //
 //     build/test/bench/outlining [--layers 8] [--width 256] [--batch 16] [--reps 5]
+#include "flags.hpp"
 #include "sgemm_peak.hpp"
 
 #include "pxl/pxl.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -69,12 +68,13 @@ Result measure(bool inlined, std::int64_t layers, std::int64_t width, std::int64
 int main(int argc, char** argv) {
   std::int64_t layers = 8, width = 256, batch = 16;
   int reps = 5;
-  CLI::App app{"Outlined against inlined calls: code, memory and estimated time"};
-  app.add_option("--layers", layers, "Calls of the layer graph")->capture_default_str();
-  app.add_option("--width", width, "Features per layer")->capture_default_str();
-  app.add_option("--batch", batch, "Rows per run")->capture_default_str();
-  app.add_option("--reps", reps, "Timed runs (the median is printed)")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  bench::Flags flags("Outlined against inlined calls: code, memory and estimated time");
+  flags.option("--layers", layers, "Calls of the layer graph", 1)
+      .option("--width", width, "Features per layer", 1)
+      .option("--batch", batch, "Rows per run", 1)
+      .option("--reps", reps, "Timed runs (the median is printed)", 1);
+  if (const auto exit_code = flags.parse(argc, argv))
+    return *exit_code;
   pxl::bench::print_sgemm_peak();
   const Result out = measure(false, layers, width, batch, reps);
   const Result in = measure(true, layers, width, batch, reps);

@@ -13,13 +13,12 @@
 // SGEMM peak; asserts nothing.
 //
 //     build/test/bench/pipelining [--workers 2] [--reps 5] [--batch 32] [--accumulation 16]
+#include "flags.hpp"
 #include "mnist_bench_data.hpp"
 #include "sgemm_peak.hpp"
 #include "trainer_timing.hpp"
 
 #include "pxl/emu/profile.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -56,20 +55,14 @@ int main(int argc, char** argv) {
   unsigned workers = 2;
   int reps = 5;
   std::int64_t batch = 32, accumulation = 16;
-  CLI::App app{"Pipelined MNIST training on pxl's emulator: 1 IPU against 2 and 4 stages"};
-  app.add_option("--workers", workers, "Emulator worker threads (0: one per core)")
-      ->capture_default_str();
-  app.add_option("--reps", reps, "Timings per figure (the median is printed)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--batch", batch, "Images per micro-batch")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--accumulation", accumulation,
-                 "Micro-batches per update (at least 7, for 4 stages)")
-      ->check(CLI::Range(mnist::min_pipeline_micro_batches(4), std::int64_t{1} << 20))
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  bench::Flags flags("Pipelined MNIST training on pxl's emulator: 1 IPU against 2 and 4 stages");
+  flags.option("--workers", workers, "Emulator worker threads (0: one per core)")
+      .option("--reps", reps, "Timings per figure (the median is printed)", 1)
+      .option("--batch", batch, "Images per micro-batch", 1)
+      .option("--accumulation", accumulation, "Micro-batches per update (at least 7, for 4 stages)",
+              mnist::min_pipeline_micro_batches(4), std::int64_t{1} << 20);
+  if (const auto exit_code = flags.parse(argc, argv))
+    return *exit_code;
 
   std::printf("MNIST Net trained by addons::Trainer, SGD, batch %lld, %lld micro-batches per "
               "update, random data, %u emulator worker(s); median of %d\n",

@@ -10,11 +10,10 @@
 // within each repetition; asserts nothing.
 //
 //     build/test/bench/replication [--workers N] [--reps 5] [--batch 8] [--global-batch 32]
+#include "flags.hpp"
 #include "mnist_bench_data.hpp"
 #include "sgemm_peak.hpp"
 #include "trainer_timing.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
@@ -74,19 +73,14 @@ int main(int argc, char** argv) {
   unsigned workers = 1;
   int reps = 5;
   std::int64_t batch = 8, global_batch = 32;
-  CLI::App app{"Data-parallel MNIST training throughput on pxl's emulator at 1, 2 and 4 replicas"};
-  app.add_option("--workers", workers, "Emulator worker threads (0: one per core)")
-      ->capture_default_str();
-  app.add_option("--reps", reps, "Timings per figure (the median is printed)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--batch", batch, "Per-replica batch of table (a)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--global-batch", global_batch, "Global batch of table (b) (4 must divide it)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  bench::Flags flags(
+      "Data-parallel MNIST training throughput on pxl's emulator at 1, 2 and 4 replicas");
+  flags.option("--workers", workers, "Emulator worker threads (0: one per core)")
+      .option("--reps", reps, "Timings per figure (the median is printed)", 1)
+      .option("--batch", batch, "Per-replica batch of table (a)", 1)
+      .option("--global-batch", global_batch, "Global batch of table (b) (4 must divide it)", 1);
+  if (const auto exit_code = flags.parse(argc, argv))
+    return *exit_code;
   if (global_batch % 4 != 0) {
     std::fprintf(stderr, "replication: --global-batch must be a multiple of 4, got %lld\n",
                  static_cast<long long>(global_batch));
