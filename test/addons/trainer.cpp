@@ -1,6 +1,8 @@
 // addons::Trainer: fit over device loops equals one step per run bitwise; accumulation,
 // replication and pipelining against the simpler runs they equal; evaluate and predict
 // against each other; callbacks, the history and the errors.
+#include "trainer_fixture.hpp"
+
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
@@ -20,64 +22,7 @@ using addons::CompileOptions;
 using addons::FitOptions;
 using addons::Trainer;
 using doctest::Contains;
-
-namespace {
-
-constexpr std::int64_t features = 12, classes = 4, examples = 400;
-
-/// Linear → relu → Linear; with `stages`, the second layer on IPU 1 (pipeline stage 1).
-struct Classifier : addons::Module<Classifier> {
-  bool stages = false;
-  PXL_SUBMODULE(addons::Linear, fc1, 16);
-  PXL_SUBMODULE(addons::Linear, fc2, classes);
-  Tensor build(const Tensor& x) {
-    const addons::PipelineStages split;
-    Tensor h;
-    {
-      auto s = split.stage(0);
-      h = ops::relu(fc1(x));
-    }
-    if (!stages)
-      return fc2(h);
-    auto s = split.stage(1);
-    return fc2(addons::PipelineStages::input(h));
-  }
-};
-
-/// Examples whose class is the largest of their first `classes` features.
-std::pair<HostTensor, HostTensor> data(std::int64_t n, std::uint64_t seed) {
-  HostTensor x = addons::init::normal(0.0, 1.0, {n, features})(float32, seed);
-  std::vector<std::int32_t> y;
-  const auto v = x.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int32_t best = 0;
-    for (std::int32_t k = 1; k < classes; ++k)
-      if (v[static_cast<std::size_t>(i * features + k)] >
-          v[static_cast<std::size_t>(i * features + best)])
-        best = k;
-    y.push_back(best);
-  }
-  return {x, HostTensor(y, {n})};
-}
-
-struct Fitted {
-  addons::History history;
-  std::map<std::string, HostTensor> weights;
-};
-
-Fitted fit(CompileOptions compile, FitOptions options, bool stages = false) {
-  Classifier model;
-  model.stages = stages;
-  Trainer trainer(model);
-  trainer.compile(std::move(compile));
-  const auto [x, y] = data(examples, 1);
-  Fitted f;
-  f.history = trainer.fit(x, y, options);
-  f.weights = trainer.weights();
-  return f;
-}
-
-} // namespace
+using namespace pxl::test_trainer;
 
 TEST_CASE("fit with a device loop of 50 steps trains bitwise as one step per run") {
   const FitOptions options{.epochs = 2, .batch_size = 8};
@@ -379,51 +324,6 @@ TEST_CASE("fit feeds the device through its infeeds, epoch after epoch, the data
       CHECK(s.elements == 48 * 2);
 }
 
-TEST_CASE("evaluate takes a batched dataset as it takes arrays") {
-  const auto [x, y] = data(examples, 1);
-  Trainer trainer(Classifier{});
-  trainer.compile({.metrics = {"accuracy"}});
-  trainer.fit(x, y, {.batch_size = 8});
-  const auto batched = addons::data::TensorDataset::from_tensor_slices(x, y).batch(16);
-  CHECK(trainer.evaluate(batched) == trainer.evaluate(x, y, 16));
-  CHECK_THROWS_WITH_AS(
-      trainer.evaluate(addons::data::TensorDataset::from_tensor_slices(x, y).batch(500)),
-      "Trainer::evaluate: the dataset must be batched (the device program has fixed shapes) and "
-      "hold at least one batch, got 0 batches of 500 from 400 examples",
-      ValueError);
-  CHECK_THROWS_WITH_AS(trainer.evaluate(x, y, 0),
-                       "Trainer::evaluate: batch_size must be at least 1, got 0", ValueError);
-  CHECK_THROWS_WITH_AS(trainer.evaluate(HostTensor({0, 4}, float32), HostTensor({0}, int32)),
-                       "Trainer::evaluate: x and y have no examples (their first axis is 0)",
-                       ShapeError);
-}
-
-TEST_CASE("evaluate and predict take every example: the remainder runs as a shorter batch") {
-  const auto [x, y] = data(examples, 1);
-  const auto [xt, yt] = data(80, 2);
-  Trainer trainer(Classifier{});
-  trainer.compile({.metrics = {"accuracy"}});
-  trainer.fit(x, y, {.batch_size = 8});
-  // 80 = 3 × 24 + 8, and 80 = 5 × 16: the same examples, each batch's mean weighted by its rows.
-  const addons::Logs whole = trainer.evaluate(xt, yt, 16);
-  const addons::Logs with_remainder = trainer.evaluate(xt, yt, 24);
-  CHECK(with_remainder.at("loss") == doctest::Approx(whole.at("loss")).epsilon(1e-6));
-  CHECK(with_remainder.at("accuracy") == doctest::Approx(whole.at("accuracy")).epsilon(1e-6));
-  CHECK(trainer.evaluate(addons::data::TensorDataset::from_tensor_slices(xt, yt).batch(
-            24, false)) == with_remainder);
-  // A batch larger than the data is one short batch.
-  const addons::Logs one_batch = trainer.evaluate(xt, yt, 1000);
-  CHECK(one_batch.at("loss") == doctest::Approx(whole.at("loss")).epsilon(1e-6));
-
-  const HostTensor by_16 = trainer.predict(xt, 16);
-  const HostTensor by_24 = trainer.predict(xt, 24);
-  REQUIRE(by_24.shape() == Shape{80, classes});
-  const auto a = by_16.data<float>();
-  const auto b = by_24.data<float>();
-  for (std::size_t i = 0; i < a.size(); ++i)
-    CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-6));
-}
-
 TEST_CASE("fit shows the main job's progress bar where asked") {
   const auto [x, y] = data(examples, 1);
   Trainer trainer(Classifier{});
@@ -440,85 +340,4 @@ TEST_CASE("fit shows the main job's progress bar where asked") {
   CHECK(text.find("epoch 1/2 5/50  loss") != std::string::npos);
   CHECK(text.find("epoch 1/2 50/50  loss") != std::string::npos);
   CHECK(text.find("epoch 2/2 50/50  loss") != std::string::npos);
-}
-
-namespace {
-
-/// Counts the batches fit trains.
-struct BatchCounter : addons::Callback {
-  std::int64_t batches = 0;
-  void on_batch_end(std::int64_t, const addons::Logs&) override { ++batches; }
-};
-
-/// Trains a fresh Classifier on `dataset` and returns its weights and the batches it trained.
-std::pair<std::map<std::string, HostTensor>, std::int64_t>
-fit_dataset(const addons::data::TensorDataset& dataset, FitOptions options,
-            std::int64_t steps_per_execution = 1) {
-  Trainer trainer(Classifier{});
-  trainer.compile({.steps_per_execution = steps_per_execution, .seed = 3});
-  auto counter = std::make_shared<BatchCounter>();
-  options.callbacks = {counter};
-  trainer.fit(dataset, options);
-  return {trainer.weights(), counter->batches};
-}
-
-} // namespace
-
-TEST_CASE("fit honours repeat and steps_per_epoch as Keras does") {
-  const auto [x, y] = data(examples, 1);
-  // 50 batches of 8 per pass, each pass shuffled afresh.
-  const auto ds = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(4).batch(8);
-  for (const std::int64_t per_run : {1, 10}) {
-    CAPTURE(per_run);
-    // An epoch is one iteration of the dataset: repeat(2) makes it passes 0 and 1, the batches
-    // two epochs of the unrepeated dataset train on.
-    const auto two_epochs = fit_dataset(ds, {.epochs = 2}, per_run);
-    const auto repeated = fit_dataset(ds.repeat(2), {.epochs = 1}, per_run);
-    CHECK(two_epochs.second == 100);
-    CHECK(repeated.second == 100);
-    CHECK(repeated.first == two_epochs.first);
-    // steps_per_epoch: the epochs take their batches from one stream over the passes, going
-    // on where the last one stopped: 3 epochs of 30 are the first 90 batches.
-    const auto stream = fit_dataset(ds.repeat(), {.epochs = 3, .steps_per_epoch = 30}, per_run);
-    const auto whole = fit_dataset(ds.repeat(), {.epochs = 1, .steps_per_epoch = 90}, per_run);
-    CHECK(stream.second == 90);
-    CHECK(stream.first == whole.first);
-  }
-
-  Trainer trainer(Classifier{});
-  trainer.compile({.steps_per_execution = 10});
-  CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(), {}),
-                       "Trainer::fit: the dataset repeats forever, so an epoch would never end: "
-                       "give FitOptions::steps_per_epoch",
-                       ValueError);
-  CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(), {.steps_per_epoch = 25}),
-                       "Trainer::fit: steps_per_epoch counts batches and an epoch ends on a whole "
-                       "run: it must be a positive multiple of steps_per_execution 10, got 25",
-                       ValueError);
-  CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(2), {.epochs = 3, .steps_per_epoch = 40}),
-                       "Trainer::fit: 3 epochs of 40 steps need 120 batches, but the dataset "
-                       "yields 100 (400 examples in batches of 8 make 50 batches per pass, 2 "
-                       "pass(es)): call .repeat() on it",
-                       ValueError);
-}
-
-TEST_CASE("fit names the dataset's field whose dtype the model or the loss cannot take") {
-  const auto [x, y] = data(examples, 1);
-  Trainer trainer(Classifier{});
-  trainer.compile({});
-  // Integer images reach the model as they are: its first op refuses them, and fit says why.
-  CHECK_THROWS_WITH_AS(trainer.fit(x.astype(uint8), y, {.batch_size = 8}),
-                       "Trainer: the model cannot take the dataset's features [(8, 12) uint8]: "
-                       "float features (float32 or float16) are cast to the model's dtype, "
-                       "others reach it as they are, and the model refused them: MatMul: "
-                       "expected a float32 or float16 tensor, got 'Classifier_subgraph(0)/t0' "
-                       "[(8, 12) uint8]",
-                       DTypeError);
-  CHECK_THROWS_WITH_AS(trainer.fit(x, y.astype(float32), {.batch_size = 8}),
-                       "Trainer: sparse_categorical_crossentropy takes int32 class indices as "
-                       "labels; the dataset's labels are [(8,) float32]: convert them "
-                       "(HostTensor::astype(int32))",
-                       DTypeError);
-  // The Trainer still trains once given what it takes.
-  CHECK(trainer.fit(x, y, {.batch_size = 8}).epochs() == 1);
 }
