@@ -18,11 +18,8 @@
 #include <vector>
 
 using namespace pxl;
-using addons::CompileOptions;
-using addons::FitOptions;
-using addons::Trainer;
+using namespace pxl::test_trainer; // Classifier, data, fit, CompileOptions, FitOptions, Trainer
 using doctest::Contains;
-using namespace pxl::test_trainer;
 
 TEST_CASE("fit with a device loop of 50 steps trains bitwise as one step per run") {
   const FitOptions options{.epochs = 2, .batch_size = 8};

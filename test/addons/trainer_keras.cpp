@@ -17,11 +17,8 @@
 #include <vector>
 
 using namespace pxl;
-using addons::CompileOptions;
-using addons::FitOptions;
-using addons::Trainer;
+using namespace pxl::test_trainer; // Classifier, data, fit, CompileOptions, FitOptions, Trainer
 using doctest::Contains;
-using namespace pxl::test_trainer;
 
 TEST_CASE("evaluate takes a batched dataset as it takes arrays") {
   const auto [x, y] = data(examples, 1);
