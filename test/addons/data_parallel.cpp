@@ -21,7 +21,8 @@ using addons::Linear;
 using addons::NamedTensors;
 using test_addons::cross_entropy_grads;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_data_parallel {
 
 constexpr std::int64_t features = 6, hidden = 5, classes = 4;
 constexpr std::int64_t steps = 50;
@@ -209,8 +210,6 @@ void check_same_training(const Trained& single, const Trained& parallel, std::in
   }
 }
 
-} // namespace
-
 TEST_CASE("R replicas at batch B train as one replica at batch R·B over 50 steps") {
   for (Optimizer o : {Optimizer::sgd, Optimizer::adam}) {
     for (Container c : {Container::named, Container::by_variable}) {
@@ -358,3 +357,5 @@ TEST_CASE("Data-parallel errors name the gradient and the grouping") {
                          doctest::Contains("the update is empty"), ValueError);
   }
 }
+
+} // namespace test_data_parallel

@@ -8,7 +8,8 @@ using namespace pxl;
 using addons::Linear;
 using Keys = std::vector<std::string>;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_module {
 
 struct Net : addons::Module<Net> {
   PXL_SUBMODULE(Linear, fc1, 512);
@@ -67,8 +68,6 @@ std::vector<std::string> op_types(const Graph& g) {
   }
   return r;
 }
-
-} // namespace
 
 TEST_CASE("Net's variables are named after its members: fc1.weight ... fc4.bias") {
   Ir ir;
@@ -269,3 +268,5 @@ TEST_CASE("nested sub-modules compose their names, inlined or outlined") {
         fwd.graph().name() + "/blocks/1/outlined/weight");
   CHECK(fwd.graph().called_graphs().size() == 3);
 }
+
+} // namespace test_module

@@ -16,7 +16,8 @@ using namespace pxl;
 using addons::NamedTensors;
 using transforms::PipelineSchedule;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_pipeline {
 
 constexpr std::int64_t features = 6, hidden = 8, outputs = 3, rows = 4;
 constexpr double lr = 0.2;
@@ -157,8 +158,6 @@ Trained train(const Setup& setup) {
   return r;
 }
 
-} // namespace
-
 TEST_CASE("A pipelined model trains bitwise as gradient accumulation on one IPU, every schedule") {
   const Trained one = train({.mapping = {0, 0, 0}});
   auto total = [](const HostTensor& losses) {
@@ -285,3 +284,5 @@ TEST_CASE("PipelineStages maps stages to IPUs and refuses what it cannot map") {
   CHECK_THROWS_WITH_AS(addons::PipelineStages::input(h) + w,
                        doctest::Contains("located on different IPUs: 0 != 1"), GraphError);
 }
+
+} // namespace test_pipeline

@@ -15,7 +15,8 @@ using namespace pxl;
 using addons::NamedTensors;
 using doctest::Contains;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_rts {
 
 constexpr std::int64_t features = 5, outputs = 3, rows = 4;
 
@@ -82,8 +83,6 @@ Trained train(std::int64_t replicas, bool sharded, unsigned workers, int steps) 
   return r;
 }
 
-} // namespace
-
 TEST_CASE("A sharded weight trains data-parallel bitwise as the whole weight") {
   const int steps = 20;
   for (const std::int64_t replicas : {2, 3}) {
@@ -142,3 +141,5 @@ TEST_CASE("rts helpers: reduce_scatter and shard carry their sharding; gather un
   CHECK_THROWS_WITH_AS(addons::add_replica_sharded_variable_input("w", addons::init::zeros({2}), 0),
                        Contains("'w' needs shard_over of at least 1, got 0"), ValueError);
 }
+
+} // namespace test_rts

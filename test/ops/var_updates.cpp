@@ -14,7 +14,8 @@ using namespace pxl;
 using doctest::Contains;
 using pxl::testing::ReferenceEvaluator;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_var_updates {
 /// An empty subgraph "g", current for the fixture's lifetime: room for graph inputs.
 struct Fixture {
   Ir ir;
@@ -31,7 +32,6 @@ template <class... Args>
 constexpr bool scaled_add_out_of_place_accepts = requires(const Tensor& t, Args... args) {
   ops::scaled_add(t, t, args...);
 };
-} // namespace
 
 // PopXL's `scaled_add_(w, g, b=-lr)` ported as `scaled_add_(w, g, -lr)` would scale w, not g:
 // the factors must be named. (0.1's `scaled_add_(w, g, 1.0, -lr)`, both factors given, compiles
@@ -390,3 +390,5 @@ TEST_CASE("adam_updater with bias correction: the reference and the emulator on 
   ev.evaluate(ir.main_graph());
   CHECK(ev.variable(t).item(0) == 2.0);
 }
+
+} // namespace test_var_updates
