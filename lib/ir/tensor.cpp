@@ -77,6 +77,9 @@ Tensor operator+(double a, const Tensor& b) { return ops::add(scalar_like(b, a),
 Tensor operator-(double a, const Tensor& b) { return ops::sub(scalar_like(b, a), b); }
 Tensor operator*(double a, const Tensor& b) { return ops::mul(scalar_like(b, a), b); }
 Tensor operator/(double a, const Tensor& b) { return ops::div(scalar_like(b, a), b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return ops::fmod(a, b); }
+Tensor operator%(const Tensor& a, double b) { return ops::fmod(a, scalar_like(a, b)); }
+Tensor operator%(double a, const Tensor& b) { return ops::fmod(scalar_like(b, a), b); }
 Tensor operator-(const Tensor& a) { return ops::negate(a); }
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a = ops::add_(a, b); }
 Tensor& operator+=(Tensor& a, double b) { return a = ops::add_(a, scalar_like(a, b)); }

@@ -12,6 +12,12 @@ Tensor unary_float(OpKind kind, const Tensor& t) {
   return add_op1(kind, {t}, t.spec());
 }
 
+/// A bool tensor classifying each element of a float tensor.
+Tensor float_class(OpKind kind, const Tensor& t) {
+  detail::check_float(op_type_name(kind), t);
+  return add_op1(kind, {t}, TensorSpec{t.shape(), bool_});
+}
+
 Tensor unary_signed(OpKind kind, const Tensor& t) {
   if (!is_floating_point(t.dtype()) && t.dtype() != int32)
     throw DTypeError(std::string(op_type_name(kind)) +
@@ -92,10 +98,14 @@ Tensor logical_not(const Tensor& t) {
   detail::check_dtype("Not", t, bool_, "the operand");
   return add_op1(OpKind::LogicalNot, {t}, t.spec());
 }
-Tensor isnan(const Tensor& t) {
-  detail::check_float("IsNaN", t);
-  return add_op1(OpKind::IsNan, {t}, TensorSpec{t.shape(), bool_});
-}
+Tensor isnan(const Tensor& t) { return float_class(OpKind::IsNan, t); }
+Tensor isinf(const Tensor& t) { return float_class(OpKind::IsInf, t); }
+Tensor isfinite(const Tensor& t) { return float_class(OpKind::IsFinite, t); }
+Tensor floor(const Tensor& t) { return unary_float(OpKind::Floor, t); }
+Tensor ceil(const Tensor& t) { return unary_float(OpKind::Ceil, t); }
+Tensor log2(const Tensor& t) { return unary_float(OpKind::Log2, t); }
+Tensor swish(const Tensor& t) { return unary_float(OpKind::Swish, t); }
+Tensor clamp(const Tensor& t, double min, double max) { return clip(t, min, max); }
 Tensor cast(const Tensor& t, DType to) {
   return add_op1(OpKind::Cast, {t}, TensorSpec{t.shape(), to}, CastAttrs{to});
 }
@@ -111,6 +121,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   return binary(OpKind::Pow, a, b, a.dtype());
 }
 Tensor pow(const Tensor& a, double exponent) { return pow(a, constant(exponent, a.dtype())); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Fmod, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Minimum, a, b); }
 Tensor equal(const Tensor& a, const Tensor& b) { return binary(OpKind::Equal, a, b, bool_); }

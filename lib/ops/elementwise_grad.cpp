@@ -5,6 +5,7 @@
 #include "pxl/ops/reduce.hpp"
 
 #include <cmath>
+#include <numbers>
 
 namespace pxl::detail {
 
@@ -78,6 +79,15 @@ vector<Tensor> grad_Erf(GradContext& c) {
   const Tensor x = c.fwd_input(0);
   return {c.grad_output(0) * ops::exp(x * x * -1.0) * (2.0 / std::sqrt(std::acos(-1.0)))};
 }
+vector<Tensor> grad_Log2(GradContext& c) {
+  return {c.grad_output(0) / (c.fwd_input(0) * std::numbers::ln2)};
+}
+vector<Tensor> grad_Swish(GradContext& c) {
+  // d/dx x·s(x) = s + x·s(1 - s) = s(1 + x(1 - s)), s = sigmoid(x).
+  const Tensor x = c.fwd_input(0);
+  const Tensor s = ops::sigmoid(x);
+  return {c.grad_output(0) * s * (x * (1.0 - s) + 1.0)};
+}
 vector<Tensor> grad_Sin(GradContext& c) { return {c.grad_output(0) * ops::cos(c.fwd_input(0))}; }
 vector<Tensor> grad_Cos(GradContext& c) {
   return {ops::negate(c.grad_output(0) * ops::sin(c.fwd_input(0)))};
@@ -136,6 +146,19 @@ vector<Tensor> grad_Pow(GradContext& c) {
     r[0] = unbroadcast(g * b * ops::pow(a, b - 1.0), c.op().input(0).shape());
   if (c.needs_grad(1))
     r[1] = unbroadcast(g * ops::log(a) * c.fwd_output(0), c.op().input(1).shape());
+  return r;
+}
+vector<Tensor> grad_Fmod(GradContext& c) {
+  // fmod(a, b) = a - trunc(a / b)·b, trunc piecewise constant: d/da = 1, d/db = -trunc(a / b).
+  const Tensor g = c.grad_output(0);
+  vector<Tensor> r(2);
+  if (c.needs_grad(0))
+    r[0] = unbroadcast(g, c.op().input(0).shape());
+  if (c.needs_grad(1)) {
+    const Tensor a = c.fwd_input(0), b = c.fwd_input(1);
+    const Tensor q = (a - c.fwd_output(0)) / b; // trunc(a / b), to rounding
+    r[1] = unbroadcast(ops::negate(g * q), c.op().input(1).shape());
+  }
   return r;
 }
 vector<Tensor> grad_Maximum(GradContext& c) {

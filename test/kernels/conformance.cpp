@@ -77,6 +77,12 @@ const std::map<OpKind, OpCase>& op_cases() {
                        ""};
     c[OpKind::LogicalNot] = unary(ops::logical_not, bools({1, 0, 1}));
     c[OpKind::IsNan] = unary(ops::isnan, HostTensor({1.f, NAN, -INFINITY}, {3}));
+    c[OpKind::IsInf] = unary(ops::isinf, HostTensor({1.f, NAN, -INFINITY}, {3}));
+    c[OpKind::IsFinite] = unary(ops::isfinite, HostTensor({1.f, NAN, -INFINITY}, {3}));
+    c[OpKind::Floor] = unary(ops::floor, away_from_zero);
+    c[OpKind::Ceil] = unary(ops::ceil, away_from_zero);
+    c[OpKind::Log2] = unary(ops::log2, positive);
+    c[OpKind::Swish] = unary(ops::swish, x);
     c[OpKind::Cast] = {[](const V& v) { return V{ops::cast(v[0], float16)}; },
                        {x},
                        "",
@@ -94,6 +100,9 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Mul] = binary(ops::mul, x, row);
     c[OpKind::Div] = binary(ops::div, x, f32({2, 1}, 0.5, 1.5, 4));
     c[OpKind::Pow] = binary(ops::pow, positive, f32({3}, 0.5, 2.0, 5));
+    // Quotients away from whole numbers, where fmod jumps.
+    c[OpKind::Fmod] = binary(ops::fmod, HostTensor({2.3f, -3.7f, 5.2f, -1.1f, 0.45f, 7.9f}, {2, 3}),
+                             HostTensor({1.5f, -2.f, 0.8f}, {3}));
     c[OpKind::Maximum] = binary(ops::maximum, away_from_zero, f32({3}, -0.1, 0.1, 6));
     c[OpKind::Minimum] = binary(ops::minimum, away_from_zero, f32({3}, -0.1, 0.1, 16));
     const auto ints = i32({1, 2, 3, 4, 5, 6}, {2, 3});

@@ -33,6 +33,10 @@ const std::vector<UnaryCase> float_cases = {
     // checked against the closed form below.
     {"gelu", [](const Tensor& t) { return ops::gelu(t); }, -4, 6},
     {"geluerf", [](const Tensor& t) { return ops::geluerf(t); }, -4, 6},
+    {"floor", [](const Tensor& t) { return ops::floor(t); }, -3, 3},
+    {"ceil", [](const Tensor& t) { return ops::ceil(t); }, -3, 3},
+    {"log2", [](const Tensor& t) { return ops::log2(t); }, 0.01, 10},
+    {"swish", [](const Tensor& t) { return ops::swish(t); }, -8, 8},
     {"identity", [](const Tensor& t) { return ops::identity(t); }, -3, 3},
     {"detach", [](const Tensor& t) { return ops::detach(t); }, -3, 3},
 };
@@ -300,6 +304,7 @@ const std::vector<BinaryCase> cases = {
     {"mul", [](const Tensor& a, const Tensor& b) { return ops::mul(a, b); }, -3, 3, true},
     {"div", [](const Tensor& a, const Tensor& b) { return ops::div(a, b); }, 0.5, 4, true},
     {"pow", [](const Tensor& a, const Tensor& b) { return ops::pow(a, b); }, 0.1, 3, false},
+    {"fmod", [](const Tensor& a, const Tensor& b) { return ops::fmod(a, b); }, -3, 3, true},
     {"maximum", [](const Tensor& a, const Tensor& b) { return ops::maximum(a, b); }, -3, 3, true},
     {"equal", [](const Tensor& a, const Tensor& b) { return ops::equal(a, b); }, -2, 2, true},
     {"greater", [](const Tensor& a, const Tensor& b) { return ops::greater(a, b); }, -2, 2, true},
@@ -383,6 +388,36 @@ TEST_CASE("binary kernels: hand-computed values") {
                {{2, 3}, float32}, {90, 80, 70, 190, 180, 170});
   check_values(check_kernel([](Tensor x) { return ops::pow(x, 2.0); }, {a})[0], {{2, 3}, float32},
                {1, 4, 9, 16, 25, 36});
+}
+
+TEST_CASE("fmod: the dividend's sign; x % 0 is NaN for floats and 0 for int32, as the reference") {
+  const auto a = tensor({5}, float32, {5.5, -5.5, 5.5, 3, -0.0});
+  const auto b = tensor({5}, float32, {2, 2, -2, 0, 1});
+  const auto r = check_kernel([](Tensor x, Tensor y) { return x % y; }, {a, b})[0];
+  CHECK(r.item(0) == 1.5);
+  CHECK(r.item(1) == -1.5);
+  CHECK(r.item(2) == 1.5);
+  CHECK(std::isnan(r.item(3)));
+  CHECK(std::signbit(r.item(4)));
+  const auto ia = tensor({5}, int32, {7, -7, 7, std::numeric_limits<std::int32_t>::min(), 7});
+  const auto ib = tensor({5}, int32, {3, 3, -3, -1, 0});
+  check_values(check_kernel([](Tensor x, Tensor y) { return ops::fmod(x, y); }, {ia, ib})[0],
+               {{5}, int32}, {1, -1, 1, 0, 0});
+}
+
+TEST_CASE("isinf and isfinite classify infinities, NaN and the largest values") {
+  const float big = std::numeric_limits<float>::max();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    const auto x = tensor({6}, float32, {0.0, -big, inf, -inf, NAN, 1.0}).astype(d);
+    // float16 rounds ±FLT_MAX to ±inf.
+    const double big_is_inf = d == float16 ? 1 : 0;
+    check_values(check_kernel([](Tensor t) { return ops::isinf(t); }, {x})[0], {{6}, bool_},
+                 {0, big_is_inf, 1, 1, 0, 0});
+    check_values(check_kernel([](Tensor t) { return ops::isfinite(t); }, {x})[0], {{6}, bool_},
+                 {1, 1 - big_is_inf, 0, 0, 0, 1});
+  }
 }
 
 TEST_CASE("int32 division truncates toward zero and division by zero gives 0") {

@@ -89,6 +89,47 @@ TEST_CASE("unary math at the edges: log 0, sqrt of a negative, NaN through relu"
   check_values(evaluate1([](T t) { return ops::isnan(t[0]); }, {x}), {{3}, bool_}, {0, 0, 1});
 }
 
+TEST_CASE("floor, ceil, log2, swish, isinf, isfinite: closed forms, signed zeros, inf and NaN") {
+  const auto x = tensor({8}, float32, {-1.5, -0.5, -0.0, 0.25, 2.0, inf, -inf, NAN});
+  check_values(evaluate1([](T t) { return ops::floor(t[0]); }, {x}), {{8}, float32},
+               {-2, -1, -0.0, 0, 2, inf, -inf, NAN});
+  check_values(evaluate1([](T t) { return ops::ceil(t[0]); }, {x}), {{8}, float32},
+               {-1, -0.0, -0.0, 1, 2, inf, -inf, NAN});
+  check_values(evaluate1([](T t) { return ops::isinf(t[0]); }, {x}), {{8}, bool_},
+               {0, 0, 0, 0, 0, 1, 1, 0});
+  check_values(evaluate1([](T t) { return ops::isfinite(t[0]); }, {x}), {{8}, bool_},
+               {1, 1, 1, 1, 1, 0, 0, 0});
+  const auto p = tensor({4}, float32, {0.25, 1, 8, 10});
+  check_values(evaluate1([](T t) { return ops::log2(t[0]); }, {p}), {{4}, float32},
+               {-2, 0, 3, 3.3219280949});
+  const auto s = tensor({5}, float32, {-2, 0, 1.5, -inf, inf});
+  check_values(evaluate1([](T t) { return ops::swish(t[0]); }, {s}), {{5}, float32},
+               {-2 / (1 + std::exp(2.0)), 0, 1.5 / (1 + std::exp(-1.5)), -0.0, inf});
+  check_values(evaluate1([](T t) { return ops::clamp(t[0], -1, 1); }, {s}), {{5}, float32},
+               {-1, 0, 1, -1, 1});
+}
+
+TEST_CASE("fmod and %: the remainder with the dividend's sign, for floats and int32") {
+  const auto a = tensor({6}, float32, {5.5, -5.5, 5.5, -5.5, 3, 1});
+  const auto b = tensor({6}, float32, {2, 2, -2, -2, 0, inf});
+  check_values(evaluate1([](T t) { return t[0] % t[1]; }, {a, b}), {{6}, float32},
+               {1.5, -1.5, 1.5, -1.5, NAN, 1});
+  check_values(evaluate1([](T t) { return t[0] % 4.0; }, {tensor({2}, float32, {9, -9})}),
+               {{2}, float32}, {1, -1});
+  check_values(evaluate1([](T t) { return 7.0 % t[0]; }, {tensor({2}, float32, {4, -4})}),
+               {{2}, float32}, {3, 3});
+  const auto ia = tensor({5}, int32, {7, -7, 7, std::numeric_limits<std::int32_t>::min(), 7});
+  const auto ib = tensor({5}, int32, {3, 3, -3, -1, 0});
+  check_values(evaluate1([](T t) { return ops::fmod(t[0], t[1]); }, {ia, ib}), {{5}, int32},
+               {1, -1, 1, 0, 0});
+  ScratchGraph s;
+  CHECK_THROWS_WITH_AS(ops::fmod(s.input({2}, bool_), s.input({2}, bool_)),
+                       doctest::Contains("Fmod: arithmetic on bool tensor"), DTypeError);
+  CHECK_THROWS_WITH_AS(s.input({2}) % s.input({3}), doctest::Contains("Fmod"), ShapeError);
+  CHECK_THROWS_WITH_AS(s.input({2}) % s.input({2}, int32),
+                       doctest::Contains("Fmod: operands must have the same dtype"), DTypeError);
+}
+
 TEST_CASE("unary math in float16 rounds the exact value once") {
   const V x = {-1, 0.5, 2};
   const auto in = tensor({3}, float16, x);
@@ -125,6 +166,10 @@ TEST_CASE("every float unary op in float16 is the closed form of the float16 inp
        [](double x) { return 0.5 * x * (1 + std::erf(x / std::numbers::sqrt2)); }},
       {"abs", ops::abs, [](double x) { return std::fabs(x); }},
       {"negate", ops::negate, [](double x) { return -x; }},
+      {"floor", ops::floor, [](double x) { return std::floor(x); }},
+      {"ceil", ops::ceil, [](double x) { return std::ceil(x); }},
+      {"log2", ops::log2, [](double x) { return std::log2(x); }},
+      {"swish", ops::swish, [](double x) { return x / (1 + std::exp(-x)); }},
   };
   // Positive inputs, so log and sqrt are defined; 0.1 and 3.3 are not float16 values and get
   // rounded on the way in.
@@ -338,6 +383,14 @@ TEST_CASE("element-wise errors name the op and the operands") {
                        doctest::Contains("Neg: expected a float32, float16 or int32 tensor"),
                        DTypeError);
   CHECK_THROWS_WITH_AS(ops::isnan(i), doctest::Contains("IsNaN: expected a float32 or float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::isinf(i), doctest::Contains("IsInf: expected a float32 or float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::isfinite(b),
+                       doctest::Contains("IsFinite: expected a float32 or float16"), DTypeError);
+  for (auto op : {ops::floor, ops::ceil, ops::log2, ops::swish})
+    CHECK_THROWS_AS(op(i), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::floor(i), doctest::Contains("Floor: expected a float32 or float16"),
                        DTypeError);
   CHECK_THROWS_WITH_AS(ops::logical_not(f), doctest::Contains("Not: the operand must be bool"),
                        DTypeError);

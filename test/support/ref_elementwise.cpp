@@ -5,6 +5,7 @@
 // - int32 arithmetic wraps around (two's complement); Div on integers truncates toward zero
 //   (C++ `/`), an integer division by zero yields 0 and INT32_MIN / -1 wraps to INT32_MIN.
 // - Maximum and Relu propagate NaN.
+// - Fmod on integers is C++'s `%` (the sign of the dividend); x % 0 yields 0.
 // - Pow is std::pow (NaN where it is NaN, e.g. a negative base with a fractional exponent).
 // - Cast is pxl::convert_element: nearest for float targets, toward zero and saturating for
 //   float → integer (NaN → 0), modulo 2^bits for integer → integer, `x != 0` for bool.
@@ -124,6 +125,26 @@ PXL_REF_KERNEL(LogicalNot) {
 PXL_REF_KERNEL(IsNan) {
   unary(inputs, outputs, [](double x) { return std::isnan(x) ? 1.0 : 0.0; });
 }
+PXL_REF_KERNEL(IsInf) {
+  unary(inputs, outputs, [](double x) { return std::isinf(x) ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(IsFinite) {
+  unary(inputs, outputs, [](double x) { return std::isfinite(x) ? 1.0 : 0.0; });
+}
+PXL_REF_KERNEL(Floor) {
+  unary(inputs, outputs, [](double x) { return std::floor(x); });
+}
+PXL_REF_KERNEL(Ceil) {
+  unary(inputs, outputs, [](double x) { return std::ceil(x); });
+}
+PXL_REF_KERNEL(Log2) {
+  unary(inputs, outputs, [](double x) { return std::log2(x); });
+}
+// Swish at -inf is its limit, -0.
+PXL_REF_KERNEL(Swish) {
+  unary(inputs, outputs,
+        [](double x) { return std::isinf(x) && x < 0 ? -0.0 : x / (1.0 + std::exp(-x)); });
+}
 // Cast from the source value as a double: every float32/float16 value is exact there, and
 // convert_element's bounds (2^31, 2^32, ...) are the same numbers in double as in float.
 PXL_REF_KERNEL(Cast) {
@@ -175,6 +196,16 @@ PXL_REF_KERNEL(Div) {
 }
 PXL_REF_KERNEL(Pow) {
   binary(inputs, outputs, [](double a, double b) { return std::pow(a, b); });
+}
+PXL_REF_KERNEL(Fmod) {
+  if (is_floating_point(outputs[0]->dtype())) {
+    binary(inputs, outputs, [](double a, double b) { return std::fmod(a, b); });
+    return;
+  }
+  binary(inputs, outputs, [](double a, double b) {
+    const auto ia = static_cast<std::int64_t>(a), ib = static_cast<std::int64_t>(b);
+    return ib == 0 ? 0.0 : static_cast<double>(ia % ib);
+  });
 }
 PXL_REF_KERNEL(Maximum) {
   binary(inputs, outputs, [](double a, double b) {

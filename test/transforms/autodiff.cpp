@@ -141,6 +141,13 @@ TEST_CASE("autodiff errors are clear") {
       TensorSpec{{1, 3}, float32});
   CHECK_THROWS_WITH_AS(transforms::autodiff(through_fused),
                        doctest::Contains("op NllWithSoftmaxGrad."), GraphError);
+  // Floor and ceil, as PopXL: a gradient through them is refused, not silently zero.
+  for (auto round : {ops::floor, ops::ceil}) {
+    Graph rounded = ir.create_graph(
+        "r", [round](Tensor x) { return round(x) * x; }, TensorSpec{{3}, float32});
+    CHECK_THROWS_WITH_AS(transforms::autodiff(rounded), doctest::Contains("is not differentiable"),
+                         GraphError);
+  }
   Graph ints = ir.create_graph(
       "i", [](Tensor x) { return x + x; }, TensorSpec{{3}, int32});
   CHECK_THROWS_WITH_AS(transforms::autodiff(ints, {.grads_required = V{ints.inputs()[0]}}),

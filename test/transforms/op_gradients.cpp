@@ -22,6 +22,9 @@ TEST_CASE("unary element-wise gradients") {
   CHECK(check_gradients([](V v) { return ops::gelu(v[0]); }, {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::geluerf(v[0]); }, {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::identity(v[0]); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::log2(v[0]); }, {pos}) > 0);
+  CHECK(check_gradients([](V v) { return ops::swish(v[0]); },
+                        {random_tensor({2, 3}, 1, -4.f, 4.f)}) > 0);
   CHECK(check_gradients([](V v) { return ops::cast(ops::cast(v[0], float16), float32); }, {x}, 1e-1,
                         2e-2, 5e-3) > 0);
 }
@@ -36,6 +39,10 @@ TEST_CASE("binary element-wise gradients with broadcasting") {
     CHECK(check_gradients([](V v) { return v[0] * v[1]; }, {a, rhs}) > 0);
   }
   CHECK(check_gradients([](V v) { return v[0] / v[1]; }, {a, c}) > 0);
+  // Quotients a / b away from whole numbers, where fmod is smooth.
+  CHECK(check_gradients([](V v) { return v[0] % v[1]; },
+                        {HostTensor({2.3f, -3.7f, 5.2f, -1.1f, 0.45f, 7.9f}, {2, 3}),
+                         HostTensor({1.5f, -2.f, 0.8f}, {3})}) > 0);
   CHECK(check_gradients([](V v) { return ops::pow(v[0], v[1]); },
                         {random_tensor({2, 3}, 8, 0.5f, 2.f), c}) > 0);
   CHECK(check_gradients([](V v) { return ops::maximum(v[0], v[1]); }, {a, b}) > 0);

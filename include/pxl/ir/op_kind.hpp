@@ -83,6 +83,12 @@ enum class OpCost : std::uint8_t {
   X(Clip, "Clip", elementwise, ScalarAttrs, Grad, local)                                           \
   X(LogicalNot, "Not", elementwise, NoAttrs, NoGrad, local)                                        \
   X(IsNan, "IsNaN", elementwise, NoAttrs, NoGrad, local)                                           \
+  X(IsInf, "IsInf", elementwise, NoAttrs, NoGrad, local)                                           \
+  X(IsFinite, "IsFinite", elementwise, NoAttrs, NoGrad, local)                                     \
+  X(Floor, "Floor", elementwise, NoAttrs, NoGrad, local)                                           \
+  X(Ceil, "Ceil", elementwise, NoAttrs, NoGrad, local)                                             \
+  X(Log2, "Log2", elementwise, NoAttrs, Grad, local_series)                                        \
+  X(Swish, "Swish", elementwise, NoAttrs, Grad, local_series)                                      \
   X(Cast, "Cast", elementwise, CastAttrs, Grad, local)                                             \
   X(Identity, "Identity", elementwise, NoAttrs, Grad, local)                                       \
   X(Detach, "Detach", elementwise, NoAttrs, Grad, local)                                           \
@@ -92,6 +98,7 @@ enum class OpCost : std::uint8_t {
   X(Mul, "Mul", elementwise, NoAttrs, Grad, local)                                                 \
   X(Div, "Div", elementwise, NoAttrs, Grad, local)                                                 \
   X(Pow, "Pow", elementwise, NoAttrs, Grad, local_series)                                          \
+  X(Fmod, "Fmod", elementwise, NoAttrs, Grad, local_series)                                        \
   X(Maximum, "Max", elementwise, NoAttrs, Grad, local)                                             \
   X(Minimum, "Min", elementwise, NoAttrs, Grad, local)                                             \
   X(Equal, "Equal", elementwise, NoAttrs, NoGrad, local)                                           \

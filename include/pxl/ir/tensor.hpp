@@ -91,6 +91,10 @@ Tensor operator+(double a, const Tensor& b);
 Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
+/// `ops::fmod` (the remainder with the sign of `a`), as PopXL's `%`.
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, double b);
+Tensor operator%(double a, const Tensor& b);
 Tensor operator-(const Tensor& a);
 /// In-place add, subtract and multiply (`ops::add_`, `sub_`, `mul_`): `a` becomes the op's
 /// output, which aliases the old `a`. Autodiff differentiates them (`y += f(x)` residuals).

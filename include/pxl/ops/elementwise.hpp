@@ -36,6 +36,20 @@ Tensor clip(const Tensor& t, double min, double max);
 Tensor logical_not(const Tensor& t);
 /// bool tensor, true where `t` is NaN.
 Tensor isnan(const Tensor& t);
+/// bool tensor, true where `t` is +inf or -inf.
+Tensor isinf(const Tensor& t);
+/// bool tensor, true where `t` is neither infinite nor NaN.
+Tensor isfinite(const Tensor& t);
+/// Rounded toward -inf and +inf (float32 or float16; ±0, ±inf and NaN stay). Autodiff refuses
+/// them, as PopXL does: their gradient is zero wherever it exists.
+Tensor floor(const Tensor& t);
+Tensor ceil(const Tensor& t);
+/// Base-2 logarithm.
+Tensor log2(const Tensor& t);
+/// x · sigmoid(x) (PopXL's swish, PyTorch's SiLU); -0 at -inf, its limit.
+Tensor swish(const Tensor& t);
+/// PopXL's alias of clip.
+Tensor clamp(const Tensor& t, double min, double max);
 /// Converts every element by pxl::convert_element: floats round to nearest; float → integer
 /// truncates toward zero and saturates (NaN → 0, +inf and too large → the maximum, -inf and
 /// too small → the minimum; NumPy leaves these unspecified, Poplar saturates); integer →
@@ -58,6 +72,11 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
+/// The remainder of a / b with the sign of `a`, as C's fmod and NumPy's fmod (also `a % b`).
+/// Floats: exact; x % 0 is NaN. int32: C++'s `%`, with NumPy's value where C++ has none:
+/// x % 0 is 0 and INT32_MIN % -1 is 0. Its gradient is g for `a` and -trunc(a / b) · g for
+/// `b` (PopXL has only the first).
+Tensor fmod(const Tensor& a, const Tensor& b);
 /// Element-wise larger and smaller (NaN propagates; at a tie the gradient goes to `a`).
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);

@@ -168,11 +168,50 @@ StepFn compile_LogicalNot(CompileContext&, const KernelOp& op, const OpBuffers& 
   return map_step<bool, bool>(buffers, op.input(0).nelms(), [](bool x) { return !x; });
 }
 
-StepFn compile_IsNan(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+namespace {
+/// A bool per element of a float32/float16 tensor: `is(x)`, x in float.
+template <typename F>
+StepFn classify(const KernelOp& op, const OpBuffers& buffers, F is) {
   const auto& spec = op.input(0).spec();
   return dispatch_float(op, spec.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
-    return map_step<T, bool>(buffers, spec.nelms(), [](float x) { return x != x; });
+    return map_step<T, bool>(buffers, spec.nelms(), is);
+  });
+}
+} // namespace
+
+StepFn compile_IsNan(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return classify(op, buffers, [](float x) { return x != x; });
+}
+
+StepFn compile_IsInf(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return classify(op, buffers, [](float x) { return std::isinf(x); });
+}
+
+StepFn compile_IsFinite(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return classify(op, buffers, [](float x) { return std::isfinite(x); });
+}
+
+StepFn compile_Floor(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::floor(x); });
+}
+
+StepFn compile_Ceil(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::ceil(x); });
+}
+
+StepFn compile_Log2(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_unary(op, buffers, [](float x) { return std::log2(x); });
+}
+
+StepFn compile_Swish(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // x / (1 + e^-x) in double (no overflow of e^-x for a float x but at -inf), rounded once; at
+  // -inf its limit, -0, where the formula gives -inf / inf = NaN.
+  return float_unary(op, buffers, [](float x) {
+    const double xd = x;
+    return x == -std::numeric_limits<float>::infinity()
+               ? -0.0f
+               : static_cast<float>(xd / (1.0 + std::exp(-xd)));
   });
 }
 

@@ -154,6 +154,16 @@ StepFn compile_Pow(CompileContext&, const KernelOp& op, const OpBuffers& buffers
   });
 }
 
+StepFn compile_Fmod(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // Floats: std::fmod, exact, so a float16 result computed in float rounds to itself. int32:
+  // C++'s `%` in int64, where INT32_MIN % -1 is 0, and NumPy's 0 for x % 0 (see ops::fmod).
+  return arith(
+      op, buffers, [](float a, float b) { return std::fmod(a, b); },
+      [](std::int32_t a, std::int32_t b) {
+        return b == 0 ? 0 : static_cast<std::int32_t>(std::int64_t{a} % b);
+      });
+}
+
 StepFn compile_Maximum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   // NaN propagates, as in NumPy's maximum.
   return arith(
