@@ -79,6 +79,24 @@ Tensor max(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool 
 Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
   return reduce(OpKind::ReduceMin, t, axes, keepdims, true);
 }
+Tensor prod(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceProd, t, axes, keepdims, true);
+}
+Tensor l1(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceL1, t, axes, keepdims, false);
+}
+Tensor l2(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceL2, t, axes, keepdims, false);
+}
+Tensor sumsquare(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceSumSquare, t, axes, keepdims, false);
+}
+Tensor logsum(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceLogSum, t, axes, keepdims, false);
+}
+Tensor logsumexp(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return reduce(OpKind::ReduceLogSumExp, t, axes, keepdims, false);
+}
 
 namespace {
 Tensor arg_extremum(OpKind kind, const Tensor& t, std::int64_t axis, bool keepdims) {

@@ -41,6 +41,51 @@ std::vector<Tensor> grad_CumSum(GradContext& c) {
   return {ops::sum(g, std::vector<std::int64_t>{axis}, true) - ops::cumsum(g, axis) + g};
 }
 std::vector<Tensor> grad_ReduceMax(GradContext& c) { return extremum_grad(c); }
+// ∂y/∂x_i is the product of the other elements: y / x_i where x_i != 0; where x_i == 0, the
+// product of the nonzero elements if x_i is the group's only zero, else 0.
+std::vector<Tensor> grad_ReduceProd(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  const auto& axes = c.op().attrs_as<ReduceAttrs>().axes;
+  const Tensor zero = constant(0.0, x.dtype()), one = constant(1.0, x.dtype());
+  const Tensor is_zero = ops::equal(x, zero);
+  const Tensor y = keep_reduced_axes(c, c.fwd_output(0));
+  const Tensor g = keep_reduced_axes(c, c.grad_output(0));
+  const Tensor nonzero_prod = ops::prod(ops::where(is_zero, one, x), axes, true);
+  const Tensor zeros = ops::sum(ops::cast(is_zero, x.dtype()), axes, true);
+  const Tensor at_zero = ops::where(ops::equal(zeros, one), nonzero_prod, zero);
+  const Tensor others = ops::where(is_zero, at_zero, y / ops::where(is_zero, one, x));
+  return {expand(g, x.shape()) * others};
+}
+std::vector<Tensor> grad_ReduceL1(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  return {expand(keep_reduced_axes(c, c.grad_output(0)), x.shape()) * ops::sign(x)};
+}
+std::vector<Tensor> grad_ReduceL2(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  const Tensor zero = constant(0.0, x.dtype());
+  const Tensor y = keep_reduced_axes(c, c.fwd_output(0));
+  const Tensor is_zero = ops::equal(y, zero);
+  const Tensor scale = ops::where(is_zero, zero,
+                                  keep_reduced_axes(c, c.grad_output(0)) /
+                                      ops::where(is_zero, constant(1.0, x.dtype()), y));
+  return {x * scale};
+}
+std::vector<Tensor> grad_ReduceSumSquare(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  return {x * (keep_reduced_axes(c, c.grad_output(0)) * 2.0)};
+}
+// d/dx_i log Σx = 1 / Σx = exp(-y).
+std::vector<Tensor> grad_ReduceLogSum(GradContext& c) {
+  const Tensor y = keep_reduced_axes(c, c.fwd_output(0));
+  const Tensor g = keep_reduced_axes(c, c.grad_output(0));
+  return {expand(g * ops::exp(ops::negate(y)), c.op().input(0).shape())};
+}
+// d/dx_i log Σexp(x) = exp(x_i - y), the softmax over the reduced axes.
+std::vector<Tensor> grad_ReduceLogSumExp(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  const Tensor y = keep_reduced_axes(c, c.fwd_output(0));
+  return {keep_reduced_axes(c, c.grad_output(0)) * ops::exp(x - y)};
+}
 std::vector<Tensor> grad_ReduceMin(GradContext& c) { return extremum_grad(c); }
 
 } // namespace pxl::detail

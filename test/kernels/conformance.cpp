@@ -131,6 +131,29 @@ const std::map<OpKind, OpCase>& op_cases() {
                              ""};
     c[OpKind::ReduceMax] = {[](const V& v) { return V{ops::max(v[0], Axes{-1})}; }, {spaced}, ""};
     c[OpKind::ReduceMin] = {[](const V& v) { return V{ops::min(v[0], Axes{0})}; }, {spaced}, ""};
+    c[OpKind::ReduceProd] = {
+        [](const V& v) { return V{ops::prod(v[0], Axes{1})}; }, {f32({2, 3, 4}, 0.5, 1.5, 17)}, ""};
+    // Both signs, at least 0.2 from 0, where |x| bends.
+    HostTensor signed_away({2, 3, 4}, float32);
+    for (std::int64_t i = 0; i < signed_away.nelms(); ++i)
+      signed_away.data<float>()[static_cast<std::size_t>(i)] =
+          static_cast<float>((0.2 + (i * 7 % 24) * 0.07) * (i % 2 ? -1 : 1));
+    c[OpKind::ReduceL1] = {[](const V& v) {
+                             return V{ops::l1(v[0], Axes{0, 2})};
+                           },
+                           {signed_away},
+                           ""};
+    c[OpKind::ReduceL2] = {[](const V& v) { return V{ops::l2(v[0], Axes{-1}, true)}; }, {cube}, ""};
+    c[OpKind::ReduceSumSquare] = {
+        [](const V& v) { return V{ops::sumsquare(v[0], Axes{1})}; }, {cube}, ""};
+    c[OpKind::ReduceLogSum] = {[](const V& v) { return V{ops::logsum(v[0], Axes{2})}; },
+                               {f32({2, 3, 4}, 0.5, 2.0, 18)},
+                               ""};
+    c[OpKind::ReduceLogSumExp] = {[](const V& v) {
+                                    return V{ops::logsumexp(v[0], Axes{0, 1})};
+                                  },
+                                  {cube},
+                                  ""};
     c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {spaced}, ""};
     c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {spaced}, ""};
     c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};

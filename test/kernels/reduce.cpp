@@ -27,9 +27,36 @@ TEST_CASE("reductions over any axes match the reference for every dtype and work
         check_kernel([&](Tensor t) { return ops::sum(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::max(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::min(t, axes, keep); }, {x});
-        if (d != int32)
-          check_kernel([&](Tensor t) { return ops::mean(t, axes, keep); }, {x});
+        check_kernel([&](Tensor t) { return ops::prod(t, axes, keep); },
+                     {d == int32 ? x : random_tensor(shape, d, 0.8, 1.25)});
+        if (d == int32)
+          continue;
+        check_kernel([&](Tensor t) { return ops::mean(t, axes, keep); }, {x});
+        check_kernel([&](Tensor t) { return ops::l1(t, axes, keep); }, {x});
+        check_kernel([&](Tensor t) { return ops::l2(t, axes, keep); }, {x});
+        check_kernel([&](Tensor t) { return ops::sumsquare(t, axes, keep); }, {x});
+        check_kernel([&](Tensor t) { return ops::logsumexp(t, axes, keep); }, {x});
+        check_kernel([&](Tensor t) { return ops::logsum(t, axes, keep); },
+                     {random_tensor(shape, d, 0.1, 2)});
       }
+}
+
+TEST_CASE("logsumexp folds without overflow; +inf, -inf and NaN as their limits") {
+  const double inf = INFINITY;
+  // Rows: huge values (exp overflows even double), all -inf, one +inf, a NaN, and nothing
+  // large, against their closed forms.
+  const auto x =
+      tensor({5, 3}, float32, {1000, 999, 998, -inf, -inf, -inf, 1, inf, 2, 1, NAN, 2, -1, 0, 1});
+  for (unsigned workers : {1u, 3u}) {
+    CAPTURE(workers);
+    const auto y = run_kernel(make_case([](Tensor t) { return ops::logsumexp(t, Axes{{1}}); }, {x}),
+                              workers)[0];
+    CHECK(y.item(0) == doctest::Approx(1000 + std::log(1 + std::exp(-1.0) + std::exp(-2.0))));
+    CHECK(y.item(1) == -inf);
+    CHECK(y.item(2) == inf);
+    CHECK(std::isnan(y.item(3)));
+    CHECK(y.item(4) == doctest::Approx(std::log(std::exp(-1.0) + 1 + std::exp(1.0))));
+  }
 }
 
 TEST_CASE("reductions keeping a long last axis match the reference for every worker count") {

@@ -6,6 +6,7 @@ using namespace pxl;
 using namespace pxl::testing;
 using V = std::vector<double>;
 using T = std::vector<Tensor>;
+using Axes = std::optional<std::vector<std::int64_t>>;
 
 TEST_CASE("reductions infer their shape from normalised axes") {
   ScratchGraph s;
@@ -200,6 +201,45 @@ TEST_CASE("reduction errors name the op, the dtype or the rank") {
   CHECK_THROWS_WITH_AS(ops::cumsum(x, 2),
                        doctest::Contains("CumSum: axis 2 is out of range for a tensor of rank 2"),
                        ValueError);
+}
+
+TEST_CASE("prod, l1, l2, sumsquare, logsum, logsumexp: closed forms, shapes and errors") {
+  const auto x = tensor({2, 3}, float32, {1, -2, 3, 0.5, 4, -1});
+  const auto rows = Axes{{1}};
+  check_values(evaluate1([&](T t) { return ops::prod(t[0], rows); }, {x}), {{2}, float32},
+               {-6, -2});
+  check_values(evaluate1([&](T t) { return ops::l1(t[0], rows, true); }, {x}), {{2, 1}, float32},
+               {6, 5.5});
+  check_values(evaluate1([&](T t) { return ops::l2(t[0]); }, {x}), {{}, float32},
+               {std::sqrt(31.25)});
+  check_values(evaluate1([&](T t) { return ops::sumsquare(t[0], Axes{{0}}); }, {x}), {{3}, float32},
+               {1.25, 20, 10});
+  const auto p = tensor({2, 2}, float32, {1, 3, 0.5, 0.5});
+  check_values(evaluate1([&](T t) { return ops::logsum(t[0], rows); }, {p}), {{2}, float32},
+               {std::log(4.0), 0});
+  check_values(evaluate1([&](T t) { return ops::logsumexp(t[0], rows); }, {x}), {{2}, float32},
+               {std::log(std::exp(1.0) + std::exp(-2.0) + std::exp(3.0)),
+                std::log(std::exp(0.5) + std::exp(4.0) + std::exp(-1.0))});
+  check_values(
+      evaluate1([&](T t) { return ops::prod(t[0]); }, {tensor({3}, int32, {65536, 65536, 3})}),
+      {{}, int32}, {0}); // 2^32 · 3 wraps to 0
+  ScratchGraph s;
+  const Tensor i = s.input({2, 3}, int32);
+  CHECK(ops::prod(i).dtype() == int32);
+  CHECK(ops::logsumexp(s.input({2, 3, 4}), Axes{{0, 2}}, true).shape() == Shape{1, 3, 1});
+  CHECK_THROWS_WITH_AS(ops::l1(i), doctest::Contains("ReduceL1: expected a float32 or float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::l2(i), doctest::Contains("ReduceL2: expected"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::sumsquare(i), doctest::Contains("ReduceSumSquare: expected"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::logsum(i), doctest::Contains("ReduceLogSum: expected"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::logsumexp(i), doctest::Contains("ReduceLogSumExp: expected"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::prod(s.input({2}, bool_)),
+                       doctest::Contains("ReduceProd: expected a float32, float16 or int32"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::logsumexp(s.input({2}), Axes{{1}}),
+                       doctest::Contains("ReduceLogSumExp: axis 1 is out of range"), ValueError);
 }
 
 TEST_CASE("argmax over an empty axis is a ValueError, as in NumPy") {

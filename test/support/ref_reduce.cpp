@@ -78,6 +78,56 @@ PXL_REF_KERNEL(ReduceMin) {
   });
 }
 
+PXL_REF_KERNEL(ReduceProd) {
+  if (inputs[0]->dtype() == int32) { // wraps around: the product modulo 2^32, in uint64
+    reduce(op, *inputs[0], *outputs[0], 1.0, [](double a, double v) {
+      const auto p = static_cast<std::uint64_t>(static_cast<std::int64_t>(a)) *
+                     static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+      return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(p)));
+    });
+    return;
+  }
+  reduce(op, *inputs[0], *outputs[0], 1.0, [](double a, double v) { return a * v; });
+}
+
+PXL_REF_KERNEL(ReduceL1) {
+  reduce(op, *inputs[0], *outputs[0], 0.0, [](double a, double v) { return a + std::fabs(v); });
+}
+
+PXL_REF_KERNEL(ReduceSumSquare) {
+  reduce(op, *inputs[0], *outputs[0], 0.0, [](double a, double v) { return a + v * v; });
+}
+
+namespace {
+/// y = finish(Σ term(x)) per output element.
+template <typename Term, typename Finish>
+void reduce_finished(const Op& op, const HostTensor& x, HostTensor& y, Term term, Finish finish) {
+  const auto sums = fold(op, x, y.nelms(), 0.0, [&](double a, double v) { return a + term(v); });
+  for (std::int64_t o = 0; o < y.nelms(); ++o)
+    ref::store(y, o, finish(sums[static_cast<std::size_t>(o)]));
+}
+} // namespace
+
+PXL_REF_KERNEL(ReduceL2) {
+  reduce_finished(
+      op, *inputs[0], *outputs[0], [](double v) { return v * v; },
+      [](double s) { return std::sqrt(s); });
+}
+
+PXL_REF_KERNEL(ReduceLogSum) {
+  reduce_finished(
+      op, *inputs[0], *outputs[0], [](double v) { return v; },
+      [](double s) { return std::log(s); });
+}
+
+// Naively, log of the sum of exp in double: the tests keep exp(x) within double's range, and
+// check the kernel's overflow-free fold at the extremes by hand.
+PXL_REF_KERNEL(ReduceLogSumExp) {
+  reduce_finished(
+      op, *inputs[0], *outputs[0], [](double v) { return std::exp(v); },
+      [](double s) { return std::log(s); });
+}
+
 namespace {
 /// The index of the first extremum along the op's axis; NaN counts as the extremum, so the
 /// first NaN wins over everything.

@@ -62,6 +62,33 @@ TEST_CASE("reduction gradients") {
   CHECK(check_gradients([](V v) { return ops::max(v[0], std::vector<std::int64_t>{-1}); }, {x}) >
         0);
   CHECK(check_gradients([](V v) { return ops::min(v[0], std::vector<std::int64_t>{0}); }, {x}) > 0);
+  using Axes = std::vector<std::int64_t>;
+  CHECK(check_gradients([](V v) { return ops::prod(v[0], Axes{1}); },
+                        {random_tensor({2, 3, 4}, 13, 0.5f, 1.5f)}) > 0);
+  CHECK(check_gradients(
+            [](V v) {
+              return ops::l1(v[0], Axes{0, 2});
+            },
+            {random_tensor({2, 3, 4}, 14, 0.2f, 1.f)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::l2(v[0], Axes{-1}, true); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::sumsquare(v[0]); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::logsum(v[0], Axes{1}); },
+                        {random_tensor({2, 3, 4}, 15, 0.5f, 2.f)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::logsumexp(v[0], Axes{0, 2}); }, {x}) > 0);
+}
+
+TEST_CASE("prod's gradient where elements are zero: the product of the others, exactly") {
+  // d prod / dx_i: one zero in a row gets the product of the rest, the others 0; two zeros
+  // give every element 0.
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph f = ir.create_graph(
+      "f", [](Tensor x) { return ops::prod(x, std::vector<std::int64_t>{1}); },
+      TensorSpec{{2, 3}, float32});
+  const auto info = transforms::autodiff(f);
+  const HostTensor x({2.f, 0.f, 3.f, 0.f, 0.f, 5.f}, {2, 3});
+  const auto grads = pxl::testing::autodiff_gradients(info, {x}, {HostTensor({1.f, 1.f}, {2})});
+  CHECK(grads.at(0) == HostTensor({0.f, 6.f, 0.f, 0.f, 0.f, 0.f}, {2, 3}));
 }
 
 TEST_CASE("matmul gradients: 2-d, batched, broadcast and 1-d operands") {

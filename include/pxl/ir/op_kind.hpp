@@ -118,6 +118,12 @@ enum class OpCost : std::uint8_t {
   X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad, exchanged)                                \
   X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad, exchanged)                                  \
   X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad, exchanged)                                  \
+  X(ReduceProd, "ReduceProd", reduce, ReduceAttrs, Grad, exchanged)                                \
+  X(ReduceL1, "ReduceL1", reduce, ReduceAttrs, Grad, exchanged)                                    \
+  X(ReduceL2, "ReduceL2", reduce, ReduceAttrs, Grad, exchanged)                                    \
+  X(ReduceSumSquare, "ReduceSumSquare", reduce, ReduceAttrs, Grad, exchanged)                      \
+  X(ReduceLogSum, "ReduceLogSum", reduce, ReduceAttrs, Grad, exchanged_series)                     \
+  X(ReduceLogSumExp, "ReduceLogSumExp", reduce, ReduceAttrs, Grad, exchanged_series)               \
   X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad, exchanged)                                        \
   X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, exchanged)                                        \
   X(CumSum, "CumSum", reduce, AxisAttrs, Grad, exchanged)                                          \

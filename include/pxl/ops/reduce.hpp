@@ -1,4 +1,5 @@
-// Reductions over axes: sum, mean, max, min, argmax and argmin; the running sum cumsum.
+// Reductions over axes: sum, mean, max, min, prod, the norms and log-sums, argmax and argmin;
+// the running sum cumsum.
 #pragma once
 
 #include "pxl/ir/tensor.hpp"
@@ -20,6 +21,26 @@ Tensor max(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std:
            bool keepdims = false);
 Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
            bool keepdims = false);
+/// The product (float32, float16 or int32, which wraps around; of nothing: 1). Its gradient is
+/// exact where elements are 0: the product of the others.
+Tensor prod(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+            bool keepdims = false);
+/// Σ|x|, the L1 norm (float32 or float16, as the rest below).
+Tensor l1(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+          bool keepdims = false);
+/// √Σx², the L2 norm. Its gradient x / l2 is taken as 0 where the norm is 0.
+Tensor l2(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+          bool keepdims = false);
+/// Σx².
+Tensor sumsquare(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+                 bool keepdims = false);
+/// log Σx.
+Tensor logsum(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+              bool keepdims = false);
+/// log Σexp(x), without overflow: the largest element is factored out as the fold goes
+/// (+inf gives +inf; of nothing, or of -inf only: -inf).
+Tensor logsumexp(const Tensor& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+                 bool keepdims = false);
 /// Index of the first maximum along `axis` (a NaN counts as the maximum), as int32. An axis of
 /// size 0 is a ValueError, as in NumPy.
 Tensor argmax(const Tensor& t, std::int64_t axis = 0, bool keepdims = false);

@@ -1,5 +1,5 @@
-// Reduction kernels: sum, mean, max, min over any set of axes; argmax, argmin and the running
-// sum cumsum along one axis.
+// Reduction kernels: sum, mean, max, min, prod, the norms and log-sums over any set of axes;
+// argmax, argmin and the running sum cumsum along one axis.
 // Each output element is reduced by one worker in a fixed order, so results do not depend on
 // the number of workers.
 #include "common.hpp"
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -270,6 +271,87 @@ StepFn compile_ReduceSum(CompileContext&, const KernelOp& op, const OpBuffers& b
 
 StepFn compile_ReduceMean(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return sum_like<true>(op, buffers);
+}
+
+namespace {
+/// A float32/float16 fold in accum_t<T> (double for float32, float for float16): each output
+/// is finish(combine(... combine(init, x0) ..., xn)), its elements in a fixed order.
+template <typename Combine, typename Finish>
+StepFn float_fold(const KernelOp& op, const OpBuffers& buffers, double init, Combine combine,
+                  Finish finish) {
+  const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using A = accum_t<T>;
+    return reduce_step<T, T>(
+        p, buffers, static_cast<A>(init),
+        [combine](A acc, compute_t<T> v) {
+          return static_cast<A>(combine(acc, static_cast<A>(v)));
+        },
+        [finish](A acc) { return static_cast<A>(finish(acc)); });
+  });
+}
+} // namespace
+
+StepFn compile_ReduceProd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  if (op.input(0).dtype() == int32) {
+    // Wraps around like int32 arithmetic: the product modulo 2^32.
+    const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
+    return reduce_step<std::int32_t, std::int32_t>(
+        p, buffers, std::uint32_t{1},
+        [](std::uint32_t a, std::int32_t v) { return a * static_cast<std::uint32_t>(v); },
+        [](std::uint32_t a) { return static_cast<std::int32_t>(a); });
+  }
+  return float_fold(
+      op, buffers, 1.0, [](auto a, auto v) { return a * v; }, [](auto a) { return a; });
+}
+
+StepFn compile_ReduceL1(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_fold(
+      op, buffers, 0.0, [](auto a, auto v) { return a + std::abs(v); }, [](auto a) { return a; });
+}
+
+StepFn compile_ReduceL2(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_fold(
+      op, buffers, 0.0, [](auto a, auto v) { return a + v * v; },
+      [](auto a) { return std::sqrt(a); });
+}
+
+StepFn compile_ReduceSumSquare(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_fold(
+      op, buffers, 0.0, [](auto a, auto v) { return a + v * v; }, [](auto a) { return a; });
+}
+
+StepFn compile_ReduceLogSum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return float_fold(
+      op, buffers, 0.0, [](auto a, auto v) { return a + v; }, [](auto a) { return std::log(a); });
+}
+
+StepFn compile_ReduceLogSumExp(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // One pass: the largest element m so far is factored out of the sum s of exp(x - m), so no
+  // exp overflows; a larger element rescales s. NaN sticks, +inf stays +inf, -inf adds nothing.
+  const auto p = plan_reduce(op.input(0).shape(), reduce_axes(op));
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using A = accum_t<T>;
+    struct Acc {
+      A m, s;
+    };
+    constexpr A inf = std::numeric_limits<A>::infinity();
+    const auto combine = [](Acc a, compute_t<T> v) {
+      const A x = v;
+      if (x != x || a.m != a.m)
+        return Acc{x != x ? x : a.m, 1};
+      if (x == -inf || a.m == inf)
+        return a;
+      if (x > a.m)
+        return Acc{x, a.s * std::exp(a.m - x) + 1};
+      return Acc{a.m, a.s + std::exp(x - a.m)};
+    };
+    return reduce_step<T, T>(p, buffers, Acc{-inf, 0}, combine, [](Acc a) {
+      return a.m == -inf || a.m == inf ? a.m : a.m + std::log(a.s);
+    });
+  });
 }
 
 StepFn compile_ReduceMax(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
