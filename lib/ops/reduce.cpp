@@ -79,6 +79,25 @@ Tensor max(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool 
 Tensor min(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
   return reduce(OpKind::ReduceMin, t, axes, keepdims, true);
 }
+std::pair<Tensor, Tensor> topk(const Tensor& t, std::int64_t k, std::int64_t axis, bool largest,
+                               bool /*sorted: the order is always best first*/) {
+  check_numeric(OpKind::TopK, t, true);
+  if (t.rank() == 0)
+    throw ValueError("TopK: " + to_string(t) + " is a scalar; it needs an axis to select along");
+  const std::int64_t a = normalize_axis(axis, t.rank(), "TopK");
+  Shape shape = t.shape();
+  const std::int64_t extent = shape[static_cast<std::size_t>(a)];
+  if (k < 0 || k > extent)
+    throw ValueError("TopK: k = " + std::to_string(k) + " must be in [0, " +
+                     std::to_string(extent) + "], the extent of axis " + std::to_string(axis) +
+                     " of " + to_string(t));
+  shape[static_cast<std::size_t>(a)] = k;
+  const Tensor inputs[] = {t};
+  auto outs =
+      detail::add_op(OpKind::TopK, inputs, {TensorSpec{shape, t.dtype()}, TensorSpec{shape, int32}},
+                     TopKAttrs{k, a, largest});
+  return {outs[0], outs[1]};
+}
 Tensor prod(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
   return reduce(OpKind::ReduceProd, t, axes, keepdims, true);
 }

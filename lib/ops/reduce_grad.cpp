@@ -41,6 +41,13 @@ std::vector<Tensor> grad_CumSum(GradContext& c) {
   return {ops::sum(g, std::vector<std::int64_t>{axis}, true) - ops::cumsum(g, axis) + g};
 }
 std::vector<Tensor> grad_ReduceMax(GradContext& c) { return extremum_grad(c); }
+// The values' gradient goes back to where they were taken from; the indices have none.
+std::vector<Tensor> grad_TopK(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  const auto axis = c.op().attrs<OpKind::TopK>().axis;
+  return {ops::scatter_add(expand(constant(0.0, x.dtype()), x.shape()), c.fwd_output(1),
+                           c.grad_output(0), axis)};
+}
 // ∂y/∂x_i is the product of the other elements: y / x_i where x_i != 0; where x_i == 0, the
 // product of the nonzero elements if x_i is the group's only zero, else 0.
 std::vector<Tensor> grad_ReduceProd(GradContext& c) {

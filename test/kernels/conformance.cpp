@@ -154,6 +154,7 @@ const std::map<OpKind, OpCase>& op_cases() {
                                   },
                                   {cube},
                                   ""};
+    c[OpKind::TopK] = {[](const V& v) { return V{ops::topk(v[0], 2, 1).first}; }, {spaced}, ""};
     c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {spaced}, ""};
     c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {spaced}, ""};
     c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};

@@ -41,6 +41,30 @@ TEST_CASE("reductions over any axes match the reference for every dtype and work
       }
 }
 
+TEST_CASE("topk matches the reference for every dtype, axis, k, direction and worker count") {
+  for (DType d : {float32, float16, int32})
+    for (const auto& [shape, axis] : std::vector<std::pair<Shape, std::int64_t>>{
+             {{9}, 0}, {{4, 7}, 1}, {{4, 7}, 0}, {{3, 5, 6}, 1}, {{3, 5, 6}, -1}})
+      for (bool largest : {true, false}) {
+        const std::int64_t n = shape[static_cast<std::size_t>(axis < 0 ? axis + 3 : axis)];
+        // int32 in [-3, 3]: many ties, which go to the lower index.
+        const auto x = random_tensor(shape, d, d == int32 ? -3 : -2, d == int32 ? 3 : 2);
+        for (std::int64_t k : {std::int64_t{0}, std::int64_t{1}, n / 2, n}) {
+          CAPTURE(d);
+          CAPTURE(to_string(shape));
+          CAPTURE(axis);
+          CAPTURE(largest);
+          CAPTURE(k);
+          check_kernel(
+              [&](Tensor t) {
+                auto [v, i] = ops::topk(t, k, axis, largest);
+                return std::vector<Tensor>{v, i};
+              },
+              {x});
+        }
+      }
+}
+
 TEST_CASE("logsumexp folds without overflow; +inf, -inf and NaN as their limits") {
   const double inf = INFINITY;
   // Rows: huge values (exp overflows even double), all -inf, one +inf, a NaN, and nothing

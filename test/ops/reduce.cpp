@@ -242,6 +242,39 @@ TEST_CASE("prod, l1, l2, sumsquare, logsum, logsumexp: closed forms, shapes and 
                        doctest::Contains("ReduceLogSumExp: axis 1 is out of range"), ValueError);
 }
 
+TEST_CASE(
+    "topk: the k best along an axis with their indices; ties to the lower index, NaN on top") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto x = tensor({2, 4}, float32, {3, 1, 3, 2, 0, nan, -1, 5});
+  auto largest = [](T t) {
+    auto [v, i] = ops::topk(t[0], 3, 1);
+    return T{v, i};
+  };
+  const auto got = testing::evaluate(largest, {x});
+  check_values(got[0], {{2, 3}, float32}, {3, 3, 2, nan, 5, 0});
+  check_values(got[1], {{2, 3}, int32}, {0, 2, 3, 1, 3, 0});
+  auto smallest = [](T t) {
+    auto [v, i] = ops::topk(t[0], 2, 0, false);
+    return T{v, i};
+  };
+  const auto low = testing::evaluate(smallest, {x});
+  check_values(low[0], {{2, 4}, float32}, {0, 1, -1, 2, 3, nan, 3, 5});
+  check_values(low[1], {{2, 4}, int32}, {1, 0, 1, 0, 0, 1, 0, 1});
+  ScratchGraph s;
+  const Tensor t = s.input({2, 5});
+  CHECK(ops::topk(t, 0).first.shape() == Shape{2, 0});
+  CHECK(ops::topk(s.input({2, 5}, int32), 5).first.dtype() == int32);
+  CHECK_THROWS_WITH_AS(ops::topk(t, 6),
+                       doctest::Contains("TopK: k = 6 must be in [0, 5], the extent of axis -1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::topk(t, -1), doctest::Contains("k = -1"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::topk(t, 1, 2), doctest::Contains("TopK: axis 2 is out of range"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::topk(s.input({}), 1), doctest::Contains("is a scalar"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::topk(s.input({3}, bool_), 1),
+                       doctest::Contains("TopK: expected a float32, float16 or int32"), DTypeError);
+}
+
 TEST_CASE("argmax over an empty axis is a ValueError, as in NumPy") {
   ScratchGraph s;
   const Tensor x = s.input({3, 0}, float32);

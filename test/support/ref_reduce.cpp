@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace pxl::testing {
 
@@ -176,6 +178,36 @@ PXL_REF_KERNEL(CumSum) {
                x.dtype() == int32 ? static_cast<double>(
                                         static_cast<std::int32_t>(static_cast<std::uint32_t>(isum)))
                                   : sum);
+  }
+}
+
+// Each line sorted whole (stably, so ties keep index order), the first k kept. NaN ranks above
+// every number.
+PXL_REF_KERNEL(TopK) {
+  const HostTensor& x = *inputs[0];
+  const auto& a = op.attrs<OpKind::TopK>();
+  const auto axis = static_cast<std::size_t>(a.axis);
+  const Shape lines = kept_shape(x.shape(), {a.axis});
+  const std::int64_t n = x.shape()[axis];
+  for (std::int64_t l = 0; l < nelms(lines); ++l) {
+    Shape index = ref::unravel(l, lines);
+    std::vector<std::pair<double, std::int64_t>> line;
+    for (std::int64_t j = 0; j < n; ++j) {
+      index[axis] = j;
+      line.emplace_back(ref::load(x, ref::ravel(index, x.shape())), j);
+    }
+    std::stable_sort(line.begin(), line.end(), [&](const auto& p, const auto& q) {
+      const bool pn = std::isnan(p.first), qn = std::isnan(q.first);
+      if (pn || qn)
+        return pn != qn && (a.largest ? pn : qn);
+      return a.largest ? p.first > q.first : p.first < q.first;
+    });
+    for (std::int64_t j = 0; j < a.k; ++j) {
+      index[axis] = j;
+      const std::int64_t at = ref::ravel(index, outputs[0]->shape());
+      ref::store(*outputs[0], at, line[static_cast<std::size_t>(j)].first);
+      ref::store(*outputs[1], at, static_cast<double>(line[static_cast<std::size_t>(j)].second));
+    }
   }
 }
 

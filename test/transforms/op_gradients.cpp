@@ -77,6 +77,15 @@ TEST_CASE("reduction gradients") {
   CHECK(check_gradients([](V v) { return ops::logsumexp(v[0], Axes{0, 2}); }, {x}) > 0);
 }
 
+TEST_CASE("topk's gradient reaches the selected elements only") {
+  // Values 0.3 apart: no finite-difference step changes which elements are selected.
+  HostTensor x({2, 5}, float32);
+  for (std::int64_t i = 0; i < x.nelms(); ++i)
+    x.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>((i * 3 % 10) * 0.3 - 1.4);
+  CHECK(check_gradients([](V v) { return ops::topk(v[0], 3, 1).first; }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::topk(v[0], 1, 0, false).first; }, {x}) > 0);
+}
+
 TEST_CASE("prod's gradient where elements are zero: the product of the others, exactly") {
   // d prod / dx_i: one zero in a row gets the product of the rest, the others 0; two zeros
   // give every element 0.

@@ -29,6 +29,13 @@ struct AxisAttrs {
   friend bool operator==(const AxisAttrs&, const AxisAttrs&) = default;
 };
 
+/// TopK: how many elements, along which (normalised) axis, the largest or the smallest.
+struct TopKAttrs {
+  std::int64_t k = 0, axis = 0;
+  bool largest = true;
+  friend bool operator==(const TopKAttrs&, const TopKAttrs&) = default;
+};
+
 struct TransposeAttrs {
   std::vector<std::int64_t> perm;
   friend bool operator==(const TransposeAttrs&, const TransposeAttrs&) = default;
@@ -196,6 +203,6 @@ using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
-                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs>;
+                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs>;
 
 } // namespace pxl

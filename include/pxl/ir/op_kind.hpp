@@ -127,6 +127,7 @@ enum class OpCost : std::uint8_t {
   X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad, exchanged)                                        \
   X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, exchanged)                                        \
   X(CumSum, "CumSum", reduce, AxisAttrs, Grad, exchanged)                                          \
+  X(TopK, "TopK", reduce, TopKAttrs, Grad, exchanged)                                              \
   /* linear algebra */                                                                             \
   X(MatMul, "MatMul", matmul, NoAttrs, Grad, amp)                                                  \
   /* nn */                                                                                         \

@@ -5,6 +5,7 @@
 #include "pxl/ir/tensor.hpp"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace pxl::ops {
@@ -46,6 +47,13 @@ Tensor logsumexp(const Tensor& t, std::optional<std::vector<std::int64_t>> axes 
 Tensor argmax(const Tensor& t, std::int64_t axis = 0, bool keepdims = false);
 /// Index of the first minimum along `axis` (a NaN counts as the minimum), as argmax.
 Tensor argmin(const Tensor& t, std::int64_t axis = 0, bool keepdims = false);
+/// The `k` largest (or smallest) elements along `axis` and their int32 indices, PopXL's topk:
+/// shapes of `t` with `k` on `axis`. They come in order, best first, whatever `sorted` says
+/// (ONNX leaves the order of an unsorted TopK open). Ties go to the lower index; NaN ranks
+/// above every number, as in a NumPy sort (first when largest, last when smallest). The
+/// gradient flows to the selected elements. ValueError unless 0 <= k <= t's extent on `axis`.
+std::pair<Tensor, Tensor> topk(const Tensor& t, std::int64_t k, std::int64_t axis = -1,
+                               bool largest = true, bool sorted = true);
 /// Running sum along `axis`, of `t`'s shape (element i holds the sum of elements 0..i), as
 /// PyTorch's cumsum. float32 sums in double, float16 in float (rounded once per element);
 /// int32 wraps around.

@@ -2,6 +2,7 @@
 // argmax, argmin and the running sum cumsum along one axis.
 // Each output element is reduced by one worker in a fixed order, so results do not depend on
 // the number of workers.
+#include "../compile_context.hpp"
 #include "common.hpp"
 #include "half_blocks.hpp"
 #include "vector_math.hpp"
@@ -10,7 +11,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 namespace pxl::emu::detail {
 
@@ -426,6 +429,61 @@ StepFn compile_CumSum(CompileContext&, const KernelOp& op, const OpBuffers& buff
           const std::int64_t at = start + k * inner;
           acc += static_cast<A>(static_cast<compute_t<T>>(x[at]));
           y[at] = static_cast<T>(acc);
+        }
+      }
+    };
+  };
+  return dispatch_numeric(op, op.input(0).dtype(), build);
+}
+
+StepFn compile_TopK(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  // Each line along the axis is ranked by one worker, in that worker's scratch (sized here, at
+  // bind time). The ranking is a total order (ties by index), so the split does not matter.
+  const auto& attrs = op.attrs<OpKind::TopK>();
+  const Shape& shape = op.input(0).shape();
+  const auto axis = static_cast<std::size_t>(attrs.axis);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (std::size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  const std::int64_t n = shape[axis], k = attrs.k;
+  const bool largest = attrs.largest;
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using C = compute_t<T>;
+    struct Ranked {
+      C value;
+      std::int32_t index;
+    };
+    // NaN ranks above every number (a NumPy sort's order).
+    const auto before = [largest](const Ranked& p, const Ranked& q) {
+      const bool p_nan = p.value != p.value, q_nan = q.value != q.value;
+      if (p_nan != q_nan)
+        return largest ? p_nan : q_nan;
+      if (!p_nan && p.value != q.value)
+        return largest ? p.value > q.value : p.value < q.value;
+      return p.index < q.index;
+    };
+    auto scratch = std::make_shared<std::vector<std::vector<Ranked>>>(
+        ctx.num_workers, std::vector<Ranked>(static_cast<std::size_t>(n)));
+    const T* x = typed<const T>(buffers.inputs[0]);
+    T* values = typed<T>(buffers.outputs[0]);
+    std::int32_t* indices = typed<std::int32_t>(buffers.outputs[1]);
+    return [=](unsigned w, unsigned nw) {
+      PXL_ASSERT(w < scratch->size());
+      auto& line = (*scratch)[w];
+      const auto [begin, end] = worker_range(outer * inner, w, nw);
+      for (std::int64_t l = begin; l < end; ++l) {
+        const std::int64_t in = (l / inner) * n * inner + l % inner;
+        const std::int64_t out = (l / inner) * k * inner + l % inner;
+        for (std::int64_t j = 0; j < n; ++j)
+          line[static_cast<std::size_t>(j)] = {static_cast<C>(x[in + j * inner]),
+                                               static_cast<std::int32_t>(j)};
+        std::partial_sort(line.begin(), line.begin() + k, line.end(), before);
+        for (std::int64_t j = 0; j < k; ++j) {
+          values[out + j * inner] = static_cast<T>(line[static_cast<std::size_t>(j)].value);
+          indices[out + j * inner] = line[static_cast<std::size_t>(j)].index;
         }
       }
     };
