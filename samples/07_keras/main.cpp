@@ -32,8 +32,10 @@ int main() {
   const auto [x_test, y_test] = samples::images({400}, 2);
   // tf.data's pipeline: shuffled afresh every epoch, batches of 32 (the remainder dropped, as
   // a device program's shapes are fixed), prefetched.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(7).batch(32).prefetch(8);
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 7)
+                           .batch(32)
+                           .prefetch(8);
   auto model = [] {
     return addons::Sequential{addons::Flatten{}, addons::Dense(128, Activation::relu),
                               addons::Dense(10)};

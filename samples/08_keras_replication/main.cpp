@@ -53,7 +53,8 @@ double max_difference(addons::Trainer& a, addons::Trainer& b) {
 int main() {
   const auto [x, y] = samples::images({2048}, 1);
   const auto [x_test, y_test] = samples::images({512}, 2);
-  const auto examples = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(3);
+  const auto examples =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(x.shape()[0], 3);
 
   // Two replicas, 32 rows each of every batch of 64.
   addons::Trainer two = train(examples, 2, 1, 64);

@@ -265,7 +265,7 @@ Trained train(const Options& o, const data::Dataset& train_data, pxl::addons::Tr
   };
   const data::Batch all = as_arrays(train_data);
   const auto dataset = data::TensorDataset::from_tensor_slices(all.images, all.labels)
-                           .shuffle(o.seed)
+                           .shuffle(all.images.shape()[0], o.seed)
                            .batch(global_batch);
   auto epoch_lines = std::make_shared<EpochLines>();
   epoch_lines->batches = dataset.batches_per_epoch() / per_run * per_run;

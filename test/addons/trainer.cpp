@@ -249,8 +249,10 @@ TEST_CASE("fit on a shuffled, batched TensorDataset trains as fit on the arrays"
   Trainer trainer(Classifier{});
   trainer.compile(compile);
   // Shuffled with the compile seed, each epoch afresh: the arrays' order.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(9).batch(8).prefetch(4);
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 9)
+                           .batch(8)
+                           .prefetch(4);
   const addons::History h = trainer.fit(dataset, {.epochs = 2});
   CHECK(trainer.weights() == arrays.weights);
   CHECK(h.history == arrays.history.history);
@@ -282,8 +284,10 @@ TEST_CASE("fit feeds the device through its infeeds, epoch after epoch, the data
   trainer.compile({.steps_per_execution = 3, .replicas = 2, .seed = 5});
   CHECK(trainer.feed_stats().empty());
   // 50 batches per epoch, 16 runs of 3: the last 2 batches of each epoch are left out.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(5).batch(8).prefetch(6);
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 5)
+                           .batch(8)
+                           .prefetch(6);
   trainer.fit(dataset, {.epochs = 2});
 
   // The device took an element of x and of y per step and replica, from queues of 6 batches.

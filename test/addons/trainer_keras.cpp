@@ -90,7 +90,8 @@ fit_dataset(const addons::data::TensorDataset& dataset, FitOptions options,
 TEST_CASE("fit honours repeat and steps_per_epoch as Keras does") {
   const auto [x, y] = data(examples, 1);
   // 50 batches of 8 per pass, each pass shuffled afresh.
-  const auto ds = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(4).batch(8);
+  const auto ds =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(x.shape()[0], 4).batch(8);
   for (const std::int64_t per_run : {1, 10}) {
     CAPTURE(per_run);
     // An epoch is one iteration of the dataset: repeat(2) makes it passes 0 and 1, the batches

@@ -81,9 +81,10 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
                      .seed = 7});
     // The same normalised images, flattened, in the data set's order for the Trainer to shuffle.
     const data::Batch all = as_arrays(small_data());
-    const auto history = trainer.fit(
-        data::TensorDataset::from_tensor_slices(all.images, all.labels).shuffle(7).batch(global),
-        {.epochs = 1});
+    const auto history = trainer.fit(data::TensorDataset::from_tensor_slices(all.images, all.labels)
+                                         .shuffle(all.images.shape()[0], 7)
+                                         .batch(global),
+                                     {.epochs = 1});
 
     REQUIRE(log.calls.size() == static_cast<std::size_t>(runs * program.micro_batches_per_run()));
     double loss = 0;
