@@ -26,7 +26,7 @@ using addons::Activation;
 addons::Trainer train(const addons::data::TensorDataset& examples, std::int64_t replicas,
                       std::int64_t accumulation, std::int64_t batch) {
   addons::Trainer trainer(addons::Sequential{addons::Flatten{}, addons::Dense(64, Activation::relu),
-                                             addons::Dense(10)});
+                                             addons::Dense(10, Activation::softmax)});
   trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.5},
                    .metrics = {"accuracy"},
                    .steps_per_execution = 16,

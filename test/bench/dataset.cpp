@@ -112,7 +112,7 @@ int main() {
   // Training, fed through the Trainer's infeeds from the pipeline (one epoch; the program is
   // built by a fit of no epochs first, so that only training is timed).
   addons::Trainer trainer(keras_mlp());
-  trainer.compile({.metrics = {"accuracy"}, .steps_per_execution = steps});
+  trainer.compile({.from_logits = true, .metrics = {"accuracy"}, .steps_per_execution = steps});
   trainer.fit(train, {.epochs = 0});
   const auto t1 = Clock::now();
   trainer.fit(train, {.epochs = 1});

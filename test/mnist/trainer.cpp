@@ -69,6 +69,7 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
     trainer.compile({.optimizer = adam ? pxl::addons::TrainerOptimizer(
                                              pxl::addons::optimizers::AdamOptions{.lr = 1e-3})
                                        : pxl::addons::optimizers::SGDOptions{.lr = 1e-3},
+                     .from_logits = true,
                      // Batches per run, as Keras counts them: c.steps updates.
                      .steps_per_execution = c.steps * c.accumulation,
                      .gradient_accumulation = c.accumulation,
@@ -111,6 +112,7 @@ TEST_CASE("Trainer::evaluate scores the Net as the hand-written test program doe
     CAPTURE(name);
     pxl::addons::Trainer trainer(mnist::Net{});
     trainer.compile({.optimizer = pxl::addons::optimizers::SGDOptions{.lr = 0.05},
+                     .from_logits = true,
                      .metrics = {"accuracy"},
                      .dtype = dtype,
                      .constant_learning_rate = true,
