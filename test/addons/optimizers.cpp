@@ -160,7 +160,7 @@ Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, i
   return t;
 }
 
-/// TensorFlow's RMSprop (ApplyRMSProp / ApplyCenteredRMSProp) in double.
+/// Keras's RMSprop, or TensorFlow's ApplyRMSProp / ApplyCenteredRMSProp, in double.
 Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
                         const Vec& lrs = {}) {
   Vec w = w0, ms(w0.size(), 0.0), mg(w0.size(), 0.0), mom(w0.size(), 0.0);
@@ -175,7 +175,10 @@ Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
         mg[i] = o.rho * mg[i] + (1 - o.rho) * g[i];
         second -= mg[i] * mg[i];
       }
-      const double increment = lr * g[i] / std::sqrt(second + o.eps);
+      const bool eps_outside =
+          o.update == addons::optimizers::RMSpropUpdate::keras && o.momentum == 0.0;
+      const double increment =
+          lr * g[i] / (eps_outside ? std::sqrt(second) + o.eps : std::sqrt(second + o.eps));
       if (o.momentum != 0.0) {
         mom[i] = o.momentum * mom[i] + increment;
         w[i] -= mom[i];
@@ -259,26 +262,87 @@ TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias 
   }
 }
 
-TEST_CASE("RMSprop steps match TensorFlow's formulas: plain, momentum, centered, both") {
+TEST_CASE("RMSprop steps match Keras's and TensorFlow's formulas: plain, momentum, centered") {
   const int steps = 6;
-  const std::vector<addons::optimizers::RMSpropOptions> cases{
-      {.lr = 0.01},
-      {.lr = 0.01, .rho = 0.8, .momentum = 0.9, .eps = 1e-6},
-      {.lr = 0.02, .centered = true},
-      {.lr = 0.005, .rho = 0.95, .momentum = 0.5, .eps = 1e-4, .centered = true},
-  };
-  for (const auto& o : cases) {
-    CAPTURE(o.momentum);
-    CAPTURE(o.centered);
-    check_trace(run_steps(RMSprop(o), steps), rmsprop_reference(o, steps));
+  for (const auto update : {addons::optimizers::RMSpropUpdate::keras,
+                            addons::optimizers::RMSpropUpdate::tf_apply_rms_prop}) {
+    CAPTURE(static_cast<int>(update));
+    const std::vector<addons::optimizers::RMSpropOptions> cases{
+        {.lr = 0.01, .update = update},
+        {.lr = 0.01, .rho = 0.8, .momentum = 0.9, .eps = 1e-6, .update = update},
+        {.lr = 0.02, .centered = true, .update = update},
+        {.lr = 0.005,
+         .rho = 0.95,
+         .momentum = 0.5,
+         .eps = 1e-4,
+         .centered = true,
+         .update = update},
+    };
+    for (const auto& o : cases) {
+      CAPTURE(o.momentum);
+      CAPTURE(o.centered);
+      check_trace(run_steps(RMSprop(o), steps), rmsprop_reference(o, steps));
+    }
   }
-  // eps sits inside the square root: with a large eps the step is lr·g/sqrt(ms + eps), which
-  // differs from PyTorch's lr·g/(sqrt(ms) + eps) by far more than the tolerance.
-  const addons::optimizers::RMSpropOptions big_eps{.lr = 0.1, .eps = 0.01};
+  // TensorFlow's kernel puts eps inside the square root: with a large eps the step is
+  // lr·g/sqrt(ms + eps), which differs from Keras's lr·g/(sqrt(ms) + eps) by far more than
+  // the tolerance.
+  const addons::optimizers::RMSpropOptions big_eps{
+      .lr = 0.1, .eps = 0.01, .update = addons::optimizers::RMSpropUpdate::tf_apply_rms_prop};
   const auto got = run_steps(RMSprop(big_eps), 1);
   const double g = grad_at(0)[1], ms = 0.1 * g * g;
   CHECK(got.w[0][1] == doctest::Approx(w0[1] - 0.1 * g / std::sqrt(ms + 0.01)).epsilon(1e-6));
   CHECK(std::abs(got.w[0][1] - (w0[1] - 0.1 * g / (std::sqrt(ms) + 0.01))) > 5e-3);
+}
+
+namespace {
+
+/// The variable [1.0] after each of two RMSprop steps with gradients 0.5 and −0.25.
+std::vector<double> two_rmsprop_steps(const addons::optimizers::RMSpropOptions& o) {
+  Ir ir;
+  HostToDeviceStream gs;
+  Tensor w;
+  {
+    auto main = ir.main_graph().scope();
+    w = variable(HostTensor({1.0f}, {1}), "w");
+    gs = h2d_stream({1}, float32, "g");
+    addons::optimizers::apply(RMSprop(o), NamedTensors{{"w", w}},
+                              NamedTensors{{"w", ops::host_load(gs)}});
+  }
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  std::vector<double> after;
+  for (const float g : {0.5f, -0.25f}) {
+    session.run({{gs, HostTensor({g}, {1})}});
+    after.push_back(session.get_tensor_data(w).item(0));
+  }
+  return after;
+}
+
+} // namespace
+
+TEST_CASE("RMSprop's two updates by hand: Keras's by default, TensorFlow's kernel by name") {
+  // lr 0.1, ρ 0.9, eps 0.01 (large, to tell the updates apart); ms = 0.025 after g = 0.5, and
+  // 0.9·0.025 + 0.1·0.0625 = 0.02875 after g = −0.25.
+  using addons::optimizers::RMSpropUpdate;
+  // Keras: w −= lr·g / (sqrt(ms) + eps).
+  const auto keras = two_rmsprop_steps({.lr = 0.1, .eps = 0.01});
+  CHECK(keras[0] == doctest::Approx(1 - 0.05 / (std::sqrt(0.025) + 0.01)).epsilon(1e-6));
+  CHECK(keras[0] == doctest::Approx(0.7025825642).epsilon(1e-6));
+  CHECK(keras[1] == doctest::Approx(0.8418131485).epsilon(1e-6));
+  // TensorFlow's ApplyRMSProp: w −= lr·g / sqrt(ms + eps).
+  const auto kernel =
+      two_rmsprop_steps({.lr = 0.1, .eps = 0.01, .update = RMSpropUpdate::tf_apply_rms_prop});
+  CHECK(kernel[0] == doctest::Approx(1 - 0.05 / std::sqrt(0.025 + 0.01)).epsilon(1e-6));
+  CHECK(kernel[0] == doctest::Approx(0.7327387581).epsilon(1e-6));
+  CHECK(kernel[1] == doctest::Approx(0.8597388851).epsilon(1e-6));
+  // With momentum 0.5 Keras runs the kernel too: mom = 0.5·mom + lr·g / sqrt(ms + eps).
+  for (const auto update : {RMSpropUpdate::keras, RMSpropUpdate::tf_apply_rms_prop}) {
+    const auto with_momentum =
+        two_rmsprop_steps({.lr = 0.1, .momentum = 0.5, .eps = 0.01, .update = update});
+    CHECK(with_momentum[0] == doctest::Approx(0.7327387581).epsilon(1e-6));
+    CHECK(with_momentum[1] == doctest::Approx(0.7261082641).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("A learning rate read from a variable: equal to the constant, and changed per run") {
