@@ -81,8 +81,7 @@ struct Consumer {
 
 int main() {
   pxl::bench::print_sgemm_peak();
-  const auto examples = random_fashion_mnist();
-  const auto train = examples.shuffle(examples.size(), 0).batch(batch).repeat().prefetch(4);
+  const auto train = random_fashion_mnist().shuffle(examples, 0).batch(batch).repeat().prefetch(4);
   const std::int64_t elements = 2 * train.batches_per_epoch(); // two epochs: two shuffles
   const auto host = addons::data::dataset_benchmark(train, elements);
   std::printf("dataset_benchmark (%lld examples, batch %lld, shuffled): %s\n",
