@@ -1,5 +1,7 @@
 // Initialisers and variable factories: values, statistics, seeding and creation order.
 #include "pxl/addons/layers/dense.hpp"
+#include "pxl/addons/layers/embedding.hpp"
+#include "pxl/addons/layers/layer_norm.hpp"
 #include "pxl/addons/layers/linear.hpp"
 #include "pxl/addons/module/initializers.hpp"
 #include "pxl/addons/module/variable_factory.hpp"
@@ -160,6 +162,30 @@ TEST_CASE("Dense starts from Keras's glorot_uniform and zeros, or the initialize
   CHECK(given.at("weight").initializer(float32, 1) ==
         HostTensor(std::vector<float>(6, 1.f), {2, 3}));
   CHECK(given.at("bias").initializer(float32, 1) == HostTensor({0.25f, 0.25f, 0.25f}, {3}));
+}
+
+TEST_CASE("Embedding and LayerNorm take Keras's initializer arguments") {
+  namespace ki = pxl::addons::initializers;
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  // Embedding: popxl.addons' normal(0, 0.02) unless given, Keras's random_uniform say.
+  auto [table, fwd] = pxl::addons::Embedding(300, 200).create_graph(TensorSpec{{4}, int32});
+  CHECK(stats(table.at("weight").initializer(float32, 5)).std ==
+        doctest::Approx(0.02).epsilon(0.02));
+  auto [uniform, fwd2] = pxl::addons::Embedding(300, 200, float32, ki::random_uniform())
+                             .create_graph(TensorSpec{{4}, int32});
+  const auto u = stats(uniform.at("weight").initializer(float32, 5));
+  CHECK(u.max < 0.05);
+  CHECK(u.min >= -0.05);
+  CHECK(u.max > 0.0499);
+  // LayerNorm: gamma ones and beta zeros, as Keras's, or the initializers given.
+  auto [norm, fwd3] = pxl::addons::LayerNorm().create_graph(TensorSpec{{2, 3}, float32});
+  CHECK(norm.at("weight").initializer(float32, 1) == HostTensor({1.f, 1.f, 1.f}, {3}));
+  CHECK(norm.at("bias").initializer(float32, 1) == HostTensor({0.f, 0.f, 0.f}, {3}));
+  auto [given, fwd4] = pxl::addons::LayerNorm(1e-3, ki::constant(2.0), ki::constant(-1.0))
+                           .create_graph(TensorSpec{{2, 3}, float32});
+  CHECK(given.at("weight").initializer(float32, 1) == HostTensor({2.f, 2.f, 2.f}, {3}));
+  CHECK(given.at("bias").initializer(float32, 1) == HostTensor({-1.f, -1.f, -1.f}, {3}));
 }
 
 TEST_CASE("random initialisers are reproducible per seed and differ across seeds") {

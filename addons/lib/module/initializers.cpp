@@ -10,13 +10,9 @@ namespace {
 /// The standard deviation of a standard normal truncated at ±2, which Keras divides out.
 constexpr double truncated_stddev = 0.87962566103423978;
 
-/// `init` under Keras's `name`, the initializer's description naming it too.
+/// `init` under Keras's `name`.
 KerasInitializer keras_named(std::string name, std::function<init::Initializer(Shape)> init) {
-  return {name, [name, init = std::move(init)](Shape shape) {
-            init::Initializer made = init(std::move(shape));
-            made.description = name + " = " + made.description;
-            return made;
-          }};
+  return {std::move(name), std::move(init)};
 }
 
 } // namespace
