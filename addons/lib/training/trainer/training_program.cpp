@@ -132,7 +132,8 @@ private:
     const Tensor out = loss_input(model_out);
     // The output the backward pass starts from: the model's, or its softmax's logits.
     const Tensor grad_of = softmax_output_ ? fwd_info.outputs()[1] : model_out;
-    auto [loss, dout] = loss_with_grad(o_, loss_input(grad_of), labels, scale_, softmax_output_);
+    auto [loss, dout] = loss_with_grad(o_, softmax_output_ ? loss_input(grad_of) : out, labels,
+                                       scale_, softmax_output_);
     if (dout.dtype() != grad_of.dtype())
       dout = pxl::ops::cast(dout, grad_of.dtype());
     Tensor values = loss.reshape({1});
