@@ -109,6 +109,30 @@ Tensor graph_input(Shape shape, DType dtype, std::string name, bool by_ref) {
   return t;
 }
 
+Tensor graph_input_for(const Tensor& var, std::string name) {
+  const auto g = detail::require_graph("graph_input_for");
+  const std::string what = var.valid() ? to_string(var) : std::string("an empty Tensor");
+  if (g.graph == IrView::main_graph())
+    throw GraphError("graph_input_for: the current graph is the main graph, which takes no "
+                     "inputs; call it in the subgraph that should read " +
+                     what);
+  if (!var.valid() || HandleAccess::storage(var) != g.ir ||
+      g.ir->tensor(IrView::id(var)).graph != IrView::main_graph() ||
+      g.ir->tensor(IrView::id(var)).kind != TensorKind::variable ||
+      g.ir->tensor(IrView::id(var)).remote)
+    throw GraphError("graph_input_for: expected an on-chip variable of the main graph of graph '" +
+                     g.ir->graph(g.graph).name + "''s Ir, got " + what +
+                     "; a remote variable is read with ops::remote_load in any graph instead");
+  const auto& node = g.ir->tensor(IrView::id(var));
+  if (name.empty())
+    name = node.name;
+  const Tensor t = graph_input(node.spec, std::move(name), /*by_ref=*/true);
+  auto& input = g.ir->tensor(IrView::id(t));
+  input.ipu = node.ipu;
+  input.bound_by_default = IrView::id(var);
+  return t;
+}
+
 void graph_output(const Tensor& t) {
   const auto g = detail::require_graph("graph_output");
   if (!t.valid() || HandleAccess::storage(t) != g.ir ||

@@ -44,6 +44,9 @@ struct TensorNode {
   /// A replica-sharded tensor: `spec` is one shard; a variable's `data` is the whole value
   /// (one per group of `grouping` when it has several).
   std::optional<ReplicaSharding> sharding;
+  /// A graph input made by graph_input_for: the main-graph variable that call sites in the
+  /// main graph bind it to when they do not bind it themselves.
+  std::optional<TensorId> bound_by_default;
 };
 
 struct OpNode {

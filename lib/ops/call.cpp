@@ -138,9 +138,22 @@ std::vector<Tensor> bind_inputs(std::string_view op, const Graph& graph,
     slot = parent;
   }
   std::string missing;
-  for (std::size_t i = 0; i < bound.size(); ++i)
-    if (!bound[i].valid())
-      missing += (missing.empty() ? "" : ", ") + input_label(graph_ins[i]);
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    if (bound[i].valid())
+      continue;
+    // An input made by graph_input_for: its variable, in the main graph.
+    const auto variable = current.ir->tensor(IrView::id(graph_ins[i])).bound_by_default;
+    if (variable && current.graph == IrView::main_graph()) {
+      bound[i] = detail::HandleAccess::tensor(current.ir, *variable);
+      continue;
+    }
+    missing += (missing.empty() ? "" : ", ") + input_label(graph_ins[i]);
+    if (variable)
+      missing += " (bound by default to main-graph variable " +
+                 to_string(detail::HandleAccess::tensor(current.ir, *variable)) +
+                 " only at call sites in the main graph; pass it into graph '" + caller.name() +
+                 "' and bind it here)";
+  }
   if (!missing.empty())
     throw GraphError(std::string(op) + ": missing inputs of graph " + gname + ": " + missing +
                      binding_table(graph, bound));

@@ -1,8 +1,9 @@
 // Lesson 7: training in two lines, as Keras with IPUs does it (§4.1–4.3, and the TF2 infeed
 // tutorial's device loop):
 //
-//     model = keras.Sequential([Flatten(), Dense(128, relu), Dense(10)])
-//     model.compile(optimizer, loss, metrics=["accuracy"], steps_per_execution=50)
+//     model = keras.Sequential([Flatten(), Dense(128, relu), Dense(10, softmax)])
+//     model.compile(optimizer, SparseCategoricalCrossentropy(), metrics=["accuracy"],
+//                   steps_per_execution=50)
 //     model.fit(dataset, epochs=2)
 //     model.evaluate(test_dataset)
 //
@@ -32,11 +33,15 @@ int main() {
   const auto [x_test, y_test] = samples::images({400}, 2);
   // tf.data's pipeline: shuffled afresh every epoch, batches of 32 (the remainder dropped, as
   // a device program's shapes are fixed), prefetched.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(7).batch(32).prefetch(8);
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 7)
+                           .batch(32)
+                           .prefetch(8);
   auto model = [] {
+    // Keras's defaults: glorot_uniform kernels, zero biases; the softmax output is trained
+    // on its logits (from_logits = false, Keras's default), exactly and stably.
     return addons::Sequential{addons::Flatten{}, addons::Dense(128, Activation::relu),
-                              addons::Dense(10)};
+                              addons::Dense(10, Activation::softmax)};
   };
 
   addons::Trainer trainer(model());

@@ -26,7 +26,7 @@ using addons::Activation;
 addons::Trainer train(const addons::data::TensorDataset& examples, std::int64_t replicas,
                       std::int64_t accumulation, std::int64_t batch) {
   addons::Trainer trainer(addons::Sequential{addons::Flatten{}, addons::Dense(64, Activation::relu),
-                                             addons::Dense(10)});
+                                             addons::Dense(10, Activation::softmax)});
   trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.5},
                    .metrics = {"accuracy"},
                    .steps_per_execution = 16,
@@ -53,7 +53,8 @@ double max_difference(addons::Trainer& a, addons::Trainer& b) {
 int main() {
   const auto [x, y] = samples::images({2048}, 1);
   const auto [x_test, y_test] = samples::images({512}, 2);
-  const auto examples = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(3);
+  const auto examples =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(x.shape()[0], 3);
 
   // Two replicas, 32 rows each of every batch of 64.
   addons::Trainer two = train(examples, 2, 1, 64);

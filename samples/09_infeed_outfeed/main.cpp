@@ -28,8 +28,10 @@ int main() {
   constexpr std::int64_t batch = 32, steps = 50, runs = 4;
   const auto [x, y] = samples::images({1600}, 1);
   // tf.data's pipeline: shuffled afresh every pass, batches of 32, repeated forever.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(7).batch(batch).repeat();
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 7)
+                           .batch(batch)
+                           .repeat();
 
   pxl::Ir ir;
   pxl::HostToDeviceStream x_stream, y_stream;

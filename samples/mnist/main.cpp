@@ -124,6 +124,8 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
         std::to_string(mnist::min_pipeline_micro_batches(o.pipeline_stages)) +
         " micro-batches to fill them, got " + std::to_string(o.gradient_accumulation));
   return {.optimizer = parse_optimizer(o),
+          // The Net ends in its last Linear, without a softmax: logits.
+          .from_logits = true,
           .metrics = {"accuracy"},
           // The Trainer counts batches per run, as Keras does; the flag counts updates.
           .steps_per_execution = o.steps_per_execution * o.gradient_accumulation,
@@ -265,7 +267,7 @@ Trained train(const Options& o, const data::Dataset& train_data, pxl::addons::Tr
   };
   const data::Batch all = as_arrays(train_data);
   const auto dataset = data::TensorDataset::from_tensor_slices(all.images, all.labels)
-                           .shuffle(o.seed)
+                           .shuffle(all.images.shape()[0], o.seed)
                            .batch(global_batch);
   auto epoch_lines = std::make_shared<EpochLines>();
   epoch_lines->batches = dataset.batches_per_epoch() / per_run * per_run;

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -358,4 +359,130 @@ TEST_CASE("cross entropy errors name the function, the operands and the fix") {
                        doctest::Contains("cross_entropy_with_grad: Reduction::none is not "
                                          "supported"),
                        ValueError);
+}
+
+namespace {
+
+/// Keras's sparse_categorical_crossentropy on probabilities, in double from its definition:
+/// p = clip(probs, 1e-7, 1 − 1e-7), loss_i = −log(p[label] / Σ p); the mean, and its
+/// gradient with respect to probs, (1/S − [c = label]/p[c]) / n, zero where clipped.
+ClosedForm keras_closed_form(const V& probs, std::int64_t n, std::int64_t c,
+                             const std::vector<int>& labels) {
+  ClosedForm f;
+  f.dlogits.assign(probs.size(), 0.0);
+  // float32's nearest to 1 − 1e-7, where the clipping of float32 probabilities lands.
+  const double lo = 1e-7, hi = static_cast<double>(static_cast<float>(1.0 - 1e-7));
+  for (std::int64_t i = 0; i < n; ++i) {
+    double s = 0;
+    V p;
+    for (std::int64_t j = 0; j < c; ++j) {
+      p.push_back(std::clamp(probs[static_cast<std::size_t>(i * c + j)], lo, hi));
+      s += p.back();
+    }
+    const auto y = static_cast<std::size_t>(labels[static_cast<std::size_t>(i)]);
+    f.per_sample.push_back(-std::log(p[y] / s));
+    f.loss += f.per_sample.back() / static_cast<double>(n);
+    for (std::int64_t j = 0; j < c; ++j) {
+      const double x = probs[static_cast<std::size_t>(i * c + j)];
+      if (x < lo || x > hi)
+        continue;
+      f.dlogits[static_cast<std::size_t>(i * c + j)] =
+          (1.0 / s -
+           (static_cast<std::size_t>(j) == y ? 1.0 / p[static_cast<std::size_t>(j)] : 0.0)) /
+          static_cast<double>(n);
+    }
+  }
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("sparse_categorical_crossentropy on probabilities: Keras's clipping, by hand") {
+  // Row 0 has a 0 (clipped to 1e-7), row 1 a 1 (clipped below it), row 2 sums to 0.9
+  // (renormalised).
+  const V probs = {0.2, 0.3, 0.5, 0.0, 0.0, 1.0, 0.0, 0.0, 0.1, 0.1, 0.1, 0.6};
+  const std::vector<int> labels = {2, 0, 3};
+  const auto p = tensor({3, 4}, float32, probs);
+  const auto l = labels_tensor(labels);
+  const auto cf = keras_closed_form(probs, 3, 4, labels);
+  // By hand: −log(0.5 / (1 + 1e-7)), −log(1e-7 / (1 + 2e-7)), −log(0.6 / 0.9).
+  CHECK(cf.loss == doctest::Approx((0.6931473 + 16.1180958 + 0.4054651) / 3).epsilon(1e-6));
+  const auto out = evaluate(
+      [](T t) {
+        auto [loss, d] = xops::sparse_categorical_crossentropy_with_grad(t[0], t[1]);
+        return T{xops::sparse_categorical_crossentropy(t[0], t[1]), loss, d,
+                 xops::sparse_categorical_crossentropy(t[0], t[1], false, Reduction::none)};
+      },
+      {p, l});
+  check_values(out[0], {{}, float32}, {cf.loss}, 1e-6);
+  check_values(out[1], {{}, float32}, {cf.loss}, 1e-6);
+  check_values(out[2], {{3, 4}, float32}, cf.dlogits, 1e-5);
+  check_values(out[3], {{3}, float32}, cf.per_sample, 1e-6);
+  // The autodiff of the loss is the closed form's gradient too.
+  std::vector<HostTensor> grads;
+  {
+    Ir ir;
+    auto main = ir.main_graph().scope();
+    const Graph fwd = ir.create_graph(
+        "scce", [&](T t) { return xops::sparse_categorical_crossentropy(t[0], t[1]); },
+        std::vector<TensorSpec>{p.spec(), l.spec()});
+    const auto info = transforms::autodiff(fwd, {.grads_required = T{fwd.inputs()[0]}});
+    grads = autodiff_gradients(info, {p, l}, {HostTensor::scalar(1.0f)});
+  }
+  REQUIRE(grads.size() == 1);
+  check_values(grads[0], {{3, 4}, float32}, cf.dlogits, 1e-5);
+  // Away from the clipping bounds the gradient is smooth: finite differences agree.
+  const auto inner =
+      tensor({3, 4}, float32, {0.2, 0.3, 0.4, 0.1, 0.5, 0.2, 0.2, 0.1, 0.3, 0.15, 0.25, 0.3});
+  CHECK(check_gradients([](T t) { return xops::sparse_categorical_crossentropy(t[0], t[1]); },
+                        {inner, l}, 1e-3) == 12);
+}
+
+TEST_CASE("sparse_categorical_crossentropy of a softmax output reads its logits, stably") {
+  // Row 0's label has softmax probability e^-200, 0 in float32: from the logits the loss is
+  // exact (≈ 200), where clipped probabilities would give −log(1e-7) ≈ 16.1.
+  const V logits = {0.0, 200.0, -50.0, 1.0, 2.0, 3.0};
+  const std::vector<int> labels = {0, 2};
+  const auto x = tensor({2, 3}, float32, logits);
+  const auto l = labels_tensor(labels);
+  const auto cf = closed_form(logits, 2, 3, labels);
+  CHECK(cf.loss == doctest::Approx((200.0 + 0.4076059644) / 2).epsilon(1e-6));
+  for (const bool from_logits : {false, true}) {
+    CAPTURE(from_logits);
+    const auto out = evaluate(
+        [&](T t) {
+          const Tensor y = from_logits ? t[0] : ops::softmax(t[0]);
+          return T{xops::sparse_categorical_crossentropy(y, t[1], from_logits)};
+        },
+        {x, l});
+    check_values(out[0], {{}, float32}, {cf.loss}, 1e-6);
+  }
+  // Its gradient with respect to the logits is softmax − onehot, finite.
+  std::vector<HostTensor> grads;
+  {
+    Ir ir;
+    auto main = ir.main_graph().scope();
+    const Graph fwd = ir.create_graph(
+        "scce",
+        [&](T t) { return xops::sparse_categorical_crossentropy(ops::softmax(t[0]), t[1]); },
+        std::vector<TensorSpec>{x.spec(), l.spec()});
+    const auto info = transforms::autodiff(fwd, {.grads_required = T{fwd.inputs()[0]}});
+    grads = autodiff_gradients(info, {x, l}, {HostTensor::scalar(1.0f)});
+  }
+  REQUIRE(grads.size() == 1);
+  check_values(grads[0], {{2, 3}, float32}, cf.dlogits, 1e-6);
+}
+
+TEST_CASE("sparse_categorical_crossentropy refuses a softmax output taken for logits") {
+  ScratchGraph s;
+  const Tensor x = s.input({4, 10}), l = s.input({4}, int32);
+  CHECK_THROWS_WITH_AS((void)xops::sparse_categorical_crossentropy(ops::softmax(x), l, true),
+                       doctest::Contains("sparse_categorical_crossentropy: from_logits is true, "
+                                         "but the predictions"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS((void)xops::sparse_categorical_crossentropy(ops::softmax(x), l, true),
+                       doctest::Contains("pass from_logits = false"), ValueError);
+  // A softmax over another axis is not the class softmax: its output is taken as it is.
+  CHECK_NOTHROW((void)xops::sparse_categorical_crossentropy(ops::softmax(x, 0), l, true));
+  CHECK_THROWS_AS((void)xops::sparse_categorical_crossentropy(x, s.input({4})), DTypeError);
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -104,7 +105,7 @@ TEST_CASE("TensorDataset: examples in order without a shuffle, batched with or w
 }
 
 TEST_CASE("TensorDataset: the shuffle is a permutation, deterministic, new every epoch") {
-  const auto data = numbered(50).shuffle(42).batch(5);
+  const auto data = numbered(50).shuffle(50, 42).batch(5);
   const Ids epoch0 = flat(ids_of(data.epoch(0)));
   Ids sorted = epoch0;
   std::sort(sorted.begin(), sorted.end());
@@ -115,12 +116,62 @@ TEST_CASE("TensorDataset: the shuffle is a permutation, deterministic, new every
   CHECK(flat(ids_of(data.epoch(1))) == addons::data::shuffled_indices(50, 42, 1));
   CHECK(flat(ids_of(data.epoch(1))) != epoch0);
   // The same seed and epoch again, from another copy: the same batches.
-  CHECK(ids_of(numbered(50).batch(5).shuffle(42).epoch(0)) == ids_of(data.epoch(0)));
-  CHECK(flat(ids_of(numbered(50).shuffle(43).batch(5).epoch(0))) != epoch0);
+  CHECK(ids_of(numbered(50).batch(5).shuffle(50, 42).epoch(0)) == ids_of(data.epoch(0)));
+  CHECK(flat(ids_of(numbered(50).shuffle(50, 43).batch(5).epoch(0))) != epoch0);
+}
+
+TEST_CASE("TensorDataset::shuffle(buffer_size, seed) has tf.data's meaning") {
+  // A buffer of 10 over 100 examples: example k enters the buffer after k - 10 have left, so
+  // output i is below i + 10; yet the order is not the examples'.
+  const Ids local = flat(ids_of(numbered(100).shuffle(10, 5).epoch(0)));
+  Ids sorted = local;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == iota(100));
+  CHECK(local != iota(100));
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    CAPTURE(i);
+    CHECK(local[i] < static_cast<std::int64_t>(i) + 10);
+  }
+  CHECK(local == addons::data::buffered_shuffled_indices(100, 10, 5, 0));
+  // Each draw is uniform over the buffer: the first example out is any of the first 10 with
+  // probability 1/10 (2000 seeds: 200 each, standard deviation 13.4).
+  std::vector<int> first(10, 0);
+  for (std::uint64_t seed = 0; seed < 2000; ++seed) {
+    const auto order = addons::data::buffered_shuffled_indices(100, 10, seed);
+    REQUIRE(order[0] < 10);
+    ++first[static_cast<std::size_t>(order[0])];
+  }
+  for (int count : first)
+    CHECK(std::abs(count - 200) < 60);
+  // A buffer of 1 keeps the order; one of at least the data set's size is a full shuffle.
+  CHECK(flat(ids_of(numbered(30).shuffle(1, 5).epoch(3))) == iota(30));
+  CHECK(addons::data::buffered_shuffled_indices(100, 100, 5, 2) ==
+        addons::data::shuffled_indices(100, 5, 2));
+  CHECK(flat(ids_of(numbered(100).shuffle(1000, 5).epoch(2))) ==
+        flat(ids_of(numbered(100).shuffle(100, 5).epoch(2))));
+  // Reshuffled each pass by default; reshuffle_each_iteration = false repeats pass 0's order.
+  const auto fixed = numbered(100).shuffle(10, 5, false);
+  CHECK_FALSE(fixed.settings().reshuffle_each_iteration);
+  CHECK(flat(ids_of(fixed.epoch(3))) == local);
+  CHECK(flat(ids_of(numbered(100).shuffle(10, 5).epoch(3))) != local);
+  // One argument is the buffer size, as in tf.data (it used to be the seed): no seed draws one,
+  // kept by the data set value, so its passes are reproducible and another call differs.
+  const auto unseeded = numbered(50).shuffle(50);
+  CHECK(unseeded.settings().shuffle_buffer_size == 50);
+  REQUIRE(unseeded.settings().shuffle_seed.has_value());
+  CHECK(flat(ids_of(unseeded.epoch(1))) == flat(ids_of(unseeded.epoch(1))));
+  CHECK(flat(ids_of(unseeded.epoch(0))) ==
+        flat(ids_of(numbered(50).shuffle(50, *unseeded.settings().shuffle_seed).epoch(0))));
+  CHECK(flat(ids_of(unseeded.epoch(0))) != flat(ids_of(numbered(50).shuffle(50).epoch(0))));
+  CHECK_THROWS_WITH_AS(numbered(50).shuffle(0),
+                       "TensorDataset::shuffle: the buffer size must be at least 1, found 0; "
+                       "pass size() (50) for a full shuffle",
+                       ValueError);
+  CHECK_THROWS_AS(addons::data::buffered_shuffled_indices(5, 0, 1), ValueError);
 }
 
 TEST_CASE("TensorDataset: repeat makes passes of their own epochs; cardinality") {
-  const auto data = numbered(6).shuffle(7).batch(2);
+  const auto data = numbered(6).shuffle(6, 7).batch(2);
   CHECK(data.settings().repeat_count == 1);
   CHECK(data.cardinality() == 3);
   CHECK(ids_of(data.elements()) == ids_of(data.epoch(0)));
@@ -154,13 +205,14 @@ TEST_CASE("TensorDataset: repeat makes passes of their own epochs; cardinality")
 
 TEST_CASE("TensorDataset: immutable values, any dtypes, views that outlive the data set") {
   const auto base = numbered(8);
-  const auto batched = base.batch(3, false).shuffle(1).repeat(2).prefetch(4);
+  const auto batched = base.batch(3, false).shuffle(8, 1).repeat(2).prefetch(4);
   CHECK(base.settings().batch_size == std::nullopt);
   CHECK(base.settings().shuffle_seed == std::nullopt);
   CHECK(base.settings().prefetch_depth == 0);
   CHECK(batched.settings().batch_size == 3);
   CHECK_FALSE(batched.settings().drop_remainder);
   CHECK(batched.settings().shuffle_seed == 1u);
+  CHECK(batched.settings().shuffle_buffer_size == 8);
   CHECK(batched.settings().repeat_count == 2);
   CHECK(batched.settings().prefetch_depth == 4);
 
@@ -208,7 +260,7 @@ TEST_CASE("TensorDataset errors name the call and what was expected") {
 }
 
 TEST_CASE("dataset_benchmark: counts, rates and their JSON") {
-  const auto data = numbered(100).shuffle(3).batch(8).repeat();
+  const auto data = numbered(100).shuffle(100, 3).batch(8).repeat();
   const auto r = addons::data::dataset_benchmark(data, 30);
   CHECK(r.elements == 30);
   CHECK(r.examples == 240);

@@ -1,5 +1,9 @@
 // Initialisers and variable factories: values, statistics, seeding and creation order.
+#include "pxl/addons/layers/dense.hpp"
+#include "pxl/addons/layers/embedding.hpp"
+#include "pxl/addons/layers/layer_norm.hpp"
 #include "pxl/addons/layers/linear.hpp"
+#include "pxl/addons/module/initializers.hpp"
 #include "pxl/addons/module/variable_factory.hpp"
 #include "pxl/pxl.hpp"
 
@@ -73,6 +77,115 @@ TEST_CASE("random initialisers follow their distributions (100k samples)") {
   const auto conv = stats(init::glorot({3, 3, 4, 8})(float32, 1));
   CHECK(conv.max < std::sqrt(6.0 / 108.0));
   CHECK(conv.max > 0.9 * std::sqrt(6.0 / 108.0));
+}
+
+TEST_CASE("Keras's initializers by name: bounds and statistics for a variable's shape") {
+  namespace ki = pxl::addons::initializers;
+  // Keras's fans: (in, out); the receptive field for kernels of rank >= 3; shape[0] for rank 1.
+  CHECK(ki::fans_of({300, 200}).in == 300);
+  CHECK(ki::fans_of({300, 200}).out == 200);
+  CHECK(ki::fans_of({3, 3, 16, 32}).in == 144);
+  CHECK(ki::fans_of({3, 3, 16, 32}).out == 288);
+  CHECK(ki::fans_of({5}).in == 5);
+  CHECK(ki::fans_of({5}).out == 5);
+  CHECK(ki::fans_of({}).in == 1);
+  const Shape shape{300, 200}; // 60,000 samples
+
+  // glorot_uniform: U(±sqrt(6 / (fan_in + fan_out))), the default kernel initializer.
+  const double limit = std::sqrt(6.0 / 500.0);
+  const auto gu = stats(ki::glorot_uniform()(shape)(float32, 3));
+  CHECK(gu.min >= -limit);
+  CHECK(gu.max < limit);
+  CHECK(gu.max > 0.999 * limit);
+  CHECK(gu.min < -0.999 * limit);
+  CHECK(gu.mean == doctest::Approx(0.0).scale(1).epsilon(3 * limit / std::sqrt(3 * 60000.0)));
+  CHECK(gu.std == doctest::Approx(limit / std::sqrt(3.0)).epsilon(0.01));
+  CHECK(ki::glorot_uniform().name == "glorot_uniform");
+
+  // glorot_normal and he_normal: truncated at two of their σ, with the standard deviations
+  // Keras's variance scaling targets, sqrt(2 / (fan_in + fan_out)) and sqrt(2 / fan_in).
+  const double glorot_std = std::sqrt(2.0 / 500.0), he_std = std::sqrt(2.0 / 300.0);
+  const auto gn = stats(ki::glorot_normal()(shape)(float32, 3));
+  CHECK(gn.std == doctest::Approx(glorot_std).epsilon(0.02));
+  CHECK(gn.max <= 2 * glorot_std / 0.87962566103423978 + 1e-7);
+  CHECK(gn.min >= -2 * glorot_std / 0.87962566103423978 - 1e-7);
+  const auto hn = stats(ki::he_normal()(shape)(float32, 3));
+  CHECK(hn.std == doctest::Approx(he_std).epsilon(0.02));
+  CHECK(hn.max <= 2 * he_std / 0.87962566103423978 + 1e-7);
+  // he_uniform: U(±sqrt(6 / fan_in)).
+  const double he_limit = std::sqrt(6.0 / 300.0);
+  const auto hu = stats(ki::he_uniform()(shape)(float32, 3));
+  CHECK(hu.max < he_limit);
+  CHECK(hu.max > 0.999 * he_limit);
+  CHECK(hu.min >= -he_limit);
+  CHECK(hu.std == doctest::Approx(he_limit / std::sqrt(3.0)).epsilon(0.01));
+
+  // Keras's defaults for the plain distributions: N(0, 0.05²), U(±0.05), truncated N(0, 0.05²).
+  const auto rn = stats(ki::random_normal()(shape)(float32, 3));
+  CHECK(rn.std == doctest::Approx(0.05).epsilon(0.02));
+  CHECK(rn.mean == doctest::Approx(0.0).scale(1).epsilon(1e-3));
+  const auto ru = stats(ki::random_uniform()(shape)(float32, 3));
+  CHECK(ru.min >= -0.05);
+  CHECK(ru.max < 0.05);
+  CHECK(stats(ki::random_normal(1.0, 0.5)(shape)(float32, 3)).mean ==
+        doctest::Approx(1.0).epsilon(0.01));
+  CHECK(stats(ki::truncated_normal()(shape)(float32, 3)).max <= 0.1 + 1e-7);
+
+  CHECK(ki::zeros()({2, 3})(float32, 1) == HostTensor(std::vector<float>(6, 0.f), {2, 3}));
+  CHECK(ki::ones()({4})(float16, 1) == HostTensor(std::vector<float>(4, 1.f), {4}).astype(float16));
+  CHECK(ki::constant(0.5)({3})(float32, 1) == HostTensor({0.5f, 0.5f, 0.5f}, {3}));
+  // The seed decides the data, as for every initialiser.
+  CHECK(ki::glorot_uniform()(shape)(float32, 3) == ki::glorot_uniform()(shape)(float32, 3));
+  CHECK(ki::glorot_uniform()(shape)(float32, 3) != ki::glorot_uniform()(shape)(float32, 4));
+  CHECK_THROWS_AS(ki::random_normal(0.0, -1.0)({2}), ValueError);
+}
+
+TEST_CASE("Dense starts from Keras's glorot_uniform and zeros, or the initializers given") {
+  namespace ki = pxl::addons::initializers;
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  auto [facts, fwd] = pxl::addons::Dense(200).create_graph(TensorSpec{{8, 300}, float32});
+  const HostTensor w = facts.at("weight").initializer(float32, 11);
+  CHECK(w.shape() == Shape{300, 200});
+  const double limit = std::sqrt(6.0 / 500.0);
+  const auto s = stats(w);
+  CHECK(s.max < limit);
+  CHECK(s.min >= -limit);
+  CHECK(s.max > 0.999 * limit);
+  CHECK(s.std == doctest::Approx(limit / std::sqrt(3.0)).epsilon(0.01));
+  CHECK(facts.at("bias").initializer(float32, 11) ==
+        HostTensor(std::vector<float>(200, 0.f), {200}));
+
+  auto [given, fwd2] =
+      pxl::addons::Dense(3, pxl::addons::Activation::none, true, ki::ones(), ki::constant(0.25))
+          .create_graph(TensorSpec{{8, 2}, float32});
+  CHECK(given.at("weight").initializer(float32, 1) ==
+        HostTensor(std::vector<float>(6, 1.f), {2, 3}));
+  CHECK(given.at("bias").initializer(float32, 1) == HostTensor({0.25f, 0.25f, 0.25f}, {3}));
+}
+
+TEST_CASE("Embedding and LayerNorm take Keras's initializer arguments") {
+  namespace ki = pxl::addons::initializers;
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  // Embedding: popxl.addons' normal(0, 0.02) unless given, Keras's random_uniform say.
+  auto [table, fwd] = pxl::addons::Embedding(300, 200).create_graph(TensorSpec{{4}, int32});
+  CHECK(stats(table.at("weight").initializer(float32, 5)).std ==
+        doctest::Approx(0.02).epsilon(0.02));
+  auto [uniform, fwd2] = pxl::addons::Embedding(300, 200, float32, ki::random_uniform())
+                             .create_graph(TensorSpec{{4}, int32});
+  const auto u = stats(uniform.at("weight").initializer(float32, 5));
+  CHECK(u.max < 0.05);
+  CHECK(u.min >= -0.05);
+  CHECK(u.max > 0.0499);
+  // LayerNorm: gamma ones and beta zeros, as Keras's, or the initializers given.
+  auto [norm, fwd3] = pxl::addons::LayerNorm().create_graph(TensorSpec{{2, 3}, float32});
+  CHECK(norm.at("weight").initializer(float32, 1) == HostTensor({1.f, 1.f, 1.f}, {3}));
+  CHECK(norm.at("bias").initializer(float32, 1) == HostTensor({0.f, 0.f, 0.f}, {3}));
+  auto [given, fwd4] = pxl::addons::LayerNorm(1e-3, ki::constant(2.0), ki::constant(-1.0))
+                           .create_graph(TensorSpec{{2, 3}, float32});
+  CHECK(given.at("weight").initializer(float32, 1) == HostTensor({2.f, 2.f, 2.f}, {3}));
+  CHECK(given.at("bias").initializer(float32, 1) == HostTensor({-1.f, -1.f, -1.f}, {3}));
 }
 
 TEST_CASE("random initialisers are reproducible per seed and differ across seeds") {

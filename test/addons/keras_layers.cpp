@@ -168,14 +168,14 @@ TEST_CASE("Dense: x · W + b through each activation, against the closed form") 
   }
 }
 
-TEST_CASE("Dense: Linear's variables and initialisers, any leading axes") {
+TEST_CASE("Dense: Linear's variables, Keras's initialisers, any leading axes") {
   Ir ir;
   auto main = ir.main_graph().scope();
   auto [facts, fwd] = Dense(6, Activation::relu).create_graph(TensorSpec{{2, 3, 4}, float16});
   CHECK(facts.keys_flat() == Keys{"weight", "bias"});
   CHECK(facts.at("weight").spec() == TensorSpec{{4, 6}, float16});
   CHECK(facts.at("weight").initializer.description ==
-        addons::init::truncated_normal(0.0, 0.02, {4, 6}).description);
+        addons::init::uniform(-std::sqrt(0.6), std::sqrt(0.6), {4, 6}).description);
   CHECK(facts.at("bias").spec() == TensorSpec{{6}, float16});
   CHECK(fwd.graph().outputs()[0].spec() == TensorSpec{{2, 3, 6}, float16});
 }

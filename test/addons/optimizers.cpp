@@ -160,7 +160,7 @@ Trace adam_reference(const addons::optimizers::AdamOptions& o, bool decoupled, i
   return t;
 }
 
-/// TensorFlow's RMSprop (ApplyRMSProp / ApplyCenteredRMSProp) in double.
+/// Keras's RMSprop, or TensorFlow's ApplyRMSProp / ApplyCenteredRMSProp, in double.
 Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
                         const Vec& lrs = {}) {
   Vec w = w0, ms(w0.size(), 0.0), mg(w0.size(), 0.0), mom(w0.size(), 0.0);
@@ -175,7 +175,10 @@ Trace rmsprop_reference(const addons::optimizers::RMSpropOptions& o, int steps,
         mg[i] = o.rho * mg[i] + (1 - o.rho) * g[i];
         second -= mg[i] * mg[i];
       }
-      const double increment = lr * g[i] / std::sqrt(second + o.eps);
+      const bool eps_outside =
+          o.update == addons::optimizers::RMSpropUpdate::keras && o.momentum == 0.0;
+      const double increment =
+          lr * g[i] / (eps_outside ? std::sqrt(second) + o.eps : std::sqrt(second + o.eps));
       if (o.momentum != 0.0) {
         mom[i] = o.momentum * mom[i] + increment;
         w[i] -= mom[i];
@@ -259,26 +262,87 @@ TEST_CASE("Adam and AdamW steps match PyTorch's formulas, with and without bias 
   }
 }
 
-TEST_CASE("RMSprop steps match TensorFlow's formulas: plain, momentum, centered, both") {
+TEST_CASE("RMSprop steps match Keras's and TensorFlow's formulas: plain, momentum, centered") {
   const int steps = 6;
-  const std::vector<addons::optimizers::RMSpropOptions> cases{
-      {.lr = 0.01},
-      {.lr = 0.01, .rho = 0.8, .momentum = 0.9, .eps = 1e-6},
-      {.lr = 0.02, .centered = true},
-      {.lr = 0.005, .rho = 0.95, .momentum = 0.5, .eps = 1e-4, .centered = true},
-  };
-  for (const auto& o : cases) {
-    CAPTURE(o.momentum);
-    CAPTURE(o.centered);
-    check_trace(run_steps(RMSprop(o), steps), rmsprop_reference(o, steps));
+  for (const auto update : {addons::optimizers::RMSpropUpdate::keras,
+                            addons::optimizers::RMSpropUpdate::tf_apply_rms_prop}) {
+    CAPTURE(static_cast<int>(update));
+    const std::vector<addons::optimizers::RMSpropOptions> cases{
+        {.lr = 0.01, .update = update},
+        {.lr = 0.01, .rho = 0.8, .momentum = 0.9, .eps = 1e-6, .update = update},
+        {.lr = 0.02, .centered = true, .update = update},
+        {.lr = 0.005,
+         .rho = 0.95,
+         .momentum = 0.5,
+         .eps = 1e-4,
+         .centered = true,
+         .update = update},
+    };
+    for (const auto& o : cases) {
+      CAPTURE(o.momentum);
+      CAPTURE(o.centered);
+      check_trace(run_steps(RMSprop(o), steps), rmsprop_reference(o, steps));
+    }
   }
-  // eps sits inside the square root: with a large eps the step is lr·g/sqrt(ms + eps), which
-  // differs from PyTorch's lr·g/(sqrt(ms) + eps) by far more than the tolerance.
-  const addons::optimizers::RMSpropOptions big_eps{.lr = 0.1, .eps = 0.01};
+  // TensorFlow's kernel puts eps inside the square root: with a large eps the step is
+  // lr·g/sqrt(ms + eps), which differs from Keras's lr·g/(sqrt(ms) + eps) by far more than
+  // the tolerance.
+  const addons::optimizers::RMSpropOptions big_eps{
+      .lr = 0.1, .eps = 0.01, .update = addons::optimizers::RMSpropUpdate::tf_apply_rms_prop};
   const auto got = run_steps(RMSprop(big_eps), 1);
   const double g = grad_at(0)[1], ms = 0.1 * g * g;
   CHECK(got.w[0][1] == doctest::Approx(w0[1] - 0.1 * g / std::sqrt(ms + 0.01)).epsilon(1e-6));
   CHECK(std::abs(got.w[0][1] - (w0[1] - 0.1 * g / (std::sqrt(ms) + 0.01))) > 5e-3);
+}
+
+namespace {
+
+/// The variable [1.0] after each of two RMSprop steps with gradients 0.5 and −0.25.
+std::vector<double> two_rmsprop_steps(const addons::optimizers::RMSpropOptions& o) {
+  Ir ir;
+  HostToDeviceStream gs;
+  Tensor w;
+  {
+    auto main = ir.main_graph().scope();
+    w = variable(HostTensor({1.0f}, {1}), "w");
+    gs = h2d_stream({1}, float32, "g");
+    addons::optimizers::apply(RMSprop(o), NamedTensors{{"w", w}},
+                              NamedTensors{{"w", ops::host_load(gs)}});
+  }
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  std::vector<double> after;
+  for (const float g : {0.5f, -0.25f}) {
+    session.run({{gs, HostTensor({g}, {1})}});
+    after.push_back(session.get_tensor_data(w).item(0));
+  }
+  return after;
+}
+
+} // namespace
+
+TEST_CASE("RMSprop's two updates by hand: Keras's by default, TensorFlow's kernel by name") {
+  // lr 0.1, ρ 0.9, eps 0.01 (large, to tell the updates apart); ms = 0.025 after g = 0.5, and
+  // 0.9·0.025 + 0.1·0.0625 = 0.02875 after g = −0.25.
+  using addons::optimizers::RMSpropUpdate;
+  // Keras: w −= lr·g / (sqrt(ms) + eps).
+  const auto keras = two_rmsprop_steps({.lr = 0.1, .eps = 0.01});
+  CHECK(keras[0] == doctest::Approx(1 - 0.05 / (std::sqrt(0.025) + 0.01)).epsilon(1e-6));
+  CHECK(keras[0] == doctest::Approx(0.7025825642).epsilon(1e-6));
+  CHECK(keras[1] == doctest::Approx(0.8418131485).epsilon(1e-6));
+  // TensorFlow's ApplyRMSProp: w −= lr·g / sqrt(ms + eps).
+  const auto kernel =
+      two_rmsprop_steps({.lr = 0.1, .eps = 0.01, .update = RMSpropUpdate::tf_apply_rms_prop});
+  CHECK(kernel[0] == doctest::Approx(1 - 0.05 / std::sqrt(0.025 + 0.01)).epsilon(1e-6));
+  CHECK(kernel[0] == doctest::Approx(0.7327387581).epsilon(1e-6));
+  CHECK(kernel[1] == doctest::Approx(0.8597388851).epsilon(1e-6));
+  // With momentum 0.5 Keras runs the kernel too: mom = 0.5·mom + lr·g / sqrt(ms + eps).
+  for (const auto update : {RMSpropUpdate::keras, RMSpropUpdate::tf_apply_rms_prop}) {
+    const auto with_momentum =
+        two_rmsprop_steps({.lr = 0.1, .momentum = 0.5, .eps = 0.01, .update = update});
+    CHECK(with_momentum[0] == doctest::Approx(0.7327387581).epsilon(1e-6));
+    CHECK(with_momentum[1] == doctest::Approx(0.7261082641).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("A learning rate read from a variable: equal to the constant, and changed per run") {
@@ -455,6 +519,84 @@ Trace train_in_loop(const addons::optimizers::AdamOptions& o, int steps, const V
 Trace last(const Trace& t) { return {{t.w.back()}, {t.state.back()}}; }
 
 } // namespace
+
+namespace {
+
+/// `steps` steps of `opt` on the variable "w" (w0) with the gradients grad_at(k): one run of a
+/// device loop whose body is a plain subgraph (create_empty_graph, no Module tracing it), the
+/// gradient loaded in the body, apply called there; or (`in_loop` false) one run per step,
+/// apply in the main graph. Returns "w" after the last step.
+template <typename Opt>
+Vec steps_in_plain_loop(const Opt& opt, int steps, bool in_loop, bool offload) {
+  Ir ir;
+  HostToDeviceStream gs;
+  Tensor w;
+  {
+    auto main = ir.main_graph().scope();
+    w = variable(tensor(w0, shape), "w");
+    gs = h2d_stream(shape, float32, "g");
+    const addons::optimizers::ApplyOptions how{.offload_state = offload};
+    if (in_loop) {
+      Graph body = ir.create_empty_graph("body");
+      {
+        auto in_body = body.scope();
+        const Tensor wi = graph_input(w.spec(), "w", /*by_ref=*/true);
+        addons::optimizers::apply(opt, NamedTensors{{"w", wi}},
+                                  NamedTensors{{"w", ops::host_load(gs)}}, how);
+      }
+      // Only the loop's own input: the state, if on chip, is bound to its variables.
+      ops::repeat(body, steps, {w});
+      ir.set_num_host_transfers(steps);
+    } else {
+      addons::optimizers::apply(opt, NamedTensors{{"w", w}},
+                                NamedTensors{{"w", ops::host_load(gs)}}, how);
+    }
+  }
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  if (in_loop) {
+    HostTensor g({steps, shape[0], shape[1]}, float32);
+    for (int k = 0; k < steps; ++k) {
+      const Vec gk = grad_at(k);
+      for (std::size_t i = 0; i < gk.size(); ++i)
+        g.data<float>()[static_cast<std::size_t>(k) * gk.size() + i] = static_cast<float>(gk[i]);
+    }
+    session.run({{gs, g}});
+  } else {
+    for (int k = 0; k < steps; ++k)
+      session.run({{gs, tensor(grad_at(k), shape)}});
+  }
+  return values(session.get_tensor_data(w));
+}
+
+} // namespace
+
+TEST_CASE("optimizers::apply in a plain device-loop body: every optimizer, on chip or offloaded") {
+  // Before, apply refused a subgraph no Module traces (even stateless SGD) unless the state
+  // was offloaded. Now every optimizer steps there, its state on chip or remote, and N steps
+  // in one run equal N runs of one step, bitwise.
+  const int steps = 4;
+  auto check = [&](const auto& opt, bool stateful) {
+    for (const bool offload : {false, true}) {
+      if (offload && !stateful)
+        continue; // no state to offload (SGD without momentum)
+      CAPTURE(offload);
+      CHECK(steps_in_plain_loop(opt, steps, true, offload) ==
+            steps_in_plain_loop(opt, steps, false, offload));
+    }
+  };
+  SUBCASE("SGD") { check(SGD({.lr = 0.1}), false); }
+  SUBCASE("SGD with momentum") { check(SGD({.lr = 0.05, .momentum = 0.9}), true); }
+  SUBCASE("Adam") { check(Adam({.lr = 0.01, .weight_decay = 0.1}), true); }
+  SUBCASE("AdamW") { check(AdamW({.lr = 0.01}), true); }
+  SUBCASE("RMSprop") {
+    check(RMSprop({.lr = 0.01, .momentum = 0.5, .centered = true}), true);
+    check(RMSprop({.lr = 0.01}), true);
+  }
+  // And the steps are the optimizer's: SGD's four steps by its formula.
+  const Trace want = sgd_reference({.lr = 0.1}, steps);
+  CHECK(max_error(steps_in_plain_loop(SGD({.lr = 0.1}), steps, true, false), want.w.back()) < 1e-6);
+}
 
 TEST_CASE("optimizers::apply in a traced device loop: N steps in one run equal N runs") {
   const int steps = 4;
@@ -1044,14 +1186,6 @@ TEST_CASE("Optimizer errors") {
                                 "', not to the current graph 'Step_subgraph";
     CHECK_THROWS_WITH_AS(step.create_graph(w, w), doctest::Contains(message.c_str()), GraphError);
   }
-
-  auto sub = ir.create_empty_graph("sub");
-  auto in_sub = sub.scope();
-  auto sw = graph_input(TensorSpec{{2}, float32}, "w", true);
-  CHECK_THROWS_WITH_AS(
-      addons::optimizers::apply(SGD(), NamedTensors{{"w", sw}}, NamedTensors{{"w", sw}}),
-      doctest::Contains("optimizers::apply: called in subgraph 'sub', which no Module is tracing"),
-      GraphError);
 }
 
 TEST_CASE("state_factories + apply_with_state: state made by the caller, on chip or remote") {

@@ -38,7 +38,8 @@ TEST_CASE("fit with a device loop of 50 steps trains bitwise as one step per run
 TEST_CASE("fit with accumulation, replicas and pipelining equals the simpler runs") {
   const FitOptions options{.epochs = 1, .batch_size = 8, .shuffle = false};
   SUBCASE("pipelined over two IPUs: bitwise the unpipelined accumulation") {
-    const CompileOptions accumulate{.steps_per_execution = 4, .gradient_accumulation = 4};
+    const CompileOptions accumulate{
+        .from_logits = true, .steps_per_execution = 4, .gradient_accumulation = 4};
     CompileOptions piped = accumulate;
     piped.pipeline = true;
     const Fitted plain = fit(accumulate, options, true);
@@ -72,7 +73,7 @@ TEST_CASE("fit with accumulation, replicas and pipelining equals the simpler run
 
 TEST_CASE("evaluate and predict see the trained weights and agree with each other") {
   Trainer trainer(Classifier{});
-  trainer.compile({.metrics = {"accuracy"}});
+  trainer.compile({.from_logits = true, .metrics = {"accuracy"}});
   const auto [x, y] = data(examples, 1);
   const auto [xt, yt] = data(80, 2);
   const addons::Logs before = trainer.evaluate(xt, yt, 16);
@@ -124,8 +125,9 @@ TEST_CASE("Callbacks: per batch and epoch, early stopping, learning-rate schedul
   const auto [x, y] = data(examples, 1);
   const auto [xv, yv] = data(80, 2);
   Trainer trainer(Classifier{});
-  trainer.compile(
-      {.optimizer = addons::optimizers::SGDOptions{.lr = 0.1}, .steps_per_execution = 10});
+  trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.1},
+                   .from_logits = true,
+                   .steps_per_execution = 10});
   auto counting = std::make_shared<CountingCallback>();
   auto stopping = std::make_shared<addons::EarlyStopping>("val_loss", 0, 10.0);
   auto schedule = std::make_shared<addons::LearningRateScheduler>(
@@ -158,29 +160,30 @@ TEST_CASE("Trainer refuses what it cannot train") {
   Trainer trainer(Classifier{});
   const auto [x, y] = data(examples, 1);
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {}), Contains("call compile first"), ValueError);
-  CHECK_THROWS_WITH_AS(trainer.compile({.metrics = {"f1"}}), Contains("unknown metric 'f1'"),
-                       ValueError);
-  CHECK_THROWS_WITH_AS(trainer.compile({.metrics = {"loss"}}),
+  CHECK_THROWS_WITH_AS(trainer.compile({.from_logits = true, .metrics = {"f1"}}),
+                       Contains("unknown metric 'f1'"), ValueError);
+  CHECK_THROWS_WITH_AS(trainer.compile({.from_logits = true, .metrics = {"loss"}}),
                        Contains("the loss is always reported"), ValueError);
-  CHECK_THROWS_WITH_AS(trainer.compile({.steps_per_execution = 0}),
+  CHECK_THROWS_WITH_AS(trainer.compile({.from_logits = true, .steps_per_execution = 0}),
                        Contains("must be at least 1, got 0"), ValueError);
-  CHECK_THROWS_WITH_AS(trainer.compile({.pipeline = true}),
+  CHECK_THROWS_WITH_AS(trainer.compile({.from_logits = true, .pipeline = true}),
                        Contains("needs gradient_accumulation of at least 2"), ValueError);
-  trainer.compile({.steps_per_execution = 100});
+  trainer.compile({.from_logits = true, .steps_per_execution = 100});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
                        "Trainer::fit: 400 examples in batches of 8 make 50 batches per pass, 1 "
                        "pass(es) per epoch, which do not fill one run of 100 batches "
                        "(steps_per_execution)",
                        ValueError);
   // Keras with IPUs: steps_per_execution counts batches, and a run ends on an update.
-  CHECK_THROWS_WITH_AS(trainer.compile({.steps_per_execution = 6, .gradient_accumulation = 4}),
-                       "Trainer::compile: steps_per_execution counts batches, and a run must end "
-                       "on an optimizer step: it must be a multiple of gradient_accumulation 4, "
-                       "got 6",
-                       ValueError);
+  CHECK_THROWS_WITH_AS(
+      trainer.compile({.from_logits = true, .steps_per_execution = 6, .gradient_accumulation = 4}),
+      "Trainer::compile: steps_per_execution counts batches, and a run must end "
+      "on an optimizer step: it must be a multiple of gradient_accumulation 4, "
+      "got 6",
+      ValueError);
   const auto [x2, y2] = data(10, 3);
   CHECK_THROWS_WITH_AS(trainer.fit(x, y2, {}), Contains("as many of each"), ShapeError);
-  trainer.compile({.replicas = 3});
+  trainer.compile({.from_logits = true, .replicas = 3});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
                        Contains("a positive multiple of the 3 replica(s) as its examples"),
                        ValueError);
@@ -192,12 +195,12 @@ TEST_CASE("Trainer refuses what it cannot train") {
         throw ValueError("stop at batch 3");
     }
   };
-  trainer.compile({.steps_per_execution = 10});
+  trainer.compile({.from_logits = true, .steps_per_execution = 10});
   CHECK_THROWS_WITH_AS(
       trainer.fit(x, y, {.batch_size = 8, .callbacks = {std::make_shared<Throwing>()}}),
       Contains("stop at batch 3"), ValueError);
   // A learning rate built into the program cannot change.
-  trainer.compile({.constant_learning_rate = true});
+  trainer.compile({.from_logits = true, .constant_learning_rate = true});
   CHECK(trainer.learning_rate() == doctest::Approx(0.01));
   CHECK_THROWS_WITH_AS(trainer.set_learning_rate(0.1),
                        Contains("compiled with constant_learning_rate"), ValueError);
@@ -230,7 +233,8 @@ TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipe
   addons::History histories[2];
   for (const bool pipeline : {false, true}) {
     Trainer trainer(model());
-    trainer.compile({.metrics = {"accuracy"},
+    trainer.compile({.from_logits = true,
+                     .metrics = {"accuracy"},
                      .steps_per_execution = 10,
                      .gradient_accumulation = 5,
                      .pipeline = pipeline});
@@ -244,13 +248,16 @@ TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipe
 
 TEST_CASE("fit on a shuffled, batched TensorDataset trains as fit on the arrays") {
   const auto [x, y] = data(examples, 1);
-  const CompileOptions compile{.metrics = {"accuracy"}, .steps_per_execution = 5, .seed = 9};
+  const CompileOptions compile{
+      .from_logits = true, .metrics = {"accuracy"}, .steps_per_execution = 5, .seed = 9};
   const Fitted arrays = fit(compile, {.epochs = 2, .batch_size = 8});
   Trainer trainer(Classifier{});
   trainer.compile(compile);
   // Shuffled with the compile seed, each epoch afresh: the arrays' order.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(9).batch(8).prefetch(4);
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 9)
+                           .batch(8)
+                           .prefetch(4);
   const addons::History h = trainer.fit(dataset, {.epochs = 2});
   CHECK(trainer.weights() == arrays.weights);
   CHECK(h.history == arrays.history.history);
@@ -279,11 +286,13 @@ TEST_CASE("fit feeds the device through its infeeds, epoch after epoch, the data
           "prefetch deep") {
   const auto [x, y] = data(examples, 1);
   Trainer trainer(Classifier{});
-  trainer.compile({.steps_per_execution = 3, .replicas = 2, .seed = 5});
+  trainer.compile({.from_logits = true, .steps_per_execution = 3, .replicas = 2, .seed = 5});
   CHECK(trainer.feed_stats().empty());
   // 50 batches per epoch, 16 runs of 3: the last 2 batches of each epoch are left out.
-  const auto dataset =
-      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(5).batch(8).prefetch(6);
+  const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
+                           .shuffle(x.shape()[0], 5)
+                           .batch(8)
+                           .prefetch(6);
   trainer.fit(dataset, {.epochs = 2});
 
   // The device took an element of x and of y per step and replica, from queues of 6 batches.
@@ -308,7 +317,7 @@ TEST_CASE("fit feeds the device through its infeeds, epoch after epoch, the data
     order.insert(order.end(), shuffled.begin(), shuffled.begin() + 48 * 8);
   }
   Trainer once(Classifier{});
-  once.compile({.steps_per_execution = 3, .replicas = 2, .seed = 5});
+  once.compile({.from_logits = true, .steps_per_execution = 3, .replicas = 2, .seed = 5});
   once.fit(addons::data::TensorDataset::from_tensor_slices(rows_of(x, order), rows_of(y, order))
                .batch(8),
            {.epochs = 1});
@@ -324,7 +333,7 @@ TEST_CASE("fit feeds the device through its infeeds, epoch after epoch, the data
 TEST_CASE("fit shows the main job's progress bar where asked") {
   const auto [x, y] = data(examples, 1);
   Trainer trainer(Classifier{});
-  trainer.compile({.steps_per_execution = 10});
+  trainer.compile({.from_logits = true, .steps_per_execution = 10});
   // A file is not a terminal: plain lines, a tenth of the epoch apart, the last at 50/50.
   std::FILE* out = std::tmpfile();
   REQUIRE(out != nullptr);

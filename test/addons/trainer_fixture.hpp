@@ -62,6 +62,7 @@ inline Fitted fit(CompileOptions compile, FitOptions options, bool stages = fals
   Classifier model;
   model.stages = stages;
   Trainer trainer(model);
+  compile.from_logits = true; // the Classifier's output: logits
   trainer.compile(std::move(compile));
   const auto [x, y] = data(examples, 1);
   Fitted f;

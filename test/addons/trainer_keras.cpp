@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace pxl;
@@ -23,7 +25,7 @@ using doctest::Contains;
 TEST_CASE("evaluate takes a batched dataset as it takes arrays") {
   const auto [x, y] = data(examples, 1);
   Trainer trainer(Classifier{});
-  trainer.compile({.metrics = {"accuracy"}});
+  trainer.compile({.from_logits = true, .metrics = {"accuracy"}});
   trainer.fit(x, y, {.batch_size = 8});
   const auto batched = addons::data::TensorDataset::from_tensor_slices(x, y).batch(16);
   CHECK(trainer.evaluate(batched) == trainer.evaluate(x, y, 16));
@@ -43,7 +45,7 @@ TEST_CASE("evaluate and predict take every example: the remainder runs as a shor
   const auto [x, y] = data(examples, 1);
   const auto [xt, yt] = data(80, 2);
   Trainer trainer(Classifier{});
-  trainer.compile({.metrics = {"accuracy"}});
+  trainer.compile({.from_logits = true, .metrics = {"accuracy"}});
   trainer.fit(x, y, {.batch_size = 8});
   // 80 = 3 × 24 + 8, and 80 = 5 × 16: the same examples, each batch's mean weighted by its rows.
   const addons::Logs whole = trainer.evaluate(xt, yt, 16);
@@ -78,7 +80,7 @@ std::pair<std::map<std::string, HostTensor>, std::int64_t>
 fit_dataset(const addons::data::TensorDataset& dataset, FitOptions options,
             std::int64_t steps_per_execution = 1) {
   Trainer trainer(Classifier{});
-  trainer.compile({.steps_per_execution = steps_per_execution, .seed = 3});
+  trainer.compile({.from_logits = true, .steps_per_execution = steps_per_execution, .seed = 3});
   auto counter = std::make_shared<BatchCounter>();
   options.callbacks = {counter};
   trainer.fit(dataset, options);
@@ -90,7 +92,8 @@ fit_dataset(const addons::data::TensorDataset& dataset, FitOptions options,
 TEST_CASE("fit honours repeat and steps_per_epoch as Keras does") {
   const auto [x, y] = data(examples, 1);
   // 50 batches of 8 per pass, each pass shuffled afresh.
-  const auto ds = addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(4).batch(8);
+  const auto ds =
+      addons::data::TensorDataset::from_tensor_slices(x, y).shuffle(x.shape()[0], 4).batch(8);
   for (const std::int64_t per_run : {1, 10}) {
     CAPTURE(per_run);
     // An epoch is one iteration of the dataset: repeat(2) makes it passes 0 and 1, the batches
@@ -109,7 +112,7 @@ TEST_CASE("fit honours repeat and steps_per_epoch as Keras does") {
   }
 
   Trainer trainer(Classifier{});
-  trainer.compile({.steps_per_execution = 10});
+  trainer.compile({.from_logits = true, .steps_per_execution = 10});
   CHECK_THROWS_WITH_AS(trainer.fit(ds.repeat(), {}),
                        "Trainer::fit: the dataset repeats forever, so an epoch would never end: "
                        "give FitOptions::steps_per_epoch",
@@ -144,4 +147,88 @@ TEST_CASE("fit names the dataset's field whose dtype the model or the loss canno
                        DTypeError);
   // The Trainer still trains once given what it takes.
   CHECK(trainer.fit(x, y, {.batch_size = 8}).epochs() == 1);
+}
+
+namespace {
+
+/// The Classifier with a softmax on its output: a Keras model ending in
+/// Dense(classes, activation="softmax"). Its variables are the Classifier's.
+struct SoftmaxClassifier : addons::Module<SoftmaxClassifier> {
+  PXL_SUBMODULE(addons::Linear, fc1, 16);
+  PXL_SUBMODULE(addons::Linear, fc2, classes);
+  Tensor build(const Tensor& x) { return pxl::ops::softmax(fc2(pxl::ops::relu(fc1(x)))); }
+};
+
+/// The Classifier with a sigmoid on its output: probabilities that no softmax made.
+struct SigmoidClassifier : addons::Module<SigmoidClassifier> {
+  PXL_SUBMODULE(addons::Linear, fc1, 16);
+  PXL_SUBMODULE(addons::Linear, fc2, classes);
+  Tensor build(const Tensor& x) { return pxl::ops::sigmoid(fc2(pxl::ops::relu(fc1(x)))); }
+};
+
+} // namespace
+
+TEST_CASE("a softmax output with from_logits = false trains on its logits, as Keras does") {
+  const auto [x, y] = data(examples, 1);
+  const auto [xt, yt] = data(80, 2);
+  // One step per run in float32; device loops of 10, and mixed precision (float16 logits,
+  // the loss in float32).
+  for (const auto& [per_run, dtype] :
+       {std::pair{std::int64_t{1}, float32}, std::pair{std::int64_t{10}, float32},
+        std::pair{std::int64_t{10}, float16}}) {
+    CAPTURE(per_run);
+    CAPTURE(dtype);
+    // The same network without the softmax, its logits taken as such: bitwise the same
+    // training, since the loss and its gradient come from the same logits.
+    Trainer logits(Classifier{});
+    logits.compile({.from_logits = true,
+                    .metrics = {"accuracy"},
+                    .steps_per_execution = per_run,
+                    .dtype = dtype});
+    const addons::History expected = logits.fit(x, y, {.epochs = 2, .batch_size = 8});
+    Trainer probs(SoftmaxClassifier{});
+    probs.compile({.metrics = {"accuracy"}, .steps_per_execution = per_run, .dtype = dtype});
+    const addons::History h = probs.fit(x, y, {.epochs = 2, .batch_size = 8});
+    CHECK(h.history == expected.history);
+    CHECK(probs.weights() == logits.weights());
+    CHECK(probs.evaluate(xt, yt, 16) == logits.evaluate(xt, yt, 16));
+    // What it predicts are probabilities.
+    const HostTensor p = probs.predict(xt, 16);
+    for (std::int64_t i = 0; i < 80; ++i) {
+      double s = 0;
+      for (std::int64_t c = 0; c < classes; ++c)
+        s += p.item(i * classes + c);
+      CHECK(s == doctest::Approx(1.0).epsilon(dtype == float16 ? 1e-2 : 1e-5));
+    }
+  }
+}
+
+TEST_CASE("a softmax output compiled with from_logits = true is refused at fit") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(SoftmaxClassifier{});
+  trainer.compile({.from_logits = true});
+  CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
+                       Contains("CompileOptions::from_logits is true, but the model's output"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(trainer.evaluate(x, y, 8), Contains("set from_logits = false"), ValueError);
+}
+
+TEST_CASE("probabilities no softmax made: the loss clips them at 1e-7 as Keras does") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(SigmoidClassifier{});
+  trainer.compile({});
+  trainer.fit(x, y, {.batch_size = 8});
+  const HostTensor p = trainer.predict(x, 40);
+  // The mean of −log(clip(p)[label] / Σ clip(p)), in double from the predictions.
+  double expected = 0;
+  const auto labels = y.data<std::int32_t>();
+  for (std::int64_t i = 0; i < examples; ++i) {
+    double s = 0;
+    for (std::int64_t c = 0; c < classes; ++c)
+      s += std::clamp(p.item(i * classes + c), 1e-7, 1 - 1e-7);
+    const double py =
+        std::clamp(p.item(i * classes + labels[static_cast<std::size_t>(i)]), 1e-7, 1 - 1e-7);
+    expected -= std::log(py / s) / static_cast<double>(examples);
+  }
+  CHECK(trainer.evaluate(x, y, 40).at("loss") == doctest::Approx(expected).epsilon(1e-5));
 }

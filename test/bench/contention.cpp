@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<mnist::bench::NetTrainer>> trainers;
     for (const unsigned workers : {1u, 2u})
       trainers.push_back(std::make_unique<mnist::bench::NetTrainer>(
-          pxl::addons::CompileOptions{.workers = workers}, batch));
+          pxl::addons::CompileOptions{.from_logits = true, .workers = workers}, batch));
     const auto dataset =
         mnist::bench::random_dataset(std::max<std::int64_t>(20, 1600 / batch), batch);
     // rates[load][workers - 1]

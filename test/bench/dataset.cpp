@@ -81,7 +81,7 @@ struct Consumer {
 
 int main() {
   pxl::bench::print_sgemm_peak();
-  const auto train = random_fashion_mnist().shuffle(0).batch(batch).repeat().prefetch(4);
+  const auto train = random_fashion_mnist().shuffle(examples, 0).batch(batch).repeat().prefetch(4);
   const std::int64_t elements = 2 * train.batches_per_epoch(); // two epochs: two shuffles
   const auto host = addons::data::dataset_benchmark(train, elements);
   std::printf("dataset_benchmark (%lld examples, batch %lld, shuffled): %s\n",
@@ -111,7 +111,7 @@ int main() {
   // Training, fed through the Trainer's infeeds from the pipeline (one epoch; the program is
   // built by a fit of no epochs first, so that only training is timed).
   addons::Trainer trainer(keras_mlp());
-  trainer.compile({.metrics = {"accuracy"}, .steps_per_execution = steps});
+  trainer.compile({.from_logits = true, .metrics = {"accuracy"}, .steps_per_execution = steps});
   trainer.fit(train, {.epochs = 0});
   const auto t1 = Clock::now();
   trainer.fit(train, {.epochs = 1});

@@ -48,7 +48,9 @@ data::TensorDataset real_dataset(const data::Dataset& train, std::int64_t batche
                                 std::to_string(train.size()) + " loaded");
   const data::Batch all =
       *data::batches(train, {.batch_size = n, .shuffle = false, .flatten = true}).begin();
-  return data::TensorDataset::from_tensor_slices(all.images, all.labels).shuffle(seed).batch(batch);
+  return data::TensorDataset::from_tensor_slices(all.images, all.labels)
+      .shuffle(n, seed)
+      .batch(batch);
 }
 
 /// Median over `reps` fits of `dataset` of the micro-batches trained per second.

@@ -40,6 +40,7 @@ FitTiming NetTrainer::fit(const pxl::addons::data::TensorDataset& dataset) {
 pxl::addons::Trainer NetTrainer::compiled(pxl::addons::CompileOptions options,
                                           std::int64_t stages) {
   options.optimizer = pxl::addons::optimizers::SGDOptions{.lr = learning_rate};
+  options.from_logits = true; // the Net's output: logits
   options.constant_learning_rate = true;
   options.pipeline = stages > 1;
   Net net;

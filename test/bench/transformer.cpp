@@ -110,6 +110,7 @@ public:
   Training(const GptShape& shape, unsigned workers)
       : trainer_(LanguageModel(shape)), batches_(random_batches(shape)) {
     trainer_.compile({.optimizer = addons::optimizers::AdamOptions{.lr = 3e-3},
+                      .from_logits = true,
                       .constant_learning_rate = true,
                       .workers = workers});
     trainer_.build(batches_.element_spec());

@@ -451,3 +451,57 @@ TEST_CASE("a save killed with SIGKILL leaves the previous checkpoint whole; the 
   }
   CHECK(load_safetensors(path).at("w") == HostTensor({8.0f}));
 }
+
+TEST_CASE("kill -9 during one save: the previous checkpoint stays, its temporary until the next "
+          "save") {
+  TempDir dir;
+  const auto path = dir / "ckpt.safetensors";
+  const HostTensor previous({7.0f, 7.5f});
+  // 64 MiB: writing and flushing them takes far longer than the parent needs to see the
+  // temporary appear and kill the writer.
+  const HostTensor big(Shape{16 << 20}, pxl::float32);
+  save_safetensors(path, {{"w", previous}});
+  pid_t writer = -1;
+  int status = 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    writer = ::fork();
+    REQUIRE(writer >= 0);
+    if (writer == 0) {
+      try {
+        save_safetensors(path, {{"w", big}});
+      } catch (...) {
+        ::_exit(2);
+      }
+      ::_exit(0);
+    }
+    const auto tmp = dir / ("ckpt.safetensors.tmp." + std::to_string(writer));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!std::filesystem::exists(tmp) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    ::kill(writer, SIGKILL);
+    ::waitpid(writer, &status, 0);
+    if (WIFSIGNALED(status))
+      break;
+    // The save won the race and finished: put the previous checkpoint back and try again.
+    save_safetensors(path, {{"w", previous}});
+  }
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  const std::string stale = "ckpt.safetensors.tmp." + std::to_string(writer);
+  // What the killed save leaves: the previous checkpoint, whole, and its temporary.
+  CHECK(listing(dir.path()) == std::vector<std::string>{"ckpt.safetensors", stale});
+  CHECK(load_safetensors(path).at("w") == previous);
+  // The next save of the same file removes the temporary (its writer is dead).
+  save_safetensors(path, {{"w", HostTensor({8.0f})}});
+  CHECK(listing(dir.path()) == std::vector<std::string>{"ckpt.safetensors"});
+  CHECK(load_safetensors(path).at("w") == HostTensor({8.0f}));
+}
+
+TEST_CASE("one traced save: test/data/fsync_check.sh reads its system calls") {
+  // The script runs this case under strace and looks for the directory's fsync after the
+  // rename; run alone, it is one save that must load back.
+  TempDir dir;
+  const auto path = dir / "ckpt_traced.safetensors";
+  save_safetensors(path, {{"w", HostTensor({1.0f, 2.0f})}});
+  CHECK(load_safetensors(path).at("w") == HostTensor({1.0f, 2.0f}));
+}

@@ -103,3 +103,51 @@ TEST_CASE("Ir moves keep handles valid") {
   CHECK(&g.ir() == &b);
   CHECK(g.name() == "g");
 }
+
+TEST_CASE("graph_input_for: a subgraph's input that main-graph call sites bind to a variable") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const Tensor counter = variable(HostTensor::scalar(0.0f), "counter");
+  const Tensor step = variable(HostTensor::scalar(1.5f), "step");
+  Graph body = ir.create_empty_graph("body");
+  Tensor c;
+  {
+    auto in_body = body.scope();
+    const Tensor by = graph_input(TensorSpec{{}, float32}, "by");
+    c = graph_input_for(counter);
+    ops::add_(c, by);
+  }
+  CHECK(body.inputs().size() == 2);
+  CHECK(body.input_is_by_ref(1));
+  CHECK(c.name() == "counter");
+  CHECK(c.spec() == counter.spec());
+  // The call binds only what it knows of; the counter is bound to its variable.
+  const CallSiteInfo loop = ops::repeat_with_info(body, 10, {step});
+  CHECK(loop.parent_input(1) == counter);
+  // Bound explicitly, the binding given wins.
+  const Tensor other = variable(HostTensor::scalar(100.0f), "other");
+  CHECK(ops::call_with_info(body, {step}, {{c, other}}).parent_input(1) == other);
+
+  // A call site in another subgraph must bind it: the error names the variable.
+  Graph outer = ir.create_empty_graph("outer");
+  {
+    auto in_outer = outer.scope();
+    const Tensor by = graph_input(TensorSpec{{}, float32}, "by");
+    CHECK_THROWS_WITH_AS(ops::call(body, {by}),
+                         doctest::Contains("bound by default to main-graph variable 'counter'"),
+                         GraphError);
+    CHECK_THROWS_WITH_AS((void)graph_input_for(by),
+                         doctest::Contains("graph_input_for: expected an on-chip variable of the "
+                                           "main graph"),
+                         GraphError);
+  }
+  CHECK_THROWS_WITH_AS((void)graph_input_for(counter),
+                       doctest::Contains("graph_input_for: the current graph is the main graph"),
+                       GraphError);
+
+  Session session{ir, "ipu_model"};
+  auto attached = session.attach();
+  session.run({});
+  CHECK(session.get_tensor_data(counter) == HostTensor::scalar(15.0f));
+  CHECK(session.get_tensor_data(other) == HostTensor::scalar(101.5f));
+}

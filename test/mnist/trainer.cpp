@@ -69,6 +69,7 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
     trainer.compile({.optimizer = adam ? pxl::addons::TrainerOptimizer(
                                              pxl::addons::optimizers::AdamOptions{.lr = 1e-3})
                                        : pxl::addons::optimizers::SGDOptions{.lr = 1e-3},
+                     .from_logits = true,
                      // Batches per run, as Keras counts them: c.steps updates.
                      .steps_per_execution = c.steps * c.accumulation,
                      .gradient_accumulation = c.accumulation,
@@ -81,9 +82,10 @@ TEST_CASE("addons::Trainer on the Net trains bitwise as the main job's hand-writ
                      .seed = 7});
     // The same normalised images, flattened, in the data set's order for the Trainer to shuffle.
     const data::Batch all = as_arrays(small_data());
-    const auto history = trainer.fit(
-        data::TensorDataset::from_tensor_slices(all.images, all.labels).shuffle(7).batch(global),
-        {.epochs = 1});
+    const auto history = trainer.fit(data::TensorDataset::from_tensor_slices(all.images, all.labels)
+                                         .shuffle(all.images.shape()[0], 7)
+                                         .batch(global),
+                                     {.epochs = 1});
 
     REQUIRE(log.calls.size() == static_cast<std::size_t>(runs * program.micro_batches_per_run()));
     double loss = 0;
@@ -110,6 +112,7 @@ TEST_CASE("Trainer::evaluate scores the Net as the hand-written test program doe
     CAPTURE(name);
     pxl::addons::Trainer trainer(mnist::Net{});
     trainer.compile({.optimizer = pxl::addons::optimizers::SGDOptions{.lr = 0.05},
+                     .from_logits = true,
                      .metrics = {"accuracy"},
                      .dtype = dtype,
                      .constant_learning_rate = true,

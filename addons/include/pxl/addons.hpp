@@ -24,6 +24,7 @@
 #include "pxl/addons/module/graph_cache.hpp"
 #include "pxl/addons/module/graph_with_named_args.hpp"
 #include "pxl/addons/module/init.hpp"
+#include "pxl/addons/module/initializers.hpp"
 #include "pxl/addons/module/module.hpp"
 #include "pxl/addons/module/module_list.hpp"
 #include "pxl/addons/module/named_tensors.hpp"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <span>
 #include <string>
 
@@ -51,8 +52,10 @@ struct TensorDatasetView::State {
     const std::int64_t position = index % per_pass;
     if (order_pass != pass) {
       // Without a shuffle the order is the same in every pass: made once.
-      if (settings.shuffle_seed) {
-        order = shuffled_indices(examples->count, *settings.shuffle_seed, pass);
+      if (settings.shuffle_buffer_size) {
+        order = buffered_shuffled_indices(examples->count, *settings.shuffle_buffer_size,
+                                          *settings.shuffle_seed,
+                                          settings.reshuffle_each_iteration ? pass : 0);
       } else if (!order_pass) {
         order.resize(static_cast<std::size_t>(examples->count));
         std::iota(order.begin(), order.end(), std::int64_t{0});
@@ -112,9 +115,20 @@ TensorDataset TensorDataset::from_tensor_slices(HostTensor features, HostTensor 
   return TensorDataset(std::move(examples), {});
 }
 
-TensorDataset TensorDataset::shuffle(std::uint64_t seed) const {
+TensorDataset TensorDataset::shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed,
+                                     bool reshuffle_each_iteration) const {
+  if (buffer_size < 1)
+    throw ValueError("TensorDataset::shuffle: the buffer size must be at least 1, found " +
+                     std::to_string(buffer_size) + "; pass size() (" + std::to_string(size()) +
+                     ") for a full shuffle");
   DatasetSettings s = settings_;
+  s.shuffle_buffer_size = buffer_size;
+  if (!seed) {
+    std::random_device entropy;
+    seed = (std::uint64_t{entropy()} << 32) | entropy();
+  }
   s.shuffle_seed = seed;
+  s.reshuffle_each_iteration = reshuffle_each_iteration;
   return TensorDataset(examples_, s);
 }
 

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -354,6 +355,21 @@ void remove_stale_temporaries(const std::filesystem::path& path) {
   }
 }
 
+/// Flushes `dir`'s entries to disk, so that a rename into it survives a power loss (POSIX
+/// leaves a directory's own data to its fsync). False when that failed; a file system that
+/// cannot sync directories (EINVAL) gives nothing to flush and counts as done.
+bool sync_parent_directory(const std::filesystem::path& file) {
+  const auto dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  const bool synced = ::fsync(fd) == 0 || errno == EINVAL;
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return synced;
+}
+
 } // namespace
 
 void save_safetensors(const std::filesystem::path& path,
@@ -406,6 +422,11 @@ void save_safetensors(const std::filesystem::path& path,
     throw IoError("save_safetensors: cannot rename '" + tmp.path().string() + "' to '" +
                   path.string() + "': " + ec.message());
   tmp.commit();
+  if (!sync_parent_directory(path))
+    throw IoError("save_safetensors: wrote '" + path.string() +
+                  "', but cannot flush its directory to disk, so the save may not survive a "
+                  "power loss: " +
+                  std::strerror(errno));
 }
 
 std::map<std::string, HostTensor> load_safetensors(const std::filesystem::path& path,

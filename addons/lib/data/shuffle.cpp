@@ -1,4 +1,5 @@
-// A Fisher–Yates shuffle whose result is fixed by the seed alone, whatever the standard library.
+// A Fisher–Yates shuffle and tf.data's buffered shuffle, whose results are fixed by the seed
+// alone, whatever the standard library.
 #include "pxl/addons/data/shuffle.hpp"
 
 #include "pxl/core/error.hpp"
@@ -31,6 +32,11 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// The generator of (seed, epoch): both shuffles draw from it.
+std::mt19937_64 shuffle_generator(std::uint64_t seed, std::uint64_t epoch) {
+  return std::mt19937_64(mix(seed ^ mix(epoch + 0x9e3779b97f4a7c15ull)));
+}
+
 } // namespace
 
 std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed,
@@ -39,9 +45,37 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed,
     throw ValueError("shuffled_indices: n must be at least 0, found " + std::to_string(n));
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  std::mt19937_64 rng(mix(seed ^ mix(epoch + 0x9e3779b97f4a7c15ull)));
+  std::mt19937_64 rng = shuffle_generator(seed, epoch);
   for (std::size_t i = order.size(); i > 1; --i)
     std::swap(order[i - 1], order[bounded(rng, i)]);
+  return order;
+}
+
+std::vector<std::int64_t> buffered_shuffled_indices(std::int64_t n, std::int64_t buffer_size,
+                                                    std::uint64_t seed, std::uint64_t epoch) {
+  if (n < 0)
+    throw ValueError("buffered_shuffled_indices: n must be at least 0, found " + std::to_string(n));
+  if (buffer_size < 1)
+    throw ValueError("buffered_shuffled_indices: the buffer size must be at least 1, found " +
+                     std::to_string(buffer_size));
+  if (buffer_size >= n)
+    return shuffled_indices(n, seed, epoch);
+  std::vector<std::int64_t> order;
+  order.reserve(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> buffer(static_cast<std::size_t>(buffer_size));
+  std::iota(buffer.begin(), buffer.end(), std::int64_t{0});
+  std::int64_t next = buffer_size;
+  std::mt19937_64 rng = shuffle_generator(seed, epoch);
+  while (!buffer.empty()) {
+    const auto slot = static_cast<std::size_t>(bounded(rng, buffer.size()));
+    order.push_back(buffer[slot]);
+    if (next < n) {
+      buffer[slot] = next++;
+    } else {
+      buffer[slot] = buffer.back();
+      buffer.pop_back();
+    }
+  }
   return order;
 }
 

@@ -3,10 +3,14 @@
 
 #include "pxl/ops/shape.hpp"
 
+#include <utility>
+
 namespace pxl::addons {
 
-Embedding::Embedding(std::int64_t vocab, std::int64_t hidden, DType table_dtype)
-    : vocab_size(vocab), hidden_size(hidden), dtype(table_dtype) {
+Embedding::Embedding(std::int64_t vocab, std::int64_t hidden, DType table_dtype,
+                     initializers::KerasInitializer table_initializer)
+    : vocab_size(vocab), hidden_size(hidden), dtype(table_dtype),
+      embeddings_initializer(std::move(table_initializer)) {
   if (vocab_size <= 0 || hidden_size <= 0)
     throw ValueError("Embedding: vocab_size and hidden_size must be positive, got " +
                      std::to_string(vocab_size) + " and " + std::to_string(hidden_size));
@@ -21,7 +25,7 @@ Tensor Embedding::build(const Tensor& indices) {
                      std::string(pxl::name(indices.dtype())) +
                      " (cast them with pxl::ops::cast(indices, pxl::int32))");
   Tensor weight =
-      add_variable_input("weight", init::normal(0.0, 0.02, {vocab_size, hidden_size}), dtype);
+      add_variable_input("weight", embeddings_initializer({vocab_size, hidden_size}), dtype);
   // The core gather already yields zeros for out-of-range indices: the documented behaviour.
   return pxl::ops::gather(weight, indices, 0);
 }

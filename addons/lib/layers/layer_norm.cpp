@@ -4,10 +4,13 @@
 #include "pxl/ops/nn.hpp"
 
 #include <sstream>
+#include <utility>
 
 namespace pxl::addons {
 
-LayerNorm::LayerNorm(double epsilon) : eps(epsilon) {
+LayerNorm::LayerNorm(double epsilon, initializers::KerasInitializer gamma,
+                     initializers::KerasInitializer beta)
+    : eps(epsilon), gamma_initializer(std::move(gamma)), beta_initializer(std::move(beta)) {
   if (!(eps >= 0.0)) {
     std::ostringstream os;
     os << "LayerNorm: eps must be >= 0, got " << eps;
@@ -24,8 +27,8 @@ Tensor LayerNorm::build(const Tensor& x) {
     throw DTypeError("LayerNorm: expected a float32 or float16 input, got " +
                      std::string(pxl::name(x.dtype())));
   const std::int64_t features = x.shape().back();
-  Tensor weight = add_variable_input("weight", init::ones({features}), x.dtype());
-  Tensor bias = add_variable_input("bias", init::zeros({features}), x.dtype());
+  Tensor weight = add_variable_input("weight", gamma_initializer({features}), x.dtype());
+  Tensor bias = add_variable_input("bias", beta_initializer({features}), x.dtype());
   return pxl::ops::layer_norm(x, weight, bias, eps);
 }
 

@@ -10,24 +10,31 @@
 
 namespace pxl::addons::optimizers::impl {
 
-bool check_apply_graph() {
-  const Graph g = current_graph();
-  if (g.is_main())
-    return true;
+ApplyGraph apply_graph() {
+  if (current_graph().is_main())
+    return ApplyGraph::main;
   // No factories: adds nothing, and throws GraphError when no Module is being traced.
   try {
     add_variable_inputs(state_prefix, NamedVariableFactories{});
   } catch (const GraphError&) {
-    throw GraphError("optimizers::apply: called in subgraph '" + g.name() +
-                     "', which no Module is tracing, so nothing can bind the optimizer state "
-                     "(main-graph variables) to it; call apply in the main graph, or inside a "
-                     "Module's build traced with create_graph, where the state becomes by-ref "
-                     "variable inputs '" +
-                     std::string(state_prefix) +
-                     ".<key>.<state>' that the factories' init() "
-                     "creates in the main graph");
+    return ApplyGraph::plain;
   }
-  return false;
+  return ApplyGraph::traced;
+}
+
+NamedTensors state_inputs_for(const NamedVariableFactories& factories, const std::string& key) {
+  if (factories.keys_flat().empty())
+    return {};
+  const Graph here = current_graph();
+  NamedTensors variables;
+  {
+    auto in_main = here.ir().main_graph().scope();
+    variables = factories.init(key);
+  }
+  NamedTensors inputs;
+  for (const auto& [name, v] : variables.items())
+    inputs.insert(name, graph_input_for(v, key + "." + name));
+  return inputs;
 }
 
 void missing_grad(const std::string& key, const Tensor& var) {

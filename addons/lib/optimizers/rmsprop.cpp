@@ -42,8 +42,12 @@ void RMSprop::build(const Tensor& var, const Tensor& grad) {
     mg = accumulate_(accumulator_scale_(mg, o.rho), g, 1.0 - o.rho);
     second = ms - mg * mg;
   }
-  // One code path for both kinds of lr: a constant is a float32 constant here.
-  const Tensor increment = o.lr.as_tensor() * g / pxl::ops::sqrt(second + o.eps);
+  // One code path for both kinds of lr: a constant is a float32 constant here. Keras adds eps
+  // outside the root only without momentum (with it, Keras calls TensorFlow's kernel).
+  const bool eps_outside = o.update == RMSpropUpdate::keras && o.momentum == 0.0;
+  const Tensor denominator =
+      eps_outside ? pxl::ops::sqrt(second) + o.eps : pxl::ops::sqrt(second + o.eps);
+  const Tensor increment = o.lr.as_tensor() * g / denominator;
   Tensor delta = increment;
   if (o.momentum != 0.0)
     delta = pxl::ops::add_(accumulator_scale_(mom, o.momentum), increment);

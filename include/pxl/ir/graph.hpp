@@ -69,6 +69,22 @@ Tensor graph_input(Shape shape, DType dtype, std::string name = "", bool by_ref 
 inline Tensor graph_input(const TensorSpec& spec, std::string name = "", bool by_ref = false) {
   return graph_input(spec.shape, spec.dtype, std::move(name), by_ref);
 }
+/// A by-reference input of the current graph (a subgraph) for `variable`, a variable of the
+/// main graph: every call, repeat or conditional in the main graph that does not bind the
+/// input binds it to `variable`. Code that builds part of a graph it did not create reaches a
+/// main-graph variable this way without its caller's help (optimizers::apply creating its
+/// state inside a device loop's body). A call site in another subgraph must bind it itself,
+/// as any input (a GraphError there names the variable). GraphError in the main graph, or
+/// unless `variable` is an on-chip variable of the current graph's Ir's main graph. The input
+/// takes the variable's spec and IPU, and `name` (the variable's name when empty).
+///
+///     auto body = ir.create_empty_graph("body");
+///     auto in_body = body.scope();
+///     Tensor c = graph_input_for(counter);     // counter: a main-graph variable
+///     ops::add_(c, 1.0);
+///     ...
+///     ops::repeat(body, 10, {});               // in the main graph: c is counter
+Tensor graph_input_for(const Tensor& variable, std::string name = "");
 /// Marks `t`, a tensor of the current graph, as its next output.
 void graph_output(const Tensor& t);
 

@@ -15,11 +15,13 @@ namespace pxl::addons {
 /// optional "__metadata__" object of strings, then the tensors' raw little-endian bytes in
 /// name order. Dtypes are written as F32, F16, I32, U32, U8 and BOOL.
 ///
-/// The file appears atomically: the data go to `<path>.tmp.<pid>`, are flushed to disk and
-/// the file is renamed over `path`, so a reader never sees a half-written checkpoint, and a
-/// save that is interrupted (even by SIGKILL) leaves the previous checkpoint whole. Each save
-/// first removes the temporaries of `path` left by such interrupted saves: those whose process
-/// no longer exists (a running writer's file is never touched).
+/// The file appears atomically and durably: the data go to `<path>.tmp.<pid>`, are flushed to
+/// disk (fsync) and the file is renamed over `path`, then the directory is fsynced, so that
+/// the rename itself survives a power loss once the save returns. A reader never sees a
+/// half-written checkpoint, and a save that is interrupted (even by SIGKILL) leaves the
+/// previous checkpoint whole. Each save first removes the temporaries of `path` left by such
+/// interrupted saves: those whose process no longer exists (a running writer's file is never
+/// touched; a temporary whose process id a live process has taken since stays until it ends).
 /// Throws IoError naming the path when it cannot be written, and ValueError for a tensor name
 /// the format cannot hold (empty, "__metadata__", or not UTF-8; loading refuses the same
 /// names, so whatever loads can be saved back) or for metadata that is not UTF-8.

@@ -17,15 +17,24 @@ void build_forward_program(Program& p, const CompileOptions& o, const TraceModel
     p.x = h2d_stream(x.shape, x.dtype, "x");
     auto [factories, fwd] = trace(model_spec(x, o.dtype));
     p.variables = factories.init("", o.seed);
-    const Tensor model_out =
-        fwd.bind(p.variables).call({model_input(p.x, o.dtype)}, {}, {}, {.inline_graph = true})[0];
+    // The logits of a softmax output, which the loss reads instead: a second output.
+    std::optional<Tensor> logits = y ? loss_logits(o, fwd.graph().outputs().at(0)) : std::nullopt;
+    if (logits) {
+      auto in_fwd = fwd.graph().scope();
+      graph_output(*logits);
+    }
+    const std::vector<Tensor> outs =
+        fwd.bind(p.variables).call({model_input(p.x, o.dtype)}, {}, {}, {.inline_graph = true});
+    const Tensor& model_out = outs[0];
     auto on_last = ipu(model_out.ipu());
     const Tensor out = loss_input(model_out);
     if (y) {
       p.y = h2d_stream(y->shape, y->dtype, "y");
       const Tensor labels = pxl::ops::host_load(p.y);
       p.loss = d2h_stream({}, float32, "loss");
-      pxl::ops::host_store(p.loss, loss_with_grad(o.loss, out, labels).first);
+      const Tensor loss = logits ? loss_with_grad(o, loss_input(outs[1]), labels, 1.0, true).first
+                                 : loss_with_grad(o, out, labels).first;
+      pxl::ops::host_store(p.loss, loss);
       if (!o.metrics.empty()) {
         p.accuracy = d2h_stream({}, float32, "accuracy");
         pxl::ops::host_store(p.accuracy, sparse_categorical_accuracy(out, labels));

@@ -8,6 +8,7 @@
 #include "pxl/ops/host_io.hpp"
 #include "pxl/ops/reduce.hpp"
 
+#include <optional>
 #include <utility>
 
 namespace pxl::addons::trainer_detail {
@@ -31,11 +32,30 @@ inline Tensor loss_input(const Tensor& out) {
                                                                   : out;
 }
 
-/// The loss and its gradient with respect to the output, times `scale` (loss scaling).
-inline std::pair<Tensor, Tensor> loss_with_grad(TrainingLoss loss, const Tensor& out,
-                                                const Tensor& y, double scale = 1.0) {
-  if (loss == TrainingLoss::sparse_categorical_crossentropy)
-    return ops::cross_entropy_with_grad(out, y, scale);
+/// The logits of the model's output `out` that the loss reads instead of it: the input of the
+/// Softmax that produced it, with sparse_categorical_crossentropy on probabilities. None for
+/// any other output or loss; ValueError for a Softmax output taken for logits.
+inline std::optional<Tensor> loss_logits(const CompileOptions& o, const Tensor& out) {
+  if (o.loss != TrainingLoss::sparse_categorical_crossentropy)
+    return std::nullopt;
+  const std::optional<Tensor> logits = ops::cross_entropy_detail::softmax_logits(out);
+  if (logits && o.from_logits)
+    throw ValueError("Trainer: CompileOptions::from_logits is true, but the model's output " +
+                     to_string(out) + " is the output of " + out.producer()->debug_name() +
+                     ", probabilities rather than logits (a second softmax in the loss would "
+                     "train poorly); set from_logits = false, and the loss reads the softmax's "
+                     "input as Keras does, or drop the softmax from the model");
+  return logits;
+}
+
+/// The loss and its gradient with respect to `out` (the model's output as loss_input makes
+/// it, or the logits loss_logits found), times `scale` (loss scaling).
+inline std::pair<Tensor, Tensor> loss_with_grad(const CompileOptions& o, const Tensor& out,
+                                                const Tensor& y, double scale = 1.0,
+                                                bool logits = false) {
+  if (o.loss == TrainingLoss::sparse_categorical_crossentropy)
+    return o.from_logits || logits ? ops::cross_entropy_with_grad(out, y, scale)
+                                   : ops::sparse_categorical_crossentropy_with_grad(out, y, scale);
   const Tensor diff = out - y;
   const auto n = static_cast<double>(out.nelms());
   return {pxl::ops::mean(diff * diff), diff * (2.0 * scale / n)};

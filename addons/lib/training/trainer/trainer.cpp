@@ -166,7 +166,7 @@ History Trainer::fit(const HostTensor& x, const HostTensor& y, const FitOptions&
                      std::to_string(fit_options.batch_size));
   auto dataset = data::TensorDataset::from_tensor_slices(x, y);
   if (fit_options.shuffle)
-    dataset = dataset.shuffle(programs_->options.seed);
+    dataset = dataset.shuffle(dataset.size(), programs_->options.seed);
   return fit(dataset.batch(fit_options.batch_size), fit_options);
 }
 

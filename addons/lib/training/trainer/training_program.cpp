@@ -59,7 +59,9 @@ class TrainingGraph {
 public:
   TrainingGraph(Program& p, const CompileOptions& o, const TraceModel& trace, double lr)
       : p_(p), o_(o), traced_(trace(model_spec(p.x_spec, o.dtype))), fwd_(traced_.second),
-        bwd_(fwd_.autodiff({.grads_required = fwd_.args().tensors()})),
+        softmax_output_(softmax_output(o, fwd_)),
+        bwd_(fwd_.autodiff({.grads_provided = std::vector<Tensor>{fwd_.graph().outputs().back()},
+                            .grads_required = fwd_.args().tensors()})),
         scale_(o.dtype == float32 ? 1.0 : o.loss_scaling),
         fold_scale_(scale_ != 1.0 && scaling_folds_into_lr(o.optimizer)),
         accumulation_{.steps = o.gradient_accumulation} {
@@ -84,6 +86,17 @@ public:
   }
 
 private:
+  /// Whether the loss reads the logits of a Softmax output (loss_logits): they become the
+  /// forward graph's second output, and the backward pass starts from their gradient.
+  static bool softmax_output(const CompileOptions& o, const GraphWithNamedArgs& fwd) {
+    const std::optional<Tensor> logits = loss_logits(o, fwd.graph().outputs().at(0));
+    if (logits) {
+      auto in_fwd = fwd.graph().scope();
+      graph_output(*logits);
+    }
+    return logits.has_value();
+  }
+
   /// The variables, the learning rate's variable (unless constant), the optimizer's state
   /// (by-ref state of the loop on the IPU, or remote variables that any graph reaches) and the
   /// gradient accumulators: what each step reads and updates.
@@ -117,9 +130,12 @@ private:
     auto on_last = ipu(model_out.ipu());
     const Tensor labels = pxl::ops::host_load(p_.y);
     const Tensor out = loss_input(model_out);
-    auto [loss, dout] = loss_with_grad(o_.loss, out, labels, scale_);
-    if (dout.dtype() != model_out.dtype())
-      dout = pxl::ops::cast(dout, model_out.dtype());
+    // The output the backward pass starts from: the model's, or its softmax's logits.
+    const Tensor grad_of = softmax_output_ ? fwd_info.outputs()[1] : model_out;
+    auto [loss, dout] = loss_with_grad(o_, softmax_output_ ? loss_input(grad_of) : out, labels,
+                                       scale_, softmax_output_);
+    if (dout.dtype() != grad_of.dtype())
+      dout = pxl::ops::cast(dout, grad_of.dtype());
     Tensor values = loss.reshape({1});
     if (!o_.metrics.empty())
       values = pxl::ops::concat({values, sparse_categorical_accuracy(out, labels).reshape({1})});
@@ -201,6 +217,7 @@ private:
   const CompileOptions& o_;
   std::pair<NamedVariableFactories, GraphWithNamedArgs> traced_;
   const GraphWithNamedArgs& fwd_;
+  bool softmax_output_; ///< the loss reads the logits of the model's softmax output
   GraphWithNamedArgs bwd_;
   double scale_;    ///< the loss scaling (1 in float32)
   bool fold_scale_; ///< whether it divides out of SGD's learning rate

@@ -34,7 +34,7 @@ struct DatasetBenchmark {
 /// the program consumes to see whether the host will starve it). Stops early when the data
 /// set has fewer elements. ValueError for `elements` below 1.
 ///
-///     auto r = dataset_benchmark(train.shuffle(0).batch(32).repeat(), 3750);
+///     auto r = dataset_benchmark(train.shuffle(train.size(), 0).batch(32).repeat(), 3750);
 ///     std::cout << r.json();
 DatasetBenchmark dataset_benchmark(const TensorDataset& dataset, std::int64_t elements);
 

@@ -32,8 +32,13 @@ struct LabelledBatchSpec {
 
 /// What the Keras-style calls of TensorDataset set; `settings()` reads them back.
 struct DatasetSettings {
-  /// The shuffle's seed; none keeps the examples' order.
+  /// The shuffle's buffer size (tf.data's buffer_size); none keeps the examples' order.
+  std::optional<std::int64_t> shuffle_buffer_size;
+  /// The shuffle's seed: the one given, or the one `shuffle` drew without one; none when not
+  /// shuffled.
   std::optional<std::uint64_t> shuffle_seed;
+  /// Shuffle every pass afresh (tf.data's reshuffle_each_iteration), else repeat pass 0's order.
+  bool reshuffle_each_iteration = true;
   /// Examples per batch; none yields single examples.
   std::optional<std::int64_t> batch_size;
   /// Leave out the last, partial batch (true) or yield it with fewer rows (false).
@@ -85,7 +90,7 @@ private:
 /// returns a new data set and copies share the examples rather than copying them.
 ///
 ///     auto train = TensorDataset::from_tensor_slices(x_train, y_train)
-///                      .shuffle(42).batch(32).repeat().prefetch(4);
+///                      .shuffle(60000, /*seed=*/42).batch(32).repeat().prefetch(4);
 ///     for (const LabelledBatch& b : train.epoch(e))  // epoch e's 1875 batches of 32
 ///       session.run({{x_stream, b.features}, {y_stream, b.labels}});
 ///
@@ -102,10 +107,21 @@ public:
   /// ShapeError when either is rank 0 or their example counts differ.
   static TensorDataset from_tensor_slices(HostTensor features, HostTensor labels);
 
-  /// Visits the examples of pass e in the order `shuffled_indices(size(), seed, e)` (a full
-  /// shuffle, as tf.data's with a buffer as large as the data set and reshuffling each
-  /// iteration): deterministic, and different in every pass.
-  TensorDataset shuffle(std::uint64_t seed) const;
+  /// tf.data's `shuffle(buffer_size, seed, reshuffle_each_iteration)`: a buffer of
+  /// `buffer_size` examples is filled from the data; each example out is drawn uniformly from
+  /// the buffer, and the next example of the data takes its place. Pass e visits the examples
+  /// in the order `buffered_shuffled_indices(size(), buffer_size, seed, e)` (with e = 0 for
+  /// every pass unless `reshuffle_each_iteration`): a buffer_size of at least size() is a full
+  /// shuffle (exactly `shuffled_indices(size(), seed, e)`), a smaller one shuffles locally (as
+  /// tf.data's does: `.shuffle(1000)` on 60,000 examples moves none by more than ~1000 places).
+  /// Without a seed, one is drawn at random (std::random_device) here, as tf.data does without
+  /// a global seed; this data set value then keeps it (`settings().shuffle_seed`).
+  /// ValueError for a buffer_size below 1.
+  ///
+  /// Migration: the one argument used to be the seed of a full shuffle; `.shuffle(seed)`
+  /// is now `.shuffle(size(), seed)`.
+  TensorDataset shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
+                        bool reshuffle_each_iteration = true) const;
   /// Groups `size` consecutive examples into a batch. On IPUs the program is compiled for one
   /// shape, so keep `drop_remainder` (Keras on IPUs requires it); false yields a last batch of
   /// the size() mod `size` remaining examples. ValueError for a size below 1.
@@ -129,8 +145,9 @@ public:
   /// The shapes and dtypes of one element.
   LabelledBatchSpec element_spec() const;
 
-  /// The elements of pass `e` alone, shuffled with e mixed into the seed (the repeat count
-  /// does not matter here). Feeding epoch 0, 1, 2, ... in turn gives `elements()` in order.
+  /// The elements of pass `e` alone, shuffled with e mixed into the seed (unless
+  /// reshuffle_each_iteration is off; the repeat count does not matter here). Feeding epoch 0, 1,
+  /// 2, ... in turn gives `elements()` in order.
   TensorDatasetView epoch(std::uint64_t e) const;
   /// Every element: passes 0, 1, ... one after the other, as many as the repeat count.
   TensorDatasetView elements() const;

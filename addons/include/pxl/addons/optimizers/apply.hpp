@@ -16,9 +16,16 @@ namespace pxl::addons::optimizers {
 // impl: what the templates here call out of line. Exported, since the templates are
 // instantiated in users' code, but not API (`detail` namespaces are private to the binary).
 namespace impl {
-/// True in the main graph, false in a subgraph a Module is tracing (`create_graph`); GraphError
-/// in any other subgraph (its caller could not bind the state).
-bool check_apply_graph();
+/// Where `apply` runs, which decides where its state is declared.
+enum class ApplyGraph {
+  main,   ///< the main graph: the state is its variables
+  traced, ///< a subgraph a Module is tracing: by-ref variable inputs of the trace
+  plain,  ///< any other subgraph: main-graph variables, reached through graph_input_for
+};
+ApplyGraph apply_graph();
+/// `factories`' state created as main-graph variables under `key`, and returned as inputs of
+/// the current subgraph that its main-graph call sites bind to them (graph_input_for).
+NamedTensors state_inputs_for(const NamedVariableFactories& factories, const std::string& key);
 /// ValueError naming the variable without a gradient.
 [[noreturn]] void missing_grad(const std::string& key, const Tensor& var);
 /// ValueError naming the variable without state (apply_with_state).
@@ -94,8 +101,22 @@ struct ApplyOptions {
 /// A tensor learning rate (`.lr = lr_tensor`) must be a tensor of the current graph; every
 /// step call passes it to its step graph.
 ///
-/// Inside a subgraph that a Module is tracing (its `build`, e.g. the body of a device loop),
-/// the state cannot be created there: subgraphs hold no variables. It is declared instead as
+/// Inside a subgraph, a device loop's body say, the state cannot be created there: subgraphs
+/// hold no variables. In a subgraph no Module traces (made with create_empty_graph), the
+/// state is created as main-graph variables "<key>.<state>" as in the main graph, and the
+/// step reads them through by-ref inputs of the subgraph made with graph_input_for, which
+/// every call or repeat of it in the main graph binds without being asked (the returned
+/// tensors are those inputs), so the loop needs nothing more than its own inputs:
+///
+///     Graph body = ir.create_empty_graph("body");
+///     {
+///       auto in_body = body.scope();
+///       Tensor w = graph_input(w_var.spec(), "w", /*by_ref=*/true);
+///       addons::optimizers::apply(Adam{}, NamedTensors{{"w", w}}, grads_of(w));
+///     }
+///     ops::repeat(body, steps, {w_var});  // Adam's state bound to "w.first_order", ...
+///
+/// In a subgraph that a Module is tracing (its `build`), the state is declared instead as
 /// by-ref variable inputs of the traced graph, under "optimizer.<key>.<state>"
 /// (`state_prefix`; prefixed further by the sub-module being inlined, as any variable input),
 /// and the returned tensors are those graph inputs. The trace's factories then hold the state
@@ -114,13 +135,17 @@ struct ApplyOptions {
 ///     auto bound = step.bind(vars).bound();
 ///     ops::repeat(step.graph(), steps, {}, {bound.begin(), bound.end()});
 ///
-/// GraphError in a subgraph no Module is tracing, or for an lr tensor of another graph;
-/// ValueError for a variable without a gradient (extra gradients are ignored); DTypeError /
-/// ShapeError for a gradient that does not match its variable.
+/// With `offload_state` the state is remote in every graph, nothing to bind. Training is bitwise
+/// the same in every case: N steps in a device loop equal N runs of one step.
+///
+/// GraphError for an lr tensor of another graph; ValueError for a variable without a gradient
+/// (extra gradients are ignored); DTypeError / ShapeError for a gradient that does not match its
+/// variable.
 template <typename Optimizer>
 NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
                    const std::map<Tensor, Tensor>& grads, ApplyOptions options = {}) {
-  const bool in_main = options.offload_state || impl::check_apply_graph();
+  const impl::ApplyGraph where =
+      options.offload_state ? impl::ApplyGraph::main : impl::apply_graph();
   // One module object for the whole loop: the cache keys graphs by module object and specs.
   std::remove_cvref_t<Optimizer> step_module = optimizer;
   if constexpr (impl::HasLearningRate<std::remove_cvref_t<Optimizer>>)
@@ -142,9 +167,11 @@ NamedTensors apply(Optimizer&& optimizer, const NamedTensors& vars,
     std::vector<Tensor> inputs{shards ? shards->var : var, shards ? shards->grad : grad->second};
     inputs.insert(inputs.end(), lr_inputs.begin(), lr_inputs.end());
     const NamedTensors vars_state =
-        options.offload_state ? facts.init_remote(key)
-        : in_main             ? facts.init(key)
-                              : add_variable_inputs(std::string(state_prefix) + "." + key, facts);
+        options.offload_state             ? facts.init_remote(key)
+        : where == impl::ApplyGraph::main ? facts.init(key)
+        : where == impl::ApplyGraph::traced
+            ? add_variable_inputs(std::string(state_prefix) + "." + key, facts)
+            : impl::state_inputs_for(facts, key);
     impl::call_step(step, vars_state, inputs, options.outline_steps);
     if (shards)
       impl::gather_into(var, *shards);

@@ -28,8 +28,10 @@ namespace pxl::addons {
 
 /// What a model is fitted to: a loss of its output and the labels, with its gradient.
 enum class TrainingLoss {
-  /// Mean cross-entropy of logits [b, classes] against int32 labels [b] (Keras's
-  /// `SparseCategoricalCrossentropy(from_logits=True)`).
+  /// Mean cross-entropy of the output [b, classes] against int32 labels [b] (Keras's
+  /// `SparseCategoricalCrossentropy(from_logits)`, from_logits from CompileOptions: the
+  /// output is probabilities by default, as in Keras; see
+  /// addons::ops::sparse_categorical_crossentropy).
   sparse_categorical_crossentropy,
   /// Mean of (output − label)² over every element; labels shaped and typed as the output.
   mean_squared_error,
@@ -74,6 +76,14 @@ using TrainerOptimizer =
 struct CompileOptions {
   TrainerOptimizer optimizer = optimizers::SGDOptions{};
   TrainingLoss loss = TrainingLoss::sparse_categorical_crossentropy;
+  /// Whether the model's output is logits, for sparse_categorical_crossentropy (Keras's
+  /// `from_logits`, false by default as in Keras: probabilities). Without it, a model ending in
+  /// a softmax (`Dense(10, Activation::softmax)`) is trained on the softmax's input, exactly and
+  /// stably, and any other output is taken for probabilities and clipped to [1e-7, 1 − 1e-7] as
+  /// Keras does. With it, a model ending in a softmax is a ValueError at build (or the first
+  /// fit, evaluate): a second softmax in the loss would train poorly and silently. Set it for a
+  /// model whose last layer has no activation (`Dense(10)`).
+  bool from_logits = false;
   /// "accuracy" ("acc", "sparse_categorical_accuracy": the fraction of rows whose output's
   /// argmax is the label), reported as "accuracy"; the loss is always reported.
   std::vector<std::string> metrics;
