@@ -19,6 +19,7 @@
 #include "pxl/ir/view.hpp"
 #include "pxl/ops/call.hpp"
 #include "pxl/ops/collectives.hpp"
+#include "pxl/ops/conv.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/host_io.hpp"
 #include "pxl/ops/matmul.hpp"

@@ -60,6 +60,15 @@ std::int64_t flops_of(const IrView& ir, OpId op) {
     const std::int64_t k = a.empty() ? 1 : a.back();
     return 2 * out * k;
   }
+  if (family_of(ir.kind(op)) == OpFamily::conv) {
+    // 2·N·C_out·out_spatial·(C_in / groups)·kernel, in the terms of the convolution run: its
+    // output is Conv's output and the other kinds' input 0; its weights are input 1 or the
+    // weight gradient.
+    const OpKind k = ir.kind(op);
+    const TensorSpec& dst = ir.spec(k == OpKind::Conv ? outputs[0] : inputs[0]);
+    const Shape& w = ir.spec(k == OpKind::ConvWeightsGrad ? outputs[0] : inputs[1]).shape;
+    return 2 * dst.nelms() * nelms(std::span(w).subspan(1));
+  }
   return std::max(out, in);
 }
 

@@ -60,6 +60,42 @@ TEST_CASE("An observer sees every step with its op, bytes and flops") {
   }
 }
 
+TEST_CASE("Convolution steps carry 2·N·C_out·out·(C_in / groups)·kernel flops, each pass alike") {
+  Ir ir;
+  DeviceToHostStream y_stream, dx_stream, dw_stream;
+  {
+    auto in_main = ir.main_graph().scope();
+    const auto x = variable(HostTensor::full({2, 4, 5, 5}, float32, 1.0), "x");
+    const auto w = variable(HostTensor::full({6, 2, 3, 3}, float32, 0.5), "w");
+    const auto g = variable(HostTensor::full({2, 6, 3, 3}, float32, 1.0), "g");
+    const auto y = ops::conv(x, w, {.groups = 2});
+    const auto dx = ops::conv_transpose(g, w, {.groups = 2});
+    const auto dw = ops::conv_weights_grad(g, x, w.shape(), {.groups = 2});
+    y_stream = d2h_stream(y.shape(), float32, "y");
+    dx_stream = d2h_stream(dx.shape(), float32, "dx");
+    dw_stream = d2h_stream(dw.shape(), float32, "dw");
+    ops::host_store(y_stream, y);
+    ops::host_store(dx_stream, dx);
+    ops::host_store(dw_stream, dw);
+  }
+  Session s(ir, "ipu_model", {.workers = 2, .oversubscribe = true});
+  auto attached = s.attach();
+  Recorder rec;
+  const auto out = s.run({}, &rec);
+  // y sums 2 input channels x 9 taps of 0.5; dx's corner one tap of each of a group's 3 output
+  // channels; dw 2 images x 9 positions of ones.
+  CHECK(out.at(y_stream) == HostTensor::full({2, 6, 3, 3}, float32, 9.0));
+  CHECK(out.at(dx_stream).item(0) == 1.5);
+  CHECK(out.at(dw_stream) == HostTensor::full({6, 2, 3, 3}, float32, 18.0));
+  std::vector<OpKind> kinds;
+  for (const auto& e : rec.events)
+    if (family_of(e.info.op_kind) == OpFamily::conv) {
+      kinds.push_back(e.info.op_kind);
+      CHECK(e.info.flops == 2 * (2 * 6 * 3 * 3) * (2 * 3 * 3));
+    }
+  CHECK(kinds == std::vector<OpKind>{OpKind::Conv, OpKind::ConvTranspose, OpKind::ConvWeightsGrad});
+}
+
 TEST_CASE("Observed calls and loops: the callee's steps each time, then the enclosing step") {
   Ir ir(2);
   DeviceToHostStream y_stream;

@@ -40,6 +40,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
   CHECK(cost_of(OpKind::Exp) == OpCost::local_series);
   CHECK(cost_of(OpKind::Softmax) == OpCost::exchanged_series);
   CHECK(cost_of(OpKind::MatMul) == OpCost::amp);
+  CHECK(cost_of(OpKind::Conv) == OpCost::amp);
   CHECK(cost_of(OpKind::HostLoad) == OpCost::host_load);
   CHECK(cost_of(OpKind::ReplicatedAllReduce) == OpCost::ring_all_reduce);
   for (const OpKind k : all_op_kinds) {
@@ -56,6 +57,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
       CHECK((c == OpCost::exchanged || c == OpCost::exchanged_series));
       break;
     case OpFamily::matmul:
+    case OpFamily::conv: // the im2col product on the AMP units
       CHECK(c == OpCost::amp);
       break;
     case OpFamily::shape: // moves data; an IpuCopy crosses IPUs, a reshape keeps the mapping
@@ -95,7 +97,7 @@ TEST_CASE("every op family has its file in every layer") {
     if (is_differentiable(k))
       differentiable.insert(family_of(k));
   }
-  CHECK(families.size() == 11);
+  CHECK(families.size() == 12);
   for (const OpFamily f : families) {
     const std::string stem(family_name(f));
     CAPTURE(stem);

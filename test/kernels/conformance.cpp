@@ -6,6 +6,7 @@
 #include "harness.hpp"
 
 #include "pxl/ops/collectives.hpp"
+#include "pxl/ops/conv.hpp"
 #include "pxl/ops/var_updates.hpp"
 
 #include <functional>
@@ -160,6 +161,25 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};
     // Linear algebra.
     c[OpKind::MatMul] = binary(ops::matmul, f32({2, 2, 3}, -1, 1, 8), f32({3, 2}, -1, 1, 9));
+    // Convolutions: strided, padded and grouped. Positive operands: sums free of cancellation
+    // stay within 1e-6 of the double reference in any order.
+    const ops::ConvOptions geometry{.stride = {2, 1}, .padding = {1, 0, 0, 1}, .groups = 2};
+    c[OpKind::Conv] = {[geometry](const V& v) { return V{ops::conv(v[0], v[1], geometry)}; },
+                       {f32({2, 4, 5, 4}, 0.1, 1, 14), f32({6, 2, 3, 2}, 0.1, 1, 15)},
+                       ""};
+    c[OpKind::ConvTranspose] = {
+        [](const V& v) {
+          return V{ops::conv_transpose(v[0], v[1],
+                                       {.stride = {2, 1}, .padding = {1, 0, 0, 1}, .groups = 2})};
+        },
+        {f32({2, 4, 3, 4}, 0.1, 1, 16), f32({4, 3, 3, 2}, 0.1, 1, 17)},
+        ""};
+    c[OpKind::ConvWeightsGrad] = {
+        [geometry](const V& v) {
+          return V{ops::conv_weights_grad(v[0], v[1], {6, 2, 3, 2}, geometry)};
+        },
+        {f32({2, 6, 2, 4}, 0.1, 1, 18), f32({2, 4, 5, 4}, 0.1, 1, 19)},
+        ""};
     // nn.
     c[OpKind::Softmax] = {[](const V& v) { return V{ops::softmax(v[0], 0)}; }, {x}, ""};
     c[OpKind::LogSoftmax] = {[](const V& v) { return V{ops::log_softmax(v[0], 1)}; }, {x}, ""};

@@ -1,6 +1,8 @@
 // Every differentiable op against central finite differences, at several shapes.
 #include "gradcheck.hpp"
 
+#include "pxl/ops/conv.hpp"
+
 using namespace pxl;
 using pxl::testing::check_gradients;
 using pxl::testing::random_tensor;
@@ -113,6 +115,43 @@ TEST_CASE("matmul gradients: 2-d, batched, broadcast and 1-d operands") {
                         {random_tensor({2, 4}, 19), random_tensor({4}, 20)}) > 0);
   CHECK(check_gradients([](V v) { return ops::matmul(v[0], v[1]); },
                         {random_tensor({4}, 21), random_tensor({4}, 22)}) > 0);
+}
+
+TEST_CASE("conv gradients: 1-d, 2-d and 3-d, strided, padded, dilated and grouped") {
+  const auto conv = [](ops::ConvOptions o) {
+    return [o](V v) { return ops::conv(v[0], v[1], o); };
+  };
+  CHECK(check_gradients(conv({}), {random_tensor({2, 3, 7}, 40), random_tensor({4, 3, 3}, 41)}) >
+        0);
+  CHECK(check_gradients(conv({.stride = {2}, .padding = {1, 2}, .dilation = {2}}),
+                        {random_tensor({2, 2, 9}, 42), random_tensor({3, 2, 3}, 43)}) > 0);
+  CHECK(check_gradients(conv({.stride = {2, 1}, .padding = {1, 0, 1, 1}}),
+                        {random_tensor({2, 2, 6, 5}, 44), random_tensor({3, 2, 3, 2}, 45)}) > 0);
+  CHECK(check_gradients(conv({.dilation = {2, 1}, .groups = 2}),
+                        {random_tensor({1, 4, 6, 4}, 46), random_tensor({6, 2, 2, 2}, 47)}) > 0);
+  // depthwise, with rows the stride skips at the end
+  CHECK(check_gradients(conv({.stride = {2, 2}, .groups = 3}),
+                        {random_tensor({2, 3, 6, 5}, 48), random_tensor({3, 1, 3, 2}, 49)}) > 0);
+  CHECK(check_gradients(conv({.pad_type = ops::PadType::same_lower}),
+                        {random_tensor({1, 2, 4, 5}, 50), random_tensor({2, 2, 2, 3}, 51)}) > 0);
+  CHECK(check_gradients(conv({.stride = {1, 2, 1}, .padding = {0, 1, 0, 1, 0, 1}}),
+                        {random_tensor({1, 2, 3, 4, 3}, 52), random_tensor({2, 2, 2, 2, 2}, 53)}) >
+        0);
+}
+
+TEST_CASE("conv_transpose gradients: 1-d, 2-d and 3-d, output padding and groups") {
+  const auto transpose = [](ops::ConvTransposeOptions o) {
+    return [o](V v) { return ops::conv_transpose(v[0], v[1], o); };
+  };
+  CHECK(check_gradients(transpose({.stride = {2}, .output_padding = {1}}),
+                        {random_tensor({2, 3, 4}, 60), random_tensor({3, 2, 3}, 61)}) > 0);
+  CHECK(check_gradients(transpose({.stride = {2, 1}, .padding = {1, 0, 0, 1}, .groups = 2}),
+                        {random_tensor({1, 4, 3, 4}, 62), random_tensor({4, 2, 3, 2}, 63)}) > 0);
+  CHECK(check_gradients(transpose({.dilation = {2, 1}, .output_shape = {4, 3}}),
+                        {random_tensor({1, 2, 3, 3}, 64), random_tensor({2, 3, 2, 2}, 65)}) > 0);
+  CHECK(check_gradients(transpose({.stride = {1, 2, 1}}),
+                        {random_tensor({1, 2, 2, 2, 2}, 66), random_tensor({2, 2, 2, 2, 2}, 67)}) >
+        0);
 }
 
 TEST_CASE("nn gradients") {

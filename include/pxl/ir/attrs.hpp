@@ -199,10 +199,20 @@ struct AdamUpdaterAttrs {
   friend bool operator==(const AdamUpdaterAttrs&, const AdamUpdaterAttrs&) = default;
 };
 
+/// conv, conv_transpose and conv's weight gradient, in the terms of the convolution they run
+/// (for conv_transpose, the convolution whose data gradient it is): per spatial axis the
+/// stride, the padding before and after (pad_type already resolved) and the dilation; the
+/// kernel's spatial extent; the groups.
+struct ConvAttrs {
+  std::vector<std::int64_t> strides, pads_begin, pads_end, dilations, kernel;
+  std::int64_t groups = 1;
+  friend bool operator==(const ConvAttrs&, const ConvAttrs&) = default;
+};
+
 using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
-                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs>;
+                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs>;
 
 } // namespace pxl

@@ -21,6 +21,7 @@ enum class OpFamily : std::uint8_t {
   elementwise,
   reduce,
   matmul,
+  conv,
   nn,
   random,
   shape,
@@ -47,7 +48,8 @@ enum class OpCost : std::uint8_t {
   local_series,     ///< 4 per element (a function computed by a short series), no exchange
   exchanged,        ///< 1 per element, the inputs exchanged to the output's tiles first
   exchanged_series, ///< 4 per element, the inputs exchanged first
-  amp,              ///< the AMP units of the output's tiles (matmul), the inputs exchanged
+  amp,              ///< the AMP units of the output's tiles (matmul, convolutions as the
+                    ///< im2col product), the inputs exchanged
   host_load,        ///< what it writes crosses the host link
   host_store,       ///< what it reads crosses the host link
   remote_load,      ///< what it writes comes from Streaming Memory, at its bandwidth
@@ -130,6 +132,10 @@ enum class OpCost : std::uint8_t {
   X(TopK, "TopK", reduce, TopKAttrs, Grad, exchanged)                                              \
   /* linear algebra */                                                                             \
   X(MatMul, "MatMul", matmul, NoAttrs, Grad, amp)                                                  \
+  /* convolutions (conv's data gradient is a ConvTranspose, conv_transpose's a Conv) */            \
+  X(Conv, "Conv", conv, ConvAttrs, Grad, amp)                                                      \
+  X(ConvTranspose, "ConvTranspose", conv, ConvAttrs, Grad, amp)                                    \
+  X(ConvWeightsGrad, "ConvWeightsGrad", conv, ConvAttrs, NoGrad, amp)                              \
   /* nn */                                                                                         \
   X(Softmax, "Softmax", nn, AxisAttrs, Grad, exchanged_series)                                     \
   X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad, exchanged_series)                               \
@@ -265,6 +271,7 @@ constexpr std::string_view family_name(OpFamily f) {
     PXL_F(elementwise)
     PXL_F(reduce)
     PXL_F(matmul)
+    PXL_F(conv)
     PXL_F(nn)
     PXL_F(random)
     PXL_F(shape)

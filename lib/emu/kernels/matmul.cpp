@@ -1,5 +1,6 @@
 // MatMul through oneDNN's sgemm on fixed output tiles; float16 tiles in kernels/half_gemm.cpp.
 #include "../compile_context.hpp"
+#include "dnnl_threads.hpp"
 #include "gemm_tiles.hpp"
 #include "half_gemm.hpp"
 
@@ -13,41 +14,7 @@
 #include <utility>
 #include <vector>
 
-// Debian's oneDNN runs sgemm on an OpenMP team as large as the calling thread's
-// omp_get_max_threads(); inside our workers that would oversubscribe the cores. The OpenMP
-// runtime comes in with oneDNN, so these resolve at load time without a link dependency of
-// our own; weak, so a oneDNN built on another threading runtime still links.
-extern "C" {
-__attribute__((weak)) int omp_get_max_threads();
-__attribute__((weak)) void omp_set_num_threads(int);
-}
-
 namespace pxl::emu::detail {
-
-namespace {
-
-/// Keeps oneDNN single-threaded on the calling thread for its lifetime.
-class SingleThreadedGemm {
-public:
-  SingleThreadedGemm() {
-    if (omp_get_max_threads && omp_set_num_threads) {
-      previous_ = omp_get_max_threads();
-      if (previous_ != 1)
-        omp_set_num_threads(1);
-    }
-  }
-  ~SingleThreadedGemm() {
-    if (previous_ > 1)
-      omp_set_num_threads(previous_);
-  }
-  SingleThreadedGemm(const SingleThreadedGemm&) = delete;
-  SingleThreadedGemm& operator=(const SingleThreadedGemm&) = delete;
-
-private:
-  int previous_ = 1;
-};
-
-} // namespace
 
 void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c,
@@ -139,7 +106,7 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
       const float alpha = scale_input ? scale * *scale_input : scale;
-      SingleThreadedGemm single;
+      SingleThreadedDnnl single;
       for_tiles(p, w, nw,
                 [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
                     std::int64_t cols) {
@@ -171,7 +138,7 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
         return;
       }
       HalfTileScratch& s = (*scratch)[w];
-      SingleThreadedGemm single;
+      SingleThreadedDnnl single;
       for_tiles(
           p, w, nw,
           [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,

@@ -1,0 +1,246 @@
+#include "pxl/ops/conv.hpp"
+#include "ir/op_builder.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace pxl::ops {
+
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+std::string conv_list(const Ints& v) { return to_string(std::span<const std::int64_t>(v)); }
+
+/// `t` and `other` float and alike, `t` (N, C, spatial...) with 1 to 3 spatial axes.
+void check_conv_input(const std::string& op, const Tensor& t, const Tensor& other) {
+  detail::check_float(op, t);
+  detail::check_same_dtype(op, t, other);
+  if (t.rank() < 3 || t.rank() > 5)
+    throw ShapeError(op +
+                     ": the input must be (N, C, spatial...) with 1, 2 or 3 spatial axes, got " +
+                     to_string(t));
+}
+
+/// The operands' dtypes and ranks: float, alike, (N, C, spatial...) with 1 to 3 spatial axes
+/// and a weight of the same rank.
+void check_conv_operands(const std::string& op, const Tensor& t, const Tensor& weight) {
+  check_conv_input(op, t, weight);
+  if (weight.rank() != t.rank())
+    throw ShapeError(op + ": the weight must have the input's rank " + std::to_string(t.rank()) +
+                     " (channels, channels, kernel...), got " + to_string(weight) +
+                     " for the input " + to_string(t));
+}
+
+/// One value per spatial axis: `v`, or `fallback` on each when `v` is empty; ValueError when
+/// its length or a value (below `least`) is wrong.
+Ints per_axis(const std::string& op, const char* what, const Ints& v, std::size_t axes,
+              std::int64_t fallback, std::int64_t least) {
+  if (v.empty())
+    return Ints(axes, fallback);
+  if (v.size() != axes)
+    throw ValueError(op + ": " + what + " " + conv_list(v) + " has " + std::to_string(v.size()) +
+                     " entries, expected one per spatial axis (" + std::to_string(axes) + ")");
+  for (const auto x : v)
+    if (x < least)
+      throw ValueError(op + ": " + what + " " + conv_list(v) + " must be at least " +
+                       std::to_string(least) + " on every axis");
+  return v;
+}
+
+/// The explicit padding, checked: 2·axes non-negative values (before each axis, then after).
+Ints explicit_padding(const std::string& op, const Ints& padding, std::size_t axes) {
+  if (padding.empty())
+    return Ints(2 * axes, 0);
+  if (padding.size() != 2 * axes)
+    throw ValueError(op + ": padding " + conv_list(padding) + " has " +
+                     std::to_string(padding.size()) + " entries, expected " +
+                     std::to_string(2 * axes) +
+                     ": the padding before each spatial axis, then after each");
+  for (const auto x : padding)
+    if (x < 0)
+      throw ValueError(op + ": padding " + conv_list(padding) + " must be non-negative");
+  return padding;
+}
+
+bool is_zero(const Ints& v) {
+  return std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x == 0; });
+}
+
+const char* pad_type_name(PadType p) {
+  switch (p) {
+  case PadType::not_set:
+    return "not_set";
+  case PadType::same_upper:
+    return "same_upper";
+  case PadType::same_lower:
+    return "same_lower";
+  case PadType::valid:
+    return "valid";
+  }
+  return "?";
+}
+
+/// Splits `total` padding of an axis as same_upper (the extra at the end) or otherwise.
+void split_padding(ConvAttrs& a, std::size_t axis, std::int64_t total, bool upper) {
+  a.pads_begin[axis] = upper ? total / 2 : total - total / 2;
+  a.pads_end[axis] = total - a.pads_begin[axis];
+}
+
+/// The kernel's spatial extent (checked non-empty) and the channel counts' agreement with
+/// `groups`, for an input of `channels` channels and a weight whose axis 1 holds `per_group`.
+void check_kernel(const std::string& op, const Shape& weight, const std::string& weight_name) {
+  for (std::size_t i = 2; i < weight.size(); ++i)
+    if (weight[i] < 1)
+      throw ShapeError(op + ": the weight " + weight_name + " has kernel size " +
+                       std::to_string(weight[i]) + " on spatial axis " + std::to_string(i - 2) +
+                       ", expected at least 1");
+}
+
+/// conv's attributes and output shape for an input of shape `t` and a weight of shape `w`.
+std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t, const Shape& w,
+                                          const std::string& t_name, const std::string& w_name,
+                                          const ConvOptions& o) {
+  const std::size_t axes = t.size() - 2;
+  ConvAttrs a;
+  a.groups = o.groups;
+  if (o.groups < 1)
+    throw ValueError(op + ": groups must be at least 1, got " + std::to_string(o.groups));
+  const std::int64_t c_in = t[1], c_out = w[0];
+  if (c_in % o.groups != 0 || c_out % o.groups != 0)
+    throw ShapeError(op + ": groups " + std::to_string(o.groups) +
+                     " must divide the input's channels and the weight's output channels, got " +
+                     std::to_string(c_in) + " (" + t_name + ") and " + std::to_string(c_out) +
+                     " (" + w_name + ")");
+  if (w[1] * o.groups != c_in)
+    throw ShapeError(op + ": the weight " + w_name + " has " + std::to_string(w[1]) +
+                     " input channels per group, expected " + std::to_string(c_in) + " / " +
+                     std::to_string(o.groups) + " = " + std::to_string(c_in / o.groups) +
+                     " for the input " + t_name + " with groups " + std::to_string(o.groups));
+  check_kernel(op, w, w_name);
+  a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
+  a.dilations = per_axis(op, "dilation", o.dilation, axes, 1, 1);
+  a.kernel.assign(w.begin() + 2, w.end());
+  const Ints padding = explicit_padding(op, o.padding, axes);
+  if (o.pad_type != PadType::not_set && !is_zero(padding))
+    throw ValueError(op + ": padding " + conv_list(padding) + " and pad_type " +
+                     pad_type_name(o.pad_type) +
+                     " are both set; give one (pad_type not_set uses the padding)");
+  a.pads_begin.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes));
+  a.pads_end.assign(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end());
+  Shape out{t[0], c_out};
+  for (std::size_t i = 0; i < axes; ++i) {
+    const std::int64_t in = t[i + 2], s = a.strides[i];
+    const std::int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
+    if (o.pad_type == PadType::same_upper || o.pad_type == PadType::same_lower) {
+      const std::int64_t want = (in + s - 1) / s;
+      split_padding(a, i, std::max<std::int64_t>(0, (want - 1) * s + span - in),
+                    o.pad_type == PadType::same_upper);
+    }
+    const std::int64_t padded = in + a.pads_begin[i] + a.pads_end[i];
+    if (padded < span)
+      throw ShapeError(op + ": the kernel of " + w_name + " spans " + std::to_string(span) +
+                       " on spatial axis " + std::to_string(i) + " (kernel " +
+                       std::to_string(a.kernel[i]) + ", dilation " +
+                       std::to_string(a.dilations[i]) + "), more than the padded input's " +
+                       std::to_string(padded) + " (" + t_name + ": " + std::to_string(in) +
+                       " + padding " + std::to_string(a.pads_begin[i]) + " + " +
+                       std::to_string(a.pads_end[i]) + "); pad the input or use a smaller kernel");
+    out.push_back((padded - span) / s + 1);
+  }
+  return {std::move(a), std::move(out)};
+}
+
+} // namespace
+
+Tensor conv(const Tensor& t, const Tensor& weight, const ConvOptions& options) {
+  const std::string op = "Conv";
+  check_conv_operands(op, t, weight);
+  auto [attrs, out] =
+      conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
+  return detail::add_op1(OpKind::Conv, {t, weight}, TensorSpec{std::move(out), t.dtype()},
+                         std::move(attrs));
+}
+
+Tensor conv_weights_grad(const Tensor& grad, const Tensor& t, const Shape& weight_shape,
+                         const ConvOptions& options) {
+  const std::string op = "ConvWeightsGrad";
+  check_conv_input(op, t, grad);
+  if (static_cast<std::int64_t>(weight_shape.size()) != t.rank())
+    throw ShapeError(op + ": the weight shape " + to_string(weight_shape) +
+                     " must have the input's rank, got the input " + to_string(t));
+  auto [attrs, out] = conv_geometry(op, t.shape(), weight_shape, to_string(t),
+                                    "of shape " + to_string(weight_shape), options);
+  if (grad.shape() != out)
+    throw ShapeError(op + ": the gradient " + to_string(grad) + " must have conv's output shape " +
+                     to_string(out) + " for the input " + to_string(t) + " and a weight of shape " +
+                     to_string(weight_shape));
+  return detail::add_op1(OpKind::ConvWeightsGrad, {grad, t}, TensorSpec{weight_shape, t.dtype()},
+                         std::move(attrs));
+}
+
+Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTransposeOptions& o) {
+  const std::string op = "ConvTranspose";
+  check_conv_operands(op, t, weight);
+  const Shape& ts = t.shape();
+  const Shape& ws = weight.shape();
+  const std::size_t axes = ts.size() - 2;
+  if (o.groups < 1)
+    throw ValueError(op + ": groups must be at least 1, got " + std::to_string(o.groups));
+  if (ws[0] != ts[1])
+    throw ShapeError(op + ": the weight " + to_string(weight) +
+                     " must be (C_in, C_out / groups, kernel...) with C_in the input's " +
+                     std::to_string(ts[1]) + " channels (" + to_string(t) + ")");
+  if (ts[1] % o.groups != 0)
+    throw ShapeError(op + ": groups " + std::to_string(o.groups) +
+                     " must divide the input's channels, got " + to_string(t));
+  check_kernel(op, ws, to_string(weight));
+  ConvAttrs a;
+  a.groups = o.groups;
+  a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
+  a.dilations = per_axis(op, "dilation", o.dilation, axes, 1, 1);
+  a.kernel.assign(ws.begin() + 2, ws.end());
+  const Ints out_pad = per_axis(op, "output_padding", o.output_padding, axes, 0, 0);
+  const Ints out_shape = per_axis(op, "output_shape", o.output_shape, axes, 0, 1);
+  const Ints padding = explicit_padding(op, o.padding, axes);
+  if (!is_zero(padding) && (o.pad_type != PadType::not_set || !o.output_shape.empty()))
+    throw ValueError(op + ": padding " + conv_list(padding) + " and " +
+                     (o.output_shape.empty() ? std::string("pad_type ") + pad_type_name(o.pad_type)
+                                             : "output_shape " + conv_list(o.output_shape)) +
+                     " are both set; give one (the padding is derived from the other)");
+  a.pads_begin.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes));
+  a.pads_end.assign(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end());
+  Shape out{ts[0], ws[1] * o.groups};
+  for (std::size_t i = 0; i < axes; ++i) {
+    const std::int64_t in = ts[i + 2], s = a.strides[i];
+    if (out_pad[i] >= s)
+      throw ValueError(op + ": output_padding " + conv_list(out_pad) +
+                       " must be smaller than the stride " + conv_list(a.strides) +
+                       " on every axis");
+    const std::int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
+    const std::int64_t full = s * (in - 1) + out_pad[i] + span; // the output without padding
+    const bool same = o.pad_type == PadType::same_upper || o.pad_type == PadType::same_lower;
+    if (!o.output_shape.empty() || same) {
+      const std::int64_t want = o.output_shape.empty() ? in * s : out_shape[i];
+      if (want > full)
+        throw ShapeError(op + ": an output of size " + std::to_string(want) + " on spatial axis " +
+                         std::to_string(i) + " needs negative padding: at most " +
+                         std::to_string(full) + " = stride·(" + std::to_string(in) +
+                         " - 1) + output_padding + dilation·(kernel - 1) + 1 for the input " +
+                         to_string(t) + " and the weight " + to_string(weight));
+      split_padding(a, i, full - want, o.pad_type == PadType::same_upper);
+    }
+    const std::int64_t size = full - a.pads_begin[i] - a.pads_end[i];
+    if (size < 1)
+      throw ShapeError(op + ": the output would have size " + std::to_string(size) +
+                       " on spatial axis " + std::to_string(i) + " (" + std::to_string(full) +
+                       " less padding " + std::to_string(a.pads_begin[i]) + " + " +
+                       std::to_string(a.pads_end[i]) + ") for the input " + to_string(t) +
+                       " and the weight " + to_string(weight) + "; reduce the padding");
+    out.push_back(size);
+  }
+  return detail::add_op1(OpKind::ConvTranspose, {t, weight}, TensorSpec{std::move(out), t.dtype()},
+                         std::move(a));
+}
+
+} // namespace pxl::ops
