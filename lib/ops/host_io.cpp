@@ -11,8 +11,7 @@ namespace {
 void check_stream_ir(std::string_view op, const StreamHandle& stream) {
   const auto g = detail::require_graph(op);
   if (!stream.valid())
-    throw GraphError(std::string(op) + ": the stream handle is empty; create it with " +
-                     (op == "HostLoad" ? "h2d_stream" : "d2h_stream"));
+    detail::HandleAccess::throw_unusable(stream, op);
   if (detail::HandleAccess::storage(stream) != g.ir)
     throw GraphError(std::string(op) + ": stream '" + stream.name() +
                      "' belongs to another Ir than the current graph '" +

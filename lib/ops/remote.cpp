@@ -19,8 +19,7 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
                          std::vector<Tensor>& inputs) {
   const auto g = detail::require_graph(op);
   if (!buffer.valid())
-    throw GraphError(std::string(op) + ": the remote buffer handle is empty; create it with "
-                                       "remote_buffer");
+    detail::HandleAccess::throw_unusable(buffer, op);
   if (detail::HandleAccess::storage(buffer) != g.ir)
     throw GraphError(std::string(op) + ": remote buffer '" + buffer.name() +
                      "' belongs to another Ir than the current graph '" +
