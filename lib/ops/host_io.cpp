@@ -41,8 +41,7 @@ void host_store(const DeviceToHostStream& stream, const Tensor& t) {
 
 Tensor print_tensor(const Tensor& t, std::string title, bool print_gradient) {
   detail::require_graph("PrintTensor");
-  if (!t.valid())
-    throw GraphError("PrintTensor: the tensor to print is an empty Tensor");
+  detail::require_usable(t, "PrintTensor: the tensor to print");
   if (title.empty())
     title = t.id();
   const Tensor in[] = {t};

@@ -33,8 +33,7 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
     a.offset = *fixed;
     return a;
   }
-  if (!offset->valid())
-    throw GraphError(std::string(op) + ": the offset is an empty Tensor");
+  detail::require_usable(*offset, std::string(op) + ": the offset");
   if (offset->dtype() != int32)
     throw DTypeError(std::string(op) + ": the offset into remote buffer '" + buffer.name() +
                      "' must be an int32 scalar, got " + to_string(*offset));
@@ -47,8 +46,7 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
 }
 
 void check_entry(std::string_view op, const RemoteBuffer& buffer, const Tensor& t) {
-  if (!t.valid())
-    throw GraphError(std::string(op) + ": the tensor is an empty Tensor");
+  detail::require_usable(t, op);
   if (t.shape() != buffer.shape())
     throw ShapeError(std::string(op) + ": the entries of remote buffer '" + buffer.name() +
                      "' are " + to_string(buffer.spec()) + " but the tensor is " + to_string(t));

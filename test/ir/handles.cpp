@@ -277,6 +277,15 @@ TEST_CASE("Ops given a handle whose Ir is gone name the op and the handle") {
   check_unusable([&] { (void)ops::call(d.handles.sub, {x}); }, "Graph::name()", "Graph", false);
   check_unusable([&] { (void)ops::add(x, d.handles.w); }, "Tensor::dtype()", "Tensor", false);
   check_unusable([&] { (void)ops::relu(d.handles.w); }, "Tensor::dtype()", "Tensor", false);
+  check_unusable([&] { (void)ops::print_tensor(d.handles.w); }, "PrintTensor: the tensor to print",
+                 "Tensor", false);
+  check_unusable([&] { (void)ops::ipu_copy(d.handles.w, 1); }, "IpuCopy", "Tensor", false);
+  check_unusable([&] { (void)ops::collectives::replicated_all_reduce(d.handles.w); },
+                 "ReplicatedAllReduce", "Tensor", false);
+  check_unusable([&] { ops::remote_store(d.successor->buffer, 0, d.handles.w); }, "RemoteStore",
+                 "Tensor", false);
+  check_unusable([&] { (void)ops::remote_load(d.successor->buffer, d.handles.w); },
+                 "RemoteLoad: the offset", "Tensor", false);
 }
 
 TEST_CASE("A stale handle is not taken for one of the Ir that reuses its storage's slot") {

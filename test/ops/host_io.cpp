@@ -194,7 +194,7 @@ TEST_CASE("print_tensor prints each time it runs, in order, and passes its tenso
     out = d2h_stream({3}, float32, "out");
     ops::host_store(out, z);
     CHECK_THROWS_WITH_AS(ops::print_tensor(Tensor{}),
-                         Contains("PrintTensor: the tensor to print is an empty Tensor"),
+                         Contains("PrintTensor: the tensor to print: the Tensor handle is empty"),
                          GraphError);
   }
   Session session{ir};
