@@ -8,10 +8,18 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 using namespace pxl;
+
+// Handles stay small values: the generation fits beside the index, where padding was.
+static_assert(std::is_trivially_copyable_v<Tensor> && std::is_trivially_copyable_v<Graph> &&
+              std::is_trivially_copyable_v<Op> && std::is_trivially_copyable_v<RemoteBuffer> &&
+              std::is_trivially_copyable_v<HostToDeviceStream> &&
+              std::is_trivially_copyable_v<DeviceToHostStream>);
+static_assert(sizeof(Tensor) == 16 && sizeof(Graph) == 16 && sizeof(Op) == 16);
 
 namespace {
 
