@@ -8,6 +8,7 @@
 #include "pxl/core/shape.hpp"
 #include "pxl/dist.hpp"
 #include "pxl/ir/graph.hpp"
+#include "pxl/ir/handle_ref.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/op.hpp"
 #include "pxl/ir/remote_buffer.hpp"

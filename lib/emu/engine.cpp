@@ -1,5 +1,6 @@
 // Engine: construction (verify, compile, memory check), attachment and weights.
 #include "engine.hpp"
+#include "ir/handle_check.hpp"
 
 #include "pxl/core/error.hpp"
 
@@ -323,8 +324,7 @@ void Engine::weights_from_host() {
 }
 
 void Engine::check_tensor(std::string_view what, const Tensor& t) const {
-  if (!t.valid())
-    throw ValueError(std::string(what) + ": the tensor is empty");
+  pxl::detail::require_usable(t, what);
   if (!view_.owns(t))
     throw ValueError(std::string(what) + ": " + to_string(t) +
                      " belongs to another Ir than the session's");

@@ -1,5 +1,6 @@
 // Engine: running the plan, with the host arrays and callbacks of its streams.
 #include "engine.hpp"
+#include "ir/handle_check.hpp"
 
 #include "pxl/core/error.hpp"
 
@@ -56,6 +57,9 @@ void validate_arrays(const IrView& ir, std::int64_t replicas, const std::map<Han
                      std::string_view role, Last last) {
   const std::string_view replicas_name =
       replicas == ir.replication_factor() ? "replication_factor" : "local replicas";
+  // The handles given are checked here, once per call: the run loop reads none.
+  for (const auto& [s, array] : arrays)
+    pxl::detail::require_usable(s, what);
   std::set<std::string> missing, unexpected;
   for (const auto& s : expected)
     if (!arrays.contains(s))
@@ -137,6 +141,7 @@ StreamOutputs Engine::create_host_outputs() {
 
 template <typename Handle>
 std::uint32_t Engine::stream_index(std::string_view what, const Handle& s) const {
+  pxl::detail::require_usable(s, what);
   if (!view_.owns(s))
     throw StreamError(std::string(what) + ": stream '" + s.name() +
                       "' belongs to another Ir than the session's");

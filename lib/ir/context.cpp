@@ -1,5 +1,6 @@
 #include "ir/context.hpp"
 #include "ir/handle_access.hpp"
+#include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ir/scope.hpp"
@@ -16,11 +17,11 @@ Context& context() {
 
 GraphScope::GraphScope(const Graph& g) {
   auto& ctx = detail::context();
-  auto* ir = detail::HandleAccess::storage(g);
-  if (!ctx.graphs.empty() && ctx.graphs.back().ir != ir)
+  auto* ir = &detail::HandleAccess::arena(g, "Graph::scope()");
+  if (!ctx.graphs.empty() && detail::HandleAccess::storage(ctx.graphs.back()) != ir)
     throw GraphError("graph scope: cannot open graph '" + g.name() +
                      "' inside a graph of another Ir; close the outer scope first");
-  ctx.graphs.push_back({ir, IrView::id(g)});
+  ctx.graphs.push_back(g);
 }
 GraphScope::~GraphScope() {
   if (active_)
@@ -96,11 +97,11 @@ Graph current_graph() {
   if (ctx.graphs.empty())
     throw GraphError("no current graph: open one with `auto scope = graph.scope();` (PopXL's "
                      "`with graph:`)");
-  return detail::HandleAccess::graph(ctx.graphs.back().ir, ctx.graphs.back().graph);
+  return ctx.graphs.back();
 }
 
 Graph main_graph() {
-  return detail::HandleAccess::graph(detail::HandleAccess::storage(current_graph()),
+  return detail::HandleAccess::graph(detail::require_graph("main_graph()").ir,
                                      IrView::main_graph());
 }
 

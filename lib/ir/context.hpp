@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/ir_storage.hpp"
+#include "pxl/ir/graph.hpp"
 
 #include <optional>
 #include <string>
@@ -17,11 +18,9 @@ struct SequenceFrame {
 };
 
 struct Context {
-  struct GraphFrame {
-    IrStorage* ir;
-    GraphId graph;
-  };
-  std::vector<GraphFrame> graphs;
+  /// The open graph scopes, innermost last. Kept as handles, so that a scope left open while
+  /// its Ir is destroyed is found out (require_graph) rather than read.
+  std::vector<Graph> graphs;
   /// "a/b/" for the open name scopes, "" for none: kept whole, since every op and tensor
   /// made reads it.
   std::string scope_prefix;

@@ -11,10 +11,11 @@ namespace pxl {
 
 using detail::HandleAccess;
 
-const std::string& Graph::name() const { return ir_->graphs[index_].name; }
-Ir& Graph::ir() const { return HandleAccess::ir(*ir_, "Graph::ir"); }
-
 namespace {
+/// The arena behind `g`, after the check every Graph accessor makes (`call` names it).
+detail::IrStorage& graph_arena(const Graph& g, std::string_view call) {
+  return HandleAccess::arena(g, call);
+}
 std::vector<Tensor> handles(detail::IrStorage* ir, const std::vector<TensorId>& ids) {
   std::vector<Tensor> r;
   r.reserve(ids.size());
@@ -24,39 +25,63 @@ std::vector<Tensor> handles(detail::IrStorage* ir, const std::vector<TensorId>& 
 }
 } // namespace
 
-std::vector<Tensor> Graph::inputs() const { return handles(ir_, ir_->graphs[index_].inputs); }
-std::vector<Tensor> Graph::outputs() const { return handles(ir_, ir_->graphs[index_].outputs); }
+bool Graph::valid() const { return HandleAccess::storage(*this) != nullptr; }
+const std::string& Graph::name() const {
+  return graph_arena(*this, "Graph::name()").graph(IrView::id(*this)).name;
+}
+bool Graph::is_main() const {
+  graph_arena(*this, "Graph::is_main()");
+  return IrView::id(*this) == IrView::main_graph();
+}
+Ir& Graph::ir() const { return HandleAccess::ir(graph_arena(*this, "Graph::ir()"), "Graph::ir"); }
+
+std::vector<Tensor> Graph::inputs() const {
+  auto& ir = graph_arena(*this, "Graph::inputs()");
+  return handles(&ir, ir.graph(IrView::id(*this)).inputs);
+}
+std::vector<Tensor> Graph::outputs() const {
+  auto& ir = graph_arena(*this, "Graph::outputs()");
+  return handles(&ir, ir.graph(IrView::id(*this)).outputs);
+}
 bool Graph::input_is_by_ref(std::size_t i) const {
-  const auto& g = ir_->graphs[index_];
+  const auto& g = graph_arena(*this, "Graph::input_is_by_ref()").graph(IrView::id(*this));
   if (i >= g.input_by_ref.size())
     throw ValueError("Graph::input_is_by_ref: graph '" + g.name + "' has " +
                      std::to_string(g.inputs.size()) + " inputs, asked for input " +
                      std::to_string(i));
   return g.input_by_ref[i];
 }
-std::vector<Tensor> Graph::tensors() const { return handles(ir_, ir_->graphs[index_].tensors); }
+std::vector<Tensor> Graph::tensors() const {
+  auto& ir = graph_arena(*this, "Graph::tensors()");
+  return handles(&ir, ir.graph(IrView::id(*this)).tensors);
+}
+
+namespace {
+std::vector<Tensor> tensors_of_kind(const Graph& g, TensorKind kind, std::string_view call) {
+  auto& ir = graph_arena(g, call);
+  std::vector<Tensor> r;
+  for (auto i : ir.graph(IrView::id(g)).tensors)
+    if (ir.tensor(i).kind == kind)
+      r.push_back(HandleAccess::tensor(&ir, i));
+  return r;
+}
+} // namespace
 
 std::vector<Tensor> Graph::variables() const {
-  std::vector<Tensor> r;
-  for (auto i : ir_->graphs[index_].tensors)
-    if (ir_->tensor(i).kind == TensorKind::variable)
-      r.push_back(HandleAccess::tensor(ir_, i));
-  return r;
+  return tensors_of_kind(*this, TensorKind::variable, "Graph::variables()");
 }
 std::vector<Tensor> Graph::constants() const {
-  std::vector<Tensor> r;
-  for (auto i : ir_->graphs[index_].tensors)
-    if (ir_->tensor(i).kind == TensorKind::constant)
-      r.push_back(HandleAccess::tensor(ir_, i));
-  return r;
+  return tensors_of_kind(*this, TensorKind::constant, "Graph::constants()");
 }
 std::vector<Op> Graph::ops() const {
+  auto& ir = graph_arena(*this, "Graph::ops()");
   std::vector<Op> r;
-  for (auto i : ir_->graphs[index_].ops)
-    r.push_back(HandleAccess::op(ir_, i));
+  for (auto i : ir.graph(IrView::id(*this)).ops)
+    r.push_back(HandleAccess::op(&ir, i));
   return r;
 }
 std::vector<Graph> Graph::called_graphs() const {
+  graph_arena(*this, "Graph::called_graphs()");
   std::vector<Graph> r;
   for (const auto& op : ops())
     for (const Graph& g : op.called_graphs())
@@ -65,7 +90,9 @@ std::vector<Graph> Graph::called_graphs() const {
   return r;
 }
 bool Graph::contains(const Tensor& t) const {
-  return HandleAccess::storage(t) == ir_ && ir_->tensors[t.index()].graph == GraphId{index_};
+  // A query: an empty tensor, or one of a destroyed Ir, is in no graph.
+  auto& ir = graph_arena(*this, "Graph::contains()");
+  return HandleAccess::storage(t) == &ir && ir.tensor(IrView::id(t)).graph == IrView::id(*this);
 }
 
 namespace {

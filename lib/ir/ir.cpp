@@ -4,11 +4,71 @@
 #include "ir/op_builder.hpp"
 
 #include <atomic>
+#include <deque>
+#include <mutex>
+#include <vector>
 
 namespace pxl {
 
 namespace {
 std::atomic<std::uint64_t> next_ir_id{0};
+
+/// Every IrSlot made, and those free for a new storage. Never destroyed: a handle may outlive
+/// static destruction (a global Tensor) and must still read its slot.
+struct IrSlotPool {
+  std::mutex mutex;
+  std::deque<detail::IrSlot> slots; ///< a deque: slots never move
+  std::vector<detail::IrSlot*> free;
+};
+IrSlotPool& ir_slot_pool() {
+  static auto* const pool = new IrSlotPool;
+  return *pool;
+}
+detail::IrSlot* take_ir_slot() {
+  auto& pool = ir_slot_pool();
+  const std::lock_guard lock(pool.mutex);
+  if (pool.free.empty())
+    return &pool.slots.emplace_back();
+  detail::IrSlot* slot = pool.free.back();
+  pool.free.pop_back();
+  return slot;
+}
+
+std::string_view handle_kind_name(detail::HandleKind kind) {
+  switch (kind) {
+  case detail::HandleKind::tensor:
+    return "Tensor";
+  case detail::HandleKind::graph:
+    return "Graph";
+  case detail::HandleKind::op:
+    return "Op";
+  case detail::HandleKind::h2d_stream:
+    return "HostToDeviceStream";
+  case detail::HandleKind::d2h_stream:
+    return "DeviceToHostStream";
+  case detail::HandleKind::remote_buffer:
+    return "RemoteBuffer";
+  }
+  return "handle";
+}
+/// The calls that make a handle of `kind`, which leave it empty when they throw.
+std::string_view handle_kind_makers(detail::HandleKind kind) {
+  switch (kind) {
+  case detail::HandleKind::tensor:
+    return "op, variable, constant or graph_input";
+  case detail::HandleKind::graph:
+    return "create_graph or create_empty_graph";
+  case detail::HandleKind::op:
+    return "op-building";
+  case detail::HandleKind::h2d_stream:
+    return "h2d_stream";
+  case detail::HandleKind::d2h_stream:
+    return "d2h_stream";
+  case detail::HandleKind::remote_buffer:
+    return "remote_buffer";
+  }
+  return "";
+}
 
 GraphId add_graph(detail::IrStorage& ir, std::string name, std::string_view what) {
   detail::require_mutable(ir, what);
@@ -28,6 +88,41 @@ void orphan(const std::shared_ptr<detail::IrStorage>& storage) {
 } // namespace
 
 namespace detail {
+IrStorage::IrStorage() : slot(take_ir_slot()), generation(slot->generation.load()) {
+  slot->storage.store(this, std::memory_order_relaxed);
+}
+
+IrStorage::~IrStorage() {
+  // The generation moves on first: from here, handles made for this storage find it gone.
+  slot->generation.fetch_add(1, std::memory_order_release);
+  slot->storage.store(nullptr, std::memory_order_relaxed);
+  auto& pool = ir_slot_pool();
+  const std::lock_guard lock(pool.mutex);
+  pool.free.push_back(slot);
+}
+
+void throw_unusable_handle(HandleKind kind, bool empty, std::string_view call) {
+  const std::string name(handle_kind_name(kind));
+  if (empty)
+    throw GraphError(
+        std::string(call) + ": the " + name + " handle is empty (default-constructed, or the " +
+        std::string(handle_kind_makers(kind)) + " call that would have made it threw)");
+  throw GraphError(std::string(call) + ": the " + name +
+                   " handle's Ir has been destroyed, and no Session keeps it; a handle can be "
+                   "used only while its Ir, or a Session made from it, lives");
+}
+
+void require_usable(const Tensor& t, std::string_view call) { HandleAccess::arena(t, call); }
+void require_usable(const Graph& g, std::string_view call) { HandleAccess::arena(g, call); }
+void require_usable(const Op& o, std::string_view call) { HandleAccess::arena(o, call); }
+void require_usable(const HostToDeviceStream& s, std::string_view call) {
+  HandleAccess::arena(s, call);
+}
+void require_usable(const DeviceToHostStream& s, std::string_view call) {
+  HandleAccess::arena(s, call);
+}
+void require_usable(const RemoteBuffer& b, std::string_view call) { HandleAccess::arena(b, call); }
+
 void assign_tensor_id(IrStorage& ir, TensorId t, std::string wanted) {
   std::string& id = ir.tensor(t).id;
   PXL_ASSERT(id.empty());
@@ -197,7 +292,21 @@ DeviceToHostStream d2h_stream(Shape shape, DType dtype, std::string name) {
   return add_stream<DeviceToHostStream>(std::move(shape), dtype, std::move(name), false);
 }
 
-const std::string& StreamHandle::name() const { return ir_->streams[index_].name; }
-const TensorSpec& StreamHandle::spec() const { return ir_->streams[index_].spec; }
+namespace {
+/// The node behind `s`, after the check every stream accessor makes (`member` names it).
+const detail::StreamNode& stream_node(const StreamHandle& s, std::string_view member) {
+  if (const detail::IrStorage* ir = detail::HandleAccess::storage(s)) [[likely]]
+    return ir->streams[s.index()];
+  const bool h2d = detail::HandleAccess::kind(s) == detail::HandleKind::h2d_stream;
+  detail::HandleAccess::throw_unusable(
+      s, std::string(h2d ? "HostToDeviceStream::" : "DeviceToHostStream::") + std::string(member));
+}
+} // namespace
+
+bool StreamHandle::valid() const { return detail::HandleAccess::storage(*this) != nullptr; }
+const std::string& StreamHandle::name() const { return stream_node(*this, "name()").name; }
+const TensorSpec& StreamHandle::spec() const { return stream_node(*this, "spec()").spec; }
+const Shape& StreamHandle::shape() const { return stream_node(*this, "shape()").spec.shape; }
+DType StreamHandle::dtype() const { return stream_node(*this, "dtype()").spec.dtype; }
 
 } // namespace pxl

@@ -92,10 +92,28 @@ struct IdSuffixes {
   bool base_freed = false; ///< whether rename_tensor_id has freed the id itself since
 };
 
+/// Where handles find their Ir's storage (see HandleRef). A storage takes a free slot when it
+/// is made and gives it back when destroyed, the slot's generation one higher, so that handles
+/// made before find it no longer theirs. Slots are reused, never freed: a handle whose Ir is
+/// long gone still reads its slot safely. The cost is one load and compare at a handle's
+/// accessor; a Session checks the handles it is given once, at its API, and its run loop reads
+/// none.
+struct IrSlot {
+  std::atomic<IrStorage*> storage{nullptr};
+  std::atomic<std::uint32_t> generation{0};
+};
+
 /// Sequences whose elements never move (StableVector, deques), not vectors: handles return
 /// references into the nodes (shapes, names, attributes), and those must stay valid while
 /// later ops are added.
 struct IrStorage {
+  IrStorage();
+  ~IrStorage();
+  IrStorage(const IrStorage&) = delete;
+  IrStorage& operator=(const IrStorage&) = delete;
+
+  IrSlot* slot;                 ///< this storage's, until it is destroyed
+  std::uint32_t generation;     ///< the slot's generation while it holds this storage
   Ir* owner = nullptr;          ///< kept current when the Ir moves; null once it is destroyed
   std::deque<GraphNode> graphs; ///< graphs[0] is the main graph
   StableVector<TensorNode> tensors;

@@ -13,7 +13,13 @@ GraphRef require_graph(std::string_view op) {
     throw GraphError(std::string(op) +
                      ": no current graph; open one with `auto scope = graph.scope();` "
                      "(PopXL's `with graph:`)");
-  return {ctx.graphs.back().ir, ctx.graphs.back().graph};
+  const Graph& g = ctx.graphs.back();
+  IrStorage* ir = HandleAccess::storage(g);
+  if (ir == nullptr)
+    throw GraphError(std::string(op) +
+                     ": the current graph's Ir has been destroyed while its graph scope was "
+                     "still open; close the scope (end the guard's life) before the Ir goes");
+  return {ir, IrView::id(g)};
 }
 
 void place_output(const Op& op, std::size_t i, std::int64_t ipu) {
@@ -78,7 +84,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     if (!t.valid())
-      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " is an empty Tensor");
+      HandleAccess::throw_unusable(t, std::string(op) + ": input " + std::to_string(i));
     if (HandleAccess::storage(t) != g.ir)
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " + to_string(t) +
                        " belongs to another Ir");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/context.hpp"
+#include "ir/handle_check.hpp"
 #include "ir/ir_storage.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/ir/op.hpp"

@@ -21,7 +21,8 @@ std::string debug_name(const IrView& v, OpId o) {
 } // namespace
 
 std::string Graph::print_schedule(const std::map<Tensor, std::string>& input_names) const {
-  const IrView v = detail::HandleAccess::view(ir_);
+  const IrView v =
+      detail::HandleAccess::view(&detail::HandleAccess::arena(*this, "Graph::print_schedule()"));
   const GraphId g = IrView::id(*this);
   std::ostringstream os;
   os << "Graph : " << v.name(g) << "\n  (";

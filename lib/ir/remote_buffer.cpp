@@ -8,9 +8,29 @@ namespace pxl {
 
 using detail::HandleAccess;
 
-const std::string& RemoteBuffer::name() const { return ir_->remote_buffers[index_].name; }
-const TensorSpec& RemoteBuffer::spec() const { return ir_->remote_buffers[index_].spec; }
-std::int64_t RemoteBuffer::entries() const { return ir_->remote_buffers[index_].entries; }
+namespace {
+/// The node behind `b`, after the check every RemoteBuffer accessor makes (`call` names it).
+const detail::RemoteBufferNode& remote_buffer_node(const RemoteBuffer& b, std::string_view call) {
+  return HandleAccess::arena(b, call).remote_buffers[b.index()];
+}
+} // namespace
+
+bool RemoteBuffer::valid() const { return HandleAccess::storage(*this) != nullptr; }
+const std::string& RemoteBuffer::name() const {
+  return remote_buffer_node(*this, "RemoteBuffer::name()").name;
+}
+const TensorSpec& RemoteBuffer::spec() const {
+  return remote_buffer_node(*this, "RemoteBuffer::spec()").spec;
+}
+const Shape& RemoteBuffer::shape() const {
+  return remote_buffer_node(*this, "RemoteBuffer::shape()").spec.shape;
+}
+DType RemoteBuffer::dtype() const {
+  return remote_buffer_node(*this, "RemoteBuffer::dtype()").spec.dtype;
+}
+std::int64_t RemoteBuffer::entries() const {
+  return remote_buffer_node(*this, "RemoteBuffer::entries()").entries;
+}
 
 RemoteBuffer remote_buffer(Shape shape, DType dtype, std::int64_t entries, std::string name) {
   auto& ir = *detail::require_graph("remote_buffer").ir;
@@ -46,9 +66,7 @@ std::optional<RemoteEntry> remote_entry(const Tensor& t) {
 Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t entry,
                        std::string name) {
   const auto g = detail::require_graph("remote_variable");
-  if (!buffer.valid())
-    throw GraphError("remote_variable: the remote buffer handle is empty; create it with "
-                     "remote_buffer");
+  detail::require_usable(buffer, "remote_variable");
   if (HandleAccess::storage(buffer) != g.ir)
     throw GraphError("remote_variable: remote buffer '" + buffer.name() +
                      "' belongs to another Ir than the current graph's");

@@ -238,8 +238,7 @@ ConditionalSiteInfo conditional_with_info(const Tensor& condition, const Graph& 
                                           const std::vector<Tensor>& else_inputs,
                                           const InputsDict& then_inputs_dict,
                                           const InputsDict& else_inputs_dict) {
-  if (!condition.valid())
-    throw GraphError("If: the condition is an empty Tensor");
+  detail::require_usable(condition, "If: the condition");
   if (condition.dtype() != DType::bool_ || condition.spec().nelms() != 1)
     throw DTypeError("If: the condition must be a bool_ tensor of one element, got " +
                      to_string(condition));

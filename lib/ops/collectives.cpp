@@ -37,8 +37,7 @@ std::string_view operator_name(CollectiveOperator op) {
 /// The grouping's stride and size, checked against `t`'s Ir (all replicas when none).
 CollectiveAttrs grouped(std::string_view op, const Tensor& t,
                         const std::optional<ReplicaGrouping>& group) {
-  if (!t.valid())
-    throw ValueError(std::string(op) + ": the tensor is empty");
+  detail::require_usable(t, op);
   const Ir& ir = t.graph().ir();
   if (!group)
     return CollectiveAttrs{.stride = 1, .group_size = ir.replication_factor()};

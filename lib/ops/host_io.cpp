@@ -11,8 +11,7 @@ namespace {
 void check_stream_ir(std::string_view op, const StreamHandle& stream) {
   const auto g = detail::require_graph(op);
   if (!stream.valid())
-    throw GraphError(std::string(op) + ": the stream handle is empty; create it with " +
-                     (op == "HostLoad" ? "h2d_stream" : "d2h_stream"));
+    detail::HandleAccess::throw_unusable(stream, op);
   if (detail::HandleAccess::storage(stream) != g.ir)
     throw GraphError(std::string(op) + ": stream '" + stream.name() +
                      "' belongs to another Ir than the current graph '" +
@@ -42,8 +41,7 @@ void host_store(const DeviceToHostStream& stream, const Tensor& t) {
 
 Tensor print_tensor(const Tensor& t, std::string title, bool print_gradient) {
   detail::require_graph("PrintTensor");
-  if (!t.valid())
-    throw GraphError("PrintTensor: the tensor to print is an empty Tensor");
+  detail::require_usable(t, "PrintTensor: the tensor to print");
   if (title.empty())
     title = t.id();
   const Tensor in[] = {t};

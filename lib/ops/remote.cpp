@@ -19,8 +19,7 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
                          std::vector<Tensor>& inputs) {
   const auto g = detail::require_graph(op);
   if (!buffer.valid())
-    throw GraphError(std::string(op) + ": the remote buffer handle is empty; create it with "
-                                       "remote_buffer");
+    detail::HandleAccess::throw_unusable(buffer, op);
   if (detail::HandleAccess::storage(buffer) != g.ir)
     throw GraphError(std::string(op) + ": remote buffer '" + buffer.name() +
                      "' belongs to another Ir than the current graph '" +
@@ -34,8 +33,7 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
     a.offset = *fixed;
     return a;
   }
-  if (!offset->valid())
-    throw GraphError(std::string(op) + ": the offset is an empty Tensor");
+  detail::require_usable(*offset, std::string(op) + ": the offset");
   if (offset->dtype() != int32)
     throw DTypeError(std::string(op) + ": the offset into remote buffer '" + buffer.name() +
                      "' must be an int32 scalar, got " + to_string(*offset));
@@ -48,8 +46,7 @@ RemoteAttrs remote_attrs(std::string_view op, const RemoteBuffer& buffer,
 }
 
 void check_entry(std::string_view op, const RemoteBuffer& buffer, const Tensor& t) {
-  if (!t.valid())
-    throw GraphError(std::string(op) + ": the tensor is an empty Tensor");
+  detail::require_usable(t, op);
   if (t.shape() != buffer.shape())
     throw ShapeError(std::string(op) + ": the entries of remote buffer '" + buffer.name() +
                      "' are " + to_string(buffer.spec()) + " but the tensor is " + to_string(t));

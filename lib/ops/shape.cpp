@@ -328,8 +328,7 @@ Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int6
 }
 
 Tensor ipu_copy(const Tensor& t, std::int64_t destination, std::optional<std::int64_t> source) {
-  if (!t.valid())
-    throw GraphError("IpuCopy: the tensor is an empty Tensor");
+  detail::require_usable(t, "IpuCopy");
   if (destination < 0)
     throw ValueError("IpuCopy: destination IPU " + std::to_string(destination) + " of " +
                      to_string(t) + " must be >= 0");

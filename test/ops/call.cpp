@@ -383,7 +383,7 @@ TEST_CASE("conditional: errors name the condition, the branches and what differs
   auto yes = constant(HostTensor::scalar(true), "yes");
   auto two_flags = constant(HostTensor({true, false}, {2}), "flags");
   CHECK_THROWS_WITH_AS(ops::conditional(Tensor(), inc, inc, {x}, {x}),
-                       Contains("If: the condition is an empty Tensor"), GraphError);
+                       Contains("If: the condition: the Tensor handle is empty"), GraphError);
   CHECK_THROWS_WITH_AS(ops::conditional(x, inc, inc, {x}, {x}),
                        has("If: the condition must be a bool_ tensor of one element, got '" +
                            x.id() + "' [(2,) float32]"),

@@ -60,7 +60,7 @@ TEST_CASE("host_load / host_store: errors") {
                        Contains("HostStore: stream 'foreign_out' belongs to another Ir"),
                        GraphError);
   CHECK_THROWS_WITH_AS(ops::host_load(HostToDeviceStream{}),
-                       Contains("HostLoad: the stream handle is empty"), GraphError);
+                       Contains("HostLoad: the HostToDeviceStream handle is empty"), GraphError);
   auto wrong_shape = constant(HostTensor({3, 2}, float32), "wrong_shape");
   CHECK_THROWS_WITH_AS(ops::host_store(out, wrong_shape),
                        Contains("HostStore: stream 'out' carries [(2, 3) float32] but the tensor "
@@ -194,7 +194,7 @@ TEST_CASE("print_tensor prints each time it runs, in order, and passes its tenso
     out = d2h_stream({3}, float32, "out");
     ops::host_store(out, z);
     CHECK_THROWS_WITH_AS(ops::print_tensor(Tensor{}),
-                         Contains("PrintTensor: the tensor to print is an empty Tensor"),
+                         Contains("PrintTensor: the tensor to print: the Tensor handle is empty"),
                          GraphError);
   }
   Session session{ir};

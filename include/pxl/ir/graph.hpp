@@ -14,17 +14,21 @@
 
 namespace pxl {
 
-/// A small value `{ir, index}` naming a graph; compares by identity.
+/// A small value `{ir, index}` naming a graph; compares by identity. Every accessor but
+/// valid() and index() throws GraphError, naming itself, on an empty handle or one whose Ir is
+/// gone (destroyed, and no Session keeps it).
 class Graph {
 public:
   Graph() = default;
 
+  /// False for an empty handle and for one whose Ir is gone.
+  bool valid() const;
   /// Makes this the thread's current graph until the guard dies (`with graph:`).
   GraphScope scope() const { return GraphScope(*this); }
 
   const std::string& name() const;
-  std::uint32_t index() const { return index_; }
-  bool is_main() const { return index_ == 0; }
+  std::uint32_t index() const { return ref_.index; }
+  bool is_main() const;
   /// The Ir owning this graph; GraphError once that Ir has been destroyed.
   Ir& ir() const;
   std::vector<Tensor> inputs() const;
@@ -49,19 +53,13 @@ public:
   /// `input_names` shows chosen inputs by name (addons' named args).
   std::string print_schedule(const std::map<Tensor, std::string>& input_names = {}) const;
 
-  friend bool operator==(const Graph& a, const Graph& b) {
-    return a.ir_ == b.ir_ && a.index_ == b.index_;
-  }
-  friend auto operator<=>(const Graph& a, const Graph& b) {
-    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
-  }
+  friend auto operator<=>(const Graph&, const Graph&) = default;
 
 private:
   friend struct detail::HandleAccess;
-  Graph(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+  explicit Graph(detail::HandleRef ref) : ref_(ref) {}
 
-  detail::IrStorage* ir_ = nullptr;
-  std::uint32_t index_ = 0;
+  detail::HandleRef ref_;
 };
 
 /// Adds an input to the current graph (PopXL's `graph_input`).

@@ -12,16 +12,20 @@
 
 namespace pxl {
 
-/// A small value `{ir, index}` naming an op; compares by identity.
+/// A small value `{ir, index}` naming an op; compares by identity. Every accessor but valid()
+/// and index() throws GraphError, naming itself, on an empty handle or one whose Ir is gone
+/// (destroyed, and no Session keeps it).
 class Op {
 public:
   Op() = default;
+  /// False for an empty handle and for one whose Ir is gone.
+  bool valid() const;
   OpKind kind() const;
   /// "MatMul.101": the op type and its number in the Ir.
   std::string debug_name() const;
   /// Scoped name given at creation ("fc1/MatMul").
   const std::string& name() const;
-  std::uint32_t index() const { return index_; }
+  std::uint32_t index() const { return ref_.index; }
   Graph graph() const;
   std::vector<Tensor> inputs() const;
   std::vector<Tensor> outputs() const;
@@ -56,19 +60,13 @@ public:
   /// else-branch (in that order); empty for other ops.
   std::vector<Graph> called_graphs() const;
 
-  friend bool operator==(const Op& a, const Op& b) {
-    return a.ir_ == b.ir_ && a.index_ == b.index_;
-  }
-  friend auto operator<=>(const Op& a, const Op& b) {
-    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
-  }
+  friend auto operator<=>(const Op&, const Op&) = default;
 
 private:
   friend struct detail::HandleAccess;
-  Op(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+  explicit Op(detail::HandleRef ref) : ref_(ref) {}
 
-  detail::IrStorage* ir_ = nullptr;
-  std::uint32_t index_ = 0;
+  detail::HandleRef ref_;
 };
 
 } // namespace pxl

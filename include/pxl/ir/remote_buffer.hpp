@@ -6,6 +6,7 @@
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/core/shape.hpp"
 #include "pxl/fwd.hpp"
+#include "pxl/ir/handle_ref.hpp"
 #include "pxl/ir/tensor.hpp"
 
 #include <compare>
@@ -19,31 +20,28 @@ namespace pxl {
 /// A small value `{ir, index}` naming a remote buffer of an Ir: `entries` rows, each a tensor
 /// of `spec()`. Every replica has its own copy of every buffer, in its Streaming Memory; the
 /// device reaches an entry only through remote_load and remote_store, the host through the
-/// remote variables stored in it.
+/// remote variables stored in it. Every accessor but valid() and index() throws GraphError,
+/// naming itself, on an empty handle or one whose Ir is gone (destroyed, and no Session keeps
+/// it).
 class RemoteBuffer {
 public:
   RemoteBuffer() = default;
   const std::string& name() const;
   /// One entry's shape and dtype.
   const TensorSpec& spec() const;
-  const Shape& shape() const { return spec().shape; }
-  DType dtype() const { return spec().dtype; }
+  const Shape& shape() const;
+  DType dtype() const;
   std::int64_t entries() const;
-  std::uint32_t index() const { return index_; }
-  /// False for a default-constructed handle.
-  bool valid() const { return ir_ != nullptr; }
-  friend bool operator==(const RemoteBuffer& a, const RemoteBuffer& b) {
-    return a.ir_ == b.ir_ && a.index_ == b.index_;
-  }
-  friend auto operator<=>(const RemoteBuffer& a, const RemoteBuffer& b) {
-    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
-  }
+  std::uint32_t index() const { return ref_.index; }
+  /// False for an empty handle (default-constructed, or left so by a call that threw) and for
+  /// one whose Ir is gone.
+  bool valid() const;
+  friend auto operator<=>(const RemoteBuffer&, const RemoteBuffer&) = default;
 
 private:
   friend struct detail::HandleAccess;
-  RemoteBuffer(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
-  detail::IrStorage* ir_ = nullptr;
-  std::uint32_t index_ = 0;
+  explicit RemoteBuffer(detail::HandleRef ref) : ref_(ref) {}
+  detail::HandleRef ref_;
 };
 
 /// Where a remote variable is stored.

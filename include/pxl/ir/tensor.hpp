@@ -3,6 +3,7 @@
 
 #include "pxl/core/shape.hpp"
 #include "pxl/fwd.hpp"
+#include "pxl/ir/handle_ref.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -14,16 +15,20 @@ namespace pxl {
 
 /// A small value `{ir, index}` naming a tensor of an Ir; compares by identity.
 /// Operators create ops in the current graph: `a + b`, `a * 2.0`, `-a`, `a += b` (in place).
+/// Every accessor but valid() and index() throws GraphError, naming itself, on an empty handle
+/// or one whose Ir is gone (destroyed, and no Session keeps it).
 class Tensor {
 public:
   Tensor() = default;
 
-  bool valid() const { return ir_ != nullptr; }
+  /// False for an empty handle (default-constructed, or left so by a call that threw) and for
+  /// one whose Ir is gone.
+  bool valid() const;
   const TensorSpec& spec() const;
-  const Shape& shape() const { return spec().shape; }
-  DType dtype() const { return spec().dtype; }
-  std::int64_t rank() const { return spec().rank(); }
-  std::int64_t nelms() const { return spec().nelms(); }
+  const Shape& shape() const;
+  DType dtype() const;
+  std::int64_t rank() const;
+  std::int64_t nelms() const;
   /// The whole tensor's shape when this is one replica's shard of it (see replica_sharding;
   /// PopXL's `meta_shape`), else shape().
   const Shape& meta_shape() const;
@@ -37,7 +42,7 @@ public:
   /// (e.g. the "weight" of two `init()`s of one module).
   const std::string& name() const;
   /// Number shown as `%n` by print_schedule.
-  std::uint32_t index() const { return index_; }
+  std::uint32_t index() const { return ref_.index; }
   Graph graph() const;
   std::int64_t ipu() const;
   bool is_variable() const;
@@ -58,25 +63,19 @@ public:
   /// NumPy `t[start:stop]` along `axis` (negative indices count from the end).
   Tensor slice(std::int64_t start, std::int64_t stop, std::int64_t axis = 0) const;
 
-  friend bool operator==(const Tensor& a, const Tensor& b) {
-    return a.ir_ == b.ir_ && a.index_ == b.index_;
-  }
-  friend auto operator<=>(const Tensor& a, const Tensor& b) {
-    return std::pair(a.ir_, a.index_) <=> std::pair(b.ir_, b.index_);
-  }
+  friend auto operator<=>(const Tensor&, const Tensor&) = default;
   friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 private:
   friend struct detail::HandleAccess;
   friend struct std::hash<Tensor>;
-  Tensor(detail::IrStorage* ir, std::uint32_t index) : ir_(ir), index_(index) {}
+  explicit Tensor(detail::HandleRef ref) : ref_(ref) {}
 
-  detail::IrStorage* ir_ = nullptr;
-  std::uint32_t index_ = 0;
+  detail::HandleRef ref_;
 };
 
 /// "'x' [(2, 3) float32]": the tensor as pxl's error messages show it ("an empty Tensor"
-/// for a default-constructed one).
+/// for a default-constructed one, "a Tensor of a destroyed Ir" for one whose Ir is gone).
 std::string to_string(const Tensor& t);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
@@ -109,7 +108,5 @@ Tensor& operator*=(Tensor& a, double b);
 
 template <>
 struct std::hash<pxl::Tensor> {
-  std::size_t operator()(const pxl::Tensor& t) const noexcept {
-    return std::hash<const void*>{}(t.ir_) ^ (std::size_t{t.index()} * 0x9e3779b97f4a7c15ull);
-  }
+  std::size_t operator()(const pxl::Tensor& t) const noexcept { return t.ref_.hash(); }
 };
