@@ -96,7 +96,7 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options,
   // Kernels are compiled for the executor's chunks, which it hands out to the workers.
   replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas, &run_errors_,
                             exchange_.get());
-  executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
+  executor_ = std::make_unique<Executor>(*pool_, program_, replicas_, run_errors_);
   if (options_.profile)
     profiler_ = std::make_unique<Profiler>(view_, target_, link_ ? link_->size() : std::int64_t{1});
 
@@ -122,6 +122,7 @@ Engine::~Engine() {
   // No lock: the run in flight holds it, and only that run's thread can use the engine now
   // (it reads, but never changes, streams_ and last_async_).
   closing_.store(true);
+  run_errors_.stop(); // a run between stream steps stops after its current step
   for (auto& s : streams_) {
     if (auto q = s.outfeed.lock())
       q->close();

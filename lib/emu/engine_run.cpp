@@ -39,6 +39,34 @@ bool acceptable_shape(const Shape& shape, const TensorSpec& spec, std::int64_t t
                     shape.begin() + static_cast<std::ptrdiff_t>(d));
 }
 
+/// "RemoteLoad.7 (step 3 of graph 'body', iteration 2 of 4 of Loop.5 at step 1 of
+/// the main graph)": the step a run stopped after, for its error.
+std::string stopped_step(const IrView& view, const RunErrors::Where& where) {
+  auto op = [&](const StepInfo& info) {
+    // "MatMul.101", as print_schedule shows the op.
+    return info.op ? std::string(op_type_name(view.kind(*info.op))) + "." +
+                         std::to_string(info.op->value)
+                   : std::string("a copy");
+  };
+  auto at = [&](const StepInfo& info, std::size_t index) {
+    return "step " + std::to_string(index) + " of " +
+           (info.graph == IrView::main_graph() ? std::string("the main graph")
+                                               : "graph '" + view.name(info.graph) + "'");
+  };
+  std::string r =
+      where.step ? op(*where.step) + " (" + at(*where.step, where.index) : std::string("a step (");
+  if (where.depth > where.frames.size())
+    r += ", inside " + std::to_string(where.depth - where.frames.size()) + " more calls";
+  for (std::size_t k = std::min(where.depth, where.frames.size()); k-- > 0;) {
+    const RunErrors::Frame& f = where.frames[k];
+    r += f.iteration >= 0 ? ", iteration " + std::to_string(f.iteration) + " of " +
+                                std::to_string(f.step->trips) + " of "
+                          : std::string(", called by ");
+    r += op(*f.step) + " at " + at(*f.step, f.index);
+  }
+  return r + ")";
+}
+
 std::string quoted_list(const std::set<std::string>& names) {
   std::string r = "[";
   for (const auto& n : names)
@@ -348,6 +376,8 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
   for (auto& s : streams_)
     if (s.channel && !s.host_to_device)
       s.channel->queue().wait_drained();
+  // Where the run stopped, if it did (taken first: the next run starts afresh).
+  const std::optional<RunErrors::Failure> failure = run_errors_.take();
   // Destruction closed the stream queues during the run, whose elements then went nowhere.
   check_not_closing("Session::run_async");
   for (auto& s : streams_)
@@ -356,8 +386,12 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
         std::rethrow_exception(e);
   if (observer_error)
     std::rethrow_exception(observer_error);
-  if (auto error = run_errors_.take())
-    throw ValueError("Session::run: " + *error);
+  if (failure)
+    throw ValueError("Session::run: " + stopped_step(view_, failure->where) + ": " +
+                     failure->message.value_or("the run was stopped") +
+                     ". The run stopped after this step: no later step ran, on any replica; the "
+                     "variables hold what the steps before it (and this one, where it did not "
+                     "fail) wrote");
 }
 
 } // namespace pxl::emu::detail

@@ -154,8 +154,12 @@ TEST_CASE("An exception in a callback fails that run only, in both directions") 
         throw IoError("disk full");
     });
     CHECK_THROWS_WITH_AS(s.run(), "disk full", IoError);
+    // The failing run stopped at a store after element 1 (which one depends on how far the
+    // device was ahead of the consumer: failed_runs.cpp); the next one delivers all 4.
+    const int failed = seen.load();
+    CHECK(failed >= 2);
     CHECK_NOTHROW(s.run());
-    CHECK(seen.load() == 8);
+    CHECK(seen.load() == failed + 4);
   });
 }
 
