@@ -4,6 +4,7 @@
 #include "pxl/core/error.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <utility>
@@ -283,28 +284,48 @@ std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* 
   validate_run("Session::run_async", inputs, nullptr);
   for (auto& [stream, array] : inputs)
     array = array.owned(); // the caller's arrays may be gone before the run starts
+  // Runs that have ended leave their threads to be joined here (or at destruction).
+  std::erase_if(async_runs_, [](AsyncRun& r) {
+    if (r.done.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return false;
+    r.thread.join(); // it has set `done`, its last act
+    return true;
+  });
+  async_runs_.reserve(async_runs_.size() + 1); // no allocation once the thread runs
   auto done = std::make_shared<std::promise<void>>();
-  std::shared_future<void> previous = std::exchange(last_async_, done->get_future().share());
-  return std::async(std::launch::async,
-                    [this, done, previous, observer, inputs = std::move(inputs)] {
-                      // Signals the next run_async (and the destructor) however this run ends.
-                      struct Finish {
-                        std::promise<void>& p;
-                        ~Finish() { p.set_value(); }
-                      } finish{*done};
-                      if (previous.valid())
-                        previous.wait();
-                      StreamOutputs outputs;
-                      std::lock_guard run_lock(mutex_);
-                      check_not_closing("Session::run_async");
-                      // Checked again: a call between run_async and now may have changed what the
-                      // run expects.
-                      validate_run("Session::run_async", inputs, nullptr);
-                      for (const auto& s : expected_outputs_locked())
-                        outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
-                      run_locked(inputs, outputs, observer);
-                      return outputs;
-                    });
+  auto result = std::make_shared<std::promise<StreamOutputs>>();
+  std::future<StreamOutputs> future = result->get_future();
+  std::shared_future<void> finished = done->get_future().share();
+  // A thread of the session's own rather than std::async, whose future would wait for the
+  // run when dropped: a caller that drops it (or unwinds past it before the session) while
+  // the run waits on a stream nobody serves would hang there. Destruction joins it instead.
+  std::thread thread(
+      [this, done, result, previous = last_async_, observer, inputs = std::move(inputs)] {
+        // Signals the next run_async (and the destructor) however this run ends.
+        struct Finish {
+          std::promise<void>& p;
+          ~Finish() { p.set_value(); }
+        } finish{*done};
+        if (previous.valid())
+          previous.wait();
+        try {
+          StreamOutputs outputs;
+          std::lock_guard run_lock(mutex_);
+          check_not_closing("Session::run_async");
+          // Checked again: a call between run_async and now may have changed what the run
+          // expects.
+          validate_run("Session::run_async", inputs, nullptr);
+          for (const auto& s : expected_outputs_locked())
+            outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
+          run_locked(inputs, outputs, observer);
+          result->set_value(std::move(outputs));
+        } catch (...) {
+          result->set_exception(std::current_exception());
+        }
+      });
+  last_async_ = finished;
+  async_runs_.push_back({std::move(thread), std::move(finished)});
+  return future;
 }
 
 void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
