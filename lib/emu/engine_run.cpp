@@ -299,32 +299,35 @@ std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* 
   // A thread of the session's own rather than std::async, whose future would wait for the
   // run when dropped: a caller that drops it (or unwinds past it before the session) while
   // the run waits on a stream nobody serves would hang there. Destruction joins it instead.
-  std::thread thread(
-      [this, done, result, previous = last_async_, observer, inputs = std::move(inputs)] {
-        // Signals the next run_async (and the destructor) however this run ends.
-        struct Finish {
-          std::promise<void>& p;
-          ~Finish() { p.set_value(); }
-        } finish{*done};
-        if (previous.valid())
-          previous.wait();
-        try {
-          StreamOutputs outputs;
-          std::lock_guard run_lock(mutex_);
-          check_not_closing("Session::run_async");
-          // Checked again: a call between run_async and now may have changed what the run
-          // expects.
-          validate_run("Session::run_async", inputs, nullptr);
-          for (const auto& s : expected_outputs_locked())
-            outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
-          run_locked(inputs, outputs, observer);
-          result->set_value(std::move(outputs));
-        } catch (...) {
-          result->set_exception(std::current_exception());
-        }
-      });
+  // The promise stays with the Engine, which destroys it after joining the thread: the
+  // result (an exception the caller has read) is then freed on a thread that synchronised
+  // with the reader, not by the run's thread racing with it.
+  std::thread thread([this, done, result = result.get(), previous = last_async_, observer,
+                      inputs = std::move(inputs)] {
+    // Signals the next run_async (and the destructor) however this run ends.
+    struct Finish {
+      std::promise<void>& p;
+      ~Finish() { p.set_value(); }
+    } finish{*done};
+    if (previous.valid())
+      previous.wait();
+    try {
+      StreamOutputs outputs;
+      std::lock_guard run_lock(mutex_);
+      check_not_closing("Session::run_async");
+      // Checked again: a call between run_async and now may have changed what the run
+      // expects.
+      validate_run("Session::run_async", inputs, nullptr);
+      for (const auto& s : expected_outputs_locked())
+        outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
+      run_locked(inputs, outputs, observer);
+      result->set_value(std::move(outputs));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  });
   last_async_ = finished;
-  async_runs_.push_back({std::move(thread), std::move(finished)});
+  async_runs_.push_back({std::move(thread), std::move(finished), std::move(result)});
   return future;
 }
 
