@@ -262,7 +262,10 @@ public:
   /// Runs the main graph once. Every expected stream must be given exactly once (StreamError
   /// lists missing and unexpected ones), with the right shape (ShapeError) and dtype
   /// (DTypeError); nothing runs otherwise. Returns one array per d2h stream stored to.
-  /// SessionError unless attached.
+  /// SessionError unless attached. A run that fails at a step (a remote offset out of range,
+  /// a callback or observer that throws) stops after that step on every replica and throws;
+  /// the variables keep what the steps up to it wrote (no rollback) and the session stays
+  /// usable (docs/semantics.md, "Failed runs").
   StreamOutputs run(const StreamInputs& inputs = {}, emu::StepObserver* observer = nullptr);
   /// As run, writing into caller-owned arrays (checked like the inputs).
   void run_with_outputs(const StreamInputs& inputs, StreamOutputs& outputs,
@@ -273,8 +276,10 @@ public:
   /// set_h2d_source or set_h2d_callback to avoid the copy). The arguments are
   /// checked before this returns (the same errors as run, thrown here); errors of the run
   /// itself (a failing producer, say) come out of the future's get(). Runs on one session stay
-  /// serialised: one started while another is in flight executes after it. The session and its
-  /// attachment must outlive the run (destroying the session waits for it).
+  /// serialised: one started while another is in flight executes after it. Destroying the
+  /// session cancels the run (it stops after its current step; get() throws SessionError)
+  /// and waits for it; ending the attachment does not wait, the run then goes on and the
+  /// detach happens when it ends. The future does not wait for the run when dropped.
   /// An observer must outlive the run.
   std::future<StreamOutputs> run_async(StreamInputs inputs = {},
                                        emu::StepObserver* observer = nullptr);
@@ -288,8 +293,9 @@ public:
   /// while it is full; a host_load blocks while it is empty. Elements fetched ahead stay queued
   /// for the next run, so `fn` may be called between and after runs, until the session is
   /// destroyed or the callback replaced: what it captures must live that long. The stream
-  /// then is no longer an expected input. When `fn` throws, the device gets zeroed elements
-  /// instead (it never hangs) and every run that consumes one rethrows the error.
+  /// then is no longer an expected input. When `fn` throws, the run that takes the element it
+  /// failed to make stops after that host_load (the device never hangs) and rethrows the
+  /// error; the next run gets the elements `fn` makes afterwards.
   void set_h2d_callback(const HostToDeviceStream& stream, H2DCallback fn, FeedOptions options = {});
   /// Feeds `stream` from the elements of `range`, in order, as set_h2d_callback does. Any
   /// input range (a container, a range-v3 pipeline) whose elements convert to HostTensor and

@@ -97,7 +97,7 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options,
   // Kernels are compiled for the executor's chunks, which it hands out to the workers.
   replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas, &run_errors_,
                             exchange_.get());
-  executor_ = std::make_unique<Executor>(*pool_, program_, replicas_);
+  executor_ = std::make_unique<Executor>(*pool_, program_, replicas_, run_errors_);
   if (options_.profile)
     profiler_ = std::make_unique<Profiler>(view_, target_, link_ ? link_->size() : std::int64_t{1});
 
@@ -119,18 +119,20 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options,
 
 Engine::~Engine() {
   // A run_async in flight uses this engine: cancel it (closed queues let a device blocked on a
-  // stream go on, and the run then ends with SessionError), and let it finish first.
-  // No lock: the run in flight holds it, and only that run's thread can use the engine now
-  // (it reads, but never changes, streams_ and last_async_).
+  // stream go on; the run stops after that step and ends with SessionError, as do the runs
+  // still pending), and let every one finish first.
+  // No lock: the run in flight holds it, and only the runs' threads can use the engine now
+  // (they read, but never change, streams_ and async_runs_).
   closing_.store(true);
+  run_errors_.stop(); // a run between stream steps stops after its current step
   for (auto& s : streams_) {
     if (auto q = s.outfeed.lock())
       q->close();
     if (s.channel)
       s.channel->queue().close();
   }
-  if (last_async_.valid())
-    last_async_.wait();
+  for (AsyncRun& r : async_runs_)
+    r.thread.join();
 }
 
 std::unique_lock<std::mutex> Engine::enter(std::string_view what) {

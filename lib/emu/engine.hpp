@@ -20,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -168,9 +169,17 @@ private:
   std::atomic<int> pending_detaches_{0};
   std::atomic<bool> running_{false}; ///< run_locked is executing the program
   bool host_stale_ = false; ///< a run changed device weights since the last weights_to_host
-  /// Completes when the latest run_async has finished: the next one waits for it (FIFO), and
-  /// destruction waits for it.
+  /// Completes when the latest run_async has finished: the next one waits for it (FIFO).
   std::shared_future<void> last_async_;
+  /// A run_async's thread, the future it completes as its last act, and the promise of its
+  /// outputs (destroyed once the thread is joined).
+  struct AsyncRun {
+    std::thread thread;
+    std::shared_future<void> done;
+    std::shared_ptr<std::promise<StreamOutputs>> result;
+  };
+  /// The threads of run_async calls not yet joined, oldest first; destruction joins them.
+  std::vector<AsyncRun> async_runs_;
 };
 
 } // namespace pxl::emu::detail

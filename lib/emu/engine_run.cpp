@@ -5,6 +5,7 @@
 #include "pxl/core/error.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <utility>
@@ -38,6 +39,34 @@ bool acceptable_shape(const Shape& shape, const TensorSpec& spec, std::int64_t t
     return false;
   return std::equal(spec.shape.begin(), spec.shape.end(),
                     shape.begin() + static_cast<std::ptrdiff_t>(d));
+}
+
+/// "RemoteLoad.7 (step 3 of graph 'body', iteration 2 of 4 of Loop.5 at step 1 of
+/// the main graph)": the step a run stopped after, for its error.
+std::string stopped_step(const IrView& view, const RunErrors::Where& where) {
+  auto op = [&](const StepInfo& info) {
+    // "MatMul.101", as print_schedule shows the op.
+    return info.op ? std::string(op_type_name(view.kind(*info.op))) + "." +
+                         std::to_string(info.op->value)
+                   : std::string("a copy");
+  };
+  auto at = [&](const StepInfo& info, std::size_t index) {
+    return "step " + std::to_string(index) + " of " +
+           (info.graph == IrView::main_graph() ? std::string("the main graph")
+                                               : "graph '" + view.name(info.graph) + "'");
+  };
+  std::string r =
+      where.step ? op(*where.step) + " (" + at(*where.step, where.index) : std::string("a step (");
+  if (where.depth > where.frames.size())
+    r += ", inside " + std::to_string(where.depth - where.frames.size()) + " more calls";
+  for (std::size_t k = std::min(where.depth, where.frames.size()); k-- > 0;) {
+    const RunErrors::Frame& f = where.frames[k];
+    r += f.iteration >= 0 ? ", iteration " + std::to_string(f.iteration) + " of " +
+                                std::to_string(f.step->trips) + " of "
+                          : std::string(", called by ");
+    r += op(*f.step) + " at " + at(*f.step, f.index);
+  }
+  return r + ")";
 }
 
 std::string quoted_list(const std::set<std::string>& names) {
@@ -260,28 +289,51 @@ std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* 
   validate_run("Session::run_async", inputs, nullptr);
   for (auto& [stream, array] : inputs)
     array = array.owned(); // the caller's arrays may be gone before the run starts
+  // Runs that have ended leave their threads to be joined here (or at destruction).
+  std::erase_if(async_runs_, [](AsyncRun& r) {
+    if (r.done.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return false;
+    r.thread.join(); // it has set `done`, its last act
+    return true;
+  });
+  async_runs_.reserve(async_runs_.size() + 1); // no allocation once the thread runs
   auto done = std::make_shared<std::promise<void>>();
-  std::shared_future<void> previous = std::exchange(last_async_, done->get_future().share());
-  return std::async(std::launch::async,
-                    [this, done, previous, observer, inputs = std::move(inputs)] {
-                      // Signals the next run_async (and the destructor) however this run ends.
-                      struct Finish {
-                        std::promise<void>& p;
-                        ~Finish() { p.set_value(); }
-                      } finish{*done};
-                      if (previous.valid())
-                        previous.wait();
-                      StreamOutputs outputs;
-                      std::lock_guard run_lock(mutex_);
-                      check_not_closing("Session::run_async");
-                      // Checked again: a call between run_async and now may have changed what the
-                      // run expects.
-                      validate_run("Session::run_async", inputs, nullptr);
-                      for (const auto& s : expected_outputs_locked())
-                        outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
-                      run_locked(inputs, outputs, observer);
-                      return outputs;
-                    });
+  auto result = std::make_shared<std::promise<StreamOutputs>>();
+  std::future<StreamOutputs> future = result->get_future();
+  std::shared_future<void> finished = done->get_future().share();
+  // A thread of the session's own rather than std::async, whose future would wait for the
+  // run when dropped: a caller that drops it (or unwinds past it before the session) while
+  // the run waits on a stream nobody serves would hang there. Destruction joins it instead.
+  // The promise stays with the Engine, which destroys it after joining the thread: the
+  // result (an exception the caller has read) is then freed on a thread that synchronised
+  // with the reader, not by the run's thread racing with it.
+  std::thread thread([this, done, result = result.get(), previous = last_async_, observer,
+                      inputs = std::move(inputs)] {
+    // Signals the next run_async (and the destructor) however this run ends.
+    struct Finish {
+      std::promise<void>& p;
+      ~Finish() { p.set_value(); }
+    } finish{*done};
+    if (previous.valid())
+      previous.wait();
+    try {
+      StreamOutputs outputs;
+      std::lock_guard run_lock(mutex_);
+      check_not_closing("Session::run_async");
+      // Checked again: a call between run_async and now may have changed what the run
+      // expects.
+      validate_run("Session::run_async", inputs, nullptr);
+      for (const auto& s : expected_outputs_locked())
+        outputs.emplace(s, HostTensor(output_shape(s), s.dtype()));
+      run_locked(inputs, outputs, observer);
+      result->set_value(std::move(outputs));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  });
+  last_async_ = finished;
+  async_runs_.push_back({std::move(thread), std::move(finished), std::move(result)});
+  return future;
 }
 
 void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
@@ -353,6 +405,8 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
   for (auto& s : streams_)
     if (s.channel && !s.host_to_device)
       s.channel->queue().wait_drained();
+  // Where the run stopped, if it did (taken first: the next run starts afresh).
+  const std::optional<RunErrors::Failure> failure = run_errors_.take();
   // Destruction closed the stream queues during the run, whose elements then went nowhere.
   check_not_closing("Session::run_async");
   for (auto& s : streams_)
@@ -361,8 +415,12 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
         std::rethrow_exception(e);
   if (observer_error)
     std::rethrow_exception(observer_error);
-  if (auto error = run_errors_.take())
-    throw ValueError("Session::run: " + *error);
+  if (failure)
+    throw ValueError("Session::run: " + stopped_step(view_, failure->where) + ": " +
+                     failure->message.value_or("the run was stopped") +
+                     ". The run stopped after this step: no later step ran, on any replica; the "
+                     "variables hold what the steps before it (and this one, where it did not "
+                     "fail) wrote");
 }
 
 } // namespace pxl::emu::detail

@@ -3,6 +3,7 @@
 #include "pxl/core/error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <numeric>
 #include <utility>
@@ -65,7 +66,10 @@ public:
 
   Walk(Executor& e, Mode mode, unsigned worker, std::uint64_t base)
       : e_(e), mode_(mode), worker_(worker), cursor_(base), run_end_(base + e.items_per_run_),
-        holder_(worker == 0 && mode != Mode::count), start_pending_(worker == 0) {}
+        holder_(worker == 0 && mode != Mode::count), start_pending_(worker == 0) {
+    if (mode != Mode::count)
+      open_ = e.open_[worker];
+  }
 
   /// Worker 0's walk: starts the run, and returns once the run is complete.
   void lead(const GraphProgram& g) {
@@ -90,7 +94,7 @@ private:
     max_depth_ = std::max(max_depth_, depth);
     const GraphWaves& plan = e_.waves_[g.graph.value];
     auto next = plan.waves.begin();
-    for (std::size_t i = 0; i < g.steps.size();) {
+    for (std::size_t i = 0; i < g.steps.size() && !stale_;) {
       if (next != plan.waves.end() && next->begin == i) {
         wave(g, plan, *next, depth);
         i = next->end;
@@ -111,11 +115,13 @@ private:
     if (holder_ && e_.observer_.load(std::memory_order_relaxed))
       e_.timings_[depth][0].start = Clock::now();
     switch (s.info.kind) {
-    case StepKind::call:
+    case StepKind::call: {
       copies(g, i, &CallCopies::in);
+      const Enter frame(*this, g, i);
       graph(*s.callee, depth + 1);
       copies(g, i, &CallCopies::out, &CallCopies::back);
       break;
+    }
     case StepKind::repeat:
       loop(g, i, depth);
       break;
@@ -125,6 +131,8 @@ private:
     default:
       kernel(g, i);
     }
+    if (stale_) // the run stopped inside the call, loop or conditional
+      return;
     // Whoever completed the step's last phase reports it, before publishing that phase.
     if (holder_)
       if (StepObserver* o = e_.observer_.load(std::memory_order_relaxed)) {
@@ -132,6 +140,7 @@ private:
         timing.end = Clock::now();
         report(*o, s.info, timing);
       }
+    halt(&s.info, i);
   }
 
   /// Wave `w` of `g` (plan.waves): phase j runs the j-th step of each IPU in it, all
@@ -161,6 +170,8 @@ private:
           item -= replicas * c;
         }
       });
+      if (stale_)
+        return;
       first = last;
       const std::size_t from = reported;
       while (reported < w.end && plan.phase[reported] <= j)
@@ -172,8 +183,72 @@ private:
           for (std::size_t i = from; i < reported; ++i)
             report(*o, g.steps[i].info, timings[plan.phase[i]]);
         }
+      halt(nullptr, 0); // only an observer stops a wave: its steps cannot fail
     }
   }
+
+  /// After a step (or a wave's phase), on the worker that completed it: ends the run there if
+  /// a stop was requested in it. `step` is null for a phase of a wave. Every other worker then
+  /// finds the run complete at its next phase (shared), and this one walks no further.
+  void halt(const StepInfo* step, std::size_t index) {
+    if (!holder_ || stale_ || !e_.errors_.stopping())
+      return;
+    RunErrors::Where where{.step = step, .index = index, .depth = depth_};
+    for (std::size_t d = 0; d < std::min(depth_, where.frames.size()); ++d)
+      where.frames[d] = {&open_[d].g->steps[open_[d].i].info, open_[d].i, open_[d].iteration};
+    e_.errors_.locate(where);
+    unwind();
+    if (mode_ == Mode::shared) {
+      e_.pool_.end_run(run_end_); // instead of publishing the phase it completed
+      pending_ = 0;
+    }
+    stale_ = true;
+  }
+
+  /// Leaves the enclosing calls, loops and conditionals of a stopped run, innermost first,
+  /// as their ends would: what their callees modified in place (the inputs passed by
+  /// reference, PopXL's modified inputs: variables updated in a loop) is copied back, on every
+  /// replica that runs them. So a variable holds what every step up to the stop wrote, whether
+  /// or not the compiler aliased it into the callee. On this worker alone: the run is over
+  /// for the others.
+  void unwind() {
+    for (std::size_t d = depth_; d-- > 0;) {
+      const Open& o = open_[d];
+      const ProgramStep& step = o.g->steps[o.i];
+      for (std::size_t r = 0; r < e_.replicas_.size(); ++r) {
+        const BoundStep& bound = e_.replicas_[r]->step(*o.g, o.i);
+        if (step.info.kind != StepKind::conditional) {
+          if (active(r, o.guards))
+            bound.call->back.run(0, 1);
+        } else if (active(r, o.guards + 1)) { // the branch being walked (guards_[o.guards])
+          const BranchCopies& b = *bound.branches;
+          (guards_[o.guards].then ? b.then_copies : b.else_copies).back.run(0, 1);
+        }
+      }
+    }
+  }
+
+  /// Enters the call, loop or conditional step `i` of `g` for the life of the object: where a
+  /// stop inside it is located, and what it unwinds.
+  class Enter {
+  public:
+    Enter(Walk& w, const GraphProgram& g, std::size_t i) : w_(w) {
+      if (w_.mode_ != Mode::count)
+        w_.open_[w_.depth_] = {&g, i, -1, w_.guards_.size()};
+      ++w_.depth_;
+    }
+    Enter(const Enter&) = delete;
+    Enter& operator=(const Enter&) = delete;
+    ~Enter() { --w_.depth_; }
+    /// A loop's iteration `k`.
+    void iteration(std::int64_t k) {
+      if (w_.mode_ != Mode::count)
+        w_.open_[w_.depth_ - 1].iteration = k;
+    }
+
+  private:
+    Walk& w_;
+  };
 
   /// Calls the observer; an exception it throws (on whichever worker reports) is kept for
   /// Executor::run to rethrow once the run is over, and the observer is not called again.
@@ -188,6 +263,7 @@ private:
     } catch (...) {
       e_.observer_error_ = std::current_exception();
       e_.observer_.store(nullptr, std::memory_order_relaxed);
+      e_.errors_.stop();
     }
   }
 
@@ -195,7 +271,9 @@ private:
     const ProgramStep& step = g.steps[i];
     copies(g, i, &CallCopies::in);
     const bool staged = !e_.replicas_.front()->step(g, i).call->unstage.empty();
-    for (std::int64_t k = 0; k < step.info.trips; ++k) {
+    Enter frame(*this, g, i);
+    for (std::int64_t k = 0; k < step.info.trips && !stale_; ++k) {
+      frame.iteration(k);
       if (k > 0) {
         // Loop-carried values: iteration k-1's outputs are iteration k's first inputs.
         copies(g, i, &CallCopies::carry);
@@ -218,6 +296,7 @@ private:
       BranchCopies& b = *e_.replicas_[r]->step(g, i).branches;
       b.take_then = std::to_integer<unsigned>(*b.condition) != 0;
     });
+    const Enter frame(*this, g, i);
     for (const bool then : {true, false}) {
       guards_.push_back({&g, i, then});
       const auto side = then ? &BranchCopies::then_copies : &BranchCopies::else_copies;
@@ -228,10 +307,11 @@ private:
     }
   }
 
-  /// Whether replica `r` runs the steps being walked: it chose every enclosing branch.
-  bool active(std::uint64_t r) const {
-    for (const Guard& guard : guards_)
-      if (e_.replicas_[r]->step(*guard.g, guard.i).branches->take_then != guard.then)
+  /// Whether replica `r` runs the steps being walked: it chose every enclosing branch (the
+  /// outermost `n` of them, when given).
+  bool active(std::uint64_t r, std::size_t n = std::size_t(-1)) const {
+    for (std::size_t k = 0; k < std::min(n, guards_.size()); ++k)
+      if (e_.replicas_[r]->step(*guards_[k].g, guards_[k].i).branches->take_then != guards_[k].then)
         return false;
     return true;
   }
@@ -325,6 +405,8 @@ private:
       max_items_ = std::max(max_items_, count);
       return;
     case Mode::single:
+      if (stale_)
+        return;
       for (std::uint64_t k = 0; k < count; ++k)
         body(k);
       return;
@@ -404,7 +486,11 @@ private:
   Executor& e_;
   const Mode mode_;
   const unsigned worker_;
-  std::vector<Guard> guards_;   ///< the enclosing branches, outermost first
+  std::vector<Guard> guards_; ///< the enclosing branches, outermost first
+  /// The enclosing calls, loops and conditionals, outermost first: the first depth_ of this
+  /// worker's Executor::open_ (not kept when counting).
+  std::span<Open> open_;
+  std::size_t depth_ = 0;
   std::uint64_t cursor_;        ///< the next phase's first item
   const std::uint64_t run_end_; ///< one past the run's last item
   /// This worker started the run or completed the latest phase: it alone may report the
@@ -418,8 +504,9 @@ private:
 };
 
 Executor::Executor(WorkerPool& pool, const Program& program,
-                   std::span<const std::unique_ptr<Replica>> replicas)
-    : pool_(pool), program_(program), replicas_(replicas), max_chunks_(max_chunks(pool.size())) {
+                   std::span<const std::unique_ptr<Replica>> replicas, RunErrors& errors)
+    : pool_(pool), program_(program), replicas_(replicas), errors_(errors),
+      max_chunks_(max_chunks(pool.size())) {
   waves_.resize(program_.graphs.size());
   std::uint32_t phases = 1;
   for (std::size_t g = 0; g < program_.graphs.size(); ++g)
@@ -430,6 +517,7 @@ Executor::Executor(WorkerPool& pool, const Program& program,
     }
   Walk count(*this, Walk::Mode::count, 0, 0);
   count.lead(program_.main());
+  open_.assign(pool_.size(), std::vector<Open>(count.max_depth() + 1));
   items_per_run_ = count.cursor();
   picked_ = std::make_unique<std::atomic<std::uint64_t>[]>(count.max_items());
   for (std::size_t depth = 0; depth <= count.max_depth(); ++depth)

@@ -3,6 +3,7 @@
 
 #include "program.hpp"
 #include "replica.hpp"
+#include "run_errors.hpp"
 #include "worker_pool.hpp"
 
 #include "pxl/emu/step_observer.hpp"
@@ -53,11 +54,15 @@ struct GraphWaves {
 /// first. Calls and loops are stepped here, their callees in lockstep too;
 /// so are both branches of a conditional, each replica skipping the items of the branch its
 /// condition did not choose.
+///
+/// A run stops early when `errors` asks it to (RunErrors): the worker that completes the
+/// step in which the stop was requested locates it and ends the run in the pool at once, so
+/// no replica runs a later step, and none waits in a collective for another.
 class Executor {
 public:
-  /// Installs itself as `pool`'s job; `program` and `replicas` must outlive it.
+  /// Installs itself as `pool`'s job; `program`, `replicas` and `errors` must outlive it.
   Executor(WorkerPool& pool, const Program& program,
-           std::span<const std::unique_ptr<Replica>> replicas);
+           std::span<const std::unique_ptr<Replica>> replicas, RunErrors& errors);
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
   /// Stops the pool: no worker reads the program after this.
@@ -73,11 +78,22 @@ private:
   WorkerPool& pool_;
   const Program& program_;
   std::span<const std::unique_ptr<Replica>> replicas_;
+  RunErrors& errors_;
   unsigned max_chunks_;
   std::uint64_t items_per_run_ = 0; ///< every phase's items, fixed by the program
   /// By item of the current phase: the end of the last phase that picked it (Walk::pick).
   std::unique_ptr<std::atomic<std::uint64_t>[]> picked_;
   std::vector<GraphWaves> waves_; ///< by graph index; empty for graphs without a program
+  /// A call, loop or conditional a worker's walk is inside: step `i` of `g`, a loop's
+  /// iteration (-1 otherwise), and how many enclosing branches (Walk::guards_) are outside it.
+  struct Open {
+    const GraphProgram* g = nullptr;
+    std::size_t i = 0;
+    std::int64_t iteration = -1;
+    std::size_t guards = 0;
+  };
+  /// By worker: its walk's stack of Open, as deep as the program nests (no allocation in runs).
+  std::vector<std::vector<Open>> open_;
   /// By call depth and phase of the wave being run there (observed runs only): when the phase
   /// started and completed; [0] for a step run alone.
   std::vector<std::vector<StepTiming>> timings_;

@@ -37,15 +37,18 @@ HostTensor* SlotQueue::begin_push() {
   return &slots_[(head_ + count_) % slots_.size()];
 }
 
-void SlotQueue::end_push(bool poisoned) {
+bool SlotQueue::end_push(bool poisoned) {
+  bool failed = false;
   {
     std::lock_guard lock(mutex_);
     poisoned_[(head_ + count_) % slots_.size()] = poisoned ? failures_ : 0;
     ++count_;
     ++stats_.pushed;
     stats_.max_occupancy = std::max(stats_.max_occupancy, count_);
+    failed = raised_;
   }
   changed_.notify_all();
+  return failed;
 }
 
 HostTensor* SlotQueue::begin_pop() {
@@ -65,11 +68,12 @@ HostTensor* SlotQueue::begin_pop() {
   }
 }
 
-void SlotQueue::end_pop() {
-  bool wake = false;
+bool SlotQueue::end_pop() {
+  bool wake = false, poisoned = false;
   {
     std::lock_guard lock(mutex_);
-    if (poisoned_[head_] > acknowledged_)
+    poisoned = poisoned_[head_] > acknowledged_;
+    if (poisoned)
       raised_ = true;
     head_ = (head_ + 1) % slots_.size();
     --count_;
@@ -79,6 +83,7 @@ void SlotQueue::end_pop() {
   }
   if (wake)
     changed_.notify_all();
+  return poisoned;
 }
 
 void SlotQueue::wait_drained() {

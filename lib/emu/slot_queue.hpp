@@ -46,10 +46,14 @@ public:
 
   /// A free slot to fill, waiting while none is free; nullptr once closed.
   HostTensor* begin_push();
-  void end_push(bool poisoned = false);
+  /// Publishes the slot; true when the consumer has failed (fail_consumer) and the failure is
+  /// not yet raised: the device stops there.
+  bool end_push(bool poisoned = false);
   /// The oldest filled slot, waiting while none is; nullptr once closed and empty.
   HostTensor* begin_pop();
-  void end_pop();
+  /// Frees the slot; true when it was poisoned by a failure not yet raised: the device stops
+  /// there.
+  bool end_pop();
 
   /// Blocks until every pushed element has been popped and released.
   void wait_drained();

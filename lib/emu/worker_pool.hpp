@@ -62,6 +62,15 @@ public:
     epoch_.fetch_add(1, std::memory_order_release);
     epoch_.notify_all();
   }
+  /// Ends the run whose last item is `run_end - 1` early: called instead of `publish` by the
+  /// worker that completed a phase (every item claimed so far is then done, and no later one
+  /// is claimed before a publish). Every phase of the run counts as complete; the next run
+  /// starts at `run_end` as it would have.
+  void end_run(std::uint64_t run_end) {
+    claimed_.store(run_end, std::memory_order_relaxed);
+    finished_.store(run_end, std::memory_order_relaxed);
+    publish(run_end); // releases both stores to whoever sees the run complete
+  }
   /// Whether the phase ending at `end` is complete (every earlier phase then is too).
   bool completed(std::uint64_t end) const {
     return completed_.load(std::memory_order_acquire) >= end;

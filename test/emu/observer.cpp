@@ -150,7 +150,7 @@ TEST_CASE("Fused steps say so: a transpose read in place and an update folded in
   CHECK(rec.events[1].info.flops == 2 * 8 * 8 * 4);
 }
 
-TEST_CASE("An observer that throws fails that run after it has ended; the next run is whole") {
+TEST_CASE("An observer that throws fails that run, which stops there; the next run is whole") {
   Ir ir;
   HostToDeviceStream x;
   DeviceToHostStream y;

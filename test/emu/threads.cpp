@@ -1,6 +1,7 @@
-// Threads and callbacks under misuse: cancelling a blocked run, callbacks that call back into
-// their session or throw, worker counts and thread start failures, queue depths. Each case
-// that used to hang runs under a timeout guard, so a regression fails instead of hanging.
+// Threads and callbacks under misuse: callbacks that call back into their session or throw,
+// worker counts and thread start failures, queue depths (cancelling a blocked run: see
+// teardown.cpp). Each case that used to hang runs under a timeout guard, so a regression fails
+// instead of hanging.
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>
@@ -26,66 +27,6 @@ namespace {
 HostTensor one(float v) { return HostTensor({v}, {1}); }
 
 } // namespace
-
-TEST_CASE("Destroying a session cancels a run blocked on an undrained outfeed queue") {
-  finishes_within(30s, [] {
-    LoopProgram p({.steps = 50});
-    std::future<StreamOutputs> run;
-    std::shared_ptr<OutfeedQueue> queue;
-    {
-      Session s(p.ir, "ipu_model", {.workers = 1});
-      queue = s.outfeed_queue(p.y, {.depth = 2});
-      auto attached = s.attach();
-      run = s.run_async({{p.x, iota({50, 1})}});
-      // Nobody pops: the run fills the queue and the stream's own slots, then blocks.
-      while (queue->size() < 2)
-        std::this_thread::sleep_for(1ms);
-      CHECK(run.wait_for(20ms) == std::future_status::timeout);
-    } // the session goes while the run is blocked
-    CHECK_THROWS_WITH_AS(run.get(),
-                         doctest::Contains("the session was destroyed while the run was "
-                                           "pending or in flight; the run was cancelled"),
-                         SessionError);
-    // What the queue received stays, then it reports that nothing more will come.
-    CHECK(queue->closed());
-    CHECK(queue->pop() == one(0.f));
-    CHECK(queue->pop() == one(10.f));
-    CHECK_THROWS_WITH_AS(queue->pop(), doctest::Contains("the queue is empty and closed"),
-                         SessionError);
-  });
-}
-
-TEST_CASE("Destroying a session cancels a run blocked behind a held d2h callback") {
-  finishes_within(30s, [] {
-    LoopProgram p({.steps = 20});
-    std::promise<void> release;
-    auto released = release.get_future().share();
-    std::atomic<int> delivered{0};
-    std::future<StreamOutputs> run;
-    std::thread releaser;
-    {
-      Session s(p.ir, "ipu_model", {.workers = 2});
-      s.set_d2h_callback(p.y,
-                         [released, &delivered](const HostTensor&) {
-                           released.wait();
-                           ++delivered;
-                         },
-                         {.depth = 1});
-      auto attached = s.attach();
-      run = s.run_async({{p.x, iota({20, 1})}});
-      std::this_thread::sleep_for(10ms);
-      // A callback is user code and must return by itself: release it once destruction has
-      // begun. The device's remaining elements then go nowhere.
-      releaser = std::thread([&release] {
-        std::this_thread::sleep_for(20ms);
-        release.set_value();
-      });
-    }
-    releaser.join();
-    CHECK_THROWS_WITH_AS(run.get(), doctest::Contains("the run was cancelled"), SessionError);
-    CHECK(delivered.load() < 20);
-  });
-}
 
 TEST_CASE("A stream callback that calls back into its own session fails fast") {
   finishes_within(30s, [] {
@@ -154,8 +95,12 @@ TEST_CASE("An exception in a callback fails that run only, in both directions") 
         throw IoError("disk full");
     });
     CHECK_THROWS_WITH_AS(s.run(), "disk full", IoError);
+    // The failing run stopped at a store after element 1 (which one depends on how far the
+    // device was ahead of the consumer: failed_runs.cpp); the next one delivers all 4.
+    const int failed = seen.load();
+    CHECK(failed >= 2);
     CHECK_NOTHROW(s.run());
-    CHECK(seen.load() == 8);
+    CHECK(seen.load() == failed + 4);
   });
 }
 

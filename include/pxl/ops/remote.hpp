@@ -12,9 +12,10 @@ namespace pxl::ops {
 /// Entry `offset` of `buffer`, as a new tensor of the buffer's entry spec. ValueError for an
 /// offset out of range, GraphError for a buffer of another Ir.
 Tensor remote_load(const RemoteBuffer& buffer, std::int64_t offset, std::string name = "");
-/// The entry an int32 scalar tensor names when the op runs: an offset out of range ends the
-/// run with a ValueError naming the op, the offset and the buffer. DTypeError / ShapeError for
-/// an offset that is not an int32 scalar.
+/// The entry an int32 scalar tensor names when the op runs: an offset out of range copies
+/// nothing and stops the run after this op, on every replica (no later step runs), with a
+/// ValueError naming the op, its step, the offset and the buffer's size (docs/semantics.md,
+/// "Failed runs"). DTypeError / ShapeError for an offset that is not an int32 scalar.
 Tensor remote_load(const RemoteBuffer& buffer, const Tensor& offset, std::string name = "");
 /// As remote_load, into `t` (in place; returns it updated). ShapeError / DTypeError when `t`
 /// does not match the buffer's entries.

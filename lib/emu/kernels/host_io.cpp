@@ -1,6 +1,7 @@
 // Kernels of host_load and host_store (stream elements in and out of device buffers) and of
 // print_tensor (a line on the host's standard output).
 #include "../compile_context.hpp"
+#include "../run_errors.hpp"
 #include "common.hpp"
 
 #include <cstring>
@@ -22,16 +23,20 @@ StepFn compile_HostLoad(CompileContext& ctx, const KernelOp& op, const OpBuffers
   StreamState* s = &ctx.streams[index];
   StreamPort* port = &ctx.ports[index];
   std::byte* dst = buffers.outputs[0];
-  return [s, port, dst](unsigned w, unsigned n) {
+  RunErrors* errors = ctx.errors;
+  return [s, port, dst, errors](unsigned w, unsigned n) {
     if (s->channel) {
-      // One worker takes the element from the queue (blocking while it is empty).
+      // One worker takes the element from the queue (blocking while it is empty). The run
+      // stops after this step when the producer failed (the element is poisoned) or the
+      // Session is being destroyed (the queue is closed).
       if (w != 0)
         return;
       SlotQueue& q = s->channel->queue();
-      if (const HostTensor* slot = q.begin_pop()) {
+      const HostTensor* slot = q.begin_pop();
+      if (slot)
         std::memcpy(dst, slot->bytes().data(), s->bytes);
-        q.end_pop();
-      }
+      if ((!slot || q.end_pop()) && errors)
+        errors->stop();
       return;
     }
     // Element k mod num_host_transfers: a stream read more often wraps around.
@@ -48,7 +53,8 @@ StepFn compile_HostStore(CompileContext& ctx, const KernelOp& op, const OpBuffer
   StreamState* s = &ctx.streams[index];
   StreamPort* port = &ctx.ports[index];
   const std::byte* src = buffers.inputs[0];
-  return [s, port, src](unsigned w, unsigned n) {
+  RunErrors* errors = ctx.errors;
+  return [s, port, src, errors](unsigned w, unsigned n) {
     if (s->channel) {
       // One worker hands the element over (blocking while the queue is full).
       if (w != 0)
@@ -58,11 +64,14 @@ StepFn compile_HostStore(CompileContext& ctx, const KernelOp& op, const OpBuffer
         port->has_last = true;
         return;
       }
+      // The run stops after this step when the consumer has failed or the Session is being
+      // destroyed (the queue is closed).
       SlotQueue& q = s->channel->queue();
-      if (HostTensor* slot = q.begin_push()) {
+      HostTensor* slot = q.begin_push();
+      if (slot)
         std::memcpy(slot->bytes().data(), src, s->bytes);
-        q.end_push();
-      }
+      if ((!slot || q.end_push()) && errors)
+        errors->stop();
       return;
     }
     std::int64_t& pos = port->position[w].value;

@@ -1,7 +1,7 @@
 // Kernels of the Streaming Memory ops: a copy between a tensor and an entry of one of the
 // replica's remote buffers. A runtime offset is read by every chunk (the same value: it
-// does not change within the step); one out of range is recorded as the run's error and
-// nothing is copied.
+// does not change within the step); one out of range is recorded as the run's error, nothing
+// is copied, and the run stops after the step (RunErrors).
 #include "../compile_context.hpp"
 #include "../run_errors.hpp"
 #include "common.hpp"
@@ -24,13 +24,12 @@ StepFn remote_copy(const CompileContext& ctx, const KernelOp& op, const OpBuffer
       a.runtime_offset ? reinterpret_cast<const std::int32_t*>(buffers.inputs.back()) : nullptr;
   RunErrors* errors = ctx.errors;
   const std::int64_t fixed = a.offset, replica = ctx.replica;
-  const std::string name = op.debug_name();
   return [=](unsigned w, unsigned nw) {
     const std::int64_t entry = offset ? *offset : fixed;
     if (entry < 0 || entry >= block.entries) {
       if (w == 0 && errors)
-        errors->record(name + ": offset " + std::to_string(entry) + " (replica " +
-                       std::to_string(replica) + ") is out of range for its remote buffer of " +
+        errors->record("offset " + std::to_string(entry) + " (replica " + std::to_string(replica) +
+                       ") is out of range for its remote buffer of " +
                        std::to_string(block.entries) + " entries; nothing was " +
                        (to_remote ? "stored" : "loaded"));
       return;
