@@ -173,9 +173,11 @@ TEST_CASE("a softmax output with from_logits = false trains on its logits, as Ke
   const auto [xt, yt] = data(80, 2);
   // One step per run in float32; device loops of 10, and mixed precision (float16 logits,
   // the loss in float32).
-  for (const auto& [per_run, dtype] :
-       {std::pair{std::int64_t{1}, float32}, std::pair{std::int64_t{10}, float32},
-        std::pair{std::int64_t{10}, float16}}) {
+  for (const auto& run : {std::pair{std::int64_t{1}, float32}, std::pair{std::int64_t{10}, float32},
+                          std::pair{std::int64_t{10}, float16}}) {
+    // Not a structured binding: CAPTURE's lambda captures it, which clang 14 refuses.
+    const std::int64_t per_run = run.first;
+    const DType dtype = run.second;
     CAPTURE(per_run);
     CAPTURE(dtype);
     // The same network without the softmax, its logits taken as such: bitwise the same

@@ -14,7 +14,8 @@ using namespace std::chrono_literals;
 using doctest::Contains;
 using test_emu::finishes_within;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_failed_runs {
 
 HostTensor scalar(std::int32_t v) { return HostTensor::scalar(v); }
 HostTensor one(float v) { return HostTensor({v}, {1}); }
@@ -86,8 +87,6 @@ struct LoopedLoad {
     ir.set_num_host_transfers(steps);
   }
 };
-
-} // namespace
 
 TEST_CASE("A remote load out of range stops the run at that step: no later step runs") {
   LoadThenAdd p;
@@ -344,3 +343,5 @@ TEST_CASE("An observer that throws stops the run after the step it was shown") {
           HostTensor::full({4}, float32, 9.0));
   }
 }
+
+} // namespace test_failed_runs

@@ -20,7 +20,8 @@ using test_emu::finishes_within;
 using test_emu::iota;
 using test_emu::LoopProgram;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_teardown {
 HostTensor one(float v) { return HostTensor({v}, {1}); }
 
 /// Waits until `queue` holds `n` elements: a run that nobody drains is then blocked.
@@ -28,7 +29,6 @@ void wait_for_size(const OutfeedQueue& queue, std::size_t n) {
   while (queue.size() < n)
     std::this_thread::sleep_for(1ms);
 }
-} // namespace
 
 TEST_CASE("Destroying a session cancels a run blocked on an undrained outfeed queue") {
   finishes_within(20s, [] {
@@ -213,3 +213,5 @@ TEST_CASE("Destroying a session stops a replicated run in a long loop at once") 
     CHECK_THROWS_WITH_AS(run.get(), doctest::Contains("the run was cancelled"), SessionError);
   });
 }
+
+} // namespace test_teardown

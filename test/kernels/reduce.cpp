@@ -43,9 +43,11 @@ TEST_CASE("reductions over any axes match the reference for every dtype and work
 
 TEST_CASE("topk matches the reference for every dtype, axis, k, direction and worker count") {
   for (DType d : {float32, float16, int32})
-    for (const auto& [shape, axis] : std::vector<std::pair<Shape, std::int64_t>>{
+    for (const auto& c : std::vector<std::pair<Shape, std::int64_t>>{
              {{9}, 0}, {{4, 7}, 1}, {{4, 7}, 0}, {{3, 5, 6}, 1}, {{3, 5, 6}, -1}})
       for (bool largest : {true, false}) {
+        const Shape& shape = c.first; // not structured bindings: the lambdas capture them
+        const std::int64_t axis = c.second;
         const std::int64_t n = shape[static_cast<std::size_t>(axis < 0 ? axis + 3 : axis)];
         // int32 in [-3, 3]: many ties, which go to the lower index.
         const auto x = random_tensor(shape, d, d == int32 ? -3 : -2, d == int32 ? 3 : 2);
