@@ -2,6 +2,12 @@
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
 namespace pxl::ops {
 
 using detail::add_op1;
@@ -23,6 +29,23 @@ Tensor unary_signed(OpKind kind, const Tensor& t) {
     throw DTypeError(std::string(op_type_name(kind)) +
                      ": expected a float32, float16 or int32 tensor, got " + to_string(t));
   return add_op1(kind, {t}, t.spec());
+}
+
+/// IncrementMod and its in-place form: (t + increment) % modulus.
+Tensor counter_update(OpKind kind, const Tensor& t, double increment, double modulus) {
+  const std::string op(op_type_name(kind));
+  if (!is_floating_point(t.dtype()) && t.dtype() != int32)
+    throw DTypeError(op + ": expected a float32, float16 or int32 tensor, got " + to_string(t));
+  if (modulus == 0 || std::isnan(modulus))
+    throw ValueError(op + ": the modulus of " + to_string(t) + " must be a nonzero number, got " +
+                     std::to_string(modulus));
+  if (t.dtype() == int32)
+    for (const auto& [what, v] : {std::pair{"increment", increment}, {"modulus", modulus}})
+      if (!(v == std::trunc(v) && v >= std::numeric_limits<std::int32_t>::min() &&
+            v <= std::numeric_limits<std::int32_t>::max()))
+        throw ValueError(op + ": the " + what + " of int32 tensor " + to_string(t) +
+                         " must be a whole number in int32's range, got " + std::to_string(v));
+  return add_op1(kind, {t}, t.spec(), ScalarAttrs{increment, modulus});
 }
 
 Tensor binary(OpKind kind, const Tensor& a, const Tensor& b, DType out_dtype) {
@@ -106,6 +129,12 @@ Tensor ceil(const Tensor& t) { return unary_float(OpKind::Ceil, t); }
 Tensor log2(const Tensor& t) { return unary_float(OpKind::Log2, t); }
 Tensor swish(const Tensor& t) { return unary_float(OpKind::Swish, t); }
 Tensor clamp(const Tensor& t, double min, double max) { return clip(t, min, max); }
+Tensor increment_mod(const Tensor& t, double increment, double modulus) {
+  return counter_update(OpKind::IncrementMod, t, increment, modulus);
+}
+Tensor increment_mod_(const Tensor& t, double increment, double modulus) {
+  return counter_update(OpKind::IncrementModInplace, t, increment, modulus);
+}
 Tensor cast(const Tensor& t, DType to) {
   return add_op1(OpKind::Cast, {t}, TensorSpec{t.shape(), to}, CastAttrs{to});
 }

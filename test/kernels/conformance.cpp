@@ -84,6 +84,12 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Ceil] = unary(ops::ceil, away_from_zero);
     c[OpKind::Log2] = unary(ops::log2, positive);
     c[OpKind::Swish] = unary(ops::swish, x);
+    c[OpKind::IncrementMod] = {
+        [](const V& v) { return V{ops::increment_mod(v[0], 1.5, 2.0)}; }, {x}, ""};
+    c[OpKind::IncrementModInplace] = {
+        [](const V& v) { return V{ops::increment_mod_(v[0], 3.0, 7.0)}; },
+        {i32({1, 5, -9, 6, 0, 13}, {2, 3})},
+        ""};
     c[OpKind::Cast] = {[](const V& v) { return V{ops::cast(v[0], float16)}; },
                        {x},
                        "",

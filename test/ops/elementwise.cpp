@@ -130,6 +130,37 @@ TEST_CASE("fmod and %: the remainder with the dividend's sign, for floats and in
                        doctest::Contains("Fmod: operands must have the same dtype"), DTypeError);
 }
 
+TEST_CASE("increment_mod and increment_mod_: (t + increment) % modulus, in place for the second") {
+  const auto x = tensor({5}, float32, {0, 1, 2, -4, 2.5});
+  check_values(evaluate1([](T t) { return ops::increment_mod(t[0], 1, 3); }, {x}), {{5}, float32},
+               {1, 2, 0, -0.0, 0.5});
+  // In place: a later reader of t sees the update.
+  check_values(evaluate1(
+                   [](T t) {
+                     ops::increment_mod_(t[0], 1, 3);
+                     return ops::identity(t[0]);
+                   },
+                   {x}),
+               {{5}, float32}, {1, 2, 0, -0.0, 0.5});
+  const auto counters = tensor({4}, int32, {0, 6, -7, 2147483647});
+  check_values(evaluate1([](T t) { return ops::increment_mod(t[0], 1, 7); }, {counters}),
+               {{4}, int32}, {1, 0, -6, 2}); // exactly: 2^31 % 7, with no wrap-around
+  ScratchGraph s;
+  const Tensor f = s.input({2});
+  const Tensor i = s.input({2}, int32);
+  CHECK(ops::increment_mod_(f, 1, 2).spec() == f.spec());
+  CHECK_THROWS_WITH_AS(ops::increment_mod(f, 1, 0),
+                       doctest::Contains("IncrementMod: the modulus of"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::increment_mod_(i, 0.5, 4),
+                       doctest::Contains("IncrementModInplace: the increment of int32 tensor"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::increment_mod(i, 1, 1e10),
+                       doctest::Contains("must be a whole number in int32's range"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::increment_mod(s.input({2}, bool_), 1, 2),
+                       doctest::Contains("IncrementMod: expected a float32, float16 or int32"),
+                       DTypeError);
+}
+
 TEST_CASE("unary math in float16 rounds the exact value once") {
   const V x = {-1, 0.5, 2};
   const auto in = tensor({3}, float16, x);

@@ -145,6 +145,23 @@ PXL_REF_KERNEL(Swish) {
   unary(inputs, outputs,
         [](double x) { return std::isinf(x) && x < 0 ? -0.0 : x / (1.0 + std::exp(-x)); });
 }
+// (x + increment) % modulus: int32 exactly (whole numbers, as the op requires); floats with
+// the increment and modulus as floats and the sum rounded to float before the (exact)
+// remainder, as the kernel computes.
+PXL_REF_KERNEL(IncrementMod) {
+  const auto& s = op.attrs_as<ScalarAttrs>();
+  if (inputs[0]->dtype() == int32) {
+    const auto inc = static_cast<std::int64_t>(s.a), mod = static_cast<std::int64_t>(s.b);
+    unary(inputs, outputs, [&](double x) {
+      return static_cast<double>((static_cast<std::int64_t>(x) + inc) % mod);
+    });
+    return;
+  }
+  const double inc = static_cast<float>(s.a), mod = static_cast<float>(s.b);
+  unary(inputs, outputs,
+        [&](double x) { return std::fmod(static_cast<double>(static_cast<float>(x + inc)), mod); });
+}
+PXL_REF_KERNEL(IncrementModInplace) { ref_IncrementMod(ev, op, inputs, outputs); }
 // Cast from the source value as a double: every float32/float16 value is exact there, and
 // convert_element's bounds (2^31, 2^32, ...) are the same numbers in double as in float.
 PXL_REF_KERNEL(Cast) {

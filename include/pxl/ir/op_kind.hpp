@@ -91,6 +91,9 @@ enum class OpCost : std::uint8_t {
   X(Ceil, "Ceil", elementwise, NoAttrs, NoGrad, local)                                             \
   X(Log2, "Log2", elementwise, NoAttrs, Grad, local_series)                                        \
   X(Swish, "Swish", elementwise, NoAttrs, Grad, local_series)                                      \
+  X(IncrementMod, "IncrementMod", elementwise, ScalarAttrs, NoGrad, local_series)                  \
+  X(IncrementModInplace, "IncrementModInplace", elementwise, ScalarAttrs, NoGrad | Inplace,        \
+    local_series)                                                                                  \
   X(Cast, "Cast", elementwise, CastAttrs, Grad, local)                                             \
   X(Identity, "Identity", elementwise, NoAttrs, Grad, local)                                       \
   X(Detach, "Detach", elementwise, NoAttrs, Grad, local)                                           \

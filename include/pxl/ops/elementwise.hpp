@@ -48,6 +48,13 @@ Tensor ceil(const Tensor& t);
 Tensor log2(const Tensor& t);
 /// x · sigmoid(x) (PopXL's swish, PyTorch's SiLU); -0 at -inf, its limit.
 Tensor swish(const Tensor& t);
+/// (t + increment) % modulus, the remainder with the sign of the sum (fmod, as `%`): PopXL's
+/// counter update. float32, float16 (the sum and remainder in float, rounded once) or int32
+/// (exact: the sum in 64 bits), where `increment` and `modulus` must be whole numbers in int32's
+/// range. ValueError for a modulus of 0. Not differentiable, as in PopXL.
+Tensor increment_mod(const Tensor& t, double increment, double modulus);
+/// As increment_mod, in place: the output aliases `t`.
+Tensor increment_mod_(const Tensor& t, double increment, double modulus);
 /// PopXL's alias of clip.
 Tensor clamp(const Tensor& t, double min, double max);
 /// Converts every element by pxl::convert_element: floats round to nearest; float → integer

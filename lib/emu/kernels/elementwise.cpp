@@ -164,6 +164,32 @@ StepFn compile_GeluErf(CompileContext&, const KernelOp& op, const OpBuffers& buf
   });
 }
 
+namespace {
+/// (x + increment) % modulus: fmod in float for floats, exact in 64 bits for int32 (the op
+/// checked that both are whole int32 values there). In place the output is the input buffer,
+/// each element read before it is written.
+StepFn counter_step(const KernelOp& op, const OpBuffers& buffers) {
+  const auto& s = op.attrs_as<ScalarAttrs>();
+  const auto& spec = op.input(0).spec();
+  if (spec.dtype == int32) {
+    const auto inc = static_cast<std::int64_t>(s.a), mod = static_cast<std::int64_t>(s.b);
+    return map_step<std::int32_t, std::int32_t>(buffers, spec.nelms(), [inc, mod](std::int32_t x) {
+      return static_cast<std::int32_t>((x + inc) % mod);
+    });
+  }
+  const auto inc = static_cast<float>(s.a), mod = static_cast<float>(s.b);
+  return float_unary(op, buffers, [inc, mod](float x) { return std::fmod(x + inc, mod); });
+}
+} // namespace
+
+StepFn compile_IncrementMod(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return counter_step(op, buffers);
+}
+
+StepFn compile_IncrementModInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return counter_step(op, buffers);
+}
+
 StepFn compile_LogicalNot(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   return map_step<bool, bool>(buffers, op.input(0).nelms(), [](bool x) { return !x; });
 }
