@@ -17,7 +17,8 @@ using addons::GraphWithNamedArgs;
 using addons::micro_batch_spec;
 using addons::NamedTensors;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_batch_serialise {
 
 constexpr std::int64_t features = 6, classes = 4;
 
@@ -210,8 +211,6 @@ void check_close(const Training& serial, const Training& plain) {
     CHECK(serial.losses[k] == doctest::Approx(plain.losses[k]).epsilon(1e-5));
 }
 
-} // namespace
-
 TEST_CASE("batch_serialise: 1, 2 and 4 micro-batches give the unserialised output") {
   const std::int64_t batch = 8;
   // One step returns the graph itself, so it is the unserialised reference.
@@ -392,3 +391,5 @@ TEST_CASE("batch_serialise errors name the graph, the tensor, what was expected 
           ("belongs to another Ir than the forward graph '" + fwd.graph().name() + "'").c_str()),
       GraphError);
 }
+
+} // namespace test_batch_serialise

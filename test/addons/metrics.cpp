@@ -13,7 +13,8 @@
 using namespace pxl;
 using addons::Metric;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_metrics {
 
 /// `metric(logits, labels)` built in a main graph over constants, run on the emulator.
 HostTensor evaluate(const std::function<Tensor(const Tensor&, const Tensor&)>& metric,
@@ -37,8 +38,6 @@ HostTensor labels_of(std::vector<std::int32_t> values, Shape shape) {
 
 // Row argmaxes 1, 0 (a tie: the first maximum wins), 2, 2.
 const HostTensor logits({0.1f, 2.f, -1.f, 3.f, 3.f, 0.f, -1.f, -2.f, -0.5f, 0.f, 0.f, 5.f}, {4, 3});
-
-} // namespace
 
 TEST_CASE("sparse_categorical_accuracy and correct_predictions: argmax against the labels") {
   // Rows 0, 1 and 2 are right; row 3's label is out of range, never right.
@@ -114,3 +113,5 @@ TEST_CASE("Metrics reject operands of the wrong dtype or shape, naming them") {
   CHECK_THROWS_WITH_AS(addons::sparse_categorical_accuracy(constant(HostTensor::scalar(1.f)), y),
                        doctest::Contains("logits must have a class axis of size >= 1"), ShapeError);
 }
+
+} // namespace test_metrics

@@ -15,7 +15,8 @@
 using namespace pxl;
 using addons::NamedTensors;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_model_parallel {
 
 constexpr std::int64_t features = 6, hidden = 5, outputs = 3, rows = 4;
 
@@ -76,8 +77,6 @@ Trained train(bool split, unsigned workers, int steps) {
   return r;
 }
 
-} // namespace
-
 TEST_CASE(
     "A model split over two IPUs trains bitwise as on one, its layers where they were built") {
   const int steps = 20;
@@ -118,3 +117,5 @@ TEST_CASE("Gradient accumulators sit on their variables' IPUs") {
         CHECK(t.ipu() == (name.find("fc2") != std::string::npos ? 1 : 0));
       }
 }
+
+} // namespace test_model_parallel

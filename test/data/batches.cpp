@@ -21,7 +21,8 @@ using pxl::addons::data::Dataset;
 using pxl::addons::data::num_batches;
 using pxl::addons::data::shuffled_indices;
 
-namespace {
+// Named: in a unity build this file shares its unit with others of the suite.
+namespace test_batches {
 
 /// n examples of 2×2 pixels; example i has pixels 4i … 4i+3 (mod 256) and label i (mod 256).
 Dataset synthetic(std::int64_t n) {
@@ -48,8 +49,6 @@ double normalised(int p, double mean, double std) { return (p / 255.0 - mean) / 
 /// The defaults, as the pipeline sees them (float constants widened to double).
 const double mean = pxl::addons::data::fashion_mnist_mean;
 const double std_ = pxl::addons::data::fashion_mnist_std;
-
-} // namespace
 
 TEST_CASE("shuffled_indices is a permutation fixed by seed and epoch") {
   // The engine is the standard's mt19937_64: its 10,000th output is fixed by [rand.predef].
@@ -251,3 +250,5 @@ TEST_CASE("batches rejects data and options it cannot batch") {
   Dataset scalar_images{HostTensor(Shape{}, pxl::uint8), HostTensor(Shape{1}, pxl::uint8)};
   CHECK_THROWS_AS(batches(scalar_images), pxl::ShapeError);
 }
+
+} // namespace test_batches
