@@ -320,18 +320,11 @@ TEST_CASE("An observer that throws stops the run after the step it was shown") {
     t *= 3.0;               // step 2
     ops::host_store(y, t);  // step 3
   }
-  struct Throwing final : emu::StepObserver {
-    int calls = 0;
-    void on_step(const emu::StepInfo&, const emu::StepTiming&, std::int64_t) override {
-      if (++calls == 2)
-        throw ValueError("observer gave up");
-    }
-  };
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
     Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
-    Throwing throwing;
+    test_emu::ThrowingObserver throwing;
     StreamOutputs out = unwritten(s);
     CHECK_THROWS_WITH_AS(
         s.run_with_outputs({{x, HostTensor::full({4}, float32, 1.0)}}, out, &throwing),

@@ -125,4 +125,13 @@ inline void finishes_within(std::chrono::seconds limit, std::function<void()> fn
   finished.get(); // rethrows what fn threw, for doctest to report
 }
 
+/// An observer that throws ValueError("observer gave up") when shown its second step.
+struct ThrowingObserver final : emu::StepObserver {
+  int calls = 0;
+  void on_step(const emu::StepInfo&, const emu::StepTiming&, std::int64_t) override {
+    if (++calls == 2)
+      throw ValueError("observer gave up");
+  }
+};
+
 } // namespace pxl::test_emu

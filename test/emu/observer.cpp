@@ -160,18 +160,11 @@ TEST_CASE("An observer that throws fails that run, which stops there; the next r
     y = d2h_stream({64}, float32, "y");
     ops::host_store(y, ops::exp(ops::relu(ops::host_load(x))) * 2.0);
   }
-  struct Throwing final : emu::StepObserver {
-    int calls = 0;
-    void on_step(const emu::StepInfo&, const emu::StepTiming&, std::int64_t) override {
-      if (++calls == 2)
-        throw ValueError("observer gave up");
-    }
-  };
   for (unsigned workers : {1u, 2u}) {
     CAPTURE(workers);
     Session s(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
     auto attached = s.attach();
-    Throwing throwing;
+    test_emu::ThrowingObserver throwing;
     CHECK_THROWS_WITH_AS(s.run({{x, HostTensor::full({64}, float32, 0.0)}}, &throwing),
                          "observer gave up", ValueError);
     CHECK(throwing.calls == 2); // not called again in that run
