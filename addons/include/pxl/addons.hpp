@@ -12,6 +12,7 @@
 #include "pxl/addons/data/pipeline.hpp"
 #include "pxl/addons/data/shuffle.hpp"
 #include "pxl/addons/layers/activation.hpp"
+#include "pxl/addons/layers/conv.hpp"
 #include "pxl/addons/layers/dense.hpp"
 #include "pxl/addons/layers/dropout.hpp"
 #include "pxl/addons/layers/embedding.hpp"
