@@ -5,6 +5,7 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <map>
@@ -47,10 +48,15 @@ Run run_module(M module, const std::array<HostTensor, N>& inputs,
     r.factories = facts;
     std::optional<addons::GraphWithNamedArgs> bwd;
     if (dy) {
-      // Gradients for every floating-point input (not for indices or seeds).
+      // Gradients for every floating-point input (not for indices or seeds) but state
+      // variables (a batch norm's running statistics).
+      std::vector<Tensor> state;
+      for (const auto& [key, f] : facts.items())
+        if (!f.trainable)
+          state.push_back(fwd.args().at(key));
       std::vector<Tensor> required;
       for (const auto& t : fwd.graph().inputs())
-        if (is_floating_point(t.dtype()))
+        if (is_floating_point(t.dtype()) && std::find(state.begin(), state.end(), t) == state.end())
           required.push_back(t);
       bwd = addons::autodiff(fwd, {.grads_required = required});
     }

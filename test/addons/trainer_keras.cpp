@@ -234,3 +234,71 @@ TEST_CASE("probabilities no softmax made: the loss clips them at 1e-7 as Keras d
   }
   CHECK(trainer.evaluate(x, y, 40).at("loss") == doctest::Approx(expected).epsilon(1e-5));
 }
+
+namespace {
+
+/// The running mean Keras's batch norm (momentum 0.99, from zeros) holds after one pass over
+/// `x` in batches of `batch` in order, when its input is x · W + b and nothing trains.
+std::vector<double> expected_running_mean(const HostTensor& x, const HostTensor& w,
+                                          const HostTensor& b, std::int64_t batch) {
+  const std::int64_t units = w.shape()[1];
+  std::vector<double> running(static_cast<std::size_t>(units));
+  for (std::int64_t start = 0; start + batch <= x.shape()[0]; start += batch)
+    for (std::int64_t u = 0; u < units; ++u) {
+      double mean = 0;
+      for (std::int64_t i = start; i < start + batch; ++i) {
+        double h = b.item(u);
+        for (std::int64_t f = 0; f < features; ++f)
+          h += x.item(i * features + f) * w.item(f * units + u);
+        mean += h / static_cast<double>(batch);
+      }
+      auto& r = running[static_cast<std::size_t>(u)];
+      r = 0.99 * r + 0.01 * mean;
+    }
+  return running;
+}
+
+} // namespace
+
+TEST_CASE("a batch norm's running statistics: updated once per batch by fit, read by evaluate") {
+  const auto [x, y] = data(examples, 1);
+  const auto [xt, yt] = data(80, 2);
+  // The learning rate is 0, so each batch's statistics follow from the initial weights alone.
+  for (const std::int64_t steps_per_execution : {1, 5}) {
+    CAPTURE(steps_per_execution);
+    Trainer trainer(
+        addons::Sequential{addons::Dense(6), addons::BatchNormalization(), addons::Dense(classes)});
+    trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.0},
+                     .from_logits = true,
+                     .steps_per_execution = steps_per_execution});
+    trainer.fit(x, y, {.batch_size = 8, .shuffle = false});
+    auto weights = trainer.weights();
+    REQUIRE(weights.count("layers.1.running_mean") == 1);
+    const auto want =
+        expected_running_mean(x, weights.at("layers.0.weight"), weights.at("layers.0.bias"), 8);
+    for (std::int64_t u = 0; u < 6; ++u)
+      CHECK(weights.at("layers.1.running_mean").item(u) ==
+            doctest::Approx(want[static_cast<std::size_t>(u)]).epsilon(1e-4));
+    // Evaluation and prediction read the running statistics and leave them as they were.
+    const addons::Logs logs = trainer.evaluate(xt, yt, 16);
+    CHECK(trainer.evaluate(xt, yt, 16) == logs);
+    CHECK(trainer.weights().at("layers.1.running_mean") == weights.at("layers.1.running_mean"));
+    CHECK(trainer.weights().at("layers.1.running_var") == weights.at("layers.1.running_var"));
+  }
+}
+
+TEST_CASE("a batch norm trains: its weight and bias by the optimizer, its statistics by itself") {
+  const auto [x, y] = data(examples, 1);
+  Trainer trainer(
+      addons::Sequential{addons::Dense(16), addons::BatchNormalization(), addons::Dense(classes)});
+  trainer.compile({.optimizer = addons::optimizers::AdamOptions{.lr = 0.01},
+                   .from_logits = true,
+                   .metrics = {"accuracy"}});
+  const auto history = trainer.fit(x, y, {.epochs = 3, .batch_size = 16});
+  const auto& loss = history.history.at("loss");
+  CHECK(loss.back() < loss.front());
+  const auto weights = trainer.weights();
+  CHECK_FALSE(weights.at("layers.1.weight") == HostTensor::full({16}, float32, 1.0));
+  CHECK_FALSE(weights.at("layers.1.running_var") == HostTensor::full({16}, float32, 1.0));
+  CHECK(trainer.evaluate(x, y, 16).at("accuracy") > 0.6);
+}

@@ -1,6 +1,8 @@
 // Dropout layer.
 #include "pxl/addons/layers/dropout.hpp"
 
+#include "pxl/addons/module/training_mode.hpp"
+
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/nn.hpp"
 
@@ -26,7 +28,8 @@ Tensor Dropout::build(const Tensor& x, const Tensor& seed) {
                      std::string(pxl::name(seed.dtype())) + " " + pxl::to_string(seed.shape()));
   if (seed.shape() != Shape{2})
     throw ShapeError("Dropout: the seed must have shape (2,), got " + pxl::to_string(seed.shape()));
-  if (!training || p == 0.0)
+  // An inference-mode trace (Trainer's evaluation and prediction) drops nothing, as Keras's.
+  if (!training || !training_mode().value_or(true) || p == 0.0)
     return pxl::ops::identity(x);
   return pxl::ops::dropout(x, seed, p);
 }

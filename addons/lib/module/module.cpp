@@ -1,5 +1,6 @@
 // The trace state behind Module: variables collected per create_graph, sub-module prefixes.
 #include "pxl/addons/module/module.hpp"
+#include "pxl/addons/module/training_mode.hpp"
 #include "pxl/ir/replica_sharding.hpp"
 
 #include <cxxabi.h>
@@ -107,6 +108,14 @@ Tensor add_variable_input(std::string_view name, init::Initializer initializer, 
                            VariableFactory{std::move(initializer), dtype, by_ref});
 }
 
+Tensor add_state_variable_input(std::string_view name, init::Initializer initializer, DType dtype) {
+  return add_factory_input("add_state_variable_input", name,
+                           VariableFactory{.initializer = std::move(initializer),
+                                           .dtype = dtype,
+                                           .by_ref = true,
+                                           .trainable = false});
+}
+
 Tensor add_replica_sharded_variable_input(std::string_view name, init::Initializer initializer,
                                           std::int64_t shard_over, DType dtype, bool by_ref) {
   if (shard_over < 1)
@@ -132,5 +141,16 @@ NamedTensors add_variable_inputs(std::string_view name, const NamedVariableFacto
   }
   return r;
 }
+
+namespace {
+thread_local std::optional<bool> current_training_mode;
+} // namespace
+
+TrainingMode::TrainingMode(bool training) : saved_(current_training_mode) {
+  current_training_mode = training;
+}
+TrainingMode::~TrainingMode() { current_training_mode = saved_; }
+
+std::optional<bool> training_mode() { return current_training_mode; }
 
 } // namespace pxl::addons

@@ -27,6 +27,8 @@ std::ostream& operator<<(std::ostream& os, const VariableFactory& f) {
     os << " by_ref";
   if (f.shard_over > 1)
     os << " sharded over " << f.shard_over;
+  if (!f.trainable)
+    os << " non-trainable";
   return os;
 }
 
@@ -95,5 +97,13 @@ NamedTensors buffers(const NamedVariableFactories& f, InitType type) {
 
 NamedTensors NamedVariableFactories::init_zero() const { return buffers(*this, InitType::zero); }
 NamedTensors NamedVariableFactories::init_undef() const { return buffers(*this, InitType::undef); }
+
+NamedVariableFactories NamedVariableFactories::trainable() const {
+  NamedVariableFactories r;
+  for (const auto& [key, factory] : items())
+    if (factory.trainable)
+      r.insert(key, factory);
+  return r;
+}
 
 } // namespace pxl::addons

@@ -4,6 +4,7 @@
 
 #include "model_io.hpp"
 
+#include "pxl/addons/module/training_mode.hpp"
 #include "pxl/addons/training/metrics.hpp"
 #include "pxl/ir/ir.hpp"
 
@@ -15,7 +16,11 @@ void build_forward_program(Program& p, const CompileOptions& o, const TraceModel
   {
     auto in_main = p.ir.main_graph().scope();
     p.x = h2d_stream(x.shape, x.dtype, "x");
-    auto [factories, fwd] = trace(model_spec(x, o.dtype));
+    // The model's inference form: running statistics, no dropout.
+    auto [factories, fwd] = [&] {
+      const TrainingMode inference(false);
+      return trace(model_spec(x, o.dtype));
+    }();
     p.variables = factories.init("", o.seed);
     // The logits of a softmax output, which the loss reads instead: a second output.
     std::optional<Tensor> logits = y ? loss_logits(o, fwd.graph().outputs().at(0)) : std::nullopt;

@@ -4,6 +4,7 @@
 
 #include "model_io.hpp"
 
+#include "pxl/addons/module/training_mode.hpp"
 #include "pxl/addons/optimizers/apply.hpp"
 #include "pxl/addons/training/accumulation.hpp"
 #include "pxl/addons/training/data_parallel.hpp"
@@ -58,10 +59,11 @@ void with_optimizer(const TrainerOptimizer& options, const std::optional<Tensor>
 class TrainingGraph {
 public:
   TrainingGraph(Program& p, const CompileOptions& o, const TraceModel& trace, double lr)
-      : p_(p), o_(o), traced_(trace(model_spec(p.x_spec, o.dtype))), fwd_(traced_.second),
+      : p_(p), o_(o), traced_(trace_training(trace, model_spec(p.x_spec, o.dtype))),
+        fwd_(traced_.second), trainable_(traced_.first.trainable().keys_flat()),
         softmax_output_(softmax_output(o, fwd_)),
         bwd_(fwd_.autodiff({.grads_provided = std::vector<Tensor>{fwd_.graph().outputs().back()},
-                            .grads_required = fwd_.args().tensors()})),
+                            .grads_required = fwd_.args().filter_keys(trainable_).tensors()})),
         scale_(o.dtype == float32 ? 1.0 : o.loss_scaling),
         fold_scale_(scale_ != 1.0 && scaling_folds_into_lr(o.optimizer)),
         accumulation_{.steps = o.gradient_accumulation} {
@@ -86,6 +88,13 @@ public:
   }
 
 private:
+  /// The model traced in its training form (batch statistics, state updates, dropout).
+  static std::pair<NamedVariableFactories, GraphWithNamedArgs>
+  trace_training(const TraceModel& trace, const TensorSpec& x) {
+    const TrainingMode training(true);
+    return trace(x);
+  }
+
   /// Whether the loss reads the logits of a Softmax output (loss_logits): they become the
   /// forward graph's second output, and the backward pass starts from their gradient.
   static bool softmax_output(const CompileOptions& o, const GraphWithNamedArgs& fwd) {
@@ -108,8 +117,8 @@ private:
       state_.insert(std::string(lr_key), *p_.lr);
     }
     with_optimizer(o_.optimizer, p_.lr, [&](auto opt) {
-      const auto factories =
-          optimizers::state_factories(opt, p_.variables, {.shard_state = o_.shard_optimizer_state});
+      const auto factories = optimizers::state_factories(opt, p_.variables.filter_keys(trainable_),
+                                                         {.shard_state = o_.shard_optimizer_state});
       optimizer_state_ = o_.offload_optimizer_state
                              ? factories.init_remote(std::string(optimizer_key))
                              : factories.init(std::string(optimizer_key));
@@ -117,7 +126,7 @@ private:
     if (!optimizer_state_.empty() && !o_.offload_optimizer_state)
       state_.insert(std::string(optimizer_key), optimizer_state_);
     if (accumulation_.steps > 1)
-      state_.update(accumulator_factories(traced_.first, accumulation_).init());
+      state_.update(accumulator_factories(traced_.first.trainable(), accumulation_).init());
   }
 
   /// One micro-batch on the state `s`: forward, loss, backward; the loss (and accuracy)
@@ -185,7 +194,7 @@ private:
   /// inputs): one micro-batch's gradients, or gradient_accumulation micro-batches accumulated
   /// (repeated, or pipelined), averaged across the replicas and applied.
   void optimizer_step(const NamedTensors& s) {
-    const NamedTensors w = s.filter_keys(p_.variables.keys_flat());
+    const NamedTensors w = s.filter_keys(trainable_);
     if (accumulation_.steps == 1) {
       const NamedTensors grads = average_across_replicas(micro_batch(s));
       for (const auto& [key, var] : w.items()) {
@@ -217,6 +226,9 @@ private:
   const CompileOptions& o_;
   std::pair<NamedVariableFactories, GraphWithNamedArgs> traced_;
   const GraphWithNamedArgs& fwd_;
+  /// The keys of the variables the optimizer updates; state variables (batch norm's running
+  /// statistics) are bound to the model but updated only by it.
+  std::vector<std::string> trainable_;
   bool softmax_output_; ///< the loss reads the logits of the model's softmax output
   GraphWithNamedArgs bwd_;
   double scale_;    ///< the loss scaling (1 in float32)

@@ -5,7 +5,8 @@
 
 namespace pxl::addons {
 
-/// Dropout with an explicit seed, as PopXL's `ops.dropout`: while `training`, each element
+/// Dropout with an explicit seed, as PopXL's `ops.dropout`: while `training` (and not traced
+/// in TrainingMode(false), as Trainer's evaluation and prediction are), each element
 /// is zeroed with probability `p` and the others are scaled by 1/(1 − p); the mask is a
 /// function of the uint32[2] seed and the element index only (the same seed drops the same
 /// elements; chain seeds with `ops::split_random_seed` for fresh masks). When `p == 0` or not

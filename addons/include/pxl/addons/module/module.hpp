@@ -69,6 +69,13 @@ Tensor add_variable_input(std::string_view name, init::Initializer initializer,
 Tensor add_replica_sharded_variable_input(std::string_view name, init::Initializer initializer,
                                           std::int64_t shard_over, DType dtype = float32,
                                           bool by_ref = false);
+/// Adds a state variable input: by reference and not trainable (VariableFactory::trainable),
+/// PyTorch's `register_buffer`, Keras's non-trainable weight. The module updates it in place
+/// while training (`ops::var_updates::copy_var_update_`, when `is_training()`), as a batch
+/// norm does its running statistics; Trainer saves it with the weights but neither
+/// differentiates nor optimizes it. The errors of add_variable_input.
+Tensor add_state_variable_input(std::string_view name, init::Initializer initializer,
+                                DType dtype = float32);
 /// Adds one variable input per factory, under `name` ("fc2.weight", "fc2.bias"), and returns
 /// them keyed like `factories`: the outlining idiom (one graph, several parameter sets). With
 /// `reuse_existing`, a variable already added under the same full name and spec is returned
@@ -101,6 +108,10 @@ protected:
                                                    bool by_ref = false) {
     return addons::add_replica_sharded_variable_input(name, std::move(initializer), shard_over,
                                                       dtype, by_ref);
+  }
+  static Tensor add_state_variable_input(std::string_view name, init::Initializer initializer,
+                                         DType dtype = float32) {
+    return addons::add_state_variable_input(name, std::move(initializer), dtype);
   }
   static NamedTensors add_variable_inputs(std::string_view name,
                                           const NamedVariableFactories& factories,

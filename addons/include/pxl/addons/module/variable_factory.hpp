@@ -23,6 +23,11 @@ struct VariableFactory {
   /// The IPU the variable is created on: that of the scope its module was traced in
   /// (`ipu(n)`), so a module built for IPU n keeps its variables there.
   std::int64_t ipu = 0;
+  /// Whether training updates it from its gradient. A state variable (a batch norm's running
+  /// statistics: PyTorch's buffer, Keras's non-trainable weight) is not: the module updates it
+  /// in place while training (add_state_variable_input), and Trainer neither differentiates
+  /// nor optimizes it, yet saves and loads it with the weights.
+  bool trainable = true;
 
   /// What graphs take: the whole tensor, or one shard of it.
   TensorSpec spec() const;
@@ -72,6 +77,8 @@ public:
   NamedTensors init_zero() const;
   /// Tensors with unspecified contents in the current graph.
   NamedTensors init_undef() const;
+  /// The trainable factories (VariableFactory::trainable), under the same keys.
+  NamedVariableFactories trainable() const;
 };
 
 } // namespace pxl::addons
