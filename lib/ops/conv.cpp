@@ -68,13 +68,7 @@ std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t,
   a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
   a.dilations = per_axis(op, "dilation", o.dilation, axes, 1, 1);
   a.kernel.assign(w.begin() + 2, w.end());
-  const Ints padding = explicit_padding(op, o.padding, axes);
-  if (o.pad_type != PadType::not_set && !is_zero(padding))
-    throw ValueError(op + ": padding " + list(padding) + " and pad_type " +
-                     pad_type_name(o.pad_type) +
-                     " are both set; give one (pad_type not_set uses the padding)");
-  a.pads_begin.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes));
-  a.pads_end.assign(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end());
+  std::tie(a.pads_begin, a.pads_end) = padding_or_pad_type(op, o.padding, o.pad_type, axes);
   Shape out{t[0], c_out};
   for (std::size_t i = 0; i < axes; ++i) {
     const std::int64_t in = t[i + 2], s = a.strides[i];

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pxl::ops::spatial {
@@ -69,6 +70,18 @@ inline const char* pad_type_name(PadType p) {
     return "valid";
   }
   return "?";
+}
+
+/// The explicit padding of an op that also takes a `pad_type`, checked as explicit_padding and
+/// against `pad_type` (ValueError when both are set), split: {before each axis, after each}.
+inline std::pair<Ints, Ints> padding_or_pad_type(const std::string& op, const Ints& padding,
+                                                 PadType pad_type, std::size_t axes) {
+  const Ints p = explicit_padding(op, padding, axes);
+  if (pad_type != PadType::not_set && !is_zero(p))
+    throw ValueError(op + ": padding " + list(p) + " and pad_type " + pad_type_name(pad_type) +
+                     " are both set; give one (pad_type not_set uses the padding)");
+  const auto mid = p.begin() + static_cast<std::ptrdiff_t>(axes);
+  return {Ints(p.begin(), mid), Ints(mid, p.end())};
 }
 
 /// The padding of ONNX's auto_pad `same_*` on an axis of size `in`: the total that gives
