@@ -56,7 +56,8 @@ struct PoolGeometry {
 
 /// The geometry of a pool of attributes `a` from an input of shape `src` to an output of shape
 /// `dst`; `pad_staged` for an average with count_include_pad.
-PoolGeometry geometry_of(const PoolAttrs& a, const Shape& src, const Shape& dst, bool pad_staged) {
+PoolGeometry pool_geometry_of(const PoolAttrs& a, const Shape& src, const Shape& dst,
+                              bool pad_staged) {
   PoolGeometry g;
   g.n = src[0];
   g.c = src[1];
@@ -120,7 +121,7 @@ void stage_out(const PoolGeometry& g, const float* from, T* to) {
 
 /// A planned primitive and, per worker, the memory objects of its arguments, whose data
 /// handles the step points at each image's buffers.
-struct Planned {
+struct PlannedPool {
   dnnl::primitive primitive;
   struct Bound {
     std::vector<dnnl::memory> memory; ///< by argument, the scratchpad last
@@ -144,13 +145,14 @@ struct Planned {
 /// workspace argument, if any, is worker w's `workspace[w]` (in oneDNN's layout, written by the
 /// forward pass and read by the backward one); the others are bound to the kernel's buffers
 /// before each call.
-Planned plan(dnnl::primitive primitive, const std::vector<int>& args,
-             const std::vector<dnnl::memory::desc>& descs, const dnnl::memory::desc& scratch,
-             const std::vector<dnnl::memory>& workspace, unsigned workers) {
-  Planned p;
+PlannedPool plan_primitive(dnnl::primitive primitive, const std::vector<int>& args,
+                           const std::vector<dnnl::memory::desc>& descs,
+                           const dnnl::memory::desc& scratch,
+                           const std::vector<dnnl::memory>& workspace, unsigned workers) {
+  PlannedPool p;
   p.primitive = std::move(primitive);
   for (unsigned w = 0; w < workers; ++w) {
-    Planned::Bound b;
+    PlannedPool::Bound b;
     for (std::size_t k = 0; k < args.size(); ++k) {
       b.memory.push_back(args[k] == DNNL_ARG_WORKSPACE
                              ? workspace[w]
@@ -171,7 +173,7 @@ enum class PoolOp : std::uint8_t { max, average, max_grad, average_grad };
 struct PoolState {
   PoolGeometry g;
   PoolOp kind = PoolOp::max;
-  std::vector<Planned> fwd, bwd;       ///< empty or one plan each
+  std::vector<PlannedPool> fwd, bwd;   ///< empty or one plan each
   std::vector<dnnl::memory> workspace; ///< per worker, max_grad's argmax of each window
   std::vector<dnnl::stream> streams;
   /// Per worker: the staged input image, the pooled image, the output gradient widened, the
@@ -208,8 +210,8 @@ std::shared_ptr<PoolState> plan_pool(const PoolGeometry& g, PoolOp kind, unsigne
       for (unsigned w = 0; w < workers; ++w)
         s->workspace.emplace_back(fpd.workspace_desc(), cpu_engine());
     }
-    s->fwd.push_back(
-        plan(pooling_v2_forward(fpd), args, descs, fpd.scratchpad_desc(), s->workspace, workers));
+    s->fwd.push_back(plan_primitive(pooling_v2_forward(fpd), args, descs, fpd.scratchpad_desc(),
+                                    s->workspace, workers));
   }
   if (grad) {
     const pooling_v2_backward::desc bd(alg, src, dst, g.strides, g.kernel, g.dilates, g.pad_l,
@@ -221,8 +223,8 @@ std::shared_ptr<PoolState> plan_pool(const PoolGeometry& g, PoolOp kind, unsigne
       args.push_back(DNNL_ARG_WORKSPACE);
       descs.push_back(bpd.workspace_desc());
     }
-    s->bwd.push_back(
-        plan(pooling_v2_backward(bpd), args, descs, bpd.scratchpad_desc(), s->workspace, workers));
+    s->bwd.push_back(plan_primitive(pooling_v2_backward(bpd), args, descs, bpd.scratchpad_desc(),
+                                    s->workspace, workers));
   }
   for (unsigned w = 0; w < workers; ++w)
     s->streams.emplace_back(cpu_engine());
@@ -248,8 +250,9 @@ StepFn pool_step(const PoolGeometry& g, PoolOp kind, const T* x, T* y, const T* 
     sized(s->dd32, g.out_image());
   if (!s->bwd.empty() && stage)
     sized(s->ds32, g.staged_image());
-  return [s, x, y, dy, dx, stage](unsigned w, unsigned nw) {
+  return [s, x, y, dy, dx](unsigned w, unsigned nw) {
     const PoolGeometry& geo = s->g;
+    const bool staging = is_half || geo.pad_staged;
     const auto [begin, end] = worker_range(geo.n, w, nw);
     if (begin == end)
       return;
@@ -257,9 +260,9 @@ StepFn pool_step(const PoolGeometry& g, PoolOp kind, const T* x, T* y, const T* 
     dnnl::stream& stream = s->streams[w];
     for (std::int64_t i = begin; i < end; ++i) {
       if (!s->fwd.empty()) {
-        Planned& p = s->fwd[0];
+        PlannedPool& p = s->fwd[0];
         const T* xi = x + i * geo.in_image();
-        if (stage) {
+        if (staging) {
           stage_in(geo, xi, s->src32[w].data());
           p.bind(w, src_arg, s->src32[w].data());
         } else {
@@ -275,7 +278,7 @@ StepFn pool_step(const PoolGeometry& g, PoolOp kind, const T* x, T* y, const T* 
             convert(yf, y + i * geo.out_image(), static_cast<std::size_t>(geo.out_image()));
       }
       if (!s->bwd.empty()) {
-        Planned& p = s->bwd[0];
+        PlannedPool& p = s->bwd[0];
         const T* dyi = dy + i * geo.out_image();
         if constexpr (is_half) {
           convert(dyi, s->dd32[w].data(), static_cast<std::size_t>(geo.out_image()));
@@ -284,9 +287,9 @@ StepFn pool_step(const PoolGeometry& g, PoolOp kind, const T* x, T* y, const T* 
           p.bind(w, diff_dst_arg, dyi);
         }
         T* dxi = dx + i * geo.in_image();
-        p.bind(w, diff_src_arg, stage ? s->ds32[w].data() : reinterpret_cast<float*>(dxi));
+        p.bind(w, diff_src_arg, staging ? s->ds32[w].data() : reinterpret_cast<float*>(dxi));
         p.execute(w, stream);
-        if (stage)
+        if (staging)
           stage_out(geo, s->ds32[w].data(), dxi);
       }
     }
@@ -304,8 +307,8 @@ StepFn compile_pool(CompileContext& ctx, const KernelOp& op, PoolOp kind,
     return zero_step(buffers.outputs[0], out.nelms(), size_of(out.dtype()));
   const PoolAttrs& a = op.attrs_as<PoolAttrs>();
   const PoolGeometry g =
-      geometry_of(a, src.shape(), dst.shape(),
-                  kind != PoolOp::max && kind != PoolOp::max_grad && a.count_include_pad);
+      pool_geometry_of(a, src.shape(), dst.shape(),
+                       kind != PoolOp::max && kind != PoolOp::max_grad && a.count_include_pad);
   const unsigned workers = ctx.num_workers;
   return dispatch_float(op, out.dtype(), [&](auto type) -> StepFn {
     using T = typename decltype(type)::type;
