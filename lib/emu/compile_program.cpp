@@ -69,6 +69,13 @@ std::int64_t flops_of(const IrView& ir, OpId op) {
     const Shape& w = ir.spec(k == OpKind::ConvWeightsGrad ? outputs[0] : inputs[1]).shape;
     return 2 * dst.nelms() * nelms(std::span(w).subspan(1));
   }
+  if (family_of(ir.kind(op)) == OpFamily::pool) {
+    // One operation per window tap of every pooled element: the pools' output, the gradients'
+    // input 0.
+    const bool forward = ir.kind(op) == OpKind::MaxPool || ir.kind(op) == OpKind::AveragePool;
+    const std::int64_t pooled = ir.spec(forward ? outputs[0] : inputs[0]).nelms();
+    return pooled * nelms(std::span(ir.attrs_as<PoolAttrs>(op).kernel));
+  }
   return std::max(out, in);
 }
 

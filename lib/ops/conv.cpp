@@ -1,25 +1,21 @@
 #include "pxl/ops/conv.hpp"
-#include "ir/op_builder.hpp"
+#include "ops/spatial.hpp"
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 namespace pxl::ops {
 
 namespace {
 
-using Ints = std::vector<std::int64_t>;
-
-std::string conv_list(const Ints& v) { return to_string(std::span<const std::int64_t>(v)); }
+using namespace spatial;
 
 /// `t` and `other` float and alike, `t` (N, C, spatial...) with 1 to 3 spatial axes.
 void check_conv_input(const std::string& op, const Tensor& t, const Tensor& other) {
   detail::check_float(op, t);
   detail::check_same_dtype(op, t, other);
-  if (t.rank() < 3 || t.rank() > 5)
-    throw ShapeError(op +
-                     ": the input must be (N, C, spatial...) with 1, 2 or 3 spatial axes, got " +
-                     to_string(t));
+  check_input_rank(op, t);
 }
 
 /// The operands' dtypes and ranks: float, alike, (N, C, spatial...) with 1 to 3 spatial axes
@@ -30,55 +26,6 @@ void check_conv_operands(const std::string& op, const Tensor& t, const Tensor& w
     throw ShapeError(op + ": the weight must have the input's rank " + std::to_string(t.rank()) +
                      " (channels, channels, kernel...), got " + to_string(weight) +
                      " for the input " + to_string(t));
-}
-
-/// One value per spatial axis: `v`, or `fallback` on each when `v` is empty; ValueError when
-/// its length or a value (below `least`) is wrong.
-Ints per_axis(const std::string& op, const char* what, const Ints& v, std::size_t axes,
-              std::int64_t fallback, std::int64_t least) {
-  if (v.empty())
-    return Ints(axes, fallback);
-  if (v.size() != axes)
-    throw ValueError(op + ": " + what + " " + conv_list(v) + " has " + std::to_string(v.size()) +
-                     " entries, expected one per spatial axis (" + std::to_string(axes) + ")");
-  for (const auto x : v)
-    if (x < least)
-      throw ValueError(op + ": " + what + " " + conv_list(v) + " must be at least " +
-                       std::to_string(least) + " on every axis");
-  return v;
-}
-
-/// The explicit padding, checked: 2·axes non-negative values (before each axis, then after).
-Ints explicit_padding(const std::string& op, const Ints& padding, std::size_t axes) {
-  if (padding.empty())
-    return Ints(2 * axes, 0);
-  if (padding.size() != 2 * axes)
-    throw ValueError(op + ": padding " + conv_list(padding) + " has " +
-                     std::to_string(padding.size()) + " entries, expected " +
-                     std::to_string(2 * axes) +
-                     ": the padding before each spatial axis, then after each");
-  for (const auto x : padding)
-    if (x < 0)
-      throw ValueError(op + ": padding " + conv_list(padding) + " must be non-negative");
-  return padding;
-}
-
-bool is_zero(const Ints& v) {
-  return std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x == 0; });
-}
-
-const char* pad_type_name(PadType p) {
-  switch (p) {
-  case PadType::not_set:
-    return "not_set";
-  case PadType::same_upper:
-    return "same_upper";
-  case PadType::same_lower:
-    return "same_lower";
-  case PadType::valid:
-    return "valid";
-  }
-  return "?";
 }
 
 /// Splits `total` padding of an axis as same_upper (the extra at the end) or otherwise.
@@ -121,22 +68,14 @@ std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t,
   a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
   a.dilations = per_axis(op, "dilation", o.dilation, axes, 1, 1);
   a.kernel.assign(w.begin() + 2, w.end());
-  const Ints padding = explicit_padding(op, o.padding, axes);
-  if (o.pad_type != PadType::not_set && !is_zero(padding))
-    throw ValueError(op + ": padding " + conv_list(padding) + " and pad_type " +
-                     pad_type_name(o.pad_type) +
-                     " are both set; give one (pad_type not_set uses the padding)");
-  a.pads_begin.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes));
-  a.pads_end.assign(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end());
+  std::tie(a.pads_begin, a.pads_end) = padding_or_pad_type(op, o.padding, o.pad_type, axes);
   Shape out{t[0], c_out};
   for (std::size_t i = 0; i < axes; ++i) {
     const std::int64_t in = t[i + 2], s = a.strides[i];
     const std::int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
-    if (o.pad_type == PadType::same_upper || o.pad_type == PadType::same_lower) {
-      const std::int64_t want = (in + s - 1) / s;
-      split_padding(a, i, std::max<std::int64_t>(0, (want - 1) * s + span - in),
-                    o.pad_type == PadType::same_upper);
-    }
+    if (o.pad_type == PadType::same_upper || o.pad_type == PadType::same_lower)
+      std::tie(a.pads_begin[i], a.pads_end[i]) =
+          same_padding(in, s, span, o.pad_type == PadType::same_upper);
     const std::int64_t padded = in + a.pads_begin[i] + a.pads_end[i];
     if (padded < span)
       throw ShapeError(op + ": the kernel of " + w_name + " spans " + std::to_string(span) +
@@ -204,9 +143,9 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
   const Ints out_shape = per_axis(op, "output_shape", o.output_shape, axes, 0, 1);
   const Ints padding = explicit_padding(op, o.padding, axes);
   if (!is_zero(padding) && (o.pad_type != PadType::not_set || !o.output_shape.empty()))
-    throw ValueError(op + ": padding " + conv_list(padding) + " and " +
+    throw ValueError(op + ": padding " + list(padding) + " and " +
                      (o.output_shape.empty() ? std::string("pad_type ") + pad_type_name(o.pad_type)
-                                             : "output_shape " + conv_list(o.output_shape)) +
+                                             : "output_shape " + list(o.output_shape)) +
                      " are both set; give one (the padding is derived from the other)");
   a.pads_begin.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes));
   a.pads_end.assign(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end());
@@ -214,9 +153,8 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
   for (std::size_t i = 0; i < axes; ++i) {
     const std::int64_t in = ts[i + 2], s = a.strides[i];
     if (out_pad[i] >= s)
-      throw ValueError(op + ": output_padding " + conv_list(out_pad) +
-                       " must be smaller than the stride " + conv_list(a.strides) +
-                       " on every axis");
+      throw ValueError(op + ": output_padding " + list(out_pad) +
+                       " must be smaller than the stride " + list(a.strides) + " on every axis");
     const std::int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
     const std::int64_t full = s * (in - 1) + out_pad[i] + span; // the output without padding
     const bool same = o.pad_type == PadType::same_upper || o.pad_type == PadType::same_lower;

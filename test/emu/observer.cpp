@@ -96,6 +96,38 @@ TEST_CASE("Convolution steps carry 2·N·C_out·out·(C_in / groups)·kernel flo
   CHECK(kinds == std::vector<OpKind>{OpKind::Conv, OpKind::ConvTranspose, OpKind::ConvWeightsGrad});
 }
 
+TEST_CASE("Pool steps carry one operation per window tap of each pooled element") {
+  Ir ir;
+  DeviceToHostStream y_stream, dx_stream;
+  {
+    auto in_main = ir.main_graph().scope();
+    const auto x = variable(HostTensor::full({2, 3, 6, 6}, float32, 1.0), "x");
+    const auto g = variable(HostTensor::full({2, 3, 3, 3}, float32, 1.0), "g");
+    const ops::PoolOptions o{.stride = {2, 2}, .padding = {1, 1, 1, 1}};
+    const auto y = ops::average_pool(x, {3, 3}, o);
+    const auto dx = ops::max_pool_grad(g, x, {3, 3}, o);
+    y_stream = d2h_stream(y.shape(), float32, "y");
+    dx_stream = d2h_stream(dx.shape(), float32, "dx");
+    ops::host_store(y_stream, y);
+    ops::host_store(dx_stream, dx);
+  }
+  Session s(ir, "ipu_model", {.workers = 2, .oversubscribe = true});
+  auto attached = s.attach();
+  Recorder rec;
+  const auto out = s.run({}, &rec);
+  // The average of ones is one; on a plane of ones each window's gradient goes to its first tap
+  // inside the image, (0, 0) for the first window and no other.
+  CHECK(out.at(y_stream) == HostTensor::full({2, 3, 3, 3}, float32, 1.0));
+  CHECK(out.at(dx_stream).item(0) == 1.0);
+  std::vector<OpKind> kinds;
+  for (const auto& e : rec.events)
+    if (family_of(e.info.op_kind) == OpFamily::pool) {
+      kinds.push_back(e.info.op_kind);
+      CHECK(e.info.flops == (2 * 3 * 3 * 3) * (3 * 3));
+    }
+  CHECK(kinds == std::vector<OpKind>{OpKind::AveragePool, OpKind::MaxPoolGrad});
+}
+
 TEST_CASE("Observed calls and loops: the callee's steps each time, then the enclosing step") {
   Ir ir(2);
   DeviceToHostStream y_stream;

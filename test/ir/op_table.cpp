@@ -41,6 +41,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
   CHECK(cost_of(OpKind::Softmax) == OpCost::exchanged_series);
   CHECK(cost_of(OpKind::MatMul) == OpCost::amp);
   CHECK(cost_of(OpKind::Conv) == OpCost::amp);
+  CHECK(cost_of(OpKind::MaxPool) == OpCost::exchanged);
   CHECK(cost_of(OpKind::HostLoad) == OpCost::host_load);
   CHECK(cost_of(OpKind::ReplicatedAllReduce) == OpCost::ring_all_reduce);
   for (const OpKind k : all_op_kinds) {
@@ -53,7 +54,8 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
       CHECK((c == OpCost::local || c == OpCost::local_series));
       break;
     case OpFamily::reduce:
-    case OpFamily::nn: // reads across the tiles of its input
+    case OpFamily::nn:   // reads across the tiles of its input
+    case OpFamily::pool: // vector work over windows that cross tiles
       CHECK((c == OpCost::exchanged || c == OpCost::exchanged_series));
       break;
     case OpFamily::matmul:
@@ -97,7 +99,7 @@ TEST_CASE("every op family has its file in every layer") {
     if (is_differentiable(k))
       differentiable.insert(family_of(k));
   }
-  CHECK(families.size() == 12);
+  CHECK(families.size() == 13);
   for (const OpFamily f : families) {
     const std::string stem(family_name(f));
     CAPTURE(stem);

@@ -7,6 +7,7 @@
 
 #include "pxl/ops/collectives.hpp"
 #include "pxl/ops/conv.hpp"
+#include "pxl/ops/pool.hpp"
 #include "pxl/ops/var_updates.hpp"
 
 #include <functional>
@@ -185,6 +186,40 @@ const std::map<OpKind, OpCase>& op_cases() {
           return V{ops::conv_weights_grad(v[0], v[1], {6, 2, 3, 2}, geometry)};
         },
         {f32({2, 6, 2, 4}, 0.1, 1, 18), f32({2, 4, 5, 4}, 0.1, 1, 19)},
+        ""};
+    // Pools: strided, padded, dilated, ceil_mode and count_include_pad. The max's inputs are
+    // apart by more than the finite-difference step, so no nudge changes a window's argmax;
+    // the averages' positive, so their sums are free of cancellation.
+    const ops::PoolOptions pooling{
+        .stride = {2, 1}, .padding = {1, 0, 0, 1}, .dilation = {1, 2}, .ceil_mode = true};
+    const auto spread = [] {
+      HostTensor t({2, 3, 5, 4}, float32);
+      for (std::int64_t i = 0; i < t.nelms(); ++i)
+        t.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>((i * 37) % 120) / 20.f;
+      return t;
+    }();
+    c[OpKind::MaxPool] = {[pooling](const V& v) {
+                            return V{ops::max_pool(v[0], {3, 2}, pooling)};
+                          },
+                          {spread},
+                          ""};
+    auto averaging = pooling;
+    averaging.count_include_pad = true;
+    c[OpKind::AveragePool] = {[averaging](const V& v) {
+                                return V{ops::average_pool(v[0], {3, 2}, averaging)};
+                              },
+                              {f32({2, 3, 5, 4}, 0.1, 1, 20)},
+                              ""};
+    c[OpKind::MaxPoolGrad] = {[pooling](const V& v) {
+                                return V{ops::max_pool_grad(v[0], v[1], {3, 2}, pooling)};
+                              },
+                              {f32({2, 3, 3, 3}, -1, 1, 21), spread},
+                              ""};
+    c[OpKind::AveragePoolGrad] = {
+        [averaging](const V& v) {
+          return V{ops::average_pool_grad(v[0], {2, 3, 5, 4}, {3, 2}, averaging)};
+        },
+        {f32({2, 3, 3, 3}, 0.1, 1, 22)},
         ""};
     // nn.
     c[OpKind::Softmax] = {[](const V& v) { return V{ops::softmax(v[0], 0)}; }, {x}, ""};

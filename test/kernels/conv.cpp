@@ -147,14 +147,7 @@ TEST_CASE("conv kernels are bitwise identical when run on concurrent threads") {
           {random_tensor(conv_output(g), d, -1, 1, 11), random_tensor(g.x, d, -1, 1, 12)}));
       return r;
     }();
-    for (const auto& c : cases) {
-      CAPTURE(op_type_name(c.op.kind()));
-      const auto one = run_kernel(c, 1);
-      for (unsigned w : {2u, 3u, 4u}) {
-        CAPTURE(w);
-        CHECK(run_kernel(c, w, true)[0] == one[0]);
-      }
-    }
+    check_threads_bitwise(cases);
   }
 }
 

@@ -161,6 +161,19 @@ std::vector<HostTensor> check_kernel(Fn fn, std::vector<HostTensor> inputs, doub
   return check_kernel(make_case(std::move(fn), std::move(inputs)), rtol);
 }
 
+/// Checks that each case's output 0 is bitwise the same on 2, 3 and 4 concurrent threads as
+/// on one worker.
+inline void check_threads_bitwise(const std::vector<KernelCase>& cases) {
+  for (const auto& c : cases) {
+    CAPTURE(op_type_name(c.op.kind()));
+    const auto one = run_kernel(c, 1);
+    for (unsigned w : {2u, 3u, 4u}) {
+      CAPTURE(w);
+      CHECK(run_kernel(c, w, true)[0] == one[0]);
+    }
+  }
+}
+
 /// Deterministic pseudo-random values in [lo, hi), rounded to `dtype`.
 inline HostTensor random_tensor(Shape shape, DType dtype, double lo = -2.0, double hi = 2.0,
                                 std::uint64_t salt = 1) {

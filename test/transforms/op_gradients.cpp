@@ -2,6 +2,7 @@
 #include "gradcheck.hpp"
 
 #include "pxl/ops/conv.hpp"
+#include "pxl/ops/pool.hpp"
 
 using namespace pxl;
 using pxl::testing::check_gradients;
@@ -153,6 +154,54 @@ TEST_CASE("conv_transpose gradients: 1-d, 2-d and 3-d, output padding and groups
                         {random_tensor({1, 2, 2, 2, 2}, 66), random_tensor({2, 2, 2, 2, 2}, 67)}) >
         0);
 }
+
+namespace test_op_gradients_pool {
+
+/// `shape` holding distinct values at least 0.05 apart (a permutation of a grid), so that no
+/// finite-difference step changes which element of a window is the largest.
+HostTensor distinct(const Shape& shape, std::uint64_t salt) {
+  HostTensor t(shape, float32);
+  const auto n = static_cast<std::uint64_t>(t.nelms());
+  constexpr std::uint64_t primes[] = {7919, 7927, 7933, 7937, 7949}; // coprime with n here
+  const std::uint64_t step = primes[salt % 5];
+  for (std::uint64_t i = 0; i < n; ++i)
+    t.data<float>()[i] = static_cast<float>((i * step) % n) * 0.05f - 1.0f;
+  return t;
+}
+
+TEST_CASE("pool gradients: 1-d, 2-d and 3-d, strided, padded, dilated, ceil_mode") {
+  const auto max = [](std::vector<std::int64_t> k, ops::PoolOptions o) {
+    return [k, o](V v) { return ops::max_pool(v[0], k, o); };
+  };
+  const auto avg = [](std::vector<std::int64_t> k, ops::PoolOptions o) {
+    return [k, o](V v) { return ops::average_pool(v[0], k, o); };
+  };
+  CHECK(check_gradients(max({3}, {.stride = {2}, .padding = {1, 1}}), {distinct({2, 2, 9}, 1)}) >
+        0);
+  CHECK(check_gradients(max({2, 2}, {.stride = {2, 1}, .ceil_mode = true}),
+                        {distinct({1, 3, 5, 4}, 2)}) > 0);
+  CHECK(check_gradients(max({2, 2}, {.padding = {1, 0, 0, 1}, .dilation = {2, 1}}),
+                        {distinct({2, 1, 5, 5}, 3)}) > 0);
+  CHECK(check_gradients(max({2, 2, 2}, {.stride = {2, 1, 2}, .ceil_mode = true}),
+                        {distinct({1, 2, 3, 4, 3}, 4)}) > 0);
+  CHECK(check_gradients(avg({3}, {.stride = {2}, .padding = {1, 1}}),
+                        {random_tensor({2, 2, 9}, 70)}) > 0);
+  CHECK(check_gradients(avg({3, 2}, {.stride = {2, 2},
+                                     .padding = {1, 1, 1, 0},
+                                     .ceil_mode = true,
+                                     .count_include_pad = true}),
+                        {random_tensor({2, 2, 6, 5}, 71)}) > 0);
+  CHECK(check_gradients(avg({2, 2}, {.dilation = {2, 1}, .pad_type = ops::PadType::same_upper}),
+                        {random_tensor({1, 2, 5, 4}, 72)}) > 0);
+  CHECK(check_gradients(avg({2, 3, 2}, {.stride = {1, 2, 1}, .ceil_mode = true}),
+                        {random_tensor({1, 2, 3, 4, 3}, 73)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::global_average_pool(v[0]); },
+                        {random_tensor({2, 3, 4, 3}, 74)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::global_max_pool(v[0]); },
+                        {distinct({2, 3, 4, 3}, 5)}) > 0);
+}
+
+} // namespace test_op_gradients_pool
 
 TEST_CASE("nn gradients") {
   const auto x = random_tensor({3, 5}, 30);

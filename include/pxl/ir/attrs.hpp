@@ -209,10 +209,21 @@ struct ConvAttrs {
   friend bool operator==(const ConvAttrs&, const ConvAttrs&) = default;
 };
 
+/// max_pool, average_pool and their gradients: per spatial axis the window's extent, the
+/// stride, the explicit padding before and after (pad_type already resolved) and the dilation;
+/// ceil_mode (the output's size, and with it the windows clipped at the end, comes from the
+/// shapes the op joins) and, for the average, whether the explicit padding counts in the divisor.
+struct PoolAttrs {
+  std::vector<std::int64_t> kernel, strides, pads_begin, pads_end, dilations;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+  friend bool operator==(const PoolAttrs&, const PoolAttrs&) = default;
+};
+
 using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
-                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs>;
+                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs>;
 
 } // namespace pxl

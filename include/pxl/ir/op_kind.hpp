@@ -22,6 +22,7 @@ enum class OpFamily : std::uint8_t {
   reduce,
   matmul,
   conv,
+  pool,
   nn,
   random,
   shape,
@@ -139,6 +140,11 @@ enum class OpCost : std::uint8_t {
   X(Conv, "Conv", conv, ConvAttrs, Grad, amp)                                                      \
   X(ConvTranspose, "ConvTranspose", conv, ConvAttrs, Grad, amp)                                    \
   X(ConvWeightsGrad, "ConvWeightsGrad", conv, ConvAttrs, NoGrad, amp)                              \
+  /* pooling over 1-3 spatial axes; vector work, each window read across the input's tiles */      \
+  X(MaxPool, "MaxPool", pool, PoolAttrs, Grad, exchanged)                                          \
+  X(AveragePool, "AveragePool", pool, PoolAttrs, Grad, exchanged)                                  \
+  X(MaxPoolGrad, "MaxPoolGrad", pool, PoolAttrs, NoGrad, exchanged)                                \
+  X(AveragePoolGrad, "AveragePoolGrad", pool, PoolAttrs, NoGrad, exchanged)                        \
   /* nn */                                                                                         \
   X(Softmax, "Softmax", nn, AxisAttrs, Grad, exchanged_series)                                     \
   X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad, exchanged_series)                               \
@@ -275,6 +281,7 @@ constexpr std::string_view family_name(OpFamily f) {
     PXL_F(reduce)
     PXL_F(matmul)
     PXL_F(conv)
+    PXL_F(pool)
     PXL_F(nn)
     PXL_F(random)
     PXL_F(shape)

@@ -10,6 +10,7 @@
 #include "../compile_context.hpp"
 #include "common.hpp"
 #include "dnnl_threads.hpp"
+#include "dnnl_util.hpp"
 
 #include "pxl/core/half.hpp"
 
@@ -19,7 +20,6 @@
 #include <array>
 #include <cstring>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -28,23 +28,6 @@ namespace pxl::emu::detail {
 namespace {
 
 using dims = dnnl::memory::dims;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-std::int64_t product(const dims& d) {
-  return std::accumulate(d.begin(), d.end(), std::int64_t{1}, std::multiplies<>());
-}
-
-/// A dense row-major float32 memory descriptor of `d`.
-dnnl::memory::desc dense(const dims& d) {
-  dims strides(d.size(), 1);
-  for (std::size_t i = d.size() - 1; i-- > 0;)
-    strides[i] = strides[i + 1] * d[i + 1];
-  return {d, dnnl::memory::data_type::f32, strides};
-}
 
 /// A convolution in oneDNN's terms: src (N, IC, in...), weights (OC, IC / groups, kernel...),
 /// dst (N, OC, out...).
