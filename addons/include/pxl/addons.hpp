@@ -21,6 +21,7 @@
 #include "pxl/addons/layers/layer.hpp"
 #include "pxl/addons/layers/layer_norm.hpp"
 #include "pxl/addons/layers/linear.hpp"
+#include "pxl/addons/layers/pool.hpp"
 #include "pxl/addons/layers/sequential.hpp"
 #include "pxl/addons/module/dot_tree.hpp"
 #include "pxl/addons/module/graph_cache.hpp"

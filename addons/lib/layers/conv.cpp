@@ -1,6 +1,8 @@
 // Convolution layers.
 #include "pxl/addons/layers/conv.hpp"
 
+#include "spatial.hpp"
+
 #include "pxl/ops/conv.hpp"
 #include "pxl/ops/shape.hpp"
 
@@ -14,38 +16,6 @@ namespace pxl::addons {
 namespace {
 
 std::string layer_name(int axes) { return "Conv" + std::to_string(axes) + "D"; }
-
-/// `values` as one entry per spatial axis: a single value spread, an empty list as 1s.
-std::vector<std::int64_t> per_axis(std::vector<std::int64_t> values, int axes, const char* what,
-                                   int layer_axes) {
-  if (values.empty())
-    values.assign(static_cast<std::size_t>(axes), 1);
-  else if (values.size() == 1)
-    values.assign(static_cast<std::size_t>(axes), values[0]);
-  if (values.size() != static_cast<std::size_t>(axes))
-    throw ValueError(layer_name(layer_axes) + ": " + what + " needs 1 or " + std::to_string(axes) +
-                     " values, got " + std::to_string(values.size()));
-  for (const std::int64_t v : values)
-    if (v < 1)
-      throw ValueError(layer_name(layer_axes) + ": every " + what + " must be at least 1, got " +
-                       std::to_string(v));
-  return values;
-}
-
-/// The permutation taking a tensor of `rank` from channels-last to channels-first, or back.
-std::vector<std::int64_t> channels_first_perm(std::int64_t rank) {
-  std::vector<std::int64_t> perm{0, rank - 1};
-  for (std::int64_t i = 1; i < rank - 1; ++i)
-    perm.push_back(i);
-  return perm;
-}
-std::vector<std::int64_t> channels_last_perm(std::int64_t rank) {
-  std::vector<std::int64_t> perm{0};
-  for (std::int64_t i = 2; i < rank; ++i)
-    perm.push_back(i);
-  perm.push_back(1);
-  return perm;
-}
 
 /// `keras`'s data, of Keras's kernel shape (kernel..., in, filters), in ops::conv's layout
 /// (filters, in, kernel...).
@@ -85,10 +55,11 @@ Conv<SpatialAxes>::Conv(std::int64_t output_filters, std::vector<std::int64_t> k
   if (kernel.empty())
     throw ValueError(name + ": kernel_size needs 1 or " + std::to_string(SpatialAxes) +
                      " values, got none");
-  kernel_size = per_axis(std::move(kernel), SpatialAxes, "kernel size", SpatialAxes);
-  options.strides = per_axis(std::move(options.strides), SpatialAxes, "stride", SpatialAxes);
+  kernel_size = layers_detail::per_axis(std::move(kernel), SpatialAxes, name, "kernel size");
+  options.strides =
+      layers_detail::per_axis(std::move(options.strides), SpatialAxes, name, "stride");
   options.dilation_rate =
-      per_axis(std::move(options.dilation_rate), SpatialAxes, "dilation rate", SpatialAxes);
+      layers_detail::per_axis(std::move(options.dilation_rate), SpatialAxes, name, "dilation rate");
 }
 
 template <int SpatialAxes>
@@ -100,7 +71,7 @@ Tensor Conv<SpatialAxes>::build(const Tensor& x) {
     throw ShapeError(name + ": expected an input of rank " + std::to_string(rank) +
                      (last ? " (batch, spatial..., channels)" : " (batch, channels, spatial...)") +
                      ", got shape " + to_string(x.shape()));
-  const Tensor xf = last ? ops::transpose(x, channels_first_perm(rank)) : x;
+  const Tensor xf = last ? ops::transpose(x, layers_detail::to_channels_first(rank)) : x;
   const std::int64_t in = xf.shape()[1];
   if (in % options.groups != 0 || filters % options.groups != 0)
     throw ValueError(name + ": groups (" + std::to_string(options.groups) +
@@ -136,7 +107,7 @@ Tensor Conv<SpatialAxes>::build(const Tensor& x) {
   }
   // In the input's layout, so that softmax is over the last axis whatever the layout, as Keras.
   if (last)
-    y = ops::transpose(y, channels_last_perm(rank));
+    y = ops::transpose(y, layers_detail::to_channels_last(rank));
   return activate(options.activation, y);
 }
 
