@@ -8,6 +8,7 @@
 //     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
 //     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
+//     mnist --model cnn                      # a CNN: conv, batch norm, ReLU and pool blocks
 #include "model.hpp"
 
 #include "pxl/addons/data/batches.hpp"
@@ -32,6 +33,8 @@ namespace {
 namespace data = pxl::addons::data;
 
 struct Options {
+  /// mlp (mnist::Net) or cnn (mnist::Cnn).
+  std::string model = "mlp";
   int epochs = 1;
   std::int64_t batch_size = 8;
   /// 0.05 for SGD, 0.001 for Adam unless given.
@@ -58,6 +61,24 @@ struct Options {
   unsigned workers = 0;
   std::string dtype = "float32";
 };
+
+/// The model --model names, pipelined over --pipeline-stages, as the Trainer that trains it.
+pxl::addons::Trainer make_trainer(const Options& o) {
+  if (o.model == "cnn") {
+    mnist::Cnn cnn;
+    cnn.stages = o.pipeline_stages;
+    return pxl::addons::Trainer(cnn);
+  }
+  mnist::Net net;
+  net.stages = o.pipeline_stages;
+  return pxl::addons::Trainer(net);
+}
+
+/// What --model's model calls its pipeline's units.
+std::string model_units(const Options& o) {
+  return o.model == "cnn" ? "the CNN has 4 units: 2 blocks, 2 dense layers"
+                          : "the Net has 4 layers";
+}
 
 /// --dtype's value as a DType: float32 or float16, else pxl's ValueError.
 pxl::DType parse_dtype(const std::string& s) {
@@ -111,10 +132,12 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
   if (o.replicas < 1)
     throw pxl::ValueError("--replicas: expected at least 1 replica, got " +
                           std::to_string(o.replicas));
+  if (o.model != "mlp" && o.model != "cnn")
+    throw pxl::ValueError("--model: expected mlp or cnn, got '" + o.model + "'");
+  static_assert(mnist::Net::layers == mnist::Cnn::layers);
   if (o.pipeline_stages < 1 || o.pipeline_stages > mnist::Net::layers)
     throw pxl::ValueError("--pipeline-stages: expected 1 to " + std::to_string(mnist::Net::layers) +
-                          " (the Net has " + std::to_string(mnist::Net::layers) + " layers), got " +
-                          std::to_string(o.pipeline_stages));
+                          " (" + model_units(o) + "), got " + std::to_string(o.pipeline_stages));
   if (o.pipeline_stages > 1 &&
       o.gradient_accumulation < mnist::min_pipeline_micro_batches(o.pipeline_stages))
     throw pxl::ValueError(
@@ -178,8 +201,8 @@ void print_setup(const Options& o, const pxl::addons::CompileOptions& compile,
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
   if (const pxl::transforms::PipelinedGraph* pipeline = trainer.pipelined()) {
-    std::printf("Pipeline: the Net over %lld IPUs in %lld stages (IPUs",
-                static_cast<long long>(o.pipeline_stages),
+    std::printf("Pipeline: the %s over %lld IPUs in %lld stages (IPUs",
+                o.model == "cnn" ? "CNN" : "Net", static_cast<long long>(o.pipeline_stages),
                 static_cast<long long>(pipeline->stages));
     for (const auto& ipus : pipeline->stage_ipus)
       std::printf(" %lld", static_cast<long long>(ipus.front()));
@@ -204,9 +227,7 @@ void print_state_memory(const Options& o, const pxl::addons::CompileOptions& com
   auto on_chip = compile;
   on_chip.offload_optimizer_state = false;
   on_chip.shard_optimizer_state = false;
-  mnist::Net net;
-  net.stages = o.pipeline_stages;
-  pxl::addons::Trainer reference(net);
+  pxl::addons::Trainer reference = make_trainer(o);
   reference.compile(on_chip);
   reference.build(batch);
   const auto with = trainer.training_session().memory_report();
@@ -306,7 +327,7 @@ void report_training(const Options& o, const Trained& trained, const pxl::dist::
   }
   if (!o.save.empty()) {
     // Every instance gathers the weights; instance 0 writes them.
-    trainer.save_weights(o.save, {{"model", "mnist.Net"}});
+    trainer.save_weights(o.save, {{"model", o.model == "cnn" ? "mnist.Cnn" : "mnist.Net"}});
     std::printf("Saved weights to %s\n", o.save.c_str());
   }
 }
@@ -324,17 +345,15 @@ int train_and_test(const Options& o) {
               static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
               o.data_dir.c_str());
 
-  // The Net as a Keras user trains it: addons::Trainer builds the training program (a device
+  // The model as a Keras user trains it: addons::Trainer builds the training program (a device
   // loop fed through infeeds; accumulation, replicas, pipelining, float16 and the optimizer
   // state's placement as asked). One micro-batch is a global batch: replica r trains on its
   // rows r·B … r·B+B−1.
-  mnist::Net net;
-  net.stages = o.pipeline_stages;
   const std::int64_t global_batch = o.replicas * o.batch_size;
   const data::LabelledBatchSpec batch_spec{
       .features = pxl::TensorSpec{{global_batch, mnist::image_size}, pxl::float32},
       .labels = pxl::TensorSpec{{global_batch}, pxl::int32}};
-  pxl::addons::Trainer trainer(net);
+  pxl::addons::Trainer trainer = make_trainer(o);
   trainer.compile(compile);
   trainer.build(batch_spec);
   print_setup(o, compile, trainer);
@@ -370,10 +389,16 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"Train and test PopXL's MNIST tutorial network on Fashion-MNIST, on pxl's "
                "built-in IPU emulator."};
+  app.add_option("--model", o.model,
+                 "mlp: PopXL's MNIST tutorial network (784-512-512-512-10, gelu); cnn: two "
+                 "blocks of a 3x3 convolution (32, then 64 channels), batch norm, ReLU and 2x2 "
+                 "max pool, then dense 128 and 10, trained by default with Adam at batch 32")
+      ->capture_default_str();
   app.add_option("--epochs", o.epochs, "Passes over the training set (0: test only)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size, "Images per training step and replica")
+  app.add_option("--batch-size", o.batch_size,
+                 "Images per training step and replica (default 8; 32 for --model cnn)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--learning-rate", o.learning_rate,
@@ -381,8 +406,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--optimizer", o.optimizer,
                  "sgd, or adam (Adam with PyTorch's defaults; its state on the IPU, or in "
-                 "Streaming Memory with --offload-optimizer-state)")
-      ->capture_default_str();
+                 "Streaming Memory with --offload-optimizer-state); default sgd, adam for "
+                 "--model cnn");
   app.add_flag("--offload-optimizer-state", o.offload_optimizer_state,
                "Keep the optimizer's state in Streaming Memory, loaded and stored around each "
                "update (training is bitwise the same); prints the on-chip memory with and "
@@ -406,7 +431,8 @@ int main(int argc, char** argv) {
                  "`mpirun -np N`, spread over the N instances (a multiple of N)")
       ->capture_default_str();
   app.add_option("--pipeline-stages", o.pipeline_stages,
-                 "Pipeline the Net over this many IPUs (1 to 4, layers in order; the grouped "
+                 "Pipeline the model over this many IPUs (1 to 4, its 4 layers or the CNN's "
+                 "2 blocks and 2 dense layers in order; the grouped "
                  "schedule over the --gradient-accumulation micro-batches of each update, at "
                  "least 2 x stages - 1 of them; training equals the unpipelined run's)")
       ->capture_default_str();
@@ -435,6 +461,13 @@ int main(int argc, char** argv) {
                  "loss in float32, loss scaling)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // The CNN's own defaults, where the flags leave them.
+  if (o.model == "cnn") {
+    if (app.count("--batch-size") == 0)
+      o.batch_size = 32;
+    if (app.count("--optimizer") == 0)
+      o.optimizer = "adam";
+  }
 
   // Under mpirun an instance that fails ends them all at once (dist::abort), rather than
   // leaving the others waiting for it in an exchange until their timeout.

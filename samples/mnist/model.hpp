@@ -1,7 +1,13 @@
-// The Fashion-MNIST classifier of PopXL's MNIST tutorial: 784-512-512-512-10 with gelu.
+// The main job's two classifiers of Fashion-MNIST: PopXL's MNIST tutorial network
+// (784-512-512-512-10 with gelu, `--model mlp`) and a small CNN (`--model cnn`).
 #pragma once
 
+#include "pxl/addons/layers/batch_norm.hpp"
+#include "pxl/addons/layers/conv.hpp"
+#include "pxl/addons/layers/dense.hpp"
+#include "pxl/addons/layers/flatten.hpp"
 #include "pxl/addons/layers/linear.hpp"
+#include "pxl/addons/layers/pool.hpp"
 #include "pxl/addons/module/module.hpp"
 #include "pxl/addons/training/pipeline.hpp"
 #include "pxl/ops/elementwise.hpp"
@@ -39,6 +45,55 @@ struct Net : pxl::addons::Module<Net> {
     layer(1, fc2, true);
     layer(2, fc3, true);
     layer(3, fc4, false);
+    return h;
+  }
+};
+
+/// Two blocks of a 3×3 convolution (same padding, no bias: the batch norm shifts), batch
+/// norm, ReLU and a 2×2 max pool, with 32 then 64 channels, then a dense layer of 128 with ReLU
+/// and a 10-way output: 28×28 → 14×14×32 → 7×7×64 → 128 → 10. Variables block1.conv.weight,
+/// block1.norm.weight, … fc2.bias; the batch norms' running statistics beside them.
+struct Cnn : pxl::addons::Module<Cnn> {
+  /// The pipeline's units: the two blocks and the two dense layers.
+  static constexpr std::int64_t layers = 4;
+  /// Pipeline stages, 1 to `layers`, as Net's.
+  std::int64_t stages = 1;
+
+  /// Convolution, batch norm, ReLU and max pool, channels first.
+  struct Block : pxl::addons::Module<Block> {
+    explicit Block(std::int64_t channels)
+        : conv(pxl::addons::named_module<pxl::addons::Conv2D>(
+              "conv", channels, std::vector<std::int64_t>{3},
+              pxl::addons::ConvLayerOptions{.padding = pxl::addons::Padding::same,
+                                            .data_format = pxl::addons::DataFormat::channels_first,
+                                            .use_bias = false})) {}
+    pxl::addons::Conv2D conv;
+    // Synchronized: R replicas of batch B normalise as one replica of R·B, so --replicas
+    // trains as the equivalent single replica does (to rounding).
+    PXL_SUBMODULE(pxl::addons::BatchNorm2D, norm,
+                  pxl::addons::BatchNorm2DOptions{.synchronized = true});
+    PXL_SUBMODULE(pxl::addons::MaxPool2D, pool, std::vector<std::int64_t>{2});
+    pxl::Tensor build(const pxl::Tensor& x) { return pool(pxl::ops::relu(norm(conv(x)))); }
+  };
+  Block block1 = pxl::addons::named_module<Block>("block1", 32);
+  Block block2 = pxl::addons::named_module<Block>("block2", 64);
+  PXL_SUBMODULE(pxl::addons::Dense, fc1, 128, pxl::addons::Activation::relu);
+  PXL_SUBMODULE(pxl::addons::Dense, fc2, 10);
+
+  /// x: [batch, 784] → logits [batch, 10].
+  pxl::Tensor build(const pxl::Tensor& x) {
+    pxl::Tensor h = x.reshape({x.shape()[0], 1, 28, 28});
+    auto unit = [&](std::int64_t i, auto& layer) {
+      auto in_stage = pxl::addons::PipelineStages().stage(i * stages / layers);
+      h = layer(pxl::addons::PipelineStages::input(h));
+    };
+    unit(0, block1);
+    unit(1, block2);
+    {
+      auto in_stage = pxl::addons::PipelineStages().stage(2 * stages / layers);
+      h = fc1(pxl::addons::PipelineStages::input(h).reshape({h.shape()[0], 64 * 7 * 7}));
+    }
+    unit(3, fc2);
     return h;
   }
 };
