@@ -1,0 +1,81 @@
+// torchvision's ResNet-50 (v1.5: the stride on each bottleneck's 3×3 convolution) as pxl
+// modules, with torchvision's layer names, padding and defaults: the IPU's flagship benchmark,
+// for estimating its memory and step time on the emulator.
+#pragma once
+
+#include <pxl/addons.hpp>
+#include <pxl/pxl.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bench::resnet {
+
+/// torchvision's `conv{1,3}x{1,3}`: no bias, symmetric padding of (kernel − 1) / 2, and its
+/// weights from kaiming_normal(fan_out, relu), as torchvision initialises them.
+struct Conv : pxl::addons::Module<Conv> {
+  Conv(std::int64_t out_channels, std::int64_t kernel, std::int64_t stride = 1)
+      : out(out_channels), k(kernel), s(stride) {}
+  pxl::Tensor build(const pxl::Tensor& x) {
+    const std::int64_t in = x.shape()[1], pad = (k - 1) / 2;
+    const double std = std::sqrt(2.0 / static_cast<double>(out * k * k));
+    const pxl::Tensor w = add_variable_input(
+        "weight", pxl::addons::init::normal(0.0, std, {out, in, k, k}), x.dtype());
+    return pxl::ops::conv(x, w, {.stride = {s, s}, .padding = {pad, pad, pad, pad}});
+  }
+  std::int64_t out, k, s;
+};
+
+/// The bottleneck: 1×1 to `width`, 3×3 (stride `stride`), 1×1 to 4·width, each with batch
+/// norm; the shortcut a strided 1×1 convolution and batch norm where the shape changes.
+struct Bottleneck : pxl::addons::Module<Bottleneck> {
+  Bottleneck(std::int64_t width, std::int64_t stride, bool downsample)
+      : conv1(pxl::addons::named_module<Conv>("conv1", width, 1)),
+        conv2(pxl::addons::named_module<Conv>("conv2", width, 3, stride)),
+        conv3(pxl::addons::named_module<Conv>("conv3", 4 * width, 1)),
+        shortcut(pxl::addons::named_module<Conv>("downsample.0", 4 * width, 1, stride)),
+        has_shortcut(downsample) {}
+  pxl::Tensor build(const pxl::Tensor& x) {
+    pxl::Tensor h = pxl::ops::relu(bn1(conv1(x)));
+    h = pxl::ops::relu(bn2(conv2(h)));
+    h = bn3(conv3(h));
+    return pxl::ops::relu(h + (has_shortcut ? shortcut_bn(shortcut(x)) : x));
+  }
+  Conv conv1, conv2, conv3, shortcut;
+  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn1);
+  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn2);
+  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn3);
+  pxl::addons::BatchNorm2D shortcut_bn =
+      pxl::addons::named_module<pxl::addons::BatchNorm2D>("downsample.1");
+  bool has_shortcut;
+};
+
+/// ResNet-50 over (N, 3, H, W) images (224×224 in ImageNet training): the 7×7 stem, a 3×3
+/// max pool, 3, 4, 6 and 3 bottlenecks of widths 64, 128, 256 and 512, a global average pool
+/// and a 1000-way linear layer. 25.6 M parameters, about 4.1 GFLOPs per 224×224 image.
+struct ResNet50 : pxl::addons::Module<ResNet50> {
+  ResNet50() {
+    const std::int64_t blocks[] = {3, 4, 6, 3};
+    for (std::int64_t stage = 0; stage < 4; ++stage)
+      for (std::int64_t b = 0; b < blocks[stage]; ++b)
+        bottlenecks.push_back(pxl::addons::named_module<Bottleneck>(
+            "layer" + std::to_string(stage + 1) + "." + std::to_string(b), 64 << stage,
+            b == 0 && stage > 0 ? 2 : 1, b == 0));
+  }
+  pxl::Tensor build(const pxl::Tensor& x) {
+    pxl::Tensor h = pxl::ops::relu(bn1(conv1(x)));
+    h = pxl::ops::max_pool(h, {3, 3}, {.stride = {2, 2}, .padding = {1, 1, 1, 1}});
+    for (auto& block : bottlenecks)
+      h = block(h);
+    h = pxl::ops::global_average_pool(h).reshape({h.shape()[0], h.shape()[1]});
+    return fc(h);
+  }
+  Conv conv1 = pxl::addons::named_module<Conv>("conv1", 64, 7, 2);
+  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn1);
+  std::vector<Bottleneck> bottlenecks;
+  PXL_SUBMODULE(pxl::addons::Linear, fc, 1000);
+};
+
+} // namespace bench::resnet
