@@ -209,10 +209,19 @@ struct ConvAttrs {
   friend bool operator==(const ConvAttrs&, const ConvAttrs&) = default;
 };
 
+/// The normalisations: epsilon, added to the variance; group_norm's groups; whether batch
+/// norm's gradient takes the statistics as given (inference) rather than from the batch.
+struct NormAttrs {
+  double epsilon = 1e-5;
+  std::int64_t num_groups = 1;
+  bool global_stats = false;
+  friend bool operator==(const NormAttrs&, const NormAttrs&) = default;
+};
+
 using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
-                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs>;
+                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, NormAttrs>;
 
 } // namespace pxl
