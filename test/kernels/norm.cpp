@@ -48,7 +48,10 @@ std::vector<HostTensor> check_norm_kernel(const KernelCase& c, double tol = 2e-6
       CAPTURE(i);
       CAPTURE(got);
       CAPTURE(expected);
-      CHECK(std::fabs(got - expected) <= allowed);
+      if (std::isnan(expected))
+        CHECK(std::isnan(got));
+      else
+        CHECK(std::fabs(got - expected) <= allowed);
     }
   }
   return one;
@@ -160,6 +163,33 @@ TEST_CASE("batch_norm_training: each channel of the output has mean 0 and varian
     CHECK(std::fabs(s / static_cast<double>(m)) < 1e-6);
     CHECK(std::fabs(s2 / static_cast<double>(m) - var / (var + 1e-5)) < 1e-5);
     CHECK(std::fabs(out[1].item(ch) - xs / static_cast<double>(m)) < 1e-5);
+  }
+}
+
+TEST_CASE("norms of an empty batch: empty outputs, NaN batch statistics, zero scale and bias "
+          "gradients") {
+  for (const DType d : {float32, float16}) {
+    CAPTURE(d);
+    const Shape x{0, 3, 2};
+    const auto p = per_channel(x, d, 0.5, 1.5, 21);
+    check_norm_kernel(make_case(
+        [](const V& v) {
+          const auto r = ops::batch_norm_training(v[0], v[1], v[2]);
+          return V{r.output, r.mean, r.var};
+        },
+        {HostTensor(x, d), p, p}));
+    const auto g = check_norm_kernel(make_case(
+        [](const V& v) {
+          const auto r = ops::batch_norm_grad(v[0], v[1], v[2], v[3], v[4], 1e-5, false);
+          return V{r.t, r.scale, r.bias};
+        },
+        {HostTensor(x, d), p, p, p, HostTensor(x, d)}));
+    check_values(g[1], {{3}, d}, {0, 0, 0});
+    check_norm_kernel(make_case(
+        [](const V& v) { return V{ops::batch_norm_inference(v[0], v[1], v[2], v[3], v[4])}; },
+        {HostTensor(x, d), p, p, p, p}));
+    check_norm_kernel(make_case([](const V& v) { return V{ops::group_norm(v[0], v[1], v[2], 3)}; },
+                                {HostTensor(x, d), p, p}));
   }
 }
 

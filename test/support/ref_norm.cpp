@@ -8,7 +8,8 @@
 
 namespace pxl::testing {
 
-namespace {
+// Named, so that in a unity batch these never meet other references' helpers.
+namespace ref_norm {
 
 /// An (N, C, spatial...) tensor's geometry.
 struct Nc {
@@ -55,7 +56,7 @@ void normalise(const HostTensor& x, const HostTensor& scale, const HostTensor& b
   }
 }
 
-std::vector<double> values(const HostTensor& t) {
+std::vector<double> doubles_of(const HostTensor& t) {
   std::vector<double> v(static_cast<std::size_t>(t.nelms()));
   for (std::int64_t i = 0; i < t.nelms(); ++i)
     v[static_cast<std::size_t>(i)] = ref::load(t, i);
@@ -81,10 +82,12 @@ std::pair<std::vector<double>, std::vector<double>> group_stats(const HostTensor
   return {mean, var};
 }
 
-} // namespace
+} // namespace ref_norm
+
+using namespace ref_norm;
 
 PXL_REF_KERNEL(BatchNormInference) {
-  normalise(*inputs[0], *inputs[1], *inputs[2], values(*inputs[3]), values(*inputs[4]),
+  normalise(*inputs[0], *inputs[1], *inputs[2], doubles_of(*inputs[3]), doubles_of(*inputs[4]),
             op.attrs<OpKind::BatchNormInference>().epsilon, *outputs[0]);
 }
 
@@ -104,7 +107,7 @@ PXL_REF_KERNEL(BatchNormGrad) {
   // scale·rstd·(g − d bias / M − x̂·d scale / M) with the batch's.
   const HostTensor &x = *inputs[0], &scale = *inputs[1], &g = *inputs[4];
   const NormAttrs& a = op.attrs<OpKind::BatchNormGrad>();
-  const auto mean = values(*inputs[2]), var = values(*inputs[3]);
+  const auto mean = doubles_of(*inputs[2]), var = doubles_of(*inputs[3]);
   const Nc geo(x.shape());
   const auto m = static_cast<double>(geo.n * geo.spatial);
   for (std::int64_t ch = 0; ch < geo.c; ++ch) {

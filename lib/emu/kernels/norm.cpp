@@ -18,13 +18,17 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
 namespace pxl::emu::detail {
 
+// Named, so that in a unity batch these never meet conv.cpp's helpers of the same names.
+namespace norm_kernels {
 namespace {
 
 dnnl::engine& cpu_engine() {
@@ -248,23 +252,31 @@ StepFn batch_norm_step(const KernelOp& op, const OpBuffers& buffers, Pass pass, 
   };
 }
 
+/// An input without elements: nothing to normalise; a training pass's statistics are 0 / 0
+/// (NaN), the backward pass's scale and bias gradients empty sums (0).
+template <typename T>
+StepFn empty_batch_step(const KernelOp& op, const OpBuffers& buffers, Pass pass) {
+  if (pass == Pass::inference)
+    return [](unsigned, unsigned) {};
+  const T value = pass == Pass::training ? T(std::numeric_limits<float>::quiet_NaN()) : T(0.0f);
+  const auto channels = static_cast<std::size_t>(op.output(1).nelms());
+  T* first = typed<T>(buffers.outputs[1]);
+  T* second = typed<T>(buffers.outputs[2]);
+  return [=](unsigned w, unsigned) {
+    if (w != 0)
+      return;
+    std::fill(first, first + channels, value);
+    std::fill(second, second + channels, value);
+  };
+}
+
 StepFn compile_batch_norm(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers,
                           Pass pass) {
   const KernelTensor x = op.input(0);
-  if (x.nelms() == 0) {
-    // No elements: nothing to normalise, and a training pass's statistics (0/0) are left zero.
-    std::vector<std::pair<std::byte*, std::size_t>> zeroed;
-    for (std::size_t i = 0; i < op.num_outputs(); ++i)
-      zeroed.emplace_back(buffers.outputs[i], static_cast<std::size_t>(op.output(i).nelms()) *
-                                                  size_of(op.output(i).dtype()));
-    return [zeroed](unsigned w, unsigned) {
-      for (const auto& [at, bytes] : zeroed)
-        if (w == 0 && bytes > 0)
-          std::memset(at, 0, bytes);
-    };
-  }
   return dispatch_float(op, x.dtype(), [&](auto type) -> StepFn {
     using T = typename decltype(type)::type;
+    if (x.nelms() == 0)
+      return empty_batch_step<T>(op, buffers, pass);
     return batch_norm_step<T>(op, buffers, pass, ctx.num_workers);
   });
 }
@@ -305,25 +317,7 @@ std::shared_ptr<std::vector<std::vector<float>>> row_scratch(unsigned workers, s
       workers, std::vector<float>(static_cast<std::size_t>(d) * count));
 }
 
-} // namespace
-
-StepFn compile_BatchNormInference(CompileContext& ctx, const KernelOp& op,
-                                  const OpBuffers& buffers) {
-  return compile_batch_norm(ctx, op, buffers, Pass::inference);
-}
-
-StepFn compile_BatchNormTraining(CompileContext& ctx, const KernelOp& op,
-                                 const OpBuffers& buffers) {
-  return compile_batch_norm(ctx, op, buffers, Pass::training);
-}
-
-StepFn compile_BatchNormGrad(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
-  return compile_batch_norm(ctx, op, buffers,
-                            op.attrs_as<NormAttrs>().global_stats ? Pass::backward_global
-                                                                  : Pass::backward);
-}
-
-StepFn compile_GroupNorm(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+StepFn group_norm_step(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const GroupRows g = group_rows(op);
   const double eps = op.attrs_as<NormAttrs>().epsilon;
   return dispatch_float(op, op.input(0).dtype(), [&](auto type) -> StepFn {
@@ -355,7 +349,7 @@ StepFn compile_GroupNorm(CompileContext& ctx, const KernelOp& op, const OpBuffer
   });
 }
 
-StepFn compile_GroupNormGrad(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+StepFn group_norm_grad_step(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const GroupRows g = group_rows(op);
   const double eps = op.attrs_as<NormAttrs>().epsilon;
   return dispatch_float(op, op.input(0).dtype(), [&](auto type) -> StepFn {
@@ -388,6 +382,34 @@ StepFn compile_GroupNormGrad(CompileContext& ctx, const KernelOp& op, const OpBu
       }
     };
   });
+}
+
+} // namespace
+} // namespace norm_kernels
+
+StepFn compile_BatchNormInference(CompileContext& ctx, const KernelOp& op,
+                                  const OpBuffers& buffers) {
+  return norm_kernels::compile_batch_norm(ctx, op, buffers, norm_kernels::Pass::inference);
+}
+
+StepFn compile_BatchNormTraining(CompileContext& ctx, const KernelOp& op,
+                                 const OpBuffers& buffers) {
+  return norm_kernels::compile_batch_norm(ctx, op, buffers, norm_kernels::Pass::training);
+}
+
+StepFn compile_BatchNormGrad(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return norm_kernels::compile_batch_norm(ctx, op, buffers,
+                                          op.attrs_as<NormAttrs>().global_stats
+                                              ? norm_kernels::Pass::backward_global
+                                              : norm_kernels::Pass::backward);
+}
+
+StepFn compile_GroupNorm(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return norm_kernels::group_norm_step(ctx, op, buffers);
+}
+
+StepFn compile_GroupNormGrad(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return norm_kernels::group_norm_grad_step(ctx, op, buffers);
 }
 
 } // namespace pxl::emu::detail
