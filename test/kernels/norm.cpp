@@ -8,9 +8,9 @@
 
 using namespace pxl;
 using namespace pxl::testing;
-using V = std::vector<Tensor>;
-
 namespace test_kernels_norm {
+
+using V = std::vector<Tensor>;
 
 /// (N, C, spatial...) shapes over 0 to 3 spatial axes; 17 channels make blocks of 3 and a tail
 /// of 2.
@@ -190,6 +190,30 @@ TEST_CASE("norms of an empty batch: empty outputs, NaN batch statistics, zero sc
         {HostTensor(x, d), p, p, p, p}));
     check_norm_kernel(make_case([](const V& v) { return V{ops::group_norm(v[0], v[1], v[2], 3)}; },
                                 {HostTensor(x, d), p, p}));
+  }
+}
+
+TEST_CASE("batch_norm_inference with the batch's own statistics gives batch_norm_training's "
+          "output") {
+  for (const DType d : {float32, float16}) {
+    CAPTURE(d);
+    const Shape shape{3, 4, 5};
+    const auto x = random_tensor(shape, d, -2, 2, 22);
+    const auto scale = per_channel(shape, d, 0.5, 1.5, 23), bias = per_channel(shape, d, 2, 3, 24);
+    const auto trained = check_norm_kernel(make_case(
+        [](const V& v) {
+          const auto r = ops::batch_norm_training(v[0], v[1], v[2]);
+          return V{r.output, r.mean, r.var};
+        },
+        {x, scale, bias}));
+    const auto evaluated = check_norm_kernel(make_case(
+        [](const V& v) { return V{ops::batch_norm_inference(v[0], v[1], v[2], v[3], v[4])}; },
+        {x, scale, bias, trained[1], trained[2]}));
+    // float32: oneDNN's two passes normalise alike; float16: the statistics were rounded to
+    // half on their way out of the training pass.
+    for (std::int64_t i = 0; i < x.nelms(); ++i)
+      CHECK(std::fabs(evaluated[0].item(i) - trained[0].item(i)) <=
+            (d == float32 ? 1e-6 : 2e-2) * std::fabs(trained[0].item(i)));
   }
 }
 

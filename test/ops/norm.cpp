@@ -8,9 +8,9 @@
 
 using namespace pxl;
 using namespace pxl::testing;
-using V = std::vector<Tensor>;
-
 namespace test_ops_norm {
+
+using V = std::vector<Tensor>;
 
 TEST_CASE("norm output specs: the input's, and (C) statistics") {
   for (const Shape& x : std::vector<Shape>{{4, 3}, {2, 3, 5}, {2, 3, 4, 5}, {1, 3, 2, 2, 2}})

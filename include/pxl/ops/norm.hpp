@@ -41,13 +41,15 @@ struct BatchNormTrainingResult {
 BatchNormTrainingResult batch_norm_training(const Tensor& t, const Tensor& scale,
                                             const Tensor& bias, double epsilon = 1e-5);
 
-/// The gradients of batch norm given `grad`, the gradient of its output: {d t, d scale, d bias}.
-/// With `global_stats`, `mean` and `var` are constants (batch_norm_inference's gradient);
-/// without, they are the batch statistics `batch_norm_training` returned, and d t includes
-/// their dependence on `t`. What autodiff emits for both forms.
+/// What `batch_norm_grad` returns: the gradients of batch norm's input, scale and bias.
 struct BatchNormGradResult {
   Tensor t, scale, bias;
 };
+
+/// The gradients of batch norm given `grad`, the gradient of its output. With `global_stats`,
+/// `mean` and `var` are constants (batch_norm_inference's gradient); without, they are the
+/// batch statistics `batch_norm_training` returned, and d t includes their dependence on `t`.
+/// What autodiff emits for both forms.
 BatchNormGradResult batch_norm_grad(const Tensor& t, const Tensor& scale, const Tensor& mean,
                                     const Tensor& var, const Tensor& grad, double epsilon,
                                     bool global_stats);
