@@ -9,6 +9,7 @@
 // for any split. float16 is widened to float32, computed, and rounded once on store.
 #include "../compile_context.hpp"
 #include "common.hpp"
+#include "dnnl_common.hpp"
 #include "dnnl_threads.hpp"
 
 #include "pxl/core/half.hpp"
@@ -28,11 +29,6 @@ namespace pxl::emu::detail {
 namespace {
 
 using dims = dnnl::memory::dims;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 std::int64_t product(const dims& d) {
   return std::accumulate(d.begin(), d.end(), std::int64_t{1}, std::multiplies<>());
@@ -237,15 +233,6 @@ struct ConvState {
       streams.emplace_back(cpu_engine());
   }
 };
-
-/// Widens `n` elements into float32 (`T` half) or copies them (`T` float).
-template <typename T>
-void to_float(const T* in, float* out, std::int64_t n) {
-  if constexpr (std::is_same_v<T, half>)
-    convert(in, out, static_cast<std::size_t>(n));
-  else
-    std::memcpy(out, in, static_cast<std::size_t>(n) * sizeof(float));
-}
 
 /// Forward (`pass` forward: x → y) or backward-data (dy → dx) over whole images: `in` holds
 /// the images read, `out` those written, `weights` the convolution's weights.

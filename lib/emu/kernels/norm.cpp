@@ -11,48 +11,22 @@
 // bias spread over the row.
 #include "../compile_context.hpp"
 #include "common.hpp"
+#include "dnnl_common.hpp"
 #include "dnnl_threads.hpp"
 #include "norm_rows.hpp"
 
-#include "pxl/core/half.hpp"
-
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
 
 namespace pxl::emu::detail {
 
-// Named, so that in a unity batch these never meet conv.cpp's helpers of the same names.
+// Named, so that in a unity batch these never meet conv.cpp's helpers of the same names
+// (Pass, Role, Planned).
 namespace norm_kernels {
 namespace {
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-/// Widens `n` elements into float32 (`T` half) or copies them (`T` float).
-template <typename T>
-void to_float(const T* in, float* out, std::int64_t n) {
-  if constexpr (std::is_same_v<T, half>)
-    convert(in, out, static_cast<std::size_t>(n));
-  else
-    std::memcpy(out, in, static_cast<std::size_t>(n) * sizeof(float));
-}
-
-/// Rounds `n` float32 elements to `T` once (`T` half) or copies them (`T` float).
-template <typename T>
-void from_float(const float* in, T* out, std::int64_t n) {
-  if constexpr (std::is_same_v<T, half>)
-    convert(in, out, static_cast<std::size_t>(n));
-  else
-    std::memcpy(out, in, static_cast<std::size_t>(n) * sizeof(float));
-}
 
 // ---- batch norm through oneDNN ----
 
