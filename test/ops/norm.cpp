@@ -3,6 +3,8 @@
 #include "op_test.hpp"
 
 #include "pxl/ops/norm.hpp"
+#include "pxl/ops/var_updates.hpp"
+#include "pxl/session.hpp"
 
 #include <cmath>
 
@@ -71,6 +73,44 @@ TEST_CASE("batch_norm_inference and group_norm: closed forms") {
                              {tensor({1, 4}, d, {1, 3, 5, 9}), tensor({4}, d, {1, 2, 1, 0.5}),
                               tensor({4}, d, {0, 0, 1, 1})});
     check_values(g, {{1, 4}, d}, {-1, 2, 0, 1.5});
+  }
+}
+
+TEST_CASE("running statistics from batch_norm_training with ONNX's momentum, on a Session") {
+  // Channel 0 holds 1, 2, 3, 4 (mean 2.5, biased variance 1.25), channel 1 0, 0, 2, 2 (1, 1).
+  // After k steps from (0, 1): running_mean = (1 − 0.9^k)·mean, running_var = 0.9^k + (1 −
+  // 0.9^k)·var; bitwise the same for 1 to 3 workers.
+  Ir ir;
+  Tensor running_mean, running_var;
+  {
+    auto in_main = ir.main_graph().scope();
+    const Tensor x = variable(HostTensor({1.f, 2.f, 0.f, 0.f, 3.f, 4.f, 2.f, 2.f}, {2, 2, 2}), "x");
+    const Tensor ones = variable(HostTensor({1.f, 1.f}, {2}), "scale");
+    const Tensor zeros = variable(HostTensor({0.f, 0.f}, {2}), "bias");
+    running_mean = variable(HostTensor({0.f, 0.f}, {2}), "running_mean");
+    running_var = variable(HostTensor({1.f, 1.f}, {2}), "running_var");
+    const auto r = ops::batch_norm_training(x, ones, zeros);
+    ops::var_updates::accumulate_moving_average_(running_mean, r.mean, 0.9);
+    ops::var_updates::accumulate_moving_average_(running_var, r.var, 0.9);
+  }
+  std::vector<HostTensor> first;
+  for (unsigned workers : {1u, 2u, 3u}) {
+    CAPTURE(workers);
+    Session session(ir, "ipu_model", {.workers = workers, .oversubscribe = true});
+    auto attached = session.attach();
+    for (int k = 1; k <= 3; ++k)
+      session.run();
+    const HostTensor m = session.get_tensor_data(running_mean);
+    const HostTensor v = session.get_tensor_data(running_var);
+    const double kept = std::pow(0.9, 3);
+    check_values(m, {{2}, float32}, {(1 - kept) * 2.5, (1 - kept) * 1.0});
+    check_values(v, {{2}, float32}, {kept + (1 - kept) * 1.25, kept + (1 - kept) * 1.0});
+    if (workers == 1) {
+      first = {m, v};
+    } else {
+      CHECK(m == first[0]);
+      CHECK(v == first[1]);
+    }
   }
 }
 

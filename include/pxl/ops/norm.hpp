@@ -35,6 +35,7 @@ struct BatchNormTrainingResult {
 ///     running_mean = momentum · running_mean + (1 − momentum) · result.mean
 ///     running_var  = momentum · running_var  + (1 − momentum) · result.var
 ///
+/// (in place: `var_updates::accumulate_moving_average_(running_mean, result.mean, momentum)`)
 /// and evaluates with `batch_norm_inference(t, scale, bias, running_mean, running_var)`.
 /// Differentiable in all three operands, through the batch statistics, and with gradients
 /// flowing into `mean` and `var` too.
