@@ -25,6 +25,7 @@
 #include "pxl/ops/host_io.hpp"
 #include "pxl/ops/matmul.hpp"
 #include "pxl/ops/nn.hpp"
+#include "pxl/ops/norm.hpp"
 #include "pxl/ops/pool.hpp"
 #include "pxl/ops/random.hpp"
 #include "pxl/ops/reduce.hpp"

@@ -55,6 +55,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
       break;
     case OpFamily::reduce:
     case OpFamily::nn:   // reads across the tiles of its input
+    case OpFamily::norm:
     case OpFamily::pool: // vector work over windows that cross tiles
       CHECK((c == OpCost::exchanged || c == OpCost::exchanged_series));
       break;
@@ -99,7 +100,7 @@ TEST_CASE("every op family has its file in every layer") {
     if (is_differentiable(k))
       differentiable.insert(family_of(k));
   }
-  CHECK(families.size() == 13);
+  CHECK(families.size() == 14);
   for (const OpFamily f : families) {
     const std::string stem(family_name(f));
     CAPTURE(stem);

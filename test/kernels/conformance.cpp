@@ -7,6 +7,7 @@
 
 #include "pxl/ops/collectives.hpp"
 #include "pxl/ops/conv.hpp"
+#include "pxl/ops/norm.hpp"
 #include "pxl/ops/pool.hpp"
 #include "pxl/ops/var_updates.hpp"
 
@@ -358,6 +359,38 @@ const std::map<OpKind, OpCase>& op_cases() {
                               },
                               {x, positive, f32({2, 3}, -2, 2, 20)},
                               ""};
+    // Normalisations. Operands keep outputs and sums away from zero (the bias beyond what the
+    // normalised values reach, the given mean below the input), so that oneDNN's float32 sums
+    // stay within 1e-6 of the double reference.
+    const auto bn_x = f32({3, 2, 4}, 1, 2, 21);
+    const auto bn_scale = f32({2}, 0.5, 1.5, 22), bn_bias = f32({2}, 5, 6, 23);
+    c[OpKind::BatchNormInference] = {
+        [](const V& v) { return V{ops::batch_norm_inference(v[0], v[1], v[2], v[3], v[4])}; },
+        {bn_x, bn_scale, bn_bias, f32({2}, -0.5, 0.5, 24), f32({2}, 0.5, 2, 25)},
+        ""};
+    c[OpKind::BatchNormTraining] = {[](const V& v) {
+                                      const auto r = ops::batch_norm_training(v[0], v[1], v[2]);
+                                      return V{r.output, r.mean, r.var};
+                                    },
+                                    {bn_x, bn_scale, bn_bias},
+                                    ""};
+    c[OpKind::BatchNormGrad] = {
+        [](const V& v) {
+          const auto r = ops::batch_norm_grad(v[0], v[1], v[2], v[3], v[4], 1e-5, true);
+          return V{r.t, r.scale, r.bias};
+        },
+        {bn_x, bn_scale, f32({2}, -3, -2, 26), f32({2}, 0.5, 2, 27), f32({3, 2, 4}, 0.5, 1, 28)},
+        ""};
+    c[OpKind::GroupNorm] = {[](const V& v) { return V{ops::group_norm(v[0], v[1], v[2], 2)}; },
+                            {f32({2, 4, 3}, -2, 2, 29), f32({4}, 0.5, 1.5, 30), f32({4}, 5, 6, 31)},
+                            ""};
+    c[OpKind::GroupNormGrad] = {
+        [](const V& v) {
+          const auto r = ops::group_norm_grad(v[0], v[1], v[2], 2);
+          return V{r.first, r.second};
+        },
+        {f32({2, 4, 3}, -2, 2, 29), f32({4}, 0.5, 1.5, 30), f32({2, 4, 3}, -1, 1, 32)},
+        ""};
     // Kinds whose kernels need the rest of the emulator.
     const std::string calls = "test/emu (calls, repeat, inlining) and test/transforms/autodiff";
     c[OpKind::Call].elsewhere = calls;

@@ -2,6 +2,7 @@
 #include "gradcheck.hpp"
 
 #include "pxl/ops/conv.hpp"
+#include "pxl/ops/norm.hpp"
 #include "pxl/ops/pool.hpp"
 
 using namespace pxl;
@@ -285,4 +286,41 @@ TEST_CASE("an MLP-shaped composition") {
             },
             {random_tensor({2, 4}, 60), random_tensor({4, 5}, 61), random_tensor({5}, 62),
              random_tensor({5, 3}, 63)}) > 0);
+}
+
+TEST_CASE("normalisation gradients: batch norm's two forms and group norm, 0-3 spatial axes") {
+  const auto inference = [](V v) {
+    return ops::batch_norm_inference(v[0], v[1], v[2], v[3], v[4], 1e-3);
+  };
+  // The statistics given: positive variances, gradients with respect to all five operands.
+  for (const Shape& x : std::vector<Shape>{{4, 3}, {2, 3, 4}, {2, 2, 3, 2}, {1, 2, 2, 2, 2}}) {
+    CAPTURE(to_string(x));
+    const Shape c{x[1]};
+    CHECK(check_gradients(inference, {random_tensor(x, 70), random_tensor(c, 71, 0.5f, 1.5f),
+                                      random_tensor(c, 72), random_tensor(c, 73),
+                                      random_tensor(c, 74, 0.5f, 2.f)}) > 0);
+    // The batch's statistics: the output, mean and variance all receive gradients.
+    CHECK(check_gradients(
+              [](V v) {
+                const auto r = ops::batch_norm_training(v[0], v[1], v[2]);
+                return V{r.output, r.mean, r.var};
+              },
+              {random_tensor(x, 75), random_tensor(c, 76, 0.5f, 1.5f), random_tensor(c, 77)}) > 0);
+    CHECK(check_gradients(
+              [](V v) { return ops::batch_norm_training(v[0], v[1], v[2]).output; },
+              {random_tensor(x, 78), random_tensor(c, 79, 0.5f, 1.5f), random_tensor(c, 80)}) > 0);
+  }
+  const auto group = [](std::int64_t groups) {
+    return [groups](V v) { return ops::group_norm(v[0], v[1], v[2], groups); };
+  };
+  // Groups of 4 or more elements: a pair normalises to ±1 whatever its values, and finite
+  // differences of that are noise.
+  CHECK(check_gradients(group(2), {random_tensor({3, 8}, 81), random_tensor({8}, 82, 0.5f, 1.5f),
+                                   random_tensor({8}, 83)}) > 0);
+  CHECK(check_gradients(group(1), {random_tensor({2, 3, 4}, 84), random_tensor({3}, 85),
+                                   random_tensor({3}, 86)}) > 0);
+  CHECK(check_gradients(group(3), {random_tensor({2, 6, 2, 2}, 87), random_tensor({6}, 88),
+                                   random_tensor({6}, 89)}) > 0);
+  CHECK(check_gradients(group(2), {random_tensor({1, 4, 2, 2, 2}, 90), random_tensor({4}, 91),
+                                   random_tensor({4}, 92)}) > 0);
 }

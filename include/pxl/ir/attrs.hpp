@@ -220,10 +220,20 @@ struct PoolAttrs {
   friend bool operator==(const PoolAttrs&, const PoolAttrs&) = default;
 };
 
+/// The normalisations: epsilon, added to the variance; group_norm's groups; whether batch
+/// norm's gradient takes the statistics as given (inference) rather than from the batch.
+struct NormAttrs {
+  double epsilon = 1e-5;
+  std::int64_t num_groups = 1;
+  bool global_stats = false;
+  friend bool operator==(const NormAttrs&, const NormAttrs&) = default;
+};
+
 using OpAttrs =
     std::variant<NoAttrs, ReduceAttrs, AxisAttrs, TransposeAttrs, SliceAttrs, SplitAttrs, CastAttrs,
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
-                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs>;
+                 DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
+                 NormAttrs>;
 
 } // namespace pxl

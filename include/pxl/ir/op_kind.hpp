@@ -31,6 +31,7 @@ enum class OpFamily : std::uint8_t {
   host_io,
   collectives,
   remote,
+  norm,
 };
 
 /// Facts about an op kind, combined with `|` in its row.
@@ -214,7 +215,13 @@ enum class OpCost : std::uint8_t {
   /* Streaming Memory */                                                                           \
   X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad, remote_load)                            \
   X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace, remote_load)    \
-  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad, remote_store)
+  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad, remote_store)                         \
+  /* normalisation over channels: statistics read across the tiles of the input */                 \
+  X(BatchNormInference, "BatchNormInference", norm, NormAttrs, Grad, exchanged)                    \
+  X(BatchNormTraining, "BatchNormTraining", norm, NormAttrs, Grad, exchanged_series)               \
+  X(BatchNormGrad, "BatchNormGrad", norm, NormAttrs, NoGrad, exchanged_series)                     \
+  X(GroupNorm, "GroupNormalization", norm, NormAttrs, Grad, exchanged_series)                      \
+  X(GroupNormGrad, "GroupNormalizationGrad", norm, NormAttrs, NoGrad, exchanged_series)
 
 enum class OpKind : std::uint8_t {
 #define PXL_X(kind, ...) kind,
@@ -290,6 +297,7 @@ constexpr std::string_view family_name(OpFamily f) {
     PXL_F(host_io)
     PXL_F(collectives)
     PXL_F(remote)
+    PXL_F(norm)
 #undef PXL_F
   }
   return "";

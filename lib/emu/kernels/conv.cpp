@@ -221,15 +221,6 @@ struct ConvState {
   }
 };
 
-/// Widens `n` elements into float32 (`T` half) or copies them (`T` float).
-template <typename T>
-void to_float(const T* in, float* out, std::int64_t n) {
-  if constexpr (std::is_same_v<T, half>)
-    convert(in, out, static_cast<std::size_t>(n));
-  else
-    std::memcpy(out, in, static_cast<std::size_t>(n) * sizeof(float));
-}
-
 /// Forward (`pass` forward: x → y) or backward-data (dy → dx) over whole images: `in` holds
 /// the images read, `out` those written, `weights` the convolution's weights.
 template <typename T>

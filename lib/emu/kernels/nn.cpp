@@ -1,6 +1,7 @@
 // Neural-network kernels: softmax and log-softmax, layer normalisation, dropout and the
 // negative log-likelihood loss.
 #include "common.hpp"
+#include "norm_rows.hpp"
 #include "prefetch.hpp"
 #include "vector_math.hpp"
 
@@ -197,6 +198,8 @@ inline RowStats row_stats(const float* x, std::int64_t d, double eps) {
   return {mean, inv_std};
 }
 
+} // namespace
+
 /// Layer normalisation of one float32 row, as one instruction-set clone: row_stats, then the
 /// normalisation.
 PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
@@ -231,8 +234,6 @@ PXL_VECTOR_CLONES void layer_norm_grad_row(const float* x, const float* weight, 
     gx[j] = static_cast<float>(static_cast<double>(g[j]) * xhat);
   }
 }
-
-} // namespace
 
 StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const Shape& shape = op.input(0).shape();
