@@ -241,3 +241,40 @@ TEST_CASE("Batch norm layers: errors name the layer, what was expected and what 
 }
 
 } // namespace test_batch_norm_layers
+
+namespace test_group_norm_layer {
+
+TEST_CASE("GroupNorm: each image's group normalised, then weight and bias; errors") {
+  const std::int64_t n = 2, c = 4, groups = 2, hw = 3;
+  const auto x = pxl::test_addons::ramp({n, c, hw}, 2.0);
+  const HostTensor weight(std::vector<float>{1.f, 2.f, -1.f, 0.5f}, {c});
+  const HostTensor bias(std::vector<float>{0.f, 1.f, 0.5f, -0.5f}, {c});
+  const auto r = pxl::test_addons::run_module(addons::GroupNorm(groups, 1e-3), std::array{x},
+                                              std::nullopt, {{"weight", weight}, {"bias", bias}});
+  CHECK(r.factories.keys_flat() == std::vector<std::string>{"weight", "bias"});
+  const std::int64_t per_group = c / groups * hw;
+  for (std::int64_t i = 0; i < n * groups; ++i) {
+    double mean = 0, var = 0;
+    for (std::int64_t k = 0; k < per_group; ++k)
+      mean += x.item(i * per_group + k) / static_cast<double>(per_group);
+    for (std::int64_t k = 0; k < per_group; ++k)
+      var += std::pow(x.item(i * per_group + k) - mean, 2) / static_cast<double>(per_group);
+    for (std::int64_t k = 0; k < per_group; ++k) {
+      const std::int64_t at = i * per_group + k, channel = (at / hw) % c;
+      CHECK(r.y.item(at) ==
+            doctest::Approx((x.item(at) - mean) / std::sqrt(var + 1e-3) * weight.item(channel) +
+                            bias.item(channel))
+                .epsilon(1e-4)
+                .scale(1.0));
+    }
+  }
+  CHECK_THROWS_WITH_AS(addons::GroupNorm(0), "GroupNorm: num_groups must be at least 1, got 0",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(addons::GroupNorm(2, -1.0), "GroupNorm: eps must be at least 0, got -1",
+                       ValueError);
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  CHECK_THROWS_AS(addons::GroupNorm(3).create_graph(TensorSpec{{2, 4, 5}, float32}), ShapeError);
+}
+
+} // namespace test_group_norm_layer

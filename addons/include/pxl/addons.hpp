@@ -18,6 +18,7 @@
 #include "pxl/addons/layers/dropout.hpp"
 #include "pxl/addons/layers/embedding.hpp"
 #include "pxl/addons/layers/flatten.hpp"
+#include "pxl/addons/layers/group_norm.hpp"
 #include "pxl/addons/layers/layer.hpp"
 #include "pxl/addons/layers/layer_norm.hpp"
 #include "pxl/addons/layers/linear.hpp"
