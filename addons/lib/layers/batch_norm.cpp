@@ -10,6 +10,7 @@
 #include "pxl/ir/ir.hpp"
 #include "pxl/ops/collectives.hpp"
 #include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/norm.hpp"
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 #include "pxl/ops/var_updates.hpp"
@@ -72,9 +73,10 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
     }
 
   // PyTorch's order: weight, bias, running_mean, running_var.
+  // (C) in float32.
   auto parameter = [&](const char* name, const initializers::KerasInitializer& init) {
     const Tensor p = add_variable_input(name, init({channels}), x.dtype());
-    return pxl::ops::reshape(p.dtype() == float32 ? p : pxl::ops::cast(p, float32), per_channel);
+    return p.dtype() == float32 ? p : pxl::ops::cast(p, float32);
   };
   std::optional<Tensor> gamma, beta;
   if (n.gamma)
@@ -85,8 +87,6 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
       add_state_variable_input("running_mean", n.moving_mean({channels}), float32);
   const Tensor running_var =
       add_state_variable_input("running_var", n.moving_variance({channels}), float32);
-  const Tensor xf = x.dtype() == float32 ? x : pxl::ops::cast(x, float32);
-  Tensor centered, var;
   if (*mode) {
     if (n.synchronized)
       count *= current_graph().ir().replication_factor();
@@ -95,6 +95,33 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
                        ": training needs more than 1 value per channel to estimate a "
                        "variance, got " +
                        std::to_string(count) + " (input shape " + pxl::to_string(x.shape()) + ")");
+  }
+  const double bessel =
+      n.bessel && count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1;
+  auto update = [&](const Tensor& mean, const Tensor& var) {
+    pxl::ops::var_updates::accumulate_moving_average_(
+        running_mean, pxl::ops::reshape(pxl::ops::detach(mean), {channels}), n.keep);
+    pxl::ops::var_updates::accumulate_moving_average_(
+        running_var, pxl::ops::reshape(pxl::ops::detach(var * bessel), {channels}), n.keep);
+  };
+
+  // float32 over channels first: the fused ops (oneDNN's batch normalisation), unless the
+  // statistics span several replicas.
+  const bool across_replicas = n.synchronized && current_graph().ir().replication_factor() > 1;
+  if (x.dtype() == float32 && n.axis == 1 && rank <= 5 && !(*mode && across_replicas)) {
+    const Tensor scale = gamma ? *gamma : constant(HostTensor::full({channels}, float32, 1.0));
+    const Tensor shift = beta ? *beta : constant(HostTensor::full({channels}, float32, 0.0));
+    if (!*mode)
+      return pxl::ops::batch_norm_inference(x, scale, shift, running_mean, running_var, n.eps);
+    const pxl::ops::BatchNormTrainingResult r =
+        pxl::ops::batch_norm_training(x, scale, shift, n.eps);
+    update(r.mean, r.var);
+    return r.output;
+  }
+
+  const Tensor xf = x.dtype() == float32 ? x : pxl::ops::cast(x, float32);
+  Tensor centered, var;
+  if (*mode) {
     Tensor mean = pxl::ops::mean(xf, axes, true);
     if (n.synchronized)
       mean = pxl::ops::collectives::replicated_all_reduce(mean, CollectiveOperator::mean);
@@ -102,21 +129,16 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
     var = pxl::ops::mean(centered * centered, axes, true);
     if (n.synchronized)
       var = pxl::ops::collectives::replicated_all_reduce(var, CollectiveOperator::mean);
-    const Tensor batch_var =
-        n.bessel ? var * (static_cast<double>(count) / static_cast<double>(count - 1)) : var;
-    pxl::ops::var_updates::accumulate_moving_average_(
-        running_mean, pxl::ops::reshape(pxl::ops::detach(mean), {channels}), n.keep);
-    pxl::ops::var_updates::accumulate_moving_average_(
-        running_var, pxl::ops::reshape(pxl::ops::detach(batch_var), {channels}), n.keep);
+    update(mean, var);
   } else {
     centered = xf - pxl::ops::reshape(running_mean, per_channel);
     var = pxl::ops::reshape(running_var, per_channel);
   }
   Tensor y = centered / pxl::ops::sqrt(var + n.eps);
   if (gamma)
-    y = y * *gamma;
+    y = y * pxl::ops::reshape(*gamma, per_channel);
   if (beta)
-    y = y + *beta;
+    y = y + pxl::ops::reshape(*beta, per_channel);
   return x.dtype() == float32 ? y : pxl::ops::cast(y, x.dtype());
 }
 
