@@ -54,6 +54,12 @@ struct Net : pxl::addons::Module<Net> {
 /// and a 10-way output: 28×28 → 14×14×32 → 7×7×64 → 128 → 10. Variables block1.conv.weight,
 /// block1.norm.weight, … fc2.bias; the batch norms' running statistics beside them.
 struct Cnn : pxl::addons::Module<Cnn> {
+  /// PyTorch's initialisation of convolutions and linear layers, U(±1 / sqrt(fan_in)).
+  static pxl::addons::initializers::KerasInitializer torch_default() {
+    return pxl::addons::initializers::variance_scaling(
+        1.0 / 3, pxl::addons::initializers::FanMode::fan_in,
+        pxl::addons::initializers::Distribution::uniform);
+  }
   /// The pipeline's units: the two blocks and the two dense layers.
   static constexpr std::int64_t layers = 4;
   /// Pipeline stages, 1 to `layers`, as Net's.
@@ -66,7 +72,8 @@ struct Cnn : pxl::addons::Module<Cnn> {
               "conv", channels, std::vector<std::int64_t>{3},
               pxl::addons::ConvLayerOptions{.padding = pxl::addons::Padding::same,
                                             .data_format = pxl::addons::DataFormat::channels_first,
-                                            .use_bias = false})) {}
+                                            .use_bias = false,
+                                            .kernel_initializer = torch_default()})) {}
     pxl::addons::Conv2D conv;
     // Synchronized: R replicas of batch B normalise as one replica of R·B, so --replicas
     // trains as the equivalent single replica does (to rounding).
@@ -77,8 +84,10 @@ struct Cnn : pxl::addons::Module<Cnn> {
   };
   Block block1 = pxl::addons::named_module<Block>("block1", 32);
   Block block2 = pxl::addons::named_module<Block>("block2", 64);
-  PXL_SUBMODULE(pxl::addons::Dense, fc1, 128, pxl::addons::Activation::relu);
-  PXL_SUBMODULE(pxl::addons::Dense, fc2, 10);
+  PXL_SUBMODULE(pxl::addons::Dense, fc1, 128, pxl::addons::Activation::relu, true, torch_default(),
+                torch_default());
+  PXL_SUBMODULE(pxl::addons::Dense, fc2, 10, pxl::addons::Activation::none, true, torch_default(),
+                torch_default());
 
   /// x: [batch, 784] → logits [batch, 10].
   pxl::Tensor build(const pxl::Tensor& x) {

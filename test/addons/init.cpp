@@ -120,6 +120,21 @@ TEST_CASE("Keras's initializers by name: bounds and statistics for a variable's 
   CHECK(hu.min >= -he_limit);
   CHECK(hu.std == doctest::Approx(he_limit / std::sqrt(3.0)).epsilon(0.01));
 
+  // variance_scaling: Glorot and He as instances, and PyTorch's U(±1 / sqrt(fan_in)).
+  CHECK(ki::variance_scaling(2.0)(shape)(float32, 3) == ki::he_normal()(shape)(float32, 3));
+  CHECK(ki::variance_scaling(1.0, ki::FanMode::fan_avg, ki::Distribution::uniform)(shape)(
+            float32, 3) == ki::glorot_uniform()(shape)(float32, 3));
+  const auto torch = stats(ki::variance_scaling(1.0 / 3, ki::FanMode::fan_in,
+                                                ki::Distribution::uniform)(shape)(float32, 3));
+  CHECK(torch.max < 1 / std::sqrt(300.0));
+  CHECK(torch.max > 0.999 / std::sqrt(300.0));
+  const auto out_normal = stats(ki::variance_scaling(
+      0.5, ki::FanMode::fan_out, ki::Distribution::untruncated_normal)(shape)(float32, 3));
+  CHECK(out_normal.std == doctest::Approx(std::sqrt(0.5 / 200)).epsilon(0.02));
+  CHECK(out_normal.max > 3 * std::sqrt(0.5 / 200)); // not truncated
+  CHECK_THROWS_WITH_AS(ki::variance_scaling(0.0), "variance_scaling: scale must be positive, got 0",
+                       ValueError);
+
   // Keras's defaults for the plain distributions: N(0, 0.05²), U(±0.05), truncated N(0, 0.05²).
   const auto rn = stats(ki::random_normal()(shape)(float32, 3));
   CHECK(rn.std == doctest::Approx(0.05).epsilon(0.02));

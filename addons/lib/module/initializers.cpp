@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <span>
+#include <sstream>
 
 namespace pxl::addons::initializers {
 namespace {
@@ -54,6 +55,30 @@ KerasInitializer he_normal() {
 KerasInitializer he_uniform() {
   return keras_named("he_uniform", [](Shape shape) {
     const double limit = std::sqrt(6.0 / fans_of(shape).in);
+    return init::uniform(-limit, limit, std::move(shape));
+  });
+}
+
+KerasInitializer variance_scaling(double scale, FanMode mode, Distribution distribution) {
+  if (!(scale > 0)) {
+    std::ostringstream os;
+    os << "variance_scaling: scale must be positive, got " << scale;
+    throw ValueError(os.str());
+  }
+  return keras_named("variance_scaling", [scale, mode, distribution](Shape shape) {
+    const Fans f = fans_of(shape);
+    const double n = mode == FanMode::fan_in    ? f.in
+                     : mode == FanMode::fan_out ? f.out
+                                                : (f.in + f.out) / 2;
+    switch (distribution) {
+    case Distribution::truncated_normal:
+      return init::truncated_normal(0.0, std::sqrt(scale / n) / truncated_stddev, std::move(shape));
+    case Distribution::untruncated_normal:
+      return init::normal(0.0, std::sqrt(scale / n), std::move(shape));
+    case Distribution::uniform:
+      break;
+    }
+    const double limit = std::sqrt(3.0 * scale / n);
     return init::uniform(-limit, limit, std::move(shape));
   });
 }

@@ -39,6 +39,19 @@ KerasInitializer glorot_normal();
 KerasInitializer he_normal();
 /// U(−l, l) with l = sqrt(6 / fan_in).
 KerasInitializer he_uniform();
+/// What VarianceScaling divides its scale by: fan_in, fan_out or their mean.
+enum class FanMode { fan_in, fan_out, fan_avg };
+/// VarianceScaling's distribution, each of variance scale / n.
+enum class Distribution { truncated_normal, untruncated_normal, uniform };
+/// Keras's `VarianceScaling(scale, mode, distribution)`, of which the Glorot and He
+/// initialisers are instances: with n the mode's fan, a normal of σ = sqrt(scale / n)
+/// truncated at ±2σ (σ divided by 0.87962566103423978, as glorot_normal), the same untruncated,
+/// or U(±sqrt(3·scale / n)). PyTorch's default for convolutions and linear layers is
+/// `variance_scaling(1.0 / 3, FanMode::fan_in, Distribution::uniform)`: U(±1 / sqrt(fan_in)).
+/// ValueError for a scale that is not positive.
+KerasInitializer variance_scaling(double scale = 1.0, FanMode mode = FanMode::fan_in,
+                                  Distribution distribution = Distribution::truncated_normal);
+
 /// Normal(mean, stddev²); Keras's defaults. ValueError (when made) for stddev < 0.
 KerasInitializer random_normal(double mean = 0.0, double stddev = 0.05);
 /// U(minval, maxval); Keras's defaults. ValueError (when made) for minval > maxval.
