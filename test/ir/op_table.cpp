@@ -54,7 +54,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
       CHECK((c == OpCost::local || c == OpCost::local_series));
       break;
     case OpFamily::reduce:
-    case OpFamily::nn:   // reads across the tiles of its input
+    case OpFamily::nn: // reads across the tiles of its input
     case OpFamily::norm:
     case OpFamily::pool: // vector work over windows that cross tiles
       CHECK((c == OpCost::exchanged || c == OpCost::exchanged_series));
