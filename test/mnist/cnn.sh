@@ -1,7 +1,8 @@
 #!/bin/sh
 # mnist --model cnn: the CNN trains (its loss falls, it classifies far better than chance) at
-# its own defaults (Adam, batch 32), and each flag keeps its promise with it: a device loop
-# and a pipeline over its blocks train bitwise as the simpler runs, 2 replicas of batch 16 (the
+# its own defaults (Adam, batch 32), and each flag keeps its promise with it: a device loop,
+# a pipeline over its blocks and Adam's state offloaded or sharded train bitwise as the
+# simpler runs, 2 replicas of batch 16 (the
 # batch norms synchronized) as 1 of batch 32 to rounding, float16 trains, saved weights and
 # running statistics load back to the same test accuracy, and the profile, trace and memory
 # report are written. (Bad values: cli_errors.sh.)
@@ -54,8 +55,21 @@ grep -q "^Pipeline: the CNN over 4 IPUs in 7 stages" "$tmp/piped" ||
   fail "no pipeline line: $(cat "$tmp/piped")"
 echo "ok: --pipeline-stages 4 trains bitwise as one IPU; $(grep '^Variables per IPU' "$tmp/piped")"
 
+# Adam's state in Streaming Memory, or sharded over 2 replicas: training is bitwise the same.
 # shellcheck disable=SC2086
-run replicated $small --replicas 2 --batch-size 16
+run offloaded $small --offload-optimizer-state --save "$tmp/offloaded.safetensors"
+cmp -s "$tmp/base.safetensors" "$tmp/offloaded.safetensors" ||
+  fail "--offload-optimizer-state trains other weights"
+# shellcheck disable=SC2086
+run two $small --replicas 2 --batch-size 16 --save "$tmp/two.safetensors"
+# shellcheck disable=SC2086
+run sharded $small --replicas 2 --batch-size 16 --shard-optimizer-state \
+  --save "$tmp/sharded.safetensors"
+cmp -s "$tmp/two.safetensors" "$tmp/sharded.safetensors" ||
+  fail "--shard-optimizer-state trains other weights than 2 replicas with all of the state"
+echo "ok: --offload-optimizer-state and --shard-optimizer-state train bitwise the same"
+
+cp "$tmp/two" "$tmp/replicated"
 awk -v a="$(accuracy replicated)" -v b="$(accuracy base)" \
   'BEGIN { d = a - b; exit !(d < 1.5 && d > -1.5) }' ||
   fail "2 replicas of 16 score $(accuracy replicated)%, 1 of 32 $(accuracy base)%"
