@@ -283,3 +283,35 @@ TEST_CASE("dataset_benchmark: counts, rates and their JSON") {
   CHECK(finite.elements == 2);
   CHECK(finite.examples == 8);
 }
+
+TEST_CASE("BatchFanOut: one side far ahead of the other (a pipeline's first stage loads the "
+          "features, its last the labels) keeps every part, in order") {
+  using addons::data::BatchFanOut;
+  const std::int64_t batches = 40, depth = 1, replicas = 2;
+  std::vector<HostTensor> features, labels;
+  for (std::int64_t b = 0; b < batches; ++b) {
+    features.push_back(HostTensor::full({replicas, 3}, float32, static_cast<double>(b)));
+    labels.push_back(HostTensor::full({replicas}, int32, static_cast<double>(b)));
+  }
+  std::int64_t next = 0;
+  BatchFanOut fan_out(
+      [&] {
+        const auto b = static_cast<std::size_t>(next++);
+        return addons::data::BatchHalves{&features[b], &labels[b]};
+      },
+      TensorSpec{{replicas, 3}, float32}, TensorSpec{{replicas}, int32}, depth, batches,
+      {.total = replicas, .first = 0, .count = replicas});
+  // Every feature element first (the ring holds (depth + 2) · replicas = 6 parts at the
+  // start), then every label: batch b gives each side replicas elements.
+  HostTensor feature({1, 3}, float32), label({1}, int32);
+  for (std::int64_t e = 0; e < batches * replicas; ++e) {
+    fan_out.fill(BatchFanOut::features, feature);
+    CHECK(feature.item(0) == static_cast<double>(e / replicas));
+  }
+  for (std::int64_t e = 0; e < batches * replicas; ++e) {
+    fan_out.fill(BatchFanOut::labels, label);
+    CHECK(label.item(0) == static_cast<double>(e / replicas));
+  }
+  CHECK(next == batches);
+  CHECK_THROWS_AS(fan_out.fill(BatchFanOut::labels, label), StreamError);
+}

@@ -54,9 +54,12 @@ struct FanOutWording {
 /// replica r's being rows r·b … r·b+b−1.
 ///
 /// Bounded: a producer runs at most its queue depth ahead of the device, and the device takes
-/// a step's features and labels together, so one side is never more than `depth + R` elements
-/// ahead of the other; the parts kept for each side are a ring of (depth + 2)·R preallocated
-/// tensors, enough for that plus the rest of the batch being split.
+/// every element of a run before the run ends, so one side is at most `depth` elements plus a
+/// run's ahead of the other. A program that takes a step's features and labels together keeps
+/// it within `depth + R`: the parts kept for each side are a ring of (depth + 2)·R tensors,
+/// preallocated. A pipelined program loads the features in its first stage, micro-batches
+/// before its last stage loads their labels: the ring then grows, once, to what that lead
+/// needs, and runs without allocating from then on.
 class BatchFanOut {
 public:
   enum Side : std::size_t { features = 0, labels = 1 };
@@ -122,9 +125,14 @@ private:
     std::vector<HostTensor> slots;
     std::size_t head = 0;  ///< oldest kept part
     std::size_t count = 0; ///< parts kept
-    /// The bytes of a new slot at the back.
+    /// The bytes of a new slot at the back; a full ring grows by a slot, its parts kept in
+    /// order from the front.
     std::span<std::byte> push() {
-      PXL_ASSERT(count < slots.size());
+      if (count == slots.size()) {
+        std::rotate(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(head), slots.end());
+        head = 0;
+        slots.emplace_back(slots.front().spec());
+      }
       return slots[(head + count++) % slots.size()].bytes();
     }
   };
