@@ -32,7 +32,7 @@ constexpr std::int64_t batch = 32, train_images = 2048, test_images = 1000;
 constexpr std::int64_t micro_batches = 8; // per update of the pipelined model
 
 // Conv, batch norm, ReLU, max pool. Channels first is ops::conv's own layout: no transposes.
-// The convolution has no bias, as the batch norm's shift would cancel it.
+// The convolution has no bias: the batch norm subtracts the mean, which would cancel it.
 struct ConvBlock : addons::Module<ConvBlock> {
   explicit ConvBlock(std::int64_t channels)
       : conv(addons::named_module<addons::Conv2D>(
@@ -169,10 +169,11 @@ int main() try {
                    .gradient_accumulation = micro_batches,
                    .pipeline = pipeline});
     keras.fit(keras_train.images, keras_train.labels, {.epochs = 1, .batch_size = 16});
-    keras_weights[pipeline ? 1 : 0] = keras.weights();
-    if (!pipeline)
+    keras_weights[pipeline ? 1 : 0] = keras.weights(); // the running statistics too
+    const pxl::transforms::PipelinedGraph* piped = keras.pipelined();
+    if (piped == nullptr)
       continue;
-    const pxl::transforms::PipelinedGraph& p = *keras.pipelined();
+    const pxl::transforms::PipelinedGraph& p = *piped;
     const addons::Sequential model = keras_cnn();
     std::cout << "Keras Sequential of " << model.size() << " layers in stages";
     for (const std::int64_t stage : model.pipeline_stage_assignment())
