@@ -43,6 +43,11 @@ Flags& Flags::option(const std::string& name, std::int64_t& value, const std::st
   return *this;
 }
 
+Flags& Flags::flag(const std::string& name, bool& value, const std::string& help) {
+  impl_->app.add_flag(name, value, help);
+  return *this;
+}
+
 std::optional<int> Flags::parse(int argc, char** argv) {
   try {
     impl_->app.parse(argc, argv);

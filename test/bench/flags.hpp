@@ -33,6 +33,9 @@ public:
                 std::optional<std::int64_t> min = std::nullopt,
                 std::optional<std::int64_t> max = std::nullopt);
 
+  /// A switch `--name` (no value) that sets `value` to true.
+  Flags& flag(const std::string& name, bool& value, const std::string& help);
+
   /// Parses the command line. Returns the exit code for main to return when it was `--help`
   /// (0, the help printed) or a mistake (CLI11's, its message printed); nothing otherwise.
   std::optional<int> parse(int argc, char** argv);

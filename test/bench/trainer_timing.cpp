@@ -11,9 +11,9 @@
 namespace mnist::bench {
 
 NetTrainer::NetTrainer(pxl::addons::CompileOptions options, std::int64_t global_batch,
-                       std::int64_t stages)
+                       std::int64_t stages, Model model)
     : global_batch_(global_batch), per_run_(options.steps_per_execution),
-      trainer_(compiled(std::move(options), stages)) {
+      trainer_(compiled(std::move(options), stages, model)) {
   fit(random_dataset((3 + per_run_ - 1) / per_run_ * per_run_, global_batch));
 }
 
@@ -37,15 +37,25 @@ FitTiming NetTrainer::fit(const pxl::addons::data::TensorDataset& dataset) {
   return {trained, seconds, history.history.at("loss").at(0)};
 }
 
-pxl::addons::Trainer NetTrainer::compiled(pxl::addons::CompileOptions options,
-                                          std::int64_t stages) {
-  options.optimizer = pxl::addons::optimizers::SGDOptions{.lr = learning_rate};
-  options.from_logits = true; // the Net's output: logits
+pxl::addons::Trainer NetTrainer::compiled(pxl::addons::CompileOptions options, std::int64_t stages,
+                                          Model model) {
+  if (model == Model::cnn)
+    options.optimizer = pxl::addons::optimizers::AdamOptions{.lr = cnn_learning_rate};
+  else
+    options.optimizer = pxl::addons::optimizers::SGDOptions{.lr = learning_rate};
+  options.from_logits = true; // both models' output: logits
   options.constant_learning_rate = true;
   options.pipeline = stages > 1;
-  Net net;
-  net.stages = stages;
-  pxl::addons::Trainer trainer(net);
+  auto trainer = [&] {
+    if (model == Model::cnn) {
+      Cnn cnn;
+      cnn.stages = stages;
+      return pxl::addons::Trainer(cnn);
+    }
+    Net net;
+    net.stages = stages;
+    return pxl::addons::Trainer(net);
+  }();
   trainer.compile(std::move(options));
   return trainer;
 }
