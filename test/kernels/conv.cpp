@@ -70,19 +70,8 @@ ops::ConvTransposeOptions transpose_options(const Geometry& g) {
 // reference, and float16 within one unit in the last place of it.
 constexpr double f32_rtol = 1e-5;
 
-/// Calls `check(g, d)` for every geometry, in float32 and float16.
-template <typename Check>
-void for_each_geometry(Check check) {
-  for (const DType d : {float32, float16})
-    for (std::size_t i = 0; i < geometries().size(); ++i) {
-      CAPTURE(d);
-      CAPTURE(i);
-      check(geometries()[i], d);
-    }
-}
-
 TEST_CASE("conv: the forward pass against the reference, 1-4 workers bitwise") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     const auto o = g.o;
     check_kernel([o](Tensor x, Tensor w) { return ops::conv(x, w, o); },
                  {random_tensor(g.x, d, 0, 1, 1), random_tensor(g.w, d, 0, 1, 2)}, f32_rtol);
@@ -90,7 +79,7 @@ TEST_CASE("conv: the forward pass against the reference, 1-4 workers bitwise") {
 }
 
 TEST_CASE("conv_transpose (conv's data gradient) against the reference, 1-4 workers bitwise") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     const auto o = transpose_options(g);
     const auto out = check_kernel(
         [o](Tensor dy, Tensor w) { return ops::conv_transpose(dy, w, o); },
@@ -100,7 +89,7 @@ TEST_CASE("conv_transpose (conv's data gradient) against the reference, 1-4 work
 }
 
 TEST_CASE("conv_weights_grad against the reference, 1-4 workers bitwise") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     const auto o = g.o;
     const Shape w = g.w;
     check_kernel([o, w](Tensor dy, Tensor x) { return ops::conv_weights_grad(dy, x, w, o); },

@@ -187,4 +187,16 @@ inline HostTensor random_tensor(Shape shape, DType dtype, double lo = -2.0, doub
   return t;
 }
 
+/// Calls `check(c, d)` for every case of `cases` in float32 and then float16, the dtype and
+/// the case's index captured for the report (the kernel files' geometry loops).
+template <typename Case, typename Check>
+void for_each_case(const std::vector<Case>& cases, Check check) {
+  for (const DType d : {float32, float16})
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(d);
+      CAPTURE(i);
+      check(cases[i], d);
+    }
+}
+
 } // namespace pxl::testing

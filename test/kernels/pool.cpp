@@ -57,21 +57,10 @@ Shape pooled(const Geometry& g) {
   return ops::max_pool(graph_input(g.x, float32), g.k, g.o).shape();
 }
 
-/// Calls `check(g, d)` for every geometry, in float32 and float16.
-template <typename Check>
-void for_each_geometry(Check check) {
-  for (const DType d : {float32, float16})
-    for (std::size_t i = 0; i < geometries().size(); ++i) {
-      CAPTURE(d);
-      CAPTURE(i);
-      check(geometries()[i], d);
-    }
-}
-
 constexpr double f32_rtol = 1e-6;
 
 TEST_CASE("max_pool against the reference, 1-4 workers bitwise") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     const auto k = g.k;
     const auto o = g.o;
     check_kernel([k, o](Tensor x) { return ops::max_pool(x, k, o); },
@@ -80,7 +69,7 @@ TEST_CASE("max_pool against the reference, 1-4 workers bitwise") {
 }
 
 TEST_CASE("average_pool against the reference, with and without count_include_pad") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     for (const bool count_pad : {false, true}) {
       CAPTURE(count_pad);
       const auto k = g.k;
@@ -92,7 +81,7 @@ TEST_CASE("average_pool against the reference, with and without count_include_pa
 }
 
 TEST_CASE("max_pool_grad against the reference, 1-4 workers bitwise") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     const auto k = g.k;
     const auto o = g.o;
     check_kernel([k, o](Tensor dy, Tensor x) { return ops::max_pool_grad(dy, x, k, o); },
@@ -101,7 +90,7 @@ TEST_CASE("max_pool_grad against the reference, 1-4 workers bitwise") {
 }
 
 TEST_CASE("average_pool_grad against the reference, with and without count_include_pad") {
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     for (const bool count_pad : {false, true}) {
       CAPTURE(count_pad);
       const auto k = g.k;
@@ -124,7 +113,7 @@ HostTensor full_of_ties(const Shape& shape, DType d, std::uint64_t salt) {
 TEST_CASE("max_pool_grad: oneDNN's argmax is the first largest tap of each window") {
   // The reference takes the first of the largest taps in the window's row-major order; the
   // kernel must agree exactly on inputs full of ties, every geometry, both dtypes.
-  for_each_geometry([](const Geometry& g, DType d) {
+  for_each_case(geometries(), [](const Geometry& g, DType d) {
     const auto k = g.k;
     const auto o = g.o;
     check_kernel([k, o](Tensor dy, Tensor x) { return ops::max_pool_grad(dy, x, k, o); },
