@@ -370,6 +370,11 @@ void check_members(std::string_view what, const std::vector<Tensor>& ts,
                        std::string(what) + " is not " +
                        (what == "grads_provided" ? "an output" : "an input") + " of graph '" +
                        g.name() + "'");
+  // Listed twice, a tensor would get two gradient inputs (or outputs) of one meaning.
+  for (auto t = ts.begin(); t != ts.end(); ++t)
+    if (std::find(ts.begin(), t, *t) != t)
+      throw ValueError("autodiff: " + to_string(*t) + " is listed twice in " + std::string(what) +
+                       "; list each tensor once");
 }
 } // namespace
 

@@ -127,6 +127,12 @@ TEST_CASE("autodiff errors are clear") {
                        doctest::Contains("is not an output of graph 'f_subgraph(0)'"), GraphError);
   CHECK_THROWS_WITH_AS(transforms::autodiff(fwd, {.grads_required = V{other.inputs()[0]}}),
                        doctest::Contains("is not an input of graph 'f_subgraph(0)'"), GraphError);
+  CHECK_THROWS_WITH_AS(
+      transforms::autodiff(fwd, {.grads_required = V{fwd.inputs()[0], fwd.inputs()[0]}}),
+      doctest::Contains("is listed twice in grads_required; list each tensor once"), ValueError);
+  CHECK_THROWS_WITH_AS(
+      transforms::autodiff(fwd, {.grads_provided = V{fwd.outputs()[0], fwd.outputs()[0]}}),
+      doctest::Contains("is listed twice in grads_provided"), ValueError);
   transforms::autodiff(fwd);
   CHECK_THROWS_WITH_AS(transforms::autodiff(fwd), doctest::Contains("was already differentiated"),
                        GraphError);
