@@ -76,7 +76,20 @@ std::int64_t flops_of(const IrView& ir, OpId op) {
     const std::int64_t pooled = ir.spec(forward ? outputs[0] : inputs[0]).nelms();
     return pooled * nelms(std::span(ir.attrs_as<PoolAttrs>(op).kernel));
   }
+  if (ir.kind(op) == OpKind::AllReduce) // n - 1 operations per element, each IPU's outputs alike
+    return (static_cast<std::int64_t>(inputs.size()) - 1) * in;
   return std::max(out, in);
+}
+
+/// The IPUs whose memory a step's slots are on: 2 for an IpuCopy, one per input of an
+/// AllReduce, 1 for the others.
+std::int64_t ipus_touched(const ProgramStep& step) {
+  std::vector<std::int64_t> on;
+  for (const auto* slots : {&step.inputs, &step.outputs})
+    for (const Slot& slot : *slots)
+      if (std::ranges::find(on, slot.ipu) == on.end())
+        on.push_back(slot.ipu);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(on.size()));
 }
 
 class Compiler {
@@ -368,6 +381,7 @@ private:
       }
       out.info.graph = g;
       out.info.ipu = step.ipu;
+      out.info.ipus = ipus_touched(out);
       if (!step.outputs.empty())
         out.info.dtype = ir_.spec(values[step.outputs[0]].tensor).dtype;
       if (step.is_copy()) {

@@ -133,6 +133,16 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
   case OpCost::ipu_link:
     c.exchange = at_rate(info.bytes_read, t.ipu_link_bytes_per_second);
     return c;
+  case OpCost::ipu_ring: {
+    // A ring over the IPUs, every IPU sending 2(n - 1)/n of its tensor over its own link at
+    // once; the reduction's element operations on the output's tiles.
+    const std::int64_t n = std::max<std::int64_t>(1, info.ipus);
+    c.exchange = at_rate(ring_bytes(OpCost::ring_all_reduce, info.bytes_read / n, n),
+                         t.ipu_link_bytes_per_second);
+    c.compute =
+        vector_cycles(info.flops, info.dtype, tiles_spanned(info.bytes_written / n, t), t, 1);
+    return c;
+  }
   case OpCost::ring_all_reduce: // a fused all-reduce (and its folded update) too
   case OpCost::ring_one_way:
   case OpCost::replica_slice:

@@ -107,13 +107,13 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
   });
   auto& ctx = context();
   const std::int64_t placed = ctx.ipus.empty() ? 0 : ctx.ipus.back();
-  // An op computes on one IPU, from tensors on that IPU: only IpuCopy moves data between
-  // IPUs. Ops calling graphs bind each input to the callee's, whose placement their builders
-  // check (a conditional's condition is checked here).
+  // An op computes on one IPU, from tensors on that IPU: only IpuCopy and AllReduce move data
+  // between IPUs (their builders check placement). Ops calling graphs bind each input to the
+  // callee's, whose placement their builders check (a conditional's condition is checked here).
   const bool binds_callee = kind == OpKind::Call || kind == OpKind::Repeat;
-  const std::size_t checked = kind == OpKind::IpuCopy || binds_callee ? 0
-                              : kind == OpKind::Conditional           ? 1
-                                                                      : inputs.size();
+  const std::size_t checked = crosses_ipus(kind) || binds_callee ? 0
+                              : kind == OpKind::Conditional      ? 1
+                                                                 : inputs.size();
   for (std::size_t i = 0; i < checked; ++i)
     if (const std::int64_t on = ir.tensor(IrView::id(inputs[i])).ipu; on != placed)
       throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " +

@@ -3,7 +3,10 @@
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
+#include "pxl/ir/op.hpp"
+#include "pxl/ir/scope.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace pxl::ops::collectives {
@@ -78,14 +81,55 @@ std::int64_t normalized_axis(std::string_view op, std::int64_t axis, std::int64_
   return axis < 0 ? axis + rank : axis;
 }
 
-Tensor all_reduce(OpKind kind, const Tensor& t, CollectiveOperator op,
-                  const std::optional<ReplicaGrouping>& group, AllReduceVariant variant) {
+Tensor replicated_reduction(OpKind kind, const Tensor& t, CollectiveOperator op,
+                            const std::optional<ReplicaGrouping>& group, AllReduceVariant variant) {
   const auto name = op_type_name(kind);
   CollectiveAttrs a = grouped(name, t, group);
   check_operator(name, t, op);
   a.op = op;
   a.variant = variant;
   return add_op1(kind, {t}, t.spec(), a);
+}
+
+/// The AllReduce across the IPUs of one replica: `ts[i]` on IPU `ipus[i]`, output i there too.
+std::vector<Tensor> ipu_reduction(const std::vector<Tensor>& ts,
+                                  const std::optional<std::vector<std::int64_t>>& ipus,
+                                  CollectiveOperator op, AllReduceVariant variant) {
+  const auto name = op_type_name(OpKind::AllReduce);
+  if (ts.empty())
+    throw ValueError(std::string(name) + ": no tensors to reduce; give one per IPU");
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    detail::require_usable(ts[i], std::string(name) + ": tensor " + std::to_string(i));
+  if (ipus && ipus->size() != ts.size())
+    throw ValueError(std::string(name) + ": " + std::to_string(ts.size()) + " tensors but " +
+                     std::to_string(ipus->size()) + " IPUs given; give one IPU per tensor");
+  std::vector<std::int64_t> on;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    if (ipus && (*ipus)[i] != t.ipu())
+      throw GraphError(std::string(name) + ": tensor " + std::to_string(i) + " " + to_string(t) +
+                       " is on IPU " + std::to_string(t.ipu()) + ", not on IPU " +
+                       std::to_string((*ipus)[i]) + " as `ipus` says");
+    if (std::ranges::find(on, t.ipu()) != on.end())
+      throw GraphError(std::string(name) + ": tensor " + std::to_string(i) + " " + to_string(t) +
+                       " is on IPU " + std::to_string(t.ipu()) +
+                       ", which an earlier tensor is on too; give one tensor per IPU");
+    on.push_back(t.ipu());
+    if (t.shape() != ts[0].shape())
+      throw ShapeError(std::string(name) + ": tensor " + std::to_string(i) + " " + to_string(t) +
+                       " has another shape than tensor 0 " + to_string(ts[0]) +
+                       "; every IPU's tensor must have one shape");
+    detail::check_same_dtype(name, ts[0], t);
+  }
+  check_operator(name, ts[0], op);
+  // The op waits for every IPU it spans; it is placed on the first.
+  auto on_first = ipu(on[0]);
+  const Op reduce =
+      detail::add_op_node(OpKind::AllReduce, ts, std::vector<TensorSpec>(ts.size(), ts[0].spec()),
+                          CollectiveAttrs{.op = op, .variant = variant});
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    detail::place_output(reduce, i, on[i]);
+  return reduce.outputs();
 }
 
 /// Records that `shard` is this replica's shard of `whole` over the op's group.
@@ -99,12 +143,13 @@ void mark_shard_of(const Tensor& shard, const Tensor& whole, const CollectiveAtt
 
 Tensor replicated_all_reduce(const Tensor& t, CollectiveOperator op,
                              std::optional<ReplicaGrouping> group, AllReduceVariant variant) {
-  return all_reduce(OpKind::ReplicatedAllReduce, t, op, group, variant);
+  return replicated_reduction(OpKind::ReplicatedAllReduce, t, op, group, variant);
 }
 
 Tensor replicated_all_reduce_(const Tensor& t, CollectiveOperator op,
                               std::optional<ReplicaGrouping> group) {
-  return all_reduce(OpKind::ReplicatedAllReduceInplace, t, op, group, AllReduceVariant::none);
+  return replicated_reduction(OpKind::ReplicatedAllReduceInplace, t, op, group,
+                              AllReduceVariant::none);
 }
 
 Tensor replicated_all_reduce_identical_inputs(const Tensor& t,
@@ -117,6 +162,24 @@ Tensor replicated_all_reduce_identical_grad_inputs(const Tensor& t,
                                                    std::optional<ReplicaGrouping> group) {
   return replicated_all_reduce(t, CollectiveOperator::add, std::move(group),
                                AllReduceVariant::identical_grad_inputs);
+}
+
+std::vector<Tensor> all_reduce(const std::vector<Tensor>& ts,
+                               std::optional<std::vector<std::int64_t>> ipus,
+                               CollectiveOperator op) {
+  return ipu_reduction(ts, ipus, op, AllReduceVariant::none);
+}
+
+std::vector<Tensor> all_reduce_identical_inputs(const std::vector<Tensor>& ts,
+                                                std::optional<std::vector<std::int64_t>> ipus,
+                                                CollectiveOperator op) {
+  return ipu_reduction(ts, ipus, op, AllReduceVariant::identical_inputs);
+}
+
+std::vector<Tensor> all_reduce_identical_grad_inputs(const std::vector<Tensor>& ts,
+                                                     std::optional<std::vector<std::int64_t>> ipus,
+                                                     CollectiveOperator op) {
+  return ipu_reduction(ts, ipus, op, AllReduceVariant::identical_grad_inputs);
 }
 
 Tensor replicated_reduce_scatter(const Tensor& t, CollectiveOperator op,

@@ -3,6 +3,7 @@
 #include "pxl/core/error.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
+#include "pxl/ir/scope.hpp"
 #include "pxl/ops/collectives.hpp"
 #include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/shape.hpp"
@@ -78,6 +79,31 @@ std::vector<Tensor> grad_ReplicatedAllReduce(GradContext& c) {
 // The same reduction, into its input's buffer: the same rule.
 std::vector<Tensor> grad_ReplicatedAllReduceInplace(GradContext& c) {
   return grad_ReplicatedAllReduce(c);
+}
+
+std::vector<Tensor> grad_AllReduce(GradContext& c) {
+  const Op& op = c.op();
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const std::size_t n = op.num_inputs();
+  std::vector<Tensor> grads(n);
+  if (a.variant == AllReduceVariant::identical_grad_inputs) {
+    for (std::size_t i = 0; i < n; ++i) // identity: each input's gradient is its output's
+      if (c.has_grad_output(i))
+        grads[i] = c.grad_output(i);
+    return grads;
+  }
+  // y_i = op over j of x_j on every IPU: dx_j = Σ_i dy_i (· 1/n for mean). The identical-
+  // inputs variant is the identity forward, whose gradient is the same all-reduce.
+  if (a.op != CollectiveOperator::add && a.op != CollectiveOperator::mean)
+    only_add_or_mean(op);
+  std::vector<std::int64_t> ipus(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ipus[i] = op.input(i).ipu();
+    const Tensor y = op.output(i);
+    auto on = ipu(ipus[i]); // an output without a gradient contributes zeros on its IPU
+    grads[i] = c.has_grad_output(i) ? c.grad_output(i) : ops::init(y.shape(), y.dtype());
+  }
+  return all_reduce(grads, ipus, a.op);
 }
 
 std::vector<Tensor> grad_ReplicatedReduceScatter(GradContext& c) {

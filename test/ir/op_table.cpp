@@ -44,6 +44,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
   CHECK(cost_of(OpKind::MaxPool) == OpCost::exchanged);
   CHECK(cost_of(OpKind::HostLoad) == OpCost::host_load);
   CHECK(cost_of(OpKind::ReplicatedAllReduce) == OpCost::ring_all_reduce);
+  CHECK(cost_of(OpKind::AllReduce) == OpCost::ipu_ring);
   for (const OpKind k : all_op_kinds) {
     CAPTURE(op_type_name(k));
     const OpCost c = cost_of(k);
@@ -74,7 +75,7 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
       break;
     case OpFamily::collectives:
       CHECK((c == OpCost::ring_all_reduce || c == OpCost::ring_one_way ||
-             c == OpCost::replica_slice));
+             c == OpCost::replica_slice || c == OpCost::ipu_ring));
       break;
     case OpFamily::remote:
       CHECK((c == OpCost::remote_load || c == OpCost::remote_store));

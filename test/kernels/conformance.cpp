@@ -408,6 +408,9 @@ const std::map<OpKind, OpCase>& op_cases() {
                            OpKind::ReplicatedReduceScatter, OpKind::ReplicatedAllGather,
                            OpKind::ReplicatedSlice, OpKind::ReplicaShardedSlice})
       c[k].elsewhere = replicas;
+    c[OpKind::AllReduce].elsewhere =
+        "test/emu/ipus.cpp (3 IPUs of 2 replicas against closed forms, 1 and 3 workers; the "
+        "three variants' gradients in closed form) and test/ops/collectives.cpp";
     const std::string remote = "test/ops/remote.cpp (reference) and test/emu/remote.cpp (against "
                                "the reference, per replica, 1-3 workers)";
     for (const OpKind k : {OpKind::RemoteLoad, OpKind::RemoteLoadInplace, OpKind::RemoteStore})

@@ -81,3 +81,63 @@ TEST_CASE("Collective errors name the tensor, the grouping and the fix") {
   CHECK_THROWS_WITH_AS(replicated_all_reduce(x, CollectiveOperator::add, stale),
                        doctest::Contains("made for replication factor 4"), ValueError);
 }
+
+TEST_CASE("all_reduce across IPUs: one output per IPU, placed there; errors name the tensor") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const Tensor a = constant(HostTensor::full({2, 3}, float32, 1.0), "a");
+  Tensor b, c, wrong_shape, wrong_dtype, flags;
+  {
+    auto on = ipu(1);
+    b = constant(HostTensor::full({2, 3}, float32, 2.0), "b");
+    wrong_shape = constant(HostTensor::full({3, 2}, float32, 2.0), "wrong_shape");
+    wrong_dtype = constant(HostTensor::full({2, 3}, float16, 2.0), "wrong_dtype");
+  }
+  {
+    auto on = ipu(2);
+    c = constant(HostTensor::full({2, 3}, float32, 3.0), "c");
+  }
+  const auto ys = all_reduce({a, b, c});
+  REQUIRE(ys.size() == 3);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    CHECK(ys[static_cast<std::size_t>(i)].ipu() == i);
+    CHECK(ys[static_cast<std::size_t>(i)].spec() == a.spec());
+  }
+  const Op op = *ys[0].producer();
+  CHECK(op.kind() == OpKind::AllReduce);
+  CHECK(op.ipu() == 0);
+  CHECK(op.attrs<OpKind::AllReduce>().variant == AllReduceVariant::none);
+  CHECK(all_reduce_identical_inputs({b, c})[0].producer()->attrs<OpKind::AllReduce>().variant ==
+        AllReduceVariant::identical_inputs);
+  CHECK(all_reduce_identical_grad_inputs({c, a}, std::vector<std::int64_t>{2, 0})[1].ipu() == 0);
+  CHECK(all_reduce({c, a})[0].producer()->ipu() == 2); // placed on the first tensor's IPU
+  CHECK(all_reduce({a})[0].ipu() == 0);
+
+  CHECK_THROWS_WITH_AS(all_reduce({}), doctest::Contains("no tensors to reduce"), ValueError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, b}, std::vector<std::int64_t>{0}),
+                       doctest::Contains("2 tensors but 1 IPUs given"), ValueError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, b}, std::vector<std::int64_t>{0, 2}),
+                       doctest::Contains("is on IPU 1, not on IPU 2 as `ipus` says"), GraphError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, a}), doctest::Contains("which an earlier tensor is on too"),
+                       GraphError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, wrong_shape}),
+                       doctest::Contains("has another shape than tensor 0"), ShapeError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, wrong_dtype}), doctest::Contains("same dtype"), DTypeError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, b}, std::nullopt, CollectiveOperator::logical_or),
+                       doctest::Contains("operator 'logical_or' cannot reduce 'a'"), DTypeError);
+  CHECK_THROWS_WITH_AS(all_reduce({a, Tensor{}}), doctest::Contains("AllReduce: tensor 1"),
+                       GraphError);
+}
+
+TEST_CASE("Autodiff refuses an all_reduce across IPUs whose operator has no gradient") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph g = ir.create_graph(
+      "f",
+      [](Tensor t) {
+        return all_reduce({t, ops::ipu_copy(t, 1)}, std::nullopt, CollectiveOperator::max)[0];
+      },
+      TensorSpec{{2}, float32});
+  CHECK_THROWS_WITH_AS(transforms::autodiff(g), doctest::Contains("other than add or mean"),
+                       GraphError);
+}

@@ -67,6 +67,21 @@ PXL_REF_KERNEL(ReplicatedAllReduceInplace) {
   all_reduce(ev, op, in, *outputs[0]);
 }
 
+PXL_REF_KERNEL(AllReduce) { // across the IPUs of one replica: the inputs, in order
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  std::vector<HostTensor> values;
+  for (const HostTensor* in : inputs)
+    values.push_back(*in);
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    if (a.variant == AllReduceVariant::identical_inputs) {
+      *outputs[k] = values[k];
+      continue;
+    }
+    for (std::int64_t i = 0; i < outputs[k]->nelms(); ++i)
+      ref::store(*outputs[k], i, reduce(a.op, values, i));
+  }
+}
+
 PXL_REF_KERNEL(ReplicatedReduceScatter) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
   const auto values = ev.exchange(*inputs[0], a.stride, a.group_size);

@@ -45,7 +45,9 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 /// - copies and the argument copies of calls, loops and conditionals (but the arguments
 ///   passed without a copy, StepInfo::aliased_bytes): an exchange;
 /// - collectives: the ring's bytes over IPU-Links ((R−1)/R of the data each way for a
-///   reduce-scatter or an all-gather, twice that for an all-reduce) and the reduction;
+///   reduce-scatter or an all-gather, twice that for an all-reduce) and the reduction; an
+///   all-reduce across the n IPUs of a replica: 2(n−1)/n of one IPU's tensor, every IPU's
+///   link at once;
 /// - host loads and stores: their bytes over the host link; remote loads and stores: theirs
 ///   at the Streaming Memory rate (as exchange);
 /// - every step one BSP sync.

@@ -33,6 +33,9 @@ struct StepInfo {
   OpKind op_kind = OpKind::Identity; ///< meaningful when `op` is set
   GraphId graph;                     ///< the graph whose program holds the step
   std::int64_t ipu = 0;
+  /// The IPUs whose memory the step touches: 2 for an IpuCopy between two IPUs, one per input
+  /// for an AllReduce across IPUs, else 1.
+  std::int64_t ipus = 1;
   std::int64_t bytes_read = 0;
   std::int64_t bytes_written = 0;
   /// Floating-point operations (a multiply-add counts two); element operations for

@@ -58,6 +58,8 @@ enum class OpCost : std::uint8_t {
   remote_store,     ///< what it reads goes to Streaming Memory
   ipu_link,         ///< from one IPU to another, over the IPU-Link
   ring_all_reduce,  ///< a ring over the replicas, each sending 2(r - 1)/r of the bytes
+  ipu_ring,         ///< an all-reduce ring over the IPUs of one replica (StepInfo::ipus), each
+                    ///< IPU sending 2(n - 1)/n of its tensor over its own IPU-Link
   ring_one_way,     ///< a ring sending (r - 1)/r of the bytes (reduce-scatter, all-gather)
   replica_slice,    ///< a replica's own part, 1 instruction per element, nothing sent
   call,             ///< the callee's steps are priced; the call step only copies arguments
@@ -212,6 +214,8 @@ enum class OpCost : std::uint8_t {
   X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad, ring_one_way)  \
   X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad, replica_slice)         \
   X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad, replica_slice) \
+  /* collectives across the IPUs of one replica: input and output i on the i-th IPU */             \
+  X(AllReduce, "AllReduce", collectives, CollectiveAttrs, Grad, ipu_ring)                          \
   /* Streaming Memory */                                                                           \
   X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad, remote_load)                            \
   X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace, remote_load)    \
@@ -311,6 +315,9 @@ constexpr OpCost cost_of(OpKind k) { return detail::op_costs[static_cast<std::si
 
 /// Ops whose output 0 is input 0, modified in place.
 constexpr bool is_inplace(OpKind k) { return (flags_of(k) & op_flags::Inplace) != 0; }
+/// Whether the op reads tensors of other IPUs than its own (the one kind of op that may):
+/// IpuCopy, and AllReduce across the IPUs of a replica.
+constexpr bool crosses_ipus(OpKind k) { return k == OpKind::IpuCopy || k == OpKind::AllReduce; }
 /// Ops with a gradient rule; a gradient through any other is a GraphError naming it.
 constexpr bool is_differentiable(OpKind k) { return (flags_of(k) & op_flags::NoGrad) == 0; }
 

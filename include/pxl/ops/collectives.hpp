@@ -1,5 +1,6 @@
-// Collectives across replicas (PopXL's popxl.ops.collectives): all-reduce, reduce-scatter,
-// all-gather and the replica slices, over a ReplicaGrouping.
+// Collectives (PopXL's popxl.ops.collectives): across replicas, all-reduce, reduce-scatter,
+// all-gather and the replica slices over a ReplicaGrouping; across the IPUs of one replica,
+// all-reduce (what tensor-parallel layers split over IPUs use).
 #pragma once
 
 #include "pxl/ir/attrs.hpp"
@@ -7,6 +8,7 @@
 #include "pxl/ir/tensor.hpp"
 
 #include <optional>
+#include <vector>
 
 namespace pxl::ops::collectives {
 
@@ -62,5 +64,30 @@ Tensor replicated_slice(const Tensor& t, std::int64_t axis = 0,
 /// zero-padded (the shard replicated_reduce_scatter would give), carrying its
 /// replica_sharding. Gradient: the all-gather.
 Tensor replica_sharded_slice(const Tensor& t, std::optional<ReplicaGrouping> group = std::nullopt);
+
+/// PopXL's all_reduce across the IPUs of one replica: `ts[i]` lives on IPU `ipus[i]` (every
+/// IPU once; the tensors' own IPUs when `ipus` is not given, which must match it when it is),
+/// all of one shape and dtype; output i, on IPU `ipus[i]`, is `op` over every `ts[j]` combined
+/// in the order of `ts` (so every output is the same, and results do not depend on the
+/// emulator's workers). Types as replicated_all_reduce. The op is placed on `ipus[0]` and
+/// waits for every IPU it spans. Autodiff: add and mean, the gradient being the same
+/// all-reduce of the output gradients.
+std::vector<Tensor> all_reduce(const std::vector<Tensor>& ts,
+                               std::optional<std::vector<std::int64_t>> ipus = std::nullopt,
+                               CollectiveOperator op = CollectiveOperator::add);
+/// PopXL's all_reduce_identical_inputs: the inputs are taken to be identical, so the forward
+/// is the identity on each IPU (nothing is sent), and the gradient is the all-reduce (`op`) of
+/// the output gradients (tensor parallelism's "f").
+std::vector<Tensor>
+all_reduce_identical_inputs(const std::vector<Tensor>& ts,
+                            std::optional<std::vector<std::int64_t>> ipus = std::nullopt,
+                            CollectiveOperator op = CollectiveOperator::add);
+/// PopXL's all_reduce_identical_grad_inputs: the all-reduce forward, the identity backward (each
+/// input's gradient is its output's), for output gradients that are identical on every IPU
+/// (tensor parallelism's "g").
+std::vector<Tensor>
+all_reduce_identical_grad_inputs(const std::vector<Tensor>& ts,
+                                 std::optional<std::vector<std::int64_t>> ipus = std::nullopt,
+                                 CollectiveOperator op = CollectiveOperator::add);
 
 } // namespace pxl::ops::collectives

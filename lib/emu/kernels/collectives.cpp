@@ -449,4 +449,37 @@ StepFn compile_ReplicaShardedSlice(CompileContext& ctx, const KernelOp& op,
   return slice_step(buffers, g.index, 1, n, shard, n, size_of(op.input(0).dtype()));
 }
 
+// Across the IPUs of one replica: every input is this replica's, so each replica's step does
+// its own reduction, element by element over the inputs in order (the outputs are equal).
+StepFn compile_AllReduce(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs_as<CollectiveAttrs>();
+  const std::int64_t n = op.input(0).nelms();
+  const std::size_t elem = size_of(op.input(0).dtype());
+  if (a.variant == AllReduceVariant::identical_inputs) // the identity on every IPU
+    return [buffers, n, elem](unsigned w, unsigned nw) {
+      for (std::size_t k = 0; k < buffers.inputs.size(); ++k)
+        copy_step(buffers.outputs[k], buffers.inputs[k], n, elem)(w, nw);
+    };
+  return dispatch_reduce(op, op.input(0).dtype(), [&](auto type) -> StepFn {
+    using T = typename decltype(type)::type;
+    std::vector<const T*> in;
+    std::vector<T*> out;
+    for (std::size_t k = 0; k < buffers.inputs.size(); ++k) {
+      in.push_back(reinterpret_cast<const T*>(buffers.inputs[k]));
+      out.push_back(reinterpret_cast<T*>(buffers.outputs[k]));
+    }
+    return [in = std::move(in), out = std::move(out), op = a.op, n](unsigned w, unsigned nw) {
+      const auto [b, e] = worker_range(n, w, nw);
+      for (std::int64_t i = b; i < e; ++i) {
+        reduce_t<T> acc = first_term(op, in[0][i]);
+        for (std::size_t j = 1; j < in.size(); ++j)
+          acc = combine<T>(op, acc, value_of(in[j][i]));
+        const T result = finish<T>(op, acc, in.size());
+        for (T* o : out)
+          o[i] = result;
+      }
+    };
+  });
+}
+
 } // namespace pxl::emu::detail
