@@ -24,6 +24,7 @@
 #include "pxl/addons/layers/linear.hpp"
 #include "pxl/addons/layers/pool.hpp"
 #include "pxl/addons/layers/sequential.hpp"
+#include "pxl/addons/layers/tensor_parallel_linear.hpp"
 #include "pxl/addons/module/dot_tree.hpp"
 #include "pxl/addons/module/graph_cache.hpp"
 #include "pxl/addons/module/graph_with_named_args.hpp"
