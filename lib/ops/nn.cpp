@@ -88,15 +88,38 @@ std::pair<Tensor, Tensor> layer_norm_grad(const Tensor& t, const Tensor& weight,
   return {outs[0], outs[1]};
 }
 
-Tensor dropout(const Tensor& t, const Tensor& seed, double p) {
-  detail::check_float("Dropout", t);
-  detail::check_dtype("Dropout", seed, uint32, "the seed");
+namespace {
+/// Dropout's operands: a float tensor, a uint32[2] seed and a probability in [0, 1).
+void check_dropout(std::string_view op, const Tensor& t, const Tensor& seed, double p,
+                   std::string_view p_name) {
+  detail::check_float(op, t);
+  detail::check_dtype(op, seed, uint32, "the seed");
   if (seed.shape() != Shape{2})
-    throw ShapeError("Dropout: the seed must have shape (2,), got " + to_string(seed));
+    throw ShapeError(std::string(op) + ": the seed must have shape (2,), got " + to_string(seed));
   if (!(p >= 0.0 && p < 1.0))
-    throw ValueError("Dropout: the drop probability p must satisfy 0 <= p < 1, got " +
+    throw ValueError(std::string(op) + ": the drop probability " + std::string(p_name) +
+                     " must satisfy 0 <= " + std::string(p_name) + " < 1, got " +
                      std::to_string(p));
+}
+} // namespace
+
+Tensor dropout(const Tensor& t, const Tensor& seed, double p) {
+  check_dropout("Dropout", t, seed, p, "p");
   return detail::add_op1(OpKind::Dropout, {t, seed}, t.spec(), ScalarAttrs{p, 0.0});
+}
+
+Tensor shaped_dropout(const Tensor& t, const Tensor& seed_tensor, Shape shape, double ratio) {
+  check_dropout("ShapedDropout", t, seed_tensor, ratio, "ratio");
+  bool fits = shape.size() <= t.shape().size();
+  for (std::size_t d = 0; fits && d < shape.size(); ++d) {
+    const std::int64_t e = shape[shape.size() - 1 - d];
+    fits = e == 1 || e == t.shape()[t.shape().size() - 1 - d];
+  }
+  if (!fits)
+    throw ShapeError("ShapedDropout: the mask shape " + to_string(shape) +
+                     " does not broadcast to " + to_string(t));
+  return detail::add_op1(OpKind::ShapedDropout, {t, seed_tensor}, t.spec(),
+                         ShapedDropoutAttrs{ratio, std::move(shape)});
 }
 
 Tensor nll_loss(const Tensor& probs, const Tensor& labels, std::optional<std::int32_t> ignore_index,

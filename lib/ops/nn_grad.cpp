@@ -60,6 +60,11 @@ vector<Tensor> grad_Dropout(GradContext& c) {
           Tensor{}};
 }
 
+vector<Tensor> grad_ShapedDropout(GradContext& c) {
+  const auto& a = c.op().attrs<OpKind::ShapedDropout>();
+  return {ops::shaped_dropout(c.grad_output(0), c.fwd_input(1), a.shape, a.ratio), Tensor{}};
+}
+
 vector<Tensor> grad_NllLoss(GradContext& c) {
   const auto& attrs = c.op().attrs_as<NllAttrs>();
   const Tensor probs = c.op().input(0);

@@ -212,16 +212,52 @@ std::vector<Tensor> split(const Tensor& t, std::vector<std::int64_t> sizes, std:
   return detail::add_op(OpKind::Split, in, std::move(specs), SplitAttrs{std::move(sizes), a});
 }
 
-Tensor gather(const Tensor& t, const Tensor& indices, std::int64_t axis) {
-  detail::check_dtype("Gather", indices, int32, "indices");
+namespace {
+/// Gather and TiedGather: the same op but for its type.
+Tensor gather_op(OpKind kind, const Tensor& t, const Tensor& indices, std::int64_t axis) {
+  const auto op = op_type_name(kind);
+  detail::check_dtype(op, indices, int32, "indices");
   if (t.rank() == 0)
-    throw ShapeError("Gather: cannot index scalar " + to_string(t));
-  const auto a = normalize_axis(axis, t.rank(), "Gather");
+    throw ShapeError(std::string(op) + ": cannot index scalar " + to_string(t));
+  const auto a = normalize_axis(axis, t.rank(), op);
   Shape shape(t.shape().begin(), t.shape().begin() + a);
   shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
   shape.insert(shape.end(), t.shape().begin() + a + 1, t.shape().end());
-  return add_op1(OpKind::Gather, {t, indices}, TensorSpec{std::move(shape), t.dtype()},
-                 AxisAttrs{a});
+  return add_op1(kind, {t, indices}, TensorSpec{std::move(shape), t.dtype()}, AxisAttrs{a});
+}
+} // namespace
+
+Tensor gather(const Tensor& t, const Tensor& indices, std::int64_t axis) {
+  return gather_op(OpKind::Gather, t, indices, axis);
+}
+
+Tensor tied_gather(const Tensor& t, const Tensor& indices, std::int64_t axis) {
+  return gather_op(OpKind::TiedGather, t, indices, axis);
+}
+
+Tensor groupedgather(const Tensor& t, const Tensor& indices, std::int64_t axis,
+                     std::int64_t group_size) {
+  if (group_size < 1)
+    throw ValueError("GroupedGather: group_size must be >= 1, got " + std::to_string(group_size));
+  if (group_size == 1)
+    return gather(t, indices, axis);
+  detail::check_dtype("GroupedGather", indices, int32, "indices");
+  if (t.rank() < 2)
+    throw ShapeError("GroupedGather: with group_size " + std::to_string(group_size) +
+                     ", t must have a group axis and an axis to gather on, got " + to_string(t));
+  const auto a = normalize_axis(axis, t.rank(), "GroupedGather");
+  if (a == 0)
+    throw ValueError("GroupedGather: axis 0 is the group axis (group_size " +
+                     std::to_string(group_size) + "); gather on an axis >= 1");
+  if (t.shape()[0] != group_size || indices.rank() == 0 || indices.shape()[0] != group_size)
+    throw ShapeError("GroupedGather: t " + to_string(t) + " and indices " + to_string(indices) +
+                     " must both have group_size " + std::to_string(group_size) +
+                     " on their axis 0");
+  Shape shape(t.shape().begin(), t.shape().begin() + a);
+  shape.insert(shape.end(), indices.shape().begin() + 1, indices.shape().end());
+  shape.insert(shape.end(), t.shape().begin() + a + 1, t.shape().end());
+  return add_op1(OpKind::GroupedGather, {t, indices}, TensorSpec{std::move(shape), t.dtype()},
+                 GroupedGatherAttrs{a, group_size});
 }
 
 Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& values,
@@ -260,8 +296,10 @@ void check_elements(std::string_view op, const Tensor& t, const Tensor& indices,
                      " and its extent on every axis but " + std::to_string(axis));
 }
 
-Tensor scatter_op(OpKind kind, const Tensor& t, const Tensor& indices, const Tensor& updates,
-                  std::int64_t axis) {
+/// scatter's and scatter_add's operands, named as op `kind`: `updates` (t's dtype) and the
+/// indices share a shape with t's extent on every axis but `axis`. Returns the axis normalised.
+std::int64_t check_scatter(OpKind kind, const Tensor& t, const Tensor& indices,
+                           const Tensor& updates, std::int64_t axis) {
   const auto op = op_type_name(kind);
   if (t.rank() == 0)
     throw ShapeError(std::string(op) + ": cannot scatter into scalar " + to_string(t));
@@ -271,9 +309,14 @@ Tensor scatter_op(OpKind kind, const Tensor& t, const Tensor& indices, const Ten
   if (updates.shape() != indices.shape())
     throw ShapeError(std::string(op) + ": updates " + to_string(updates) +
                      " must have the shape of the indices " + to_string(indices));
-  if (kind == OpKind::ScatterAdd && t.dtype() == bool_)
-    throw DTypeError(std::string(op) + ": cannot add into bool tensor " + to_string(t));
-  return add_op1(kind, {t, indices, updates}, t.spec(), AxisAttrs{a});
+  return a;
+}
+
+/// DTypeError unless scatter_reduce reduces `t`'s dtype (the floats and int32).
+void check_reducible(const Tensor& t, std::string_view role) {
+  if (!is_floating_point(t.dtype()) && t.dtype() != int32)
+    throw DTypeError("ScatterReduce: " + std::string(role) + " " + to_string(t) +
+                     " must be float32, float16 or int32");
 }
 
 /// Normalised, distinct axes with their sizes, checked against `t` (for the dynamic ops).
@@ -309,12 +352,72 @@ Tensor take_along_axis(const Tensor& t, const Tensor& indices, std::int64_t axis
 }
 
 Tensor scatter(const Tensor& t, const Tensor& indices, const Tensor& updates, std::int64_t axis) {
-  return scatter_op(OpKind::Scatter, t, indices, updates, axis);
+  const auto a = check_scatter(OpKind::Scatter, t, indices, updates, axis);
+  return add_op1(OpKind::Scatter, {t, indices, updates}, t.spec(), AxisAttrs{a});
 }
 
 Tensor scatter_add(const Tensor& t, const Tensor& indices, const Tensor& updates,
                    std::int64_t axis) {
-  return scatter_op(OpKind::ScatterAdd, t, indices, updates, axis);
+  const auto a = check_scatter(OpKind::ScatterReduce, t, indices, updates, axis);
+  check_reducible(t, "t");
+  return add_op1(OpKind::ScatterReduce, {updates, indices, t}, t.spec(),
+                 ScatterReduceAttrs{a, ScatterReduction::sum});
+}
+
+Tensor scatter_reduce(const Tensor& data, const Tensor& indices, ScatterReduction reduction,
+                      const std::optional<Tensor>& initial_values, std::int64_t axis,
+                      std::optional<std::int64_t> axis_size, bool enable_index_broadcast) {
+  const std::string op = "ScatterReduce";
+  if (data.rank() == 0)
+    throw ShapeError(op + ": cannot scatter the scalar data " + to_string(data));
+  const auto a = normalize_axis(axis, data.rank(), op);
+  const auto ax = static_cast<std::size_t>(a);
+  check_reducible(data, "data");
+  detail::check_dtype(op, indices, int32, "indices");
+  if (!initial_values && !axis_size)
+    throw ValueError(op + ": one of initial_values and axis_size must be given");
+  if (axis_size && *axis_size < 1)
+    throw ValueError(op + ": axis_size must be >= 1, got " + std::to_string(*axis_size));
+  // The indices: data's shape, or (index broadcast) a vector along the axis: rank 1, or any
+  // rank whose only extent other than 1 is the axis' (trailing axes of 1 may be left out).
+  if (indices.shape() != data.shape()) {
+    Shape expanded = indices.shape();
+    if (expanded.size() == 1)
+      expanded.insert(expanded.begin(), ax, 1);
+    bool vector = expanded.size() <= data.shape().size();
+    for (std::size_t d = 0; vector && d < data.shape().size(); ++d) {
+      const std::int64_t e = d < expanded.size() ? expanded[d] : 1;
+      vector = e == (d == ax ? data.shape()[d] : 1);
+    }
+    if (!vector)
+      throw ShapeError(op + ": indices " + to_string(indices) + " must have the shape of data " +
+                       to_string(data) + ", or be a vector of its extent on axis " +
+                       std::to_string(a));
+    if (!enable_index_broadcast)
+      throw ValueError(op + ": indices " + to_string(indices) + " differ from the shape of data " +
+                       to_string(data) + " and enable_index_broadcast is false");
+  }
+  Shape out = data.shape();
+  if (initial_values) {
+    const Tensor& init = *initial_values;
+    detail::check_same_dtype(op, data, init);
+    bool fits = init.rank() == data.rank();
+    for (std::size_t d = 0; fits && d < out.size(); ++d)
+      fits = d == ax || init.shape()[d] == out[d];
+    if (!fits)
+      throw ShapeError(op + ": initial_values " + to_string(init) +
+                       " must have the shape of data " + to_string(data) + " but on axis " +
+                       std::to_string(a));
+    if (axis_size && *axis_size != init.shape()[ax])
+      throw ShapeError(op + ": axis_size " + std::to_string(*axis_size) +
+                       " differs from the extent of initial_values " + to_string(init) +
+                       " on axis " + std::to_string(a));
+    return add_op1(OpKind::ScatterReduce, {data, indices, init}, init.spec(),
+                   ScatterReduceAttrs{a, reduction});
+  }
+  out[ax] = *axis_size;
+  return add_op1(OpKind::ScatterReduce, {data, indices}, TensorSpec{std::move(out), data.dtype()},
+                 ScatterReduceAttrs{a, reduction});
 }
 
 Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int64_t> axes,

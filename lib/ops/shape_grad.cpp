@@ -6,6 +6,7 @@
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 
+#include <functional>
 #include <numeric>
 
 namespace pxl::detail {
@@ -101,6 +102,31 @@ vector<Tensor> grad_Gather(GradContext& c) {
   return {ops::transpose(dt, back), Tensor{}};
 }
 
+vector<Tensor> grad_TiedGather(GradContext& c) { return grad_Gather(c); }
+
+// Per group, the gather's gradient: a batched matmul of the one-hot of the indices with the
+// output gradient, laid out as [group, picks, rest] (out-of-range indices add nothing).
+vector<Tensor> grad_GroupedGather(GradContext& c) {
+  const Tensor t = c.op().input(0);
+  const auto& a = c.op().attrs<OpKind::GroupedGather>();
+  const Shape& shape = t.shape();
+  const auto ax = static_cast<std::size_t>(a.axis);
+  const std::int64_t groups = a.group_size, n = shape[ax];
+  const std::int64_t before = std::accumulate(shape.begin() + 1, shape.begin() + a.axis,
+                                              std::int64_t{1}, std::multiplies<>());
+  const std::int64_t after = std::accumulate(shape.begin() + a.axis + 1, shape.end(),
+                                             std::int64_t{1}, std::multiplies<>());
+  const std::int64_t picks = c.fwd_input(1).nelms() / groups;
+  Tensor g = ops::reshape(c.grad_output(0), {groups, before, picks, after});
+  g = ops::reshape(ops::transpose(g, {0, 2, 1, 3}), {groups, picks, before * after});
+  const Tensor values = constant(HostTensor({0.f, 1.f}, {2}), t.dtype());
+  const Tensor onehot = ops::onehot(ops::reshape(c.fwd_input(1), {groups, picks}), n, values, 2);
+  const Tensor dt = ops::matmul(ops::transpose(onehot, {0, 2, 1}), g); // [groups, n, rest]
+  return {ops::reshape(ops::transpose(ops::reshape(dt, {groups, n, before, after}), {0, 2, 1, 3}),
+                       shape),
+          Tensor{}};
+}
+
 vector<Tensor> grad_Tril(GradContext& c) {
   return {ops::tril(c.grad_output(0), c.op().attrs<OpKind::Tril>().k)};
 }
@@ -153,12 +179,39 @@ vector<Tensor> grad_Scatter(GradContext& c) {
   return r;
 }
 
-vector<Tensor> grad_ScatterAdd(GradContext& c) {
-  const auto axis = c.op().attrs<OpKind::ScatterAdd>().axis;
-  vector<Tensor> r(3);
-  r[0] = c.grad_output(0);
-  if (c.needs_grad(2))
-    r[2] = ops::take_along_axis(c.grad_output(0), c.fwd_input(1), axis);
+// As PopART's: data gets the output gradient at its indices, for max and min only where it is
+// the result at its position (every tie gets all of it). The initial values get the gradient
+// where they are the result: everywhere for sum, where equal to it for max and min, where no
+// index wrote for none.
+vector<Tensor> grad_ScatterReduce(GradContext& c) {
+  const auto& a = c.op().attrs<OpKind::ScatterReduce>();
+  const Tensor data = c.op().input(0);
+  const Tensor g = c.grad_output(0);
+  Tensor indices = c.fwd_input(1);
+  if (indices.shape() != data.shape()) { // broadcast along the axis: spelled out
+    Shape along(static_cast<std::size_t>(data.rank()), 1);
+    along[static_cast<std::size_t>(a.axis)] = data.shape()[static_cast<std::size_t>(a.axis)];
+    indices = expand(ops::reshape(indices, along), data.shape());
+  }
+  const bool extremum =
+      a.reduction == ScatterReduction::max || a.reduction == ScatterReduction::min;
+  const Tensor zero = constant(0.0, g.dtype());
+  vector<Tensor> r(c.op().num_inputs());
+  if (c.needs_grad(0)) {
+    r[0] = ops::take_along_axis(g, indices, a.axis);
+    if (extremum)
+      r[0] = ops::where(
+          ops::equal(c.fwd_input(0), ops::take_along_axis(c.fwd_output(0), indices, a.axis)), r[0],
+          zero);
+  }
+  if (r.size() == 3 && c.needs_grad(2)) {
+    if (extremum)
+      r[2] = ops::where(ops::equal(c.fwd_output(0), c.fwd_input(2)), g, zero);
+    else if (a.reduction == ScatterReduction::none)
+      r[2] = ops::scatter(g, indices, ops::init(data.shape(), g.dtype()), a.axis);
+    else
+      r[2] = g;
+  }
   return r;
 }
 

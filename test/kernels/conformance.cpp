@@ -239,6 +239,11 @@ const std::map<OpKind, OpCase>& op_cases() {
                                 ""};
     c[OpKind::Dropout] = {
         [](const V& v) { return V{ops::dropout(v[0], v[1], 0.25)}; }, {f32({4, 5}), seed()}, ""};
+    c[OpKind::ShapedDropout] = {[](const V& v) {
+                                  return V{ops::shaped_dropout(v[0], v[1], {4, 1}, 0.25)};
+                                },
+                                {f32({4, 5}), seed()},
+                                ""};
     const auto probs = f32({3, 4}, 0.1, 1.0, 11);
     const auto labels = i32({0, 3, 1}, {3});
     c[OpKind::NllLoss] = {
@@ -285,6 +290,12 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Gather] = {[](const V& v) { return V{ops::gather(v[0], v[1], 1)}; },
                          {cube, i32({2, 0, 2, 1}, {2, 2})},
                          ""};
+    c[OpKind::GroupedGather] = {[](const V& v) { return V{ops::groupedgather(v[0], v[1], 2, 2)}; },
+                                {cube, i32({3, 0, 0, 1, 2, 2}, {2, 3})},
+                                ""};
+    c[OpKind::TiedGather] = {[](const V& v) { return V{ops::tied_gather(v[0], v[1], 1)}; },
+                             {cube, i32({2, 0, 2, 1}, {2, 2})},
+                             ""};
     c[OpKind::OneHot] = {[](const V& v) { return V{ops::onehot(v[0], 4, v[1])}; },
                          {labels, HostTensor({0.f, 1.f}, {2})},
                          ""};
@@ -303,9 +314,12 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Scatter] = {[](const V& v) { return V{ops::scatter(v[0], v[1], v[2], 1)}; },
                           {f32({2, 4, 3}), i32({3, 0, 1, 2, 2, 0}, {2, 1, 3}), f32({2, 1, 3})},
                           ""};
-    c[OpKind::ScatterAdd] = {[](const V& v) { return V{ops::scatter_add(v[0], v[1], v[2], 1)}; },
-                             {f32({2, 4, 3}), picks, f32({2, 2, 3}, -2, 2, 18)},
-                             ""};
+    c[OpKind::ScatterReduce] = {
+        [](const V& v) {
+          return V{ops::scatter_reduce(v[0], v[1], ScatterReduction::max, v[2], 1)};
+        },
+        {f32({2, 2, 3}, -2, 2, 18), picks, f32({2, 4, 3})},
+        ""};
     c[OpKind::DynamicSlice] = {[](const V& v) {
                                  return V{ops::dynamic_slice(v[0], v[1], {2, 0}, {2, 1})};
                                },

@@ -1,4 +1,5 @@
-// Dropout and the random generators: pure functions of the seed and the element index.
+// Dropout, shaped dropout and the random generators: pure functions of the seed and the element
+// index.
 #include "harness.hpp"
 
 #include "core/random.hpp"
@@ -24,6 +25,30 @@ TEST_CASE("dropout keeps element i iff random_uniform01(seed, i) >= p, scaled by
   CHECK(kept < y.nelms());
   check_kernel([](Tensor t, Tensor s) { return ops::dropout(t, s, 0.5); },
                {random_tensor({7, 3}, float16), seed(1, 2)});
+}
+
+TEST_CASE("shaped_dropout draws one decision per mask element, broadcast to the input") {
+  const auto x = HostTensor::full({4, 9, 5}, float32, 2.0);
+  const auto y = check_kernel(
+      [](Tensor t, Tensor s) {
+        return ops::shaped_dropout(t, s, {4, 1, 5}, 0.4);
+      },
+      {x, seed(3, 8)})[0];
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const auto m = static_cast<std::uint64_t>(i / 45 * 5 + i % 5); // (a, b, c) -> (a, 0, c)
+    const bool keep = pxl::detail::random_uniform01(3, 8, m) >= 0.4;
+    CHECK(y.item(i) == (keep ? static_cast<double>(static_cast<float>(2.0 / 0.6)) : 0.0));
+    kept += keep;
+  }
+  CHECK(kept > 0);
+  CHECK(kept < y.nelms());
+  for (const Shape& shape : {Shape{}, Shape{9, 1}, Shape{1, 9, 5}, Shape{4, 9, 5}, Shape{5}})
+    for (DType d : {float32, float16}) {
+      CAPTURE(d);
+      check_kernel([shape](Tensor t, Tensor s) { return ops::shaped_dropout(t, s, shape, 0.5); },
+                   {random_tensor({4, 9, 5}, d), seed(1, 2)});
+    }
 }
 
 TEST_CASE("random_uniform and random_normal match the reference and their definition") {

@@ -1,5 +1,5 @@
-// Data-movement kernels: reshape, transpose, slice, concat, split, gather, onehot, pad, tile,
-// triangles, init and arange.
+// Data-movement kernels: reshape, transpose, slice, concat, split, the gathers, onehot, pad,
+// tile, triangles, init and arange; scatter_reduce.
 #include "harness.hpp"
 
 #include "pxl/ops/shape.hpp"
@@ -122,6 +122,25 @@ TEST_CASE("gather: rows by index, zeros out of range") {
                  {random_tensor({5, 7, 3}, float16), random_tensor({13}, int32, -2, 8)});
 }
 
+TEST_CASE("groupedgather and tied_gather: per group, zeros out of range, every dtype") {
+  const auto t = tensor({2, 2, 3}, float32, iota(12));
+  check_values(check_kernel([](Tensor x, Tensor i) { return ops::groupedgather(x, i, 2, 2); },
+                            {t, tensor({2, 2}, int32, {2, 0, 1, 3})})[0],
+               {{2, 2, 2}, float32}, {2, 0, 5, 3, 7, 0, 10, 0});
+  check_values(check_kernel([](Tensor x, Tensor i) { return ops::tied_gather(x, i, 1); },
+                            {t, tensor({3}, int32, {1, -1, 0})})[0],
+               {{2, 3, 3}, float32}, {3, 4, 5, 0, 0, 0, 0, 1, 2, 9, 10, 11, 0, 0, 0, 6, 7, 8});
+  for (DType d : {float32, float16, int32, bool_}) {
+    CAPTURE(d);
+    const auto x = random_tensor({3, 4, 5, 2}, d, -9, 9, 3);
+    const auto idx = random_tensor({3, 2, 3}, int32, -2, 7, 4);
+    for (std::int64_t axis : {1, 2, 3})
+      check_kernel([axis](Tensor a, Tensor i) { return ops::groupedgather(a, i, axis, 3); },
+                   {x, idx});
+    check_kernel([](Tensor a, Tensor i) { return ops::tied_gather(a, i, 2); }, {x, idx});
+  }
+}
+
 TEST_CASE("onehot with [off, on] values along any axis") {
   const auto idx = tensor({3}, int32, {2, 0, 5});
   const auto vals = tensor({2}, float32, {-1, 3});
@@ -189,5 +208,36 @@ TEST_CASE("take_along_axis, scatter, scatter_add and the dynamic ops for every d
           },
           {x, at, random_tensor({2, 5, 3}, d, -9, 9, 7)});
     }
+  }
+}
+
+TEST_CASE("scatter_reduce: every reduction and dtype, with and without initial values") {
+  using R = ScatterReduction;
+  check_values(
+      check_kernel(
+          [](Tensor d, Tensor i) { return ops::scatter_reduce(d, i, R::max, std::nullopt, 1, 3); },
+          {tensor({2, 4}, float32, {1, 5, 2, 7, 3, -1, 4, 0}),
+           tensor({2, 4}, int32, {0, 2, 0, 9, 1, 1, 2, -1})})[0],
+      {{2, 3}, float32}, {2, 0, 5, 0, 3, 4});
+  const auto idx = random_tensor({3, 6, 4}, int32, -1, 5, 5); // some out of range
+  const auto vec = random_tensor({6}, int32, 0, 4, 8);
+  for (DType d : {float32, float16, int32}) {
+    CAPTURE(d);
+    // Few distinct values, so that max and min meet ties.
+    const auto data = random_tensor({3, 6, 4}, d, -3, 3, 6);
+    const auto init = random_tensor({3, 5, 4}, d, -3, 3, 7);
+    for (R r : {R::sum, R::max, R::min, R::none}) {
+      CAPTURE(static_cast<int>(r));
+      check_kernel(
+          [r](Tensor x, Tensor i) { return ops::scatter_reduce(x, i, r, std::nullopt, 1, 5); },
+          {data, idx});
+      check_kernel([r](Tensor x, Tensor i, Tensor v) { return ops::scatter_reduce(x, i, r, v, 1); },
+                   {data, idx, init});
+      check_kernel(
+          [r](Tensor x, Tensor i) { return ops::scatter_reduce(x, i, r, std::nullopt, 1, 4); },
+          {data, vec});
+    }
+    check_kernel([](Tensor t, Tensor i, Tensor u) { return ops::scatter_add(t, i, u, 1); },
+                 {init, idx, data});
   }
 }

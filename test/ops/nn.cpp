@@ -334,3 +334,74 @@ TEST_CASE("nn op errors name the op, the operand and the fix") {
                        doctest::Contains("NllWithSoftmaxGrad: reduction none is not supported"),
                        ValueError);
 }
+
+namespace test_nn_shaped_dropout {
+TEST_CASE("shaped_dropout: spec, attributes and every error") {
+  ScratchGraph s;
+  const Tensor x = s.input({3, 4, 5}, float16);
+  const Tensor sd = s.input({2}, uint32);
+  const Tensor y = ops::shaped_dropout(x, sd, {4, 1}, 0.25);
+  CHECK(y.spec() == x.spec());
+  CHECK(y.producer()->kind() == OpKind::ShapedDropout);
+  CHECK(y.producer()->attrs<OpKind::ShapedDropout>() == ShapedDropoutAttrs{0.25, {4, 1}});
+  CHECK(ops::shaped_dropout(x, sd, {3, 1, 5}, 0.5).spec() == x.spec());
+  CHECK(ops::shaped_dropout(x, sd, {}, 0.0).spec() == x.spec());
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(s.input({3}, int32), sd, {3}, 0.5),
+                       doctest::Contains("ShapedDropout: expected a float32"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(x, s.input({2}, int32), {1}, 0.5),
+                       doctest::Contains("ShapedDropout: the seed must be uint32"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(x, s.input({1, 2}, uint32), {1}, 0.5),
+                       doctest::Contains("ShapedDropout: the seed must have shape (2,), got"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(x, sd, {1}, 1.0),
+                       doctest::Contains("ShapedDropout: the drop probability ratio must satisfy "
+                                         "0 <= ratio < 1, got 1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(x, sd, {1}, -0.5),
+                       doctest::Contains("must satisfy 0 <= ratio < 1"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(x, sd, {4, 2}, 0.5),
+                       doctest::Contains("ShapedDropout: the mask shape (4, 2) does not broadcast "
+                                         "to"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::shaped_dropout(x, sd, {1, 3, 4, 5}, 0.5),
+                       doctest::Contains("the mask shape (1, 3, 4, 5) does not broadcast"),
+                       ShapeError);
+}
+
+TEST_CASE("shaped_dropout keeps or drops whole broadcast groups by the mask element's draw") {
+  const auto x = HostTensor::full({6, 50, 4}, float32, 3.0);
+  const double p = 0.5;
+  const auto y = evaluate1(
+      [p](T t) {
+        return ops::shaped_dropout(t[0], t[1], {50, 1}, p);
+      },
+      {x, seed(5, 9)});
+  std::int64_t kept = 0;
+  bool rule_holds = true;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const auto m = static_cast<std::uint64_t>(i / 4 % 50); // the mask element of (a, b, c) is b
+    const bool keep = pxl::detail::random_uniform01(5, 9, m) >= p;
+    rule_holds = rule_holds && y.item(i) == (keep ? 6.0 : 0.0);
+    kept += keep;
+  }
+  CHECK(rule_holds);
+  CHECK(kept > 0);
+  CHECK(kept < y.nelms());
+  // With the mask of t's shape it is dropout.
+  HostTensor d({3, 7}, float32);
+  for (std::int64_t i = 0; i < d.nelms(); ++i)
+    d.data<float>()[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i) - 2.f;
+  CHECK(evaluate1(
+            [](T t) {
+              return ops::shaped_dropout(t[0], t[1], {3, 7}, 0.3);
+            },
+            {d, seed(1, 2)}) ==
+        evaluate1([](T t) { return ops::dropout(t[0], t[1], 0.3); }, {d, seed(1, 2)}));
+  // float16: the kept value rounded once.
+  const auto h = evaluate1([](T t) { return ops::shaped_dropout(t[0], t[1], {1}, 0.25); },
+                           {HostTensor::full({5}, float16, 1.0), seed(3, 4)});
+  const bool keep = pxl::detail::random_uniform01(3, 4, 0) >= 0.25;
+  for (std::int64_t i = 0; i < 5; ++i)
+    CHECK(h.item(i) == (keep ? HostTensor::full({1}, float16, 1.0 / 0.75).item(0) : 0.0));
+}
+} // namespace test_nn_shaped_dropout

@@ -181,6 +181,19 @@ PXL_REF_KERNEL(Dropout) {
   }
 }
 
+PXL_REF_KERNEL(ShapedDropout) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  const auto [s0, s1] = ref::seed_words(*inputs[1]);
+  const auto& a = op.attrs<OpKind::ShapedDropout>();
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const auto m = ref::broadcast_source(ref::unravel(i, y.shape()), a.shape);
+    const bool keep =
+        pxl::detail::random_uniform01(s0, s1, static_cast<std::uint64_t>(m)) >= a.ratio;
+    ref::store(y, i, keep ? ref::load(x, i) / (1.0 - a.ratio) : 0.0);
+  }
+}
+
 PXL_REF_KERNEL(NllLoss) {
   const auto& attrs = op.attrs_as<NllAttrs>();
   const auto [losses, count] = nll(attrs, *inputs[0], *inputs[1]);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace pxl::testing {
 
@@ -119,6 +120,35 @@ void ref_Gather(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* c
     }
 }
 
+void ref_TiedGather(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  ref_Gather(ev, op, inputs, outputs);
+}
+
+// Element by element: output index [g, before..., picks..., after...] reads t at
+// [g, before..., indices[g, picks...], after...].
+void ref_GroupedGather(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
+                       std::span<HostTensor* const> outputs) {
+  const auto axis = static_cast<std::size_t>(op.attrs<OpKind::GroupedGather>().axis);
+  const HostTensor& t = *inputs[0];
+  const HostTensor& indices = *inputs[1];
+  HostTensor& y = *outputs[0];
+  const std::size_t picks = indices.shape().size() - 1;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    const Shape at = ref::unravel(i, y.shape());
+    Shape pick{at[0]};
+    pick.insert(pick.end(), at.begin() + static_cast<std::ptrdiff_t>(axis),
+                at.begin() + static_cast<std::ptrdiff_t>(axis + picks));
+    const auto k = static_cast<std::int64_t>(ref::load(indices, ref::ravel(pick, indices.shape())));
+    if (k < 0 || k >= t.shape()[axis])
+      continue; // outputs start zeroed
+    Shape from(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(axis));
+    from.push_back(k);
+    from.insert(from.end(), at.begin() + static_cast<std::ptrdiff_t>(axis + picks), at.end());
+    copy_element(t, ref::ravel(from, t.shape()), y, i);
+  }
+}
+
 void ref_OneHot(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
                 std::span<HostTensor* const> outputs) {
   const auto axis = op.attrs_as<OneHotAttrs>().axis;
@@ -196,7 +226,7 @@ Shape with_coordinate(Shape index, std::size_t axis, std::int64_t j) {
   return index;
 }
 
-void scatter(const Op& op, std::span<const HostTensor* const> inputs, HostTensor& y, bool add) {
+void scatter(const Op& op, std::span<const HostTensor* const> inputs, HostTensor& y) {
   const HostTensor& t = *inputs[0];
   const HostTensor& indices = *inputs[1];
   const HostTensor& updates = *inputs[2];
@@ -209,10 +239,7 @@ void scatter(const Op& op, std::span<const HostTensor* const> inputs, HostTensor
       continue;
     const std::int64_t at =
         ref::ravel(with_coordinate(ref::unravel(e, indices.shape()), axis, k), t.shape());
-    if (add)
-      ref::store(y, at, ref::load(y, at) + ref::load(updates, e));
-    else
-      copy_element(updates, e, y, at);
+    copy_element(updates, e, y, at);
   }
 }
 
@@ -248,8 +275,43 @@ PXL_REF_KERNEL(TakeAlongAxis) {
           *outputs[0], e);
   }
 }
-PXL_REF_KERNEL(Scatter) { scatter(op, inputs, *outputs[0], false); }
-PXL_REF_KERNEL(ScatterAdd) { scatter(op, inputs, *outputs[0], true); }
+PXL_REF_KERNEL(Scatter) { scatter(op, inputs, *outputs[0]); }
+// Over data in row-major order, so the values sent to a position arrive in order along the
+// axis; each position reduces them in double onto its initial value, or onto the first of
+// them (0 if none comes).
+PXL_REF_KERNEL(ScatterReduce) {
+  const auto& a = op.attrs<OpKind::ScatterReduce>();
+  const auto axis = static_cast<std::size_t>(a.axis);
+  const HostTensor& data = *inputs[0];
+  const HostTensor& indices = *inputs[1];
+  HostTensor& y = *outputs[0];
+  const bool broadcast = indices.nelms() != data.nelms();
+  std::vector<double> acc(static_cast<std::size_t>(y.nelms()), 0.0);
+  std::vector<bool> any(acc.size(), inputs.size() == 3);
+  if (inputs.size() == 3)
+    for (std::int64_t i = 0; i < y.nelms(); ++i)
+      acc[static_cast<std::size_t>(i)] = ref::load(*inputs[2], i);
+  for (std::int64_t e = 0; e < data.nelms(); ++e) {
+    const Shape at = ref::unravel(e, data.shape());
+    const auto k = static_cast<std::int64_t>(ref::load(indices, broadcast ? at[axis] : e));
+    if (k < 0 || k >= y.shape()[axis])
+      continue;
+    const auto o = static_cast<std::size_t>(ref::ravel(with_coordinate(at, axis, k), y.shape()));
+    const double v = ref::load(data, e);
+    double& r = acc[o];
+    if (!any[o] || a.reduction == ScatterReduction::none)
+      r = v;
+    else if (a.reduction == ScatterReduction::sum)
+      r += v;
+    else if (a.reduction == ScatterReduction::max)
+      r = v > r ? v : r;
+    else
+      r = v < r ? v : r;
+    any[o] = true;
+  }
+  for (std::int64_t i = 0; i < y.nelms(); ++i)
+    ref::store(y, i, acc[static_cast<std::size_t>(i)]);
+}
 
 PXL_REF_KERNEL(DynamicSlice) {
   const HostTensor& t = *inputs[0];

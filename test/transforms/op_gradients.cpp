@@ -278,6 +278,101 @@ TEST_CASE("shape and data-movement gradients") {
                         {x, random_tensor({4}, 52)}) > 0);
 }
 
+namespace test_op_gradients_indexing {
+/// Values 0.3 apart from `base` on, in a scrambled order: no two closer than the finite
+/// difference step, so max and min have no tie to step across.
+HostTensor spread(Shape shape, std::int64_t salt, float base = -2.3f) {
+  HostTensor t(std::move(shape), float32);
+  const std::int64_t n = t.nelms();
+  for (std::int64_t i = 0; i < n; ++i)
+    t.data<float>()[static_cast<std::size_t>(i)] =
+        base + 0.3f * static_cast<float>((i * 7 + salt) % n);
+  return t;
+}
+
+TEST_CASE("scatter_reduce gradients: every reduction, with and without initial values") {
+  using R = ScatterReduction;
+  // Along axis 1 of a (2, 5, 3) data into 4 positions: index 4 is out of range, some
+  // positions get nothing. `none`'s gradient (gathered, as PopART's) is the derivative only
+  // where indices do not repeat along a line: its indices are distinct.
+  const HostTensor repeats(std::vector<std::int32_t>{0, 2, 0, 1, 2, 2, 0, 0, 4, 1, 2, 2, 3, 0, 1,
+                                                     2, 2, 2, 0, 1, 3, 4, 0, 0, 1, 1, 1, 3, 3, 0},
+                           {2, 5, 3});
+  HostTensor distinct({2, 5, 3}, int32);
+  for (std::int32_t a = 0, k = 0; a < 2; ++a)
+    for (std::int32_t j = 0; j < 5; ++j)
+      for (std::int32_t c = 0; c < 3; ++c)
+        distinct.data<std::int32_t>()[static_cast<std::size_t>(k++)] = (j + c + a) % 5;
+  for (R r : {R::sum, R::max, R::min, R::none}) {
+    CAPTURE(static_cast<int>(r));
+    const HostTensor& idx = r == R::none ? distinct : repeats;
+    const HostTensor along(r == R::none ? std::vector<std::int32_t>{1, 0, -1, 5}
+                                        : std::vector<std::int32_t>{1, 0, 1, 1},
+                           {4});
+    CHECK(check_gradients(
+              [&](V v) {
+                return ops::scatter_reduce(v[0], constant(idx, "idx"), r, std::nullopt, 1, 4);
+              },
+              {spread({2, 5, 3}, 1)}) > 0);
+    // Initial values off the data's grid of values: no ties between them either.
+    CHECK(check_gradients(
+              [&](V v) { return ops::scatter_reduce(v[0], constant(idx, "idx"), r, v[1], 1); },
+              {spread({2, 5, 3}, 2), spread({2, 4, 3}, 3, -2.15f)}) > 0);
+    // Vector indices along axis 0.
+    CHECK(check_gradients(
+              [&](V v) { return ops::scatter_reduce(v[0], constant(along, "along"), r, v[1], 0); },
+              {spread({4, 3}, 4), spread({2, 3}, 5, -2.15f)}) > 0);
+  }
+}
+
+TEST_CASE("scatter_reduce: max and min give every tie the whole gradient") {
+  for (const ScatterReduction r : {ScatterReduction::max, ScatterReduction::min}) {
+    Ir ir;
+    auto main = ir.main_graph().scope();
+    Graph fwd = ir.create_graph(
+        "f",
+        [r](std::vector<Tensor> xs) {
+          const Tensor idx = constant(HostTensor(std::vector<std::int32_t>{0, 0, 1}, {3}), "i");
+          return std::vector<Tensor>{ops::scatter_reduce(xs[0], idx, r, xs[1])};
+        },
+        std::vector<TensorSpec>{{{3}, float32}, {{2}, float32}});
+    const auto info = transforms::autodiff(fwd, {.grads_required = fwd.inputs()});
+    // Data 2, 2, 5 onto initial values 2, 7: position 0 is a three-way tie at 2; position 1
+    // is 7 (the initial value) for max and 5 (the data) for min.
+    const auto g = testing::autodiff_gradients(
+        info, {HostTensor({2.f, 2.f, 5.f}, {3}), HostTensor({2.f, 7.f}, {2})},
+        {HostTensor({10.f, 100.f}, {2})});
+    const bool max = r == ScatterReduction::max;
+    CHECK(g[0] == HostTensor({10.f, 10.f, max ? 0.f : 100.f}, {3}));
+    CHECK(g[1] == HostTensor({10.f, max ? 100.f : 0.f}, {2}));
+  }
+}
+
+TEST_CASE("groupedgather, tied_gather and shaped_dropout gradients") {
+  const auto x = random_tensor({2, 3, 4}, 80);
+  for (std::int64_t axis : {1, 2})
+    CHECK(check_gradients(
+              [axis](V v) {
+                auto idx = constant(HostTensor(std::vector<std::int32_t>{2, 0, 2, 1, 1, 5}, {2, 3}),
+                                    "idx");
+                return ops::groupedgather(v[0], idx, axis, 2);
+              },
+              {x}) > 0);
+  CHECK(check_gradients(
+            [](V v) {
+              auto idx = constant(HostTensor(std::vector<std::int32_t>{3, 0, 3, -1}, {2, 2}), "i");
+              return ops::tied_gather(v[0], idx, 2);
+            },
+            {x}) > 0);
+  const HostTensor seed(std::vector<std::uint32_t>{7, 11}, {2});
+  CHECK(check_gradients(
+            [&](V v) {
+              return ops::shaped_dropout(v[0], constant(seed), {3, 1}, 0.4);
+            },
+            {x}) > 0);
+}
+} // namespace test_op_gradients_indexing
+
 TEST_CASE("an MLP-shaped composition") {
   CHECK(check_gradients(
             [](V v) {

@@ -66,6 +66,13 @@ struct ScalarAttrs {
   friend bool operator==(const ScalarAttrs&, const ScalarAttrs&) = default;
 };
 
+/// shaped_dropout: the drop probability and the shape of the mask, broadcast to the input.
+struct ShapedDropoutAttrs {
+  double ratio = 0.0;
+  Shape shape;
+  friend bool operator==(const ShapedDropoutAttrs&, const ShapedDropoutAttrs&) = default;
+};
+
 enum class InitType : std::uint8_t { zero, undef };
 
 /// ops::init and the random generators: what to create.
@@ -85,6 +92,25 @@ struct NllAttrs {
   bool log_prob = false;
   double loss_grad = 1.0; ///< nll_loss_with_softmax_grad's scaling of the gradient
   friend bool operator==(const NllAttrs&, const NllAttrs&) = default;
+};
+
+/// How scatter_reduce combines the values sent to one position (PopXL's ScatterReduction):
+/// `none` writes them (the last along the axis wins).
+enum class ScatterReduction : std::uint8_t { sum, max, min, none };
+
+/// scatter_reduce: the (normalised) axis and the reduction. Input 2, when present, holds the
+/// initial values; the output's extent on the axis is the op's axis_size.
+struct ScatterReduceAttrs {
+  std::int64_t axis = 0;
+  ScatterReduction reduction = ScatterReduction::sum;
+  friend bool operator==(const ScatterReduceAttrs&, const ScatterReduceAttrs&) = default;
+};
+
+/// groupedgather: the (normalised) axis, never 0, which is the group axis of `group_size`.
+struct GroupedGatherAttrs {
+  std::int64_t axis = 1;
+  std::int64_t group_size = 1;
+  friend bool operator==(const GroupedGatherAttrs&, const GroupedGatherAttrs&) = default;
 };
 
 /// call and repeat: the called graph (by index in its Ir) and, for repeat, the trip count.
@@ -234,6 +260,6 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs>;
+                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs>;
 
 } // namespace pxl

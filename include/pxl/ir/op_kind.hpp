@@ -155,6 +155,7 @@ enum class OpCost : std::uint8_t {
   X(SoftmaxGrad, "SoftmaxGrad", nn, AxisAttrs, Grad, exchanged_series)                             \
   X(LayerNormGrad, "LayerNormGrad", nn, ScalarAttrs, NoGrad, exchanged_series)                     \
   X(Dropout, "Dropout", nn, ScalarAttrs, Grad, exchanged)                                          \
+  X(ShapedDropout, "ShapedDropout", nn, ShapedDropoutAttrs, Grad, exchanged)                       \
   X(NllLoss, "Nll", nn, NllAttrs, Grad, exchanged_series)                                          \
   X(NllLossWithSoftmaxGrad, "NllWithSoftmaxGrad", nn, NllAttrs, NoGrad, exchanged_series)          \
   /* random numbers */                                                                             \
@@ -168,6 +169,8 @@ enum class OpCost : std::uint8_t {
   X(Concat, "Concat", shape, AxisAttrs, Grad, exchanged)                                           \
   X(Split, "Split", shape, SplitAttrs, Grad, exchanged)                                            \
   X(Gather, "Gather", shape, AxisAttrs, Grad, exchanged)                                           \
+  X(GroupedGather, "GroupedGather", shape, GroupedGatherAttrs, Grad, exchanged)                    \
+  X(TiedGather, "TiedGather", shape, AxisAttrs, Grad, exchanged)                                   \
   X(OneHot, "OneHot", shape, OneHotAttrs, NoGrad, exchanged)                                       \
   X(Init, "Init", shape, CreateAttrs, NoGrad, local)                                               \
   X(Arange, "Arange", shape, CreateAttrs, NoGrad, local)                                           \
@@ -177,7 +180,7 @@ enum class OpCost : std::uint8_t {
   X(Tile, "Tile", shape, TileAttrs, Grad, exchanged)                                               \
   X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad, exchanged)                            \
   X(Scatter, "ScatterElements", shape, AxisAttrs, Grad, exchanged)                                 \
-  X(ScatterAdd, "ScatterReduce", shape, AxisAttrs, Grad, exchanged)                                \
+  X(ScatterReduce, "ScatterReduce", shape, ScatterReduceAttrs, Grad, exchanged)                    \
   X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad, exchanged)                            \
   X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad, exchanged)                          \
   X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad, ipu_link)                                            \
@@ -231,6 +234,8 @@ enum class OpKind : std::uint8_t {
 #define PXL_X(kind, ...) kind,
   PXL_OP_TABLE(PXL_X)
 #undef PXL_X
+  /// The sum reduction of ScatterReduce, by its former name.
+  ScatterAdd [[deprecated("use OpKind::ScatterReduce")]] = ScatterReduce,
 };
 
 inline constexpr std::size_t num_op_kinds = 0

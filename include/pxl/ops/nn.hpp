@@ -27,6 +27,13 @@ std::pair<Tensor, Tensor> layer_norm_grad(const Tensor& t, const Tensor& weight,
 /// Zeroes each element with probability `p` and scales the rest by 1/(1-p). The mask is a
 /// function of `seed` (uint32[2]) and the element index only.
 Tensor dropout(const Tensor& t, const Tensor& seed, double p);
+/// PopXL's shaped_dropout: dropout with one mask of `shape`, broadcast to `t` (NumPy rules), so
+/// that the elements it broadcasts over are kept or dropped together. Mask element m is kept
+/// when the uniform draw of `seed_tensor` (uint32[2]) and m's row-major index is at least
+/// `ratio` (as dropout draws: with `shape` t's shape it is dropout); kept elements are scaled
+/// by 1/(1-ratio). 0 <= ratio < 1. Gradient: the same mask (and scale) applied to the output
+/// gradient.
+Tensor shaped_dropout(const Tensor& t, const Tensor& seed_tensor, Shape shape, double ratio);
 /// Negative log-likelihood of `labels` (int32, shape `probs.shape[:-1]`) under `probs`
 /// (probabilities, or log-probabilities when `log_prob`). Samples labelled `ignore_index`
 /// add nothing and are left out of the mean; as in PopART, a label outside [0, classes)

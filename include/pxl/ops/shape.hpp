@@ -33,6 +33,19 @@ std::vector<Tensor> split(const Tensor& t, std::vector<std::int64_t> sizes, std:
 /// `t` indexed along `axis` by int32 `indices`: shape t[:axis] + indices + t[axis+1:].
 /// Out-of-range indices yield zeros.
 Tensor gather(const Tensor& t, const Tensor& indices, std::int64_t axis = 0);
+/// PopXL's tied_gather: gather's values and gradient (the gradient reaches `t` as gather's does,
+/// the scatter-add of the output gradient), as an op of its own type "TiedGather". In PopXL it
+/// marks the gather of a weight tied to a matmul, which only changes the IPU tile layout of
+/// the indices. Out-of-range indices yield zeros (PopXL's zero_OOR; without it they are
+/// undefined there).
+Tensor tied_gather(const Tensor& t, const Tensor& indices, std::int64_t axis = 0);
+/// PopXL's groupedgather: a gather per group. With group_size 1 it is gather. Otherwise axis 0
+/// of `t` and of the int32 `indices` is the group axis, of extent `group_size`; `axis` (never
+/// the group axis) is gathered on within each group: out[g, ...] = gather(t[g], indices[g],
+/// axis - 1), of shape t[:axis] + indices[1:] + t[axis+1:]. Out-of-range indices yield zeros.
+/// Gradient: each group's scatter-add of the output gradient.
+Tensor groupedgather(const Tensor& t, const Tensor& indices, std::int64_t axis = 0,
+                     std::int64_t group_size = 1);
 /// One-hot of int32 `indices` with `num_classes` classes inserted at `axis`; `values` is
 /// [off, on] and sets the dtype.
 Tensor onehot(const Tensor& indices, std::int64_t num_classes, const Tensor& values,
@@ -48,9 +61,36 @@ Tensor take_along_axis(const Tensor& t, const Tensor& indices, std::int64_t axis
 /// every axis but `axis`. Out-of-range indices are skipped; where indices repeat, the last
 /// along the axis wins (the gradient reaches every repeat, as in PyTorch).
 Tensor scatter(const Tensor& t, const Tensor& indices, const Tensor& updates, std::int64_t axis);
-/// As scatter, adding the updates instead (repeats add up), in order along the axis.
+/// As scatter, adding the updates instead (repeats add up), in order along the axis: the sum
+/// scatter_reduce(updates, indices, ScatterReduction::sum, t, axis).
 Tensor scatter_add(const Tensor& t, const Tensor& indices, const Tensor& updates,
                    std::int64_t axis);
+/// PopXL's scatter_reduce (torch_scatter's scatter): each element of `data` goes to the
+/// position its index names along `axis`, where the values sent to one position are reduced:
+/// out[..., indices[..., j, ...], ...] = reduction over j of data[..., j, ...].
+/// - `data`: float32, float16 or int32, rank >= 1. `indices` (int32): data's shape, or with
+///   enable_index_broadcast a vector of data's extent on `axis` (rank 1, or only that extent
+///   other than 1), one index per position along the axis for every other coordinate.
+/// - The output has data's shape with `axis_size` on the axis, or `initial_values`' spec
+///   (data's shape but on the axis; axis_size, if also given, must agree). One of the two is
+///   required (ValueError otherwise).
+/// - Without initial_values a position no index names is 0; with them it keeps its initial
+///   value, and the initial value takes part in the reduction (`none`: is overwritten).
+/// - `sum` adds in order along the axis (accumulated unrounded, then rounded once); `max`,
+///   `min` keep the extreme; `none` writes, the last along the axis winning where indices
+///   repeat. Out-of-range indices are skipped.
+/// - Gradient (as PopART's): `sum` and `none` give data the output gradient gathered at its
+///   indices (for `none` the derivative only where indices do not repeat along the axis: an
+///   overwritten element gets it too); `max` and `min` only to the elements equal to the
+///   result at their position (every tie gets the whole gradient, none is split).
+///   initial_values get the output gradient: all of it for `sum`, where they are the result
+///   for `max`/`min` (ties with data included), and where no index wrote for `none`.
+/// PopXL's available_memory_proportion (a tile-memory hint) is not taken; PopART's `mul`
+/// reduction is not in PopXL and not here.
+Tensor scatter_reduce(const Tensor& data, const Tensor& indices, ScatterReduction reduction,
+                      const std::optional<Tensor>& initial_values = std::nullopt,
+                      std::int64_t axis = 0, std::optional<std::int64_t> axis_size = std::nullopt,
+                      bool enable_index_broadcast = true);
 /// PopXL's dynamic_slice: the `sizes[i]`-long part of each of `axes` starting at the runtime
 /// offsets `index` (int32, one per axis). Offsets are clamped so the slice stays inside `t`
 /// (XLA's rule).

@@ -455,13 +455,15 @@ StepFn compile_NllLossWithSoftmaxGrad(CompileContext&, const KernelOp& op,
   });
 }
 
-// Dropout keeps an element when its uniform draw (a pure function of the uint32[2] seed and
-// the element index, as the random kernels) is at least p.
-StepFn compile_Dropout(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const double ratio = op.attrs_as<ScalarAttrs>().a;
+namespace {
+// Dropout keeps an element when the uniform draw (a pure function of the uint32[2] seed and
+// an index, as the random kernels) is at least p: drawn for the element of `mask`, whose
+// shape broadcasts to the output, that the element broadcasts from.
+StepFn dropout_step(const KernelOp& op, const OpBuffers& buffers, double ratio, const Shape& mask) {
   // Compared in double, as the rule is stated: float(p) would flip ~1 in 2^24 decisions.
   const double p = ratio;
   const float scale = ratio < 1.0 ? static_cast<float>(1.0 / (1.0 - ratio)) : 0.0f;
+  const auto map = make_broadcast_map<1>(op.output(0).shape(), {mask});
   const std::int64_t n = op.output(0).nelms();
   const std::uint32_t* seed = typed<const std::uint32_t>(buffers.inputs[1]);
   return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
@@ -471,12 +473,26 @@ StepFn compile_Dropout(CompileContext&, const KernelOp& op, const OpBuffers& buf
     return [=](unsigned w, unsigned nw) {
       const std::uint32_t s0 = seed[0], s1 = seed[1];
       const auto [begin, end] = worker_range(n, w, nw);
-      for (std::int64_t i = begin; i < end; ++i) {
-        const bool keep = pxl::detail::random_uniform01(s0, s1, static_cast<std::uint64_t>(i)) >= p;
-        y[i] = keep ? static_cast<T>(static_cast<float>(x[i]) * scale) : T(0);
-      }
+      map.for_runs(
+          begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t run) {
+            for (std::int64_t r = 0; r < run; ++r) {
+              const auto m = static_cast<std::uint64_t>(off[0] + r * inner[0]);
+              const bool keep = pxl::detail::random_uniform01(s0, s1, m) >= p;
+              y[pos + r] = keep ? static_cast<T>(static_cast<float>(x[pos + r]) * scale) : T(0);
+            }
+          });
     };
   });
+}
+} // namespace
+
+StepFn compile_Dropout(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return dropout_step(op, buffers, op.attrs<OpKind::Dropout>().a, op.output(0).shape());
+}
+
+StepFn compile_ShapedDropout(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs<OpKind::ShapedDropout>();
+  return dropout_step(op, buffers, a.ratio, a.shape);
 }
 
 } // namespace pxl::emu::detail

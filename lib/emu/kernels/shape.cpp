@@ -227,12 +227,16 @@ StepFn compile_Split(CompileContext&, const KernelOp& op, const OpBuffers& buffe
   };
 }
 
-StepFn compile_Gather(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
+namespace {
+/// A gather along `axis` in each of `groups` groups (axis 0 of t and of the indices, when
+/// there are more than one): by output element, copied in runs along the inner axes.
+StepFn gather_step(const KernelOp& op, const OpBuffers& buffers, std::size_t axis,
+                   std::int64_t groups) {
   const Shape& in = op.input(0).shape();
   const std::int64_t inner = nelms(std::span(in).subspan(axis + 1));
   const std::int64_t dim = in[axis];
-  const std::int64_t num_indices = op.input(1).nelms();
+  const std::int64_t num_indices = op.input(1).nelms() / groups;
+  const std::int64_t outer_per_group = nelms(std::span(in).first(axis)) / groups;
   const std::int64_t n = op.output(0).nelms();
   const std::size_t elem = size_of(op.input(0).dtype());
   const std::byte* x = buffers.inputs[0];
@@ -243,12 +247,26 @@ StepFn compile_Gather(CompileContext&, const KernelOp& op, const OpBuffers& buff
     copy_runs(y, elem, begin, end, [&](std::int64_t pos) {
       const std::int64_t r = pos / inner, i = pos % inner;
       const std::int64_t outer = r / num_indices, j = r % num_indices;
-      const std::int64_t index = indices[j];
+      const std::int64_t index = indices[outer / outer_per_group * num_indices + j];
       if (index < 0 || index >= dim)
         return Run{nullptr, inner - i}; // out of range: zeros
       return Run{x + static_cast<std::size_t>((outer * dim + index) * inner + i) * elem, inner - i};
     });
   };
+}
+} // namespace
+
+StepFn compile_Gather(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return gather_step(op, buffers, static_cast<std::size_t>(op.attrs<OpKind::Gather>().axis), 1);
+}
+
+StepFn compile_TiedGather(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return gather_step(op, buffers, static_cast<std::size_t>(op.attrs<OpKind::TiedGather>().axis), 1);
+}
+
+StepFn compile_GroupedGather(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs<OpKind::GroupedGather>();
+  return gather_step(op, buffers, static_cast<std::size_t>(a.axis), a.group_size);
 }
 
 StepFn compile_OneHot(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {

@@ -1,4 +1,4 @@
-// Index-driven data-movement kernels: take_along_axis, scatter and scatter-add, and the
+// Index-driven data-movement kernels: take_along_axis, scatter and scatter_reduce, and the
 // dynamic slice and update, whose offsets are read at run time.
 #include "common.hpp"
 #include "words.hpp"
@@ -82,20 +82,65 @@ StepFn compile_Scatter(CompileContext&, const KernelOp& op, const OpBuffers& buf
   });
 }
 
-StepFn compile_ScatterAdd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const DType d = op.input(0).dtype();
+namespace {
+/// The reduction's start and step in the kernel's arithmetic (A: accum_t for floats, and int32
+/// sums in uint32, which wrap).
+template <typename A>
+A reduce_step(ScatterReduction r, A acc, A v) {
+  switch (r) {
+  case ScatterReduction::sum:
+    if constexpr (std::is_same_v<A, std::int32_t>)
+      return static_cast<A>(static_cast<std::uint32_t>(acc) + static_cast<std::uint32_t>(v));
+    else
+      return acc + v;
+  case ScatterReduction::max:
+    return v > acc ? v : acc;
+  case ScatterReduction::min:
+    return v < acc ? v : acc;
+  case ScatterReduction::none:
+    break;
+  }
+  return v;
+}
+} // namespace
+
+// By output element: each reads the data along its line in order and reduces the elements
+// whose index names it, onto its initial value (input 2) or, without one, onto the first of
+// them (0 if none does).
+StepFn compile_ScatterReduce(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& a = op.attrs<OpKind::ScatterReduce>();
+  const AxisLines l = axis_lines(op.output(0).shape(), op.input(0).shape(), a.axis);
+  const bool broadcast = op.input(1).nelms() != op.input(0).nelms();
+  const bool initial = op.num_inputs() == 3;
+  const std::int64_t n = op.output(0).nelms();
+  const ScatterReduction r = a.reduction;
   const auto build = [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
-    if constexpr (std::is_same_v<T, std::int32_t>)
-      return scatter_step<T>(op, buffers, [](T& y, T u) {
-        y = static_cast<T>(static_cast<std::uint32_t>(y) + static_cast<std::uint32_t>(u));
-      });
-    else
-      return scatter_step<T>(op, buffers, [](T& y, T u) {
-        y = static_cast<T>(static_cast<compute_t<T>>(y) + static_cast<compute_t<T>>(u));
-      });
+    using A = std::conditional_t<std::is_same_v<T, std::int32_t>, T, accum_t<T>>;
+    const T* data = typed<const T>(buffers.inputs[0]);
+    const std::int32_t* indices = typed<const std::int32_t>(buffers.inputs[1]);
+    const T* init = initial ? typed<const T>(buffers.inputs[2]) : nullptr;
+    T* y = typed<T>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(n, w, nw);
+      for (std::int64_t p = begin; p < end; ++p) {
+        const std::int64_t i = p % l.inner, k = p / l.inner % l.dim, o = p / (l.inner * l.dim);
+        const std::int64_t start = o * l.m * l.inner + i;
+        bool any = init != nullptr;
+        A acc = any ? static_cast<A>(init[p]) : A{0};
+        for (std::int64_t j = 0; j < l.m; ++j) {
+          const std::int64_t at = start + j * l.inner;
+          if (indices[broadcast ? j : at] != k)
+            continue;
+          const A v = static_cast<A>(data[at]);
+          acc = any ? reduce_step(r, acc, v) : v;
+          any = true;
+        }
+        y[p] = static_cast<T>(acc);
+      }
+    };
   };
-  return dispatch_numeric(op, d, build);
+  return dispatch_numeric(op, op.input(0).dtype(), build);
 }
 
 namespace {
