@@ -1,7 +1,8 @@
 // remote_load, remote_load_ and remote_store: the ops that move data between the IPU and its
-// Streaming Memory.
+// Streaming Memory; remote_code_load, which loads a graph's code from it.
 #include "pxl/ops/remote.hpp"
 #include "ir/handle_access.hpp"
+#include "ir/handle_check.hpp"
 #include "ir/op_builder.hpp"
 #include "pxl/ir/graph.hpp"
 
@@ -102,6 +103,26 @@ void remote_store(const RemoteBuffer& buffer, std::int64_t offset, const Tensor&
 }
 void remote_store(const RemoteBuffer& buffer, const Tensor& offset, const Tensor& t) {
   store(buffer, std::nullopt, &offset, t);
+}
+
+void remote_code_load(const Graph& graph, CodeLocation destination) {
+  const std::string_view op = op_type_name(OpKind::RemoteCodeLoad);
+  detail::require_usable(graph, std::string(op) + ": the graph");
+  const auto g = detail::require_graph(op);
+  if (detail::HandleAccess::storage(graph) != g.ir)
+    throw GraphError(std::string(op) + ": graph '" + graph.name() +
+                     "' belongs to another Ir than the current graph '" +
+                     g.ir->graph(g.graph).name + "'");
+  if (IrView::id(graph) == g.graph)
+    throw ValueError(std::string(op) + ": cannot load the code of graph '" + graph.name() +
+                     "', which it is in; load it from the graph that calls it");
+  if (destination != CodeLocation::executable)
+    throw ValueError(std::string(op) + ": destination '" +
+                     (destination == CodeLocation::io_buffer ? "io_buffer" : "compute_buffer") +
+                     "' for graph '" + graph.name() +
+                     "' is not supported (as in PopXL); load it to 'executable'");
+  detail::add_op(OpKind::RemoteCodeLoad, {}, {},
+                 CodeLoadAttrs{IrView::id(graph).value, destination});
 }
 
 } // namespace pxl::ops

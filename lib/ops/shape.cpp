@@ -442,6 +442,12 @@ Tensor ipu_copy(const Tensor& t, std::int64_t destination, std::optional<std::in
   return add_op1(OpKind::IpuCopy, {t}, t.spec());
 }
 
+Tensor io_tile_copy(const Tensor& t) {
+  detail::require_usable(t, "IoTileCopy");
+  auto on_its_ipu = ipu(t.ipu()); // the I/O tiles of t's IPU, as PopXL places it
+  return add_op1(OpKind::IoTileCopy, {t}, t.spec());
+}
+
 Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
                       std::vector<std::int64_t> axes) {
   detail::check_same_dtype("DynamicUpdate", t, update);

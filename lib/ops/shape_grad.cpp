@@ -13,6 +13,8 @@ namespace pxl::detail {
 
 using std::vector;
 
+vector<Tensor> grad_IoTileCopy(GradContext& c) { return {ops::io_tile_copy(c.grad_output(0))}; }
+
 vector<Tensor> grad_IpuCopy(GradContext& c) {
   return {ops::ipu_copy(c.grad_output(0), c.op().input(0).ipu(), c.op().ipu())};
 }

@@ -121,3 +121,40 @@ TEST_CASE("remote ops on the reference evaluator: stores, loads and remote varia
   CHECK(r.at("out") == HostTensor({14.f, 18.f, 22.f}, {3}));
   CHECK(ev.variable(v) == HostTensor({4.f, 8.f, 12.f}, {3}));
 }
+
+TEST_CASE("remote_code_load: a graph's code loaded before its call changes no result") {
+  Ir ir, other;
+  Graph foreign;
+  {
+    auto in_other = other.main_graph().scope();
+    foreign = other.create_graph(
+        "g", [](Tensor t) { return t; }, TensorSpec{{2}, float32});
+  }
+  auto in_main = ir.main_graph().scope();
+  const Graph twice = ir.create_graph(
+      "twice", [](Tensor t) { return t * 2.0; }, TensorSpec{{2}, float32});
+  auto in = h2d_stream({2}, float32, "in");
+  auto out = d2h_stream({2}, float32, "out");
+  ops::remote_code_load(twice);
+  ops::host_store(out, ops::call(twice, {ops::host_load(in)})[0]);
+  const Op load = ir.main_graph().ops()[0];
+  CHECK(load.kind() == OpKind::RemoteCodeLoad);
+  CHECK(load.attrs<OpKind::RemoteCodeLoad>() ==
+        CodeLoadAttrs{IrView::id(twice).value, CodeLocation::executable});
+  CHECK(load.num_inputs() == 0);
+  CHECK(load.num_outputs() == 0);
+  Session s(ir, "ipu_model", {.workers = 2});
+  auto attached = s.attach();
+  CHECK(s.run({{in, HostTensor({1.f, -3.f}, {2})}}).at(out) == HostTensor({2.f, -6.f}, {2}));
+
+  CHECK_THROWS_WITH_AS(ops::remote_code_load(twice, CodeLocation::io_buffer),
+                       Contains("destination 'io_buffer' for graph 'twice_subgraph(0)' is not "
+                                "supported"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::remote_code_load(foreign), Contains("belongs to another Ir"),
+                       GraphError);
+  CHECK_THROWS_WITH_AS(ops::remote_code_load(Graph{}), Contains("RemoteCodeLoad: the graph"),
+                       GraphError);
+  auto in_twice = twice.scope();
+  CHECK_THROWS_WITH_AS(ops::remote_code_load(twice), Contains("which it is in"), ValueError);
+}

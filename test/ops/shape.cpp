@@ -637,3 +637,21 @@ TEST_CASE("groupedgather and tied_gather: shapes, values and errors") {
                        Contains("must both have group_size 2 on their axis 0"), ShapeError);
 }
 } // namespace test_shape_scatter_reduce
+
+TEST_CASE("io_tile_copy: a copy of the tensor on its IPU") {
+  CHECK(testing::evaluate1([](const std::vector<Tensor>& v) { return ops::io_tile_copy(v[0]); },
+                           {HostTensor({1.f, -2.f, 3.f}, {3})}) ==
+        HostTensor({1.f, -2.f, 3.f}, {3}));
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Tensor x;
+  {
+    auto on = ipu(1);
+    x = constant(HostTensor({1.f, -2.f, 3.f}, {3}), "x");
+  }
+  const Tensor y = ops::io_tile_copy(x);
+  CHECK(y.spec() == x.spec());
+  CHECK(y.producer()->kind() == OpKind::IoTileCopy);
+  CHECK(y.ipu() == 1);
+  CHECK_THROWS_WITH_AS(ops::io_tile_copy(Tensor{}), Contains("IoTileCopy"), GraphError);
+}

@@ -1,5 +1,5 @@
 // Reference kernels of the Streaming Memory ops: copies to and from the evaluator's remote
-// buffer entries.
+// buffer entries (and a code load, which copies no value).
 #include "reference.hpp"
 
 namespace pxl::testing {
@@ -26,5 +26,9 @@ void ref_RemoteStore(ReferenceEvaluator& ev, const Op& op,
                      std::span<const HostTensor* const> inputs, std::span<HostTensor* const>) {
   ev.remote_entry(op.attrs_as<RemoteAttrs>().buffer, entry_of(op, inputs)) = *inputs[0];
 }
+
+// Loading a graph's code changes no value.
+void ref_RemoteCodeLoad(ReferenceEvaluator&, const Op&, std::span<const HostTensor* const>,
+                        std::span<HostTensor* const>) {}
 
 } // namespace pxl::testing

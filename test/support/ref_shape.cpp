@@ -45,6 +45,11 @@ void ref_IpuCopy(ReferenceEvaluator&, const Op&, std::span<const HostTensor* con
   std::memcpy(outputs[0]->bytes().data(), inputs[0]->bytes().data(), inputs[0]->nbytes());
 }
 
+void ref_IoTileCopy(ReferenceEvaluator& ev, const Op& op, std::span<const HostTensor* const> inputs,
+                    std::span<HostTensor* const> outputs) {
+  ref_IpuCopy(ev, op, inputs, outputs);
+}
+
 void ref_Transpose(ReferenceEvaluator&, const Op& op, std::span<const HostTensor* const> inputs,
                    std::span<HostTensor* const> outputs) {
   const auto& perm = op.attrs_as<TransposeAttrs>().perm;

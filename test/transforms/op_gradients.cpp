@@ -33,6 +33,11 @@ TEST_CASE("unary element-wise gradients") {
                         2e-2, 5e-3) > 0);
 }
 
+TEST_CASE("io_tile_copy's gradient is the copy back") {
+  CHECK(check_gradients([](V v) { return ops::io_tile_copy(v[0] * v[0]); },
+                        {HostTensor({0.5f, -1.5f, 2.f}, {3})}) > 0);
+}
+
 TEST_CASE("binary element-wise gradients with broadcasting") {
   const auto a = random_tensor({2, 3}, 4);
   const auto b = random_tensor({3}, 5);

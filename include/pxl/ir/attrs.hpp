@@ -146,6 +146,14 @@ struct RemoteAttrs {
   friend bool operator==(const RemoteAttrs&, const RemoteAttrs&) = default;
 };
 
+/// remote_code_load: the graph whose code is loaded, and where to.
+enum class CodeLocation : std::uint8_t { executable, compute_buffer, io_buffer };
+struct CodeLoadAttrs {
+  std::uint32_t graph = 0;
+  CodeLocation destination = CodeLocation::executable;
+  friend bool operator==(const CodeLoadAttrs&, const CodeLoadAttrs&) = default;
+};
+
 struct OneHotAttrs {
   std::int64_t num_classes = 0;
   std::int64_t axis = -1; ///< normalised against the output rank
@@ -260,6 +268,7 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs>;
+                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs,
+                 CodeLoadAttrs>;
 
 } // namespace pxl

@@ -184,6 +184,7 @@ enum class OpCost : std::uint8_t {
   X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad, exchanged)                            \
   X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad, exchanged)                          \
   X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad, ipu_link)                                            \
+  X(IoTileCopy, "IoTileCopy", shape, NoAttrs, Grad, exchanged)                                     \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                      \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                 \
@@ -223,6 +224,7 @@ enum class OpCost : std::uint8_t {
   X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad, remote_load)                            \
   X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace, remote_load)    \
   X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad, remote_store)                         \
+  X(RemoteCodeLoad, "RemoteCodeLoad", remote, CodeLoadAttrs, NoGrad, remote_load)                  \
   /* normalisation over channels: statistics read across the tiles of the input */                 \
   X(BatchNormInference, "BatchNormInference", norm, NormAttrs, Grad, exchanged)                    \
   X(BatchNormTraining, "BatchNormTraining", norm, NormAttrs, Grad, exchanged_series)               \

@@ -1,7 +1,9 @@
 // Streaming Memory ops (PopXL's remote_load, remote_load_, remote_store): copies between a
-// tensor and an entry of a remote buffer.
+// tensor and an entry of a remote buffer; and remote_code_load, a graph's code loaded from it.
 #pragma once
 
+#include "pxl/ir/attrs.hpp"
+#include "pxl/ir/graph.hpp"
 #include "pxl/ir/remote_buffer.hpp"
 #include "pxl/ir/tensor.hpp"
 
@@ -28,5 +30,13 @@ Tensor remote_load_(const RemoteBuffer& buffer, const Tensor& offset, const Tens
 /// PopXL's rule to order them with in_sequence is kept by construction.
 void remote_store(const RemoteBuffer& buffer, std::int64_t offset, const Tensor& t);
 void remote_store(const RemoteBuffer& buffer, const Tensor& offset, const Tensor& t);
+
+/// PopXL's remote_code_load: the code of `graph` is loaded from Streaming Memory to
+/// `destination` at this point of the current graph, for programs that keep a graph's code
+/// off the chip until it runs. Results never depend on it. Only CodeLocation::executable is
+/// supported, as in PopXL (ValueError for the others); ValueError when `graph` is the current
+/// graph, GraphError for a graph of another Ir. The cost model does not yet price the code's
+/// bytes (every graph's code counts as always live, see docs/profiling.md).
+void remote_code_load(const Graph& graph, CodeLocation destination = CodeLocation::executable);
 
 } // namespace pxl::ops

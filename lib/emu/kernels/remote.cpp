@@ -60,4 +60,9 @@ StepFn compile_RemoteStore(CompileContext& ctx, const KernelOp& op, const OpBuff
   return remote_copy(ctx, op, buffers, buffers.inputs[0], true);
 }
 
+// A graph's code is not data the emulator holds: loading it computes nothing.
+StepFn compile_RemoteCodeLoad(CompileContext&, const KernelOp&, const OpBuffers&) {
+  return [](unsigned, unsigned) {};
+}
+
 } // namespace pxl::emu::detail

@@ -122,6 +122,10 @@ StepFn compile_IpuCopy(CompileContext&, const KernelOp& op, const OpBuffers& buf
   return copy_step(buffers.outputs[0], buffers.inputs[0], spec.nelms(), size_of(spec.dtype));
 }
 
+StepFn compile_IoTileCopy(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return compile_IpuCopy(ctx, op, buffers); // one IPU's tiles: a copy
+}
+
 StepFn compile_Transpose(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   const Shape& in = op.input(0).shape();
   std::vector<std::int64_t> perm = op.attrs_as<TransposeAttrs>().perm;
