@@ -296,6 +296,11 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Triu] = {[](const V& v) { return V{ops::triu(v[0], 1)}; }, {square}, ""};
     c[OpKind::Pad] = {[](const V& v) { return V{ops::pad(v[0], {{1, 0}, {2, 1}}, 0.5)}; }, {x}, ""};
     c[OpKind::Tile] = {[](const V& v) { return V{ops::tile(v[0], {2, 1, 3})}; }, {cube}, ""};
+    c[OpKind::Subsample] = {[](const V& v) {
+                              return V{ops::subsample(v[0], {2, 2, 3})};
+                            },
+                            {cube},
+                            ""};
     const auto picks = i32({2, 0, 1, 3, 0, 0, 1, 2, 3, 3, 2, 1}, {2, 2, 3});
     c[OpKind::TakeAlongAxis] = {[](const V& v) { return V{ops::take_along_axis(v[0], v[1], 2)}; },
                                 {cube, i32({3, 0, 1, 2, 2, 2, 0, 1, 1, 0, 3, 3}, {2, 3, 2})},

@@ -276,6 +276,9 @@ TEST_CASE("shape and data-movement gradients") {
             {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::scaled_add(v[0], v[1], {.a = 0.5, .b = -2.0}); },
                         {x, random_tensor({4}, 52)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::subsample(v[0], {2, 2, 3}); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::subsample(v[0], {1, 3, 4}); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::subsample(v[0], {5, 1, 1}) * 2.0; }, {x}) > 0);
 }
 
 TEST_CASE("an MLP-shaped composition") {

@@ -174,6 +174,12 @@ struct TileAttrs {
   friend bool operator==(const TileAttrs&, const TileAttrs&) = default;
 };
 
+/// subsample: every `strides[i]`-th element along axis i, starting at the first.
+struct SubsampleAttrs {
+  std::vector<std::int64_t> strides;
+  friend bool operator==(const SubsampleAttrs&, const SubsampleAttrs&) = default;
+};
+
 /// dynamic_slice and dynamic_update: the axes the runtime offsets apply to and the extent of
 /// the slice on each.
 struct DynamicAttrs {
@@ -234,6 +240,6 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs>;
+                 NormAttrs, SubsampleAttrs>;
 
 } // namespace pxl

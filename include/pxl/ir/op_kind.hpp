@@ -173,6 +173,7 @@ enum class OpCost : std::uint8_t {
   X(Triu, "Triu", shape, DiagonalAttrs, Grad, exchanged)                                           \
   X(Pad, "Pad", shape, PadAttrs, Grad, exchanged)                                                  \
   X(Tile, "Tile", shape, TileAttrs, Grad, exchanged)                                               \
+  X(Subsample, "Subsample", shape, SubsampleAttrs, Grad, exchanged)                                \
   X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad, exchanged)                            \
   X(Scatter, "ScatterElements", shape, AxisAttrs, Grad, exchanged)                                 \
   X(ScatterAdd, "ScatterReduce", shape, AxisAttrs, Grad, exchanged)                                \
