@@ -167,6 +167,17 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {spaced}, ""};
     c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {spaced}, ""};
     c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};
+    c[OpKind::ReduceMedian] = {[](const V& v) {
+                                 return V{ops::median(v[0], Axes{0, 2})};
+                               },
+                               {spaced},
+                               ""};
+    c[OpKind::Histogram] = {[](const V& v) {
+                              return V{ops::histogram(v[0], {-1.0, -0.25, 0.5}, false)};
+                            },
+                            {cube},
+                            ""};
+    c[OpKind::LambSquare] = unary(ops::lamb_square, cube);
     // Linear algebra.
     c[OpKind::MatMul] = binary(ops::matmul, f32({2, 2, 3}, -1, 1, 8), f32({3, 2}, -1, 1, 9));
     // Convolutions: strided, padded and grouped. Positive operands: sums free of cancellation

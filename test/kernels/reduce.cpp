@@ -220,3 +220,76 @@ TEST_CASE("float16 reductions are bitwise a float fold in order, across conversi
       CHECK(arg.data<std::int32_t>()[static_cast<std::size_t>(i * 5 + k)] == best);
     }
 }
+
+TEST_CASE("median matches the reference for every dtype, axes and worker count") {
+  const std::vector<std::pair<Shape, Axes>> cases = {
+      {{7}, std::nullopt},      {{8}, std::nullopt},       {{13, 6}, Axes{{0}}},
+      {{13, 6}, Axes{{1}}},     {{3, 4, 5}, Axes{{0, 2}}}, {{2, 3, 4, 5}, Axes{{1, 3}}},
+      {{1, 9, 1}, std::nullopt}};
+  for (DType d : {float32, float16, int32})
+    for (const auto& c : cases)
+      for (bool keep : {false, true}) {
+        const auto& shape = c.first;
+        const auto& axes = c.second;
+        CAPTURE(d);
+        CAPTURE(to_string(shape));
+        CAPTURE(keep);
+        // int32 in [-3, 3]: many ties, ranked by index.
+        const auto x = random_tensor(shape, d, d == int32 ? -3 : -2, d == int32 ? 3 : 2);
+        check_kernel(
+            [&](Tensor t) {
+              auto [v, i] = ops::median_with_indices(t, axes, keep);
+              return std::vector<Tensor>{v, i};
+            },
+            {x});
+      }
+  // NaN ranks last: of 1, NaN, NaN, 0, 2 the median (rank 2) is 2, at index 4.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto got = check_kernel(
+      [](Tensor t) {
+        auto [v, i] = ops::median_with_indices(t);
+        return std::vector<Tensor>{v, i};
+      },
+      {tensor({5}, float32, {1, nan, nan, 0, 2})});
+  check_values(got[0], {{}, float32}, {2});
+  check_values(got[1], {{}, int32}, {4});
+}
+
+TEST_CASE("histogram matches the reference for every dtype and worker count") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto x = tensor({8}, float32, {-3, -1, -0.5, 0, 0.5, 1, 3, nan});
+  check_values(check_kernel(
+                   [](Tensor t) {
+                     return ops::histogram(t, {-1, 0, 1}, false);
+                   },
+                   {x})[0],
+               {{4}, uint32}, {1, 2, 2, 3});
+  check_values(check_kernel(
+                   [](Tensor t) {
+                     return ops::histogram(t, {-1, 0, 1}, true);
+                   },
+                   {x})[0],
+               {{4}, uint32}, {0, 0, 3, 5});
+  for (DType d : {float32, float16})
+    for (bool absolute : {false, true}) {
+      CAPTURE(d);
+      CAPTURE(absolute);
+      check_kernel(
+          [absolute](Tensor t) {
+            return ops::histogram(t, {-1.5, -0.3, 0.1, 0.7, 1.9}, absolute);
+          },
+          {random_tensor({17, 23}, d, -2, 2, 5)});
+    }
+}
+
+TEST_CASE("lamb_square: Σx² in double, rounded to float32 once") {
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    const auto x = random_tensor({37, 11}, d, -3, 3, 6);
+    const auto got = check_kernel([](Tensor t) { return ops::lamb_square(t); }, {x})[0];
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < x.nelms(); ++i)
+      sum += x.item(i) * x.item(i);
+    CHECK(got.item(0) == static_cast<double>(static_cast<float>(sum)));
+  }
+}

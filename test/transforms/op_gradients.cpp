@@ -90,6 +90,18 @@ TEST_CASE("topk's gradient reaches the selected elements only") {
   CHECK(check_gradients([](V v) { return ops::topk(v[0], 1, 0, false).first; }, {x}) > 0);
 }
 
+TEST_CASE("median's gradient reaches the element each median was taken from") {
+  // Values 0.1 apart in a scrambled order, so that no finite-difference step changes the order.
+  HostTensor x({3, 4, 5}, float32);
+  for (std::int64_t i = 0; i < x.nelms(); ++i)
+    x.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>((i * 17 % 60) * 0.1 - 3.0);
+  using Axes = std::vector<std::int64_t>;
+  CHECK(check_gradients([](V v) { return ops::median(v[0]); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::median(v[0], Axes{1}); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::median(v[0], Axes{0, 2}, true); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::median(v[0], Axes{-1}) * 3.0; }, {x}) > 0);
+}
+
 TEST_CASE("prod's gradient where elements are zero: the product of the others, exactly") {
   // d prod / dx_i: one zero in a row gets the product of the rest, the others 0; two zeros
   // give every element 0.

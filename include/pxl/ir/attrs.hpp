@@ -180,6 +180,13 @@ struct SubsampleAttrs {
   friend bool operator==(const SubsampleAttrs&, const SubsampleAttrs&) = default;
 };
 
+/// histogram: the bins' edges (strictly increasing) and whether |x| is binned instead of x.
+struct HistogramAttrs {
+  std::vector<double> levels;
+  bool absolute_of_input = false;
+  friend bool operator==(const HistogramAttrs&, const HistogramAttrs&) = default;
+};
+
 /// dynamic_slice and dynamic_update: the axes the runtime offsets apply to and the extent of
 /// the slice on each.
 struct DynamicAttrs {
@@ -240,6 +247,6 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs, SubsampleAttrs>;
+                 NormAttrs, SubsampleAttrs, HistogramAttrs>;
 
 } // namespace pxl

@@ -135,6 +135,9 @@ enum class OpCost : std::uint8_t {
   X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, exchanged)                                        \
   X(CumSum, "CumSum", reduce, AxisAttrs, Grad, exchanged)                                          \
   X(TopK, "TopK", reduce, TopKAttrs, Grad, exchanged)                                              \
+  X(ReduceMedian, "ReduceMedian", reduce, ReduceAttrs, Grad, exchanged)                            \
+  X(Histogram, "Histogram", reduce, HistogramAttrs, NoGrad, exchanged)                             \
+  X(LambSquare, "LambSquare", reduce, NoAttrs, NoGrad, exchanged)                                  \
   /* linear algebra */                                                                             \
   X(MatMul, "MatMul", matmul, NoAttrs, Grad, amp)                                                  \
   /* convolutions (conv's data gradient is a ConvTranspose, conv_transpose's a Conv) */            \
