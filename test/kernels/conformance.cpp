@@ -375,6 +375,29 @@ const std::map<OpKind, OpCase>& op_cases() {
                               },
                               {x, positive, f32({2, 3}, -2, 2, 20)},
                               ""};
+    c[OpKind::AdamaxUpdater].elsewhere =
+        "test/ops/var_updates.cpp (sessions on 1-3 workers against the closed form and the "
+        "reference: the time step it needs is incremented by an op before it)";
+    c[OpKind::AccumulateSquare] = {
+        [](const V& v) { return V{ops::var_updates::accumulate_square_(v[0], v[1], -0.75)}; },
+        {x, row},
+        ""};
+    c[OpKind::AccumulateMean] = {
+        [](const V& v) { return V{ops::var_updates::accumulate_mean_(v[0], v[1], 2.0)}; },
+        {x, row},
+        ""};
+    c[OpKind::SparseAccumulate] = {
+        [](const V& v) {
+          return V{ops::var_updates::sparse_accumulate_(v[0], v[1], v[2], 0, 0.5)};
+        },
+        {f32({4, 3}, -2, 2, 21), f32({3, 3}, -2, 2, 22), i32({3, 1, 3}, {3})},
+        ""};
+    c[OpKind::AdamVarUpdate] = {
+        [](const V& v) {
+          return V{ops::var_updates::adam_var_update(v[0], v[1], v[2], v[3], 0.1, 1.5)};
+        },
+        {x, row, f32({}, 0.5, 4, 23), f32({}, 0.5, 4, 24)},
+        ""};
     // Normalisations. Operands keep outputs and sums away from zero (the bias beyond what the
     // normalised values reach, the given mean below the input), so that oneDNN's float32 sums
     // stay within 1e-6 of the double reference.

@@ -4,6 +4,7 @@
 #include "pxl/ops/conv.hpp"
 #include "pxl/ops/norm.hpp"
 #include "pxl/ops/pool.hpp"
+#include "pxl/ops/var_updates.hpp"
 
 using namespace pxl;
 using pxl::testing::check_gradients;
@@ -291,6 +292,27 @@ TEST_CASE("shape and data-movement gradients") {
   CHECK(check_gradients([](V v) { return ops::subsample(v[0], {2, 2, 3}); }, {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::subsample(v[0], {1, 3, 4}); }, {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::subsample(v[0], {5, 1, 1}) * 2.0; }, {x}) > 0);
+}
+
+TEST_CASE("in-place update gradients: accumulate_square_, accumulate_mean_, sparse_accumulate_") {
+  namespace vu = ops::var_updates;
+  const auto t = random_tensor({3, 4}, 60);
+  const auto row = random_tensor({4}, 61);
+  CHECK(check_gradients([](V v) { return vu::accumulate_square_(v[0] * 1.0, v[1], 0.5); },
+                        {t, row}) > 0);
+  CHECK(check_gradients([](V v) { return vu::accumulate_mean_(v[0] * 1.0, v[1], 3.0); }, {t, row}) >
+        0);
+  CHECK(check_gradients(
+            [](V v) {
+              return vu::accumulate_mean_(v[0] * 1.0, v[1], constant(HostTensor::scalar(1.5f)));
+            },
+            {t, t}) > 0);
+  CHECK(check_gradients(
+            [](V v) {
+              auto idx = constant(HostTensor(std::vector<std::int32_t>{2, 0, 2, 9}, {2, 2}), "idx");
+              return vu::sparse_accumulate_(v[0] * 1.0, v[1], idx, 1, -0.5);
+            },
+            {t, random_tensor({3, 2, 2}, 62)}) > 0);
 }
 
 TEST_CASE("an MLP-shaped composition") {

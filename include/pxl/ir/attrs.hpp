@@ -187,6 +187,14 @@ struct HistogramAttrs {
   friend bool operator==(const HistogramAttrs&, const HistogramAttrs&) = default;
 };
 
+/// sparse_accumulate_: the (normalised) axis the indices select along, and the factor of the
+/// accumulated slices.
+struct SparseAccumulateAttrs {
+  std::int64_t axis = 0;
+  double factor = 1.0;
+  friend bool operator==(const SparseAccumulateAttrs&, const SparseAccumulateAttrs&) = default;
+};
+
 /// dynamic_slice and dynamic_update: the axes the runtime offsets apply to and the extent of
 /// the slice on each.
 struct DynamicAttrs {
@@ -247,6 +255,6 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs, SubsampleAttrs, HistogramAttrs>;
+                 NormAttrs, SubsampleAttrs, HistogramAttrs, SparseAccumulateAttrs>;
 
 } // namespace pxl

@@ -198,6 +198,12 @@ enum class OpCost : std::uint8_t {
   X(AccumulateMovingAverageSquare, "AccumulateMovingAverageSquare", var_updates, ScalarAttrs,      \
     Grad | Inplace, local)                                                                         \
   X(AdamUpdater, "AdamUpdater", var_updates, AdamUpdaterAttrs, NoGrad, local_series)               \
+  X(AdamaxUpdater, "AdamaxUpdater", var_updates, AdamUpdaterAttrs, NoGrad, local_series)           \
+  X(AccumulateSquare, "AccumulateSquare", var_updates, ScalarAttrs, Grad | Inplace, local)         \
+  X(AccumulateMean, "AccumulateMean", var_updates, ScalarAttrs, Grad | Inplace, local)             \
+  X(SparseAccumulate, "SparseAccumulate", var_updates, SparseAccumulateAttrs, Grad | Inplace,      \
+    local)                                                                                         \
+  X(AdamVarUpdate, "AdamVarUpdate", var_updates, ScalarAttrs, NoGrad | Inplace, local)             \
   /* calls */                                                                                      \
   X(Call, "Call", call, CallAttrs, Grad, call)                                                     \
   X(Repeat, "Loop", call, CallAttrs, Grad, call)                                                   \
