@@ -8,29 +8,39 @@ using namespace pxl::testing;
 
 namespace {
 using Axes = std::optional<std::vector<std::int64_t>>;
+
+/// Calls `check(x, shape, axes, keep, d)` for every case (a shape and its axes), with and
+/// without keepdims, on random float32, float16 and int32 tensors (ints in [-int_range,
+/// int_range], floats in [-2, 2]), the case captured for the report.
+template <typename Check>
+void for_each_reduction(const std::vector<std::pair<Shape, Axes>>& cases, double int_range,
+                        Check check) {
+  for (DType d : {float32, float16, int32})
+    for (const auto& c : cases)
+      for (bool keep : {false, true}) {
+        CAPTURE(d);
+        CAPTURE(to_string(c.first));
+        CAPTURE(keep);
+        const double range = d == int32 ? int_range : 2;
+        check(random_tensor(c.first, d, -range, range), c.first, c.second, keep, d);
+      }
 }
+} // namespace
 
 TEST_CASE("reductions over any axes match the reference for every dtype and worker count") {
   const std::vector<std::pair<Shape, Axes>> cases = {
       {{7}, std::nullopt},       {{13, 5}, Axes{{0}}},   {{13, 5}, Axes{{1}}},
       {{3, 4, 5}, Axes{{0, 2}}}, {{3, 4, 5}, Axes{{1}}}, {{2, 3, 4, 5}, Axes{{1, 3}}},
       {{13, 7}, std::nullopt}};
-  for (DType d : {float32, float16, int32})
-    for (const auto& c : cases)
-      for (bool keep : {false, true}) {
-        const auto& shape = c.first;
-        const auto& axes = c.second;
-        CAPTURE(d);
-        CAPTURE(to_string(shape));
-        CAPTURE(keep);
-        const auto x = random_tensor(shape, d, d == int32 ? -50 : -2, d == int32 ? 50 : 2);
+  for_each_reduction(
+      cases, 50, [](const HostTensor& x, const Shape& shape, const Axes& axes, bool keep, DType d) {
         check_kernel([&](Tensor t) { return ops::sum(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::max(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::min(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::prod(t, axes, keep); },
                      {d == int32 ? x : random_tensor(shape, d, 0.8, 1.25)});
         if (d == int32)
-          continue;
+          return;
         check_kernel([&](Tensor t) { return ops::mean(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::l1(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::l2(t, axes, keep); }, {x});
@@ -38,7 +48,7 @@ TEST_CASE("reductions over any axes match the reference for every dtype and work
         check_kernel([&](Tensor t) { return ops::logsumexp(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::logsum(t, axes, keep); },
                      {random_tensor(shape, d, 0.1, 2)});
-      }
+      });
 }
 
 TEST_CASE("topk matches the reference for every dtype, axis, k, direction and worker count") {
@@ -226,23 +236,16 @@ TEST_CASE("median matches the reference for every dtype, axes and worker count")
       {{7}, std::nullopt},      {{8}, std::nullopt},       {{13, 6}, Axes{{0}}},
       {{13, 6}, Axes{{1}}},     {{3, 4, 5}, Axes{{0, 2}}}, {{2, 3, 4, 5}, Axes{{1, 3}}},
       {{1, 9, 1}, std::nullopt}};
-  for (DType d : {float32, float16, int32})
-    for (const auto& c : cases)
-      for (bool keep : {false, true}) {
-        const auto& shape = c.first;
-        const auto& axes = c.second;
-        CAPTURE(d);
-        CAPTURE(to_string(shape));
-        CAPTURE(keep);
-        // int32 in [-3, 3]: many ties, ranked by index.
-        const auto x = random_tensor(shape, d, d == int32 ? -3 : -2, d == int32 ? 3 : 2);
-        check_kernel(
-            [&](Tensor t) {
-              auto [v, i] = ops::median_with_indices(t, axes, keep);
-              return std::vector<Tensor>{v, i};
-            },
-            {x});
-      }
+  // int32 in [-3, 3]: many ties, ranked by index.
+  for_each_reduction(cases, 3,
+                     [](const HostTensor& x, const Shape&, const Axes& axes, bool keep, DType) {
+                       check_kernel(
+                           [&](Tensor t) {
+                             auto [v, i] = ops::median_with_indices(t, axes, keep);
+                             return std::vector<Tensor>{v, i};
+                           },
+                           {x});
+                     });
   // NaN ranks last: of 1, NaN, NaN, 0, 2 the median (rank 2) is 2, at index 4.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto got = check_kernel(
