@@ -600,6 +600,14 @@ TEST_CASE("adamax_updater and adam_var_update are not differentiable: autodiff n
       TensorSpec{{2}, float32}, TensorSpec{{2}, float32});
   CHECK_THROWS_WITH_AS(transforms::autodiff(g), Contains("autodiff: op AdamaxUpdater."),
                        GraphError);
+  Graph h = ir.create_graph(
+      [](Tensor w, Tensor x) {
+        return ops::var_updates::adam_var_update(w * 1.0, x, ops::lamb_square(w),
+                                                 ops::lamb_square(x), 0.1, 1.0);
+      },
+      TensorSpec{{2}, float32}, TensorSpec{{2}, float32});
+  CHECK_THROWS_WITH_AS(transforms::autodiff(h), Contains("autodiff: op AdamVarUpdate."),
+                       GraphError);
 }
 
 TEST_CASE("adamax_updater: the reference and the emulator on 1-3 workers, float32 and float16") {
