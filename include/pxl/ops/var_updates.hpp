@@ -156,9 +156,10 @@ Tensor adamax_updater(const Tensor& acc_first_order, const Tensor& acc_second_or
 /// with r1 and r2 the sums of squares (lamb_square) of the weight and of the updater x, read
 /// when the op runs. t and x are float32 or float16 of one dtype (x broadcast to t's shape);
 /// r1 and r2 float scalars. Computed in double, rounded once. Not differentiable. PopXL's
-/// learning rate and max weight norm may be tensors or omitted (PopART then takes 0, a no-op
-/// update, and refuses a zero max weight norm): here both are required constants. Errors:
-/// DTypeError and ShapeError for the operands; ValueError for a max weight norm of 0.
+/// learning rate and max weight norm may also be tensors, or omitted, which leaves PopART a
+/// non-constant value with no tensor to read, and PopART refuses a constant zero max weight
+/// norm: here both are required constants. Errors: DTypeError and ShapeError for the
+/// operands; ValueError for a max weight norm of 0.
 Tensor adam_var_update(const Tensor& t, const Tensor& x, const Tensor& r1, const Tensor& r2,
                        double learning_rate, double max_weight_norm);
 
