@@ -98,6 +98,44 @@ std::pair<Tensor, Tensor> topk(const Tensor& t, std::int64_t k, std::int64_t axi
                      TopKAttrs{k, a, largest});
   return {outs[0], outs[1]};
 }
+std::pair<Tensor, Tensor>
+median_with_indices(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  check_numeric(OpKind::ReduceMedian, t, true);
+  auto norm = reduction_axes("ReduceMedian", t, axes);
+  std::int64_t n = 1;
+  for (auto a : norm)
+    n *= t.shape()[static_cast<std::size_t>(a)];
+  if (n == 0)
+    throw ValueError("ReduceMedian: the reduced axes " + axes_string(norm) + " of " + to_string(t) +
+                     " hold no element, and nothing has no median");
+  Shape shape = reduced_shape(t.shape(), norm, keepdims);
+  const Tensor inputs[] = {t};
+  auto outs = detail::add_op(OpKind::ReduceMedian, inputs,
+                             {TensorSpec{shape, t.dtype()}, TensorSpec{shape, int32}},
+                             ReduceAttrs{std::move(norm), keepdims});
+  return {outs[0], outs[1]};
+}
+Tensor median(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
+  return median_with_indices(t, std::move(axes), keepdims).first;
+}
+Tensor histogram(const Tensor& t, const std::vector<double>& levels, bool absolute_of_input) {
+  check_numeric(OpKind::Histogram, t, false);
+  if (levels.empty())
+    throw ValueError("Histogram: needs at least one level (bin edge) to bin " + to_string(t));
+  for (std::size_t i = 1; i < levels.size(); ++i)
+    if (!(levels[i - 1] < levels[i]))
+      throw ValueError("Histogram: the levels must increase strictly, but level " +
+                       std::to_string(i) + " (" + std::to_string(levels[i]) +
+                       ") does not exceed level " + std::to_string(i - 1) + " (" +
+                       std::to_string(levels[i - 1]) + ")");
+  return detail::add_op1(OpKind::Histogram, {t},
+                         TensorSpec{Shape{static_cast<std::int64_t>(levels.size()) + 1}, uint32},
+                         HistogramAttrs{levels, absolute_of_input});
+}
+Tensor lamb_square(const Tensor& t) {
+  check_numeric(OpKind::LambSquare, t, false);
+  return detail::add_op1(OpKind::LambSquare, {t}, TensorSpec{Shape{}, float32});
+}
 Tensor prod(const Tensor& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims) {
   return reduce(OpKind::ReduceProd, t, axes, keepdims, true);
 }

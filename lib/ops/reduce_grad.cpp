@@ -5,6 +5,8 @@
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 
+#include <algorithm>
+
 namespace pxl::detail {
 
 namespace {
@@ -47,6 +49,37 @@ std::vector<Tensor> grad_TopK(GradContext& c) {
   const auto axis = c.op().attrs<OpKind::TopK>().axis;
   return {ops::scatter_add(expand(constant(0.0, x.dtype()), x.shape()), c.fwd_output(1),
                            c.grad_output(0), axis)};
+}
+// The gradient goes to the element each median was taken from: the reduced axes moved last and
+// flattened, the gradient scattered there at the forward indices, and the axes put back.
+std::vector<Tensor> grad_ReduceMedian(GradContext& c) {
+  const Tensor x = c.fwd_input(0);
+  const auto& axes = c.op().attrs<OpKind::ReduceMedian>().axes;
+  std::vector<std::int64_t> perm;
+  Shape kept, moved;
+  std::int64_t n = 1;
+  for (std::int64_t a = 0; a < x.rank(); ++a)
+    if (!std::binary_search(axes.begin(), axes.end(), a)) {
+      perm.push_back(a);
+      kept.push_back(x.shape()[static_cast<std::size_t>(a)]);
+    }
+  for (auto a : axes) {
+    perm.push_back(a);
+    n *= x.shape()[static_cast<std::size_t>(a)];
+  }
+  for (auto a : perm)
+    moved.push_back(x.shape()[static_cast<std::size_t>(a)]);
+  Shape flat = kept, one = kept;
+  flat.push_back(n);
+  one.push_back(1);
+  const Tensor spread =
+      ops::scatter_add(expand(constant(0.0, x.dtype()), flat), ops::reshape(c.fwd_output(1), one),
+                       ops::reshape(c.grad_output(0), one), -1);
+  std::vector<std::int64_t> inverse(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  const Tensor back = ops::reshape(spread, moved);
+  return {std::is_sorted(perm.begin(), perm.end()) ? back : ops::transpose(back, inverse)};
 }
 // ∂y/∂x_i is the product of the other elements: y / x_i where x_i != 0; where x_i == 0, the
 // product of the nonzero elements if x_i is the group's only zero, else 0.

@@ -543,6 +543,21 @@ Tensor pad(const Tensor& t, const std::vector<std::pair<std::int64_t, std::int64
   return add_op1(OpKind::Pad, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
 }
 
+Tensor subsample(const Tensor& t, const std::vector<std::int64_t>& strides) {
+  if (strides.size() != static_cast<std::size_t>(t.rank()))
+    throw ValueError("Subsample: expected one stride per axis of " + to_string(t) + ", got " +
+                     list(strides));
+  Shape shape = t.shape();
+  for (std::size_t a = 0; a < strides.size(); ++a) {
+    if (strides[a] < 1)
+      throw ValueError("Subsample: strides must be >= 1, got " + list(strides) + " for " +
+                       to_string(t));
+    shape[a] = (shape[a] + strides[a] - 1) / strides[a];
+  }
+  return add_op1(OpKind::Subsample, {t}, TensorSpec{std::move(shape), t.dtype()},
+                 SubsampleAttrs{strides});
+}
+
 Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats) {
   if (repeats.size() != static_cast<std::size_t>(t.rank()))
     throw ValueError("Tile: expected one repeat count per axis of " + to_string(t) + ", got " +

@@ -56,6 +56,29 @@ vector<Tensor> grad_Slice(GradContext& c) {
   return {g};
 }
 
+// Back to the input's extent one axis at a time: each gradient element followed by stride - 1
+// zeros along the axis (a concat on a new axis, flattened), cut to the input's extent.
+vector<Tensor> grad_Subsample(GradContext& c) {
+  const auto& strides = c.op().attrs<OpKind::Subsample>().strides;
+  const Shape in_shape = c.op().input(0).shape();
+  Tensor g = c.grad_output(0);
+  for (std::size_t a = 0; a < in_shape.size(); ++a) {
+    const std::int64_t k = strides[a];
+    if (k == 1 || in_shape[a] == 0)
+      continue;
+    Shape split = g.shape();
+    split.insert(split.begin() + static_cast<std::ptrdiff_t>(a) + 1, 1);
+    Shape zeros = split;
+    zeros[a + 1] = k - 1;
+    Shape spread = g.shape();
+    spread[a] *= k;
+    g = ops::concat({ops::reshape(g, split), ops::init(zeros, g.dtype())},
+                    static_cast<std::int64_t>(a) + 1);
+    g = ops::slice(ops::reshape(g, spread), {0}, {in_shape[a]}, {static_cast<std::int64_t>(a)});
+  }
+  return {g};
+}
+
 vector<Tensor> grad_Concat(GradContext& c) {
   const auto axis = c.op().attrs_as<AxisAttrs>().axis;
   vector<std::int64_t> sizes;

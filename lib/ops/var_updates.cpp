@@ -29,13 +29,26 @@ void check_broadcasts_to(std::string_view op, const Tensor& t, const Tensor& x) 
                      to_string(broadcast_shapes(t.shape(), x.shape(), op)));
 }
 
+/// A float32 or float16 scalar read when the op runs (a step, a sum of squares).
+void check_scalar(std::string_view op, std::string_view role, const Tensor& s) {
+  if (!is_floating_point(s.dtype()))
+    throw DTypeError(std::string(op) + ": " + std::string(role) +
+                     " must be float32 or float16, got " + to_string(s));
+  if (s.nelms() != 1)
+    throw ShapeError(std::string(op) + ": " + std::string(role) + " must be a scalar, got " +
+                     to_string(s));
+}
+
+/// t = f(t, x, scalars...) in place: x of t's dtype, broadcast to t's shape; `scalars` follow
+/// as inputs 2, 3, ... (checked by the caller).
 Tensor inplace_binary(OpKind kind, const Tensor& t, const Tensor& x, bool allow_int32,
-                      OpAttrs attrs) {
+                      OpAttrs attrs, std::vector<Tensor> scalars = {}) {
   const auto op = op_type_name(kind);
   check_target_dtype(op, t, allow_int32);
   detail::check_same_dtype(op, t, x);
   check_broadcasts_to(op, t, x);
-  return add_op1(kind, {t, x}, t.spec(), std::move(attrs));
+  scalars.insert(scalars.begin(), {t, x});
+  return add_op1(kind, scalars, t.spec(), std::move(attrs));
 }
 } // namespace
 
@@ -71,6 +84,39 @@ Tensor accumulate_(const Tensor& t, const Tensor& x, double f) {
   return inplace_binary(OpKind::Accumulate, t, x, false, ScalarAttrs{f, 0.0});
 }
 
+Tensor accumulate_square_(const Tensor& t, const Tensor& x, double f) {
+  return inplace_binary(OpKind::AccumulateSquare, t, x, false, ScalarAttrs{f, 0.0});
+}
+
+Tensor accumulate_mean_(const Tensor& t, const Tensor& x, double step) {
+  return inplace_binary(OpKind::AccumulateMean, t, x, false, ScalarAttrs{step, 0.0});
+}
+
+Tensor accumulate_mean_(const Tensor& t, const Tensor& x, const Tensor& step) {
+  check_scalar("AccumulateMean", "the step", step);
+  return inplace_binary(OpKind::AccumulateMean, t, x, false, ScalarAttrs{}, {step});
+}
+
+Tensor sparse_accumulate_(const Tensor& t, const Tensor& x, const Tensor& indices,
+                          std::int64_t axis, double f) {
+  constexpr std::string_view op = "SparseAccumulate";
+  check_target_dtype(op, t, false);
+  detail::check_same_dtype(op, t, x);
+  detail::check_dtype(op, indices, int32, "indices");
+  if (t.rank() == 0)
+    throw ShapeError(std::string(op) + ": cannot select slices of the scalar " + to_string(t));
+  const auto a = normalize_axis(axis, t.rank(), op);
+  Shape want(t.shape().begin(), t.shape().begin() + a);
+  want.insert(want.end(), indices.shape().begin(), indices.shape().end());
+  want.insert(want.end(), t.shape().begin() + a + 1, t.shape().end());
+  if (x.shape() != want)
+    throw ShapeError(std::string(op) + ": the slices " + to_string(x) + " must have shape " +
+                     to_string(want) + ", that of gathering " + to_string(indices) + " from " +
+                     to_string(t) + " along axis " + std::to_string(a));
+  return add_op1(OpKind::SparseAccumulate, {t, x, indices}, t.spec(),
+                 SparseAccumulateAttrs{.axis = a, .factor = f});
+}
+
 Tensor copy_var_update_(const Tensor& t, const Tensor& x) {
   check_target_dtype("CopyVarUpdate", t, true);
   detail::check_same_dtype("CopyVarUpdate", t, x);
@@ -98,8 +144,12 @@ Tensor accumulate_moving_average_square_(const Tensor& t, const Tensor& x, doubl
   return inplace_binary(OpKind::AccumulateMovingAverageSquare, t, x, false, ScalarAttrs{f, 0.0});
 }
 
-Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& o) {
-  constexpr std::string_view op = "AdamUpdater";
+namespace {
+/// The updater ops' shared checks and inputs: m, v, then the time step (incremented in place
+/// first) when `attrs.bias_correction`, then the weight when given. `attrs` holds the scalars.
+Tensor updater_op(OpKind kind, const Tensor& m, const Tensor& v, const Tensor& weight,
+                  const Tensor& time_step, AdamUpdaterAttrs attrs) {
+  const auto op = op_type_name(kind);
   const auto fail_dtype = [&](const char* role, const Tensor& t) {
     throw DTypeError(std::string(op) + ": " + role + " must be float32 or float16, got " +
                      to_string(t));
@@ -114,14 +164,39 @@ Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& 
   if (!is_floating_point(m.dtype()))
     fail_dtype("the first moment", m);
   check_like_m("the second moment", v);
-  AdamUpdaterAttrs attrs{.weight_decay = o.weight_decay, .epsilon = o.epsilon};
   std::vector<Tensor> inputs{m, v};
-  if (o.weight_decay != 0.0 && !o.weight.valid()) {
+  if (attrs.weight_decay != 0.0 && !weight.valid()) {
     std::ostringstream os;
-    os << op << ": a weight decay (" << o.weight_decay
+    os << op << ": a weight decay (" << attrs.weight_decay
        << ") needs the weight: pass it as `.weight`";
     throw ValueError(os.str());
   }
+  if (attrs.bias_correction) {
+    if (!is_floating_point(time_step.dtype()))
+      fail_dtype("the time step", time_step);
+    if (time_step.nelms() != 1)
+      throw ShapeError(std::string(op) + ": the time step must be a scalar, got " +
+                       to_string(time_step));
+  }
+  TensorSpec out{m.shape(), m.dtype()};
+  if (weight.valid()) {
+    check_like_m("the weight", weight);
+    attrs.weight = true;
+    out.dtype = weight.dtype();
+  }
+  // PopXL's updaters increment the step in place before reading it (PopART's AdamUpdaterOp
+  // modifies it): here that is an accumulate_ ahead of the op, which then reads the new value.
+  if (attrs.bias_correction)
+    inputs.push_back(accumulate_(time_step, constant(1.0, time_step.dtype())));
+  if (attrs.weight)
+    inputs.push_back(weight);
+  return add_op1(kind, inputs, std::move(out), attrs);
+}
+
+/// adam_updater's and lamb_updater's attributes: bias correction with a time step, which then
+/// needs both betas.
+AdamUpdaterAttrs adam_attrs(std::string_view op, const AdamUpdaterOptions& o) {
+  AdamUpdaterAttrs attrs{.weight_decay = o.weight_decay, .epsilon = o.epsilon};
   if (o.time_step.valid()) {
     if (!o.beta1 || !o.beta2)
       throw ValueError(std::string(op) + ": bias correction (a time_step) needs both beta1 and " +
@@ -129,29 +204,42 @@ Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& 
                        (o.beta1   ? "beta1 only"
                         : o.beta2 ? "beta2 only"
                                   : "neither"));
-    if (!is_floating_point(o.time_step.dtype()))
-      fail_dtype("the time step", o.time_step);
-    if (o.time_step.nelms() != 1)
-      throw ShapeError(std::string(op) + ": the time step must be a scalar, got " +
-                       to_string(o.time_step));
     attrs.bias_correction = true;
     attrs.beta1 = *o.beta1;
     attrs.beta2 = *o.beta2;
   }
-  TensorSpec out{m.shape(), m.dtype()};
-  if (o.weight.valid()) {
-    check_like_m("the weight", o.weight);
-    attrs.weight = true;
-    out.dtype = o.weight.dtype();
-  }
-  // PopXL's adam_updater increments the step in place before reading it (PopART's
-  // AdamUpdaterOp modifies it): here that is an accumulate_ ahead of the op, which then reads
-  // the new value.
-  if (attrs.bias_correction)
-    inputs.push_back(accumulate_(o.time_step, constant(1.0, o.time_step.dtype())));
-  if (attrs.weight)
-    inputs.push_back(o.weight);
-  return add_op1(OpKind::AdamUpdater, inputs, std::move(out), attrs);
+  return attrs;
+}
+} // namespace
+
+Tensor adam_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& o) {
+  return updater_op(OpKind::AdamUpdater, m, v, o.weight, o.time_step, adam_attrs("AdamUpdater", o));
+}
+
+Tensor lamb_updater(const Tensor& m, const Tensor& v, const AdamUpdaterOptions& o) {
+  return updater_op(OpKind::AdamUpdater, m, v, o.weight, o.time_step, adam_attrs("AdamUpdater", o));
+}
+
+Tensor adamax_updater(const Tensor& m, const Tensor& v, const AdamaxUpdaterOptions& o) {
+  if (!o.time_step.valid())
+    throw ValueError("AdamaxUpdater: AdaMax needs the time step: pass it as `.time_step`");
+  return updater_op(OpKind::AdamaxUpdater, m, v, o.weight, o.time_step,
+                    AdamUpdaterAttrs{.weight_decay = o.weight_decay,
+                                     .beta1 = o.beta1,
+                                     .epsilon = o.epsilon,
+                                     .bias_correction = true});
+}
+
+Tensor adam_var_update(const Tensor& t, const Tensor& x, const Tensor& r1, const Tensor& r2,
+                       double learning_rate, double max_weight_norm) {
+  constexpr std::string_view op = "AdamVarUpdate";
+  check_scalar(op, "r1 (the weight's sum of squares)", r1);
+  check_scalar(op, "r2 (the updater's sum of squares)", r2);
+  if (max_weight_norm == 0.0)
+    throw ValueError(std::string(op) + ": the max weight norm must not be 0 (PopART refuses a " +
+                     "constant 0); pass infinity for no clipping");
+  return inplace_binary(OpKind::AdamVarUpdate, t, x, false,
+                        ScalarAttrs{learning_rate, max_weight_norm}, {r1, r2});
 }
 
 } // namespace pxl::ops::var_updates

@@ -3,7 +3,9 @@
 // buffer to it (see lib/transforms/autodiff.cpp), and these rules pass it on to the values
 // the op read.
 #include "ops/grad_rule.hpp"
+#include "pxl/ir/graph.hpp"
 #include "pxl/ops/elementwise.hpp"
+#include "pxl/ops/shape.hpp"
 
 namespace pxl::detail {
 
@@ -74,6 +76,48 @@ vector<Tensor> grad_AccumulateMovingAverageSquare(GradContext& c) {
     grads[0] = scaled(g, f);
   if (c.needs_grad(1))
     grads[1] = unbroadcast(g * c.fwd_input(1) * (2.0 * (1.0 - f)), c.op().input(1).shape());
+  return grads;
+}
+
+// t' = t + f·x²: dt = g, dx = 2f·x·g.
+vector<Tensor> grad_AccumulateSquare(GradContext& c) {
+  const double f = c.op().attrs_as<ScalarAttrs>().a;
+  const Tensor g = c.grad_output(0);
+  vector<Tensor> grads(2);
+  if (c.needs_grad(0))
+    grads[0] = g;
+  if (c.needs_grad(1))
+    grads[1] = unbroadcast(g * c.fwd_input(1) * (2.0 * f), c.op().input(1).shape());
+  return grads;
+}
+
+// t' = s/(s + 1)·t + 1/(s + 1)·x, with s the constant step or input 2 (which gets no gradient).
+vector<Tensor> grad_AccumulateMean(GradContext& c) {
+  if (c.op().num_inputs() == 2) {
+    const double s = c.op().attrs_as<ScalarAttrs>().a;
+    return scaled_update(c, s / (s + 1.0), 1.0 / (s + 1.0));
+  }
+  const Tensor g = c.grad_output(0);
+  const Tensor s = ops::reshape(ops::cast(c.fwd_input(2), g.dtype()), Shape{});
+  const Tensor inv = 1.0 / (s + 1.0);
+  vector<Tensor> grads(3);
+  if (c.needs_grad(0))
+    grads[0] = g * (s * inv);
+  if (c.needs_grad(1))
+    grads[1] = unbroadcast(g * inv, c.op().input(1).shape());
+  return grads;
+}
+
+// t' = t + f·scatter(x): dt = g, dx = f·gather(g) (zero where an index is out of range, as
+// the update skipped it); the indices have none.
+vector<Tensor> grad_SparseAccumulate(GradContext& c) {
+  const auto& a = c.op().attrs<OpKind::SparseAccumulate>();
+  const Tensor g = c.grad_output(0);
+  vector<Tensor> grads(3);
+  if (c.needs_grad(0))
+    grads[0] = g;
+  if (c.needs_grad(1))
+    grads[1] = scaled(ops::gather(g, c.fwd_input(2), a.axis), a.factor);
   return grads;
 }
 

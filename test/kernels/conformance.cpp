@@ -167,6 +167,17 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::ArgMax] = {[](const V& v) { return V{ops::argmax(v[0], 1)}; }, {spaced}, ""};
     c[OpKind::ArgMin] = {[](const V& v) { return V{ops::argmin(v[0], 2, true)}; }, {spaced}, ""};
     c[OpKind::CumSum] = {[](const V& v) { return V{ops::cumsum(v[0], 1)}; }, {cube}, ""};
+    c[OpKind::ReduceMedian] = {[](const V& v) {
+                                 return V{ops::median(v[0], Axes{0, 2})};
+                               },
+                               {spaced},
+                               ""};
+    c[OpKind::Histogram] = {[](const V& v) {
+                              return V{ops::histogram(v[0], {-1.0, -0.25, 0.5}, false)};
+                            },
+                            {cube},
+                            ""};
+    c[OpKind::LambSquare] = unary(ops::lamb_square, cube);
     // Linear algebra.
     c[OpKind::MatMul] = binary(ops::matmul, f32({2, 2, 3}, -1, 1, 8), f32({3, 2}, -1, 1, 9));
     // Convolutions: strided, padded and grouped. Positive operands: sums free of cancellation
@@ -308,6 +319,11 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::Triu] = {[](const V& v) { return V{ops::triu(v[0], 1)}; }, {square}, ""};
     c[OpKind::Pad] = {[](const V& v) { return V{ops::pad(v[0], {{1, 0}, {2, 1}}, 0.5)}; }, {x}, ""};
     c[OpKind::Tile] = {[](const V& v) { return V{ops::tile(v[0], {2, 1, 3})}; }, {cube}, ""};
+    c[OpKind::Subsample] = {[](const V& v) {
+                              return V{ops::subsample(v[0], {2, 2, 3})};
+                            },
+                            {cube},
+                            ""};
     const auto picks = i32({2, 0, 1, 3, 0, 0, 1, 2, 3, 3, 2, 1}, {2, 2, 3});
     c[OpKind::TakeAlongAxis] = {[](const V& v) { return V{ops::take_along_axis(v[0], v[1], 2)}; },
                                 {cube, i32({3, 0, 1, 2, 2, 2, 0, 1, 1, 0, 3, 3}, {2, 3, 2})},
@@ -374,6 +390,29 @@ const std::map<OpKind, OpCase>& op_cases() {
                               },
                               {x, positive, f32({2, 3}, -2, 2, 20)},
                               ""};
+    c[OpKind::AdamaxUpdater].elsewhere =
+        "test/ops/var_updates.cpp (sessions on 1-3 workers against the closed form and the "
+        "reference: the time step it needs is incremented by an op before it)";
+    c[OpKind::AccumulateSquare] = {
+        [](const V& v) { return V{ops::var_updates::accumulate_square_(v[0], v[1], -0.75)}; },
+        {x, row},
+        ""};
+    c[OpKind::AccumulateMean] = {
+        [](const V& v) { return V{ops::var_updates::accumulate_mean_(v[0], v[1], 2.0)}; },
+        {x, row},
+        ""};
+    c[OpKind::SparseAccumulate] = {
+        [](const V& v) {
+          return V{ops::var_updates::sparse_accumulate_(v[0], v[1], v[2], 0, 0.5)};
+        },
+        {f32({4, 3}, -2, 2, 21), f32({3, 3}, -2, 2, 22), i32({3, 1, 3}, {3})},
+        ""};
+    c[OpKind::AdamVarUpdate] = {
+        [](const V& v) {
+          return V{ops::var_updates::adam_var_update(v[0], v[1], v[2], v[3], 0.1, 1.5)};
+        },
+        {x, row, f32({}, 0.5, 4, 23), f32({}, 0.5, 4, 24)},
+        ""};
     // Normalisations. Operands keep outputs and sums away from zero (the bias beyond what the
     // normalised values reach, the given mean below the input), so that oneDNN's float32 sums
     // stay within 1e-6 of the double reference.

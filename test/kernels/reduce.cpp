@@ -8,29 +8,39 @@ using namespace pxl::testing;
 
 namespace {
 using Axes = std::optional<std::vector<std::int64_t>>;
+
+/// Calls `check(x, shape, axes, keep, d)` for every case (a shape and its axes), with and
+/// without keepdims, on random float32, float16 and int32 tensors (ints in [-int_range,
+/// int_range], floats in [-2, 2]), the case captured for the report.
+template <typename Check>
+void for_each_reduction(const std::vector<std::pair<Shape, Axes>>& cases, double int_range,
+                        Check check) {
+  for (DType d : {float32, float16, int32})
+    for (const auto& c : cases)
+      for (bool keep : {false, true}) {
+        CAPTURE(d);
+        CAPTURE(to_string(c.first));
+        CAPTURE(keep);
+        const double range = d == int32 ? int_range : 2;
+        check(random_tensor(c.first, d, -range, range), c.first, c.second, keep, d);
+      }
 }
+} // namespace
 
 TEST_CASE("reductions over any axes match the reference for every dtype and worker count") {
   const std::vector<std::pair<Shape, Axes>> cases = {
       {{7}, std::nullopt},       {{13, 5}, Axes{{0}}},   {{13, 5}, Axes{{1}}},
       {{3, 4, 5}, Axes{{0, 2}}}, {{3, 4, 5}, Axes{{1}}}, {{2, 3, 4, 5}, Axes{{1, 3}}},
       {{13, 7}, std::nullopt}};
-  for (DType d : {float32, float16, int32})
-    for (const auto& c : cases)
-      for (bool keep : {false, true}) {
-        const auto& shape = c.first;
-        const auto& axes = c.second;
-        CAPTURE(d);
-        CAPTURE(to_string(shape));
-        CAPTURE(keep);
-        const auto x = random_tensor(shape, d, d == int32 ? -50 : -2, d == int32 ? 50 : 2);
+  for_each_reduction(
+      cases, 50, [](const HostTensor& x, const Shape& shape, const Axes& axes, bool keep, DType d) {
         check_kernel([&](Tensor t) { return ops::sum(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::max(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::min(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::prod(t, axes, keep); },
                      {d == int32 ? x : random_tensor(shape, d, 0.8, 1.25)});
         if (d == int32)
-          continue;
+          return;
         check_kernel([&](Tensor t) { return ops::mean(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::l1(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::l2(t, axes, keep); }, {x});
@@ -38,7 +48,7 @@ TEST_CASE("reductions over any axes match the reference for every dtype and work
         check_kernel([&](Tensor t) { return ops::logsumexp(t, axes, keep); }, {x});
         check_kernel([&](Tensor t) { return ops::logsum(t, axes, keep); },
                      {random_tensor(shape, d, 0.1, 2)});
-      }
+      });
 }
 
 TEST_CASE("topk matches the reference for every dtype, axis, k, direction and worker count") {
@@ -219,4 +229,70 @@ TEST_CASE("float16 reductions are bitwise a float fold in order, across conversi
         best = at(i, j, k) > at(i, best, k) ? j : best;
       CHECK(arg.data<std::int32_t>()[static_cast<std::size_t>(i * 5 + k)] == best);
     }
+}
+
+TEST_CASE("median matches the reference for every dtype, axes and worker count") {
+  const std::vector<std::pair<Shape, Axes>> cases = {
+      {{7}, std::nullopt},      {{8}, std::nullopt},       {{13, 6}, Axes{{0}}},
+      {{13, 6}, Axes{{1}}},     {{3, 4, 5}, Axes{{0, 2}}}, {{2, 3, 4, 5}, Axes{{1, 3}}},
+      {{1, 9, 1}, std::nullopt}};
+  // int32 in [-3, 3]: many ties, ranked by index.
+  for_each_reduction(cases, 3,
+                     [](const HostTensor& x, const Shape&, const Axes& axes, bool keep, DType) {
+                       check_kernel(
+                           [&](Tensor t) {
+                             auto [v, i] = ops::median_with_indices(t, axes, keep);
+                             return std::vector<Tensor>{v, i};
+                           },
+                           {x});
+                     });
+  // NaN ranks last: of 1, NaN, NaN, 0, 2 the median (rank 2) is 2, at index 4.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto got = check_kernel(
+      [](Tensor t) {
+        auto [v, i] = ops::median_with_indices(t);
+        return std::vector<Tensor>{v, i};
+      },
+      {tensor({5}, float32, {1, nan, nan, 0, 2})});
+  check_values(got[0], {{}, float32}, {2});
+  check_values(got[1], {{}, int32}, {4});
+}
+
+TEST_CASE("histogram matches the reference for every dtype and worker count") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto x = tensor({8}, float32, {-3, -1, -0.5, 0, 0.5, 1, 3, nan});
+  check_values(check_kernel(
+                   [](Tensor t) {
+                     return ops::histogram(t, {-1, 0, 1}, false);
+                   },
+                   {x})[0],
+               {{4}, uint32}, {1, 2, 2, 3});
+  check_values(check_kernel(
+                   [](Tensor t) {
+                     return ops::histogram(t, {-1, 0, 1}, true);
+                   },
+                   {x})[0],
+               {{4}, uint32}, {0, 0, 3, 5});
+  for (DType d : {float32, float16})
+    for (bool absolute : {false, true}) {
+      CAPTURE(d);
+      CAPTURE(absolute);
+      check_kernel(
+          [absolute](Tensor t) {
+            return ops::histogram(t, {-1.5, -0.3, 0.1, 0.7, 1.9}, absolute);
+          },
+          {random_tensor({17, 23}, d, -2, 2, 5)});
+    }
+}
+
+TEST_CASE("lamb_square: Σx² in double, rounded to float32 once") {
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    const auto x = random_tensor({37, 11}, d, -3, 3, 6);
+    const auto got = check_kernel([](Tensor t) { return ops::lamb_square(t); }, {x})[0];
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < x.nelms(); ++i)
+      sum += x.item(i) * x.item(i);
+    CHECK(got.item(0) == static_cast<double>(static_cast<float>(sum)));
+  }
 }

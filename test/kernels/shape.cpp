@@ -1,5 +1,5 @@
 // Data-movement kernels: reshape, transpose, slice, concat, split, the gathers, onehot, pad,
-// tile, triangles, init and arange; scatter_reduce.
+// tile, triangles, init, arange and subsample; scatter_reduce.
 #include "harness.hpp"
 
 #include "pxl/ops/shape.hpp"
@@ -240,4 +240,23 @@ TEST_CASE("scatter_reduce: every reduction and dtype, with and without initial v
     check_kernel([](Tensor t, Tensor i, Tensor u) { return ops::scatter_add(t, i, u, 1); },
                  {init, idx, data});
   }
+}
+
+TEST_CASE("subsample matches the reference for every dtype, stride and worker count") {
+  const std::vector<std::pair<Shape, std::vector<std::int64_t>>> cases = {
+      {{10}, {3}}, {{7, 9}, {2, 4}}, {{7, 9}, {1, 9}}, {{3, 5, 8}, {2, 1, 3}}, {{4, 0}, {2, 2}}};
+  for (DType d : {float32, float16, int32})
+    for (const auto& c : cases) {
+      const std::vector<std::int64_t> strides = c.second; // the lambda captures a copy
+      CAPTURE(d);
+      CAPTURE(to_string(c.first));
+      check_kernel([strides](Tensor t) { return ops::subsample(t, strides); },
+                   {random_tensor(c.first, d, -9, 9, 7)});
+    }
+  const auto got = check_kernel(
+      [](Tensor t) {
+        return ops::subsample(t, {2, 3});
+      },
+      {tensor({3, 4}, float32, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})})[0];
+  check_values(got, {{2, 2}, float32}, {0, 3, 8, 11});
 }

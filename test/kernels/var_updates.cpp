@@ -285,3 +285,88 @@ TEST_CASE("adam_updater: m / (sqrt(v) + eps) + wd·w in float32, float16 and mix
           1e-6 * (std::abs(q) + std::abs(0.3 * w32.data<float>()[i])));
   }
 }
+
+TEST_CASE("accumulate_square_ and accumulate_mean_: the formula in double, rounded once") {
+  const auto t = tensor({4}, float32, {1, 2, 3, 4});
+  const auto x = tensor({4}, float32, {-2, 0.5, 0, 3});
+  check_values(
+      check_kernel([](Tensor a, Tensor b) { return vu::accumulate_square_(a, b, 0.5); }, {t, x})[0],
+      t.spec(), {3, 2.125, 3, 8.5});
+  // Step 3: three values averaged so far, the fourth weighs 1/4.
+  check_values(
+      check_kernel([](Tensor a, Tensor b) { return vu::accumulate_mean_(a, b, 3.0); }, {t, x})[0],
+      t.spec(), {0.25, 1.625, 2.25, 3.75});
+  check_values(
+      check_kernel([](Tensor a, Tensor b, Tensor s) { return vu::accumulate_mean_(a, b, s); },
+                   {t, x, tensor({}, float16, {3})})[0],
+      t.spec(), {0.25, 1.625, 2.25, 3.75});
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    const auto a = random_tensor({13, 77}, d, -2, 2, 1);
+    const auto b = random_tensor({77}, d, -2, 2, 2);
+    check_kernel([](Tensor p, Tensor q) { return vu::accumulate_square_(p, q, -0.3); }, {a, b});
+    const auto by_value =
+        check_kernel([](Tensor p, Tensor q) { return vu::accumulate_mean_(p, q, 6.0); }, {a, b});
+    const auto by_tensor =
+        check_kernel([](Tensor p, Tensor q, Tensor s) { return vu::accumulate_mean_(p, q, s); },
+                     {a, b, tensor({1}, float32, {6})});
+    // The step read at run time gives the constant step's bits.
+    CHECK(by_tensor[0] == by_value[0]);
+  }
+}
+
+TEST_CASE("sparse_accumulate_: repeated indices sum, out-of-range ones are skipped") {
+  const auto t = tensor({2, 3}, float32, {1, 2, 3, 4, 5, 6});
+  const auto x = tensor({2, 4}, float32, {10, 20, 30, 40, 50, 60, 70, 80});
+  const HostTensor idx(std::vector<std::int32_t>{2, 0, 2, 3}, {4});
+  check_values(check_kernel([](Tensor a, Tensor b,
+                               Tensor i) { return vu::sparse_accumulate_(a, b, i, 1, 0.5); },
+                            {t, x, idx})[0],
+               t.spec(), {11, 2, 23, 34, 5, 66});
+  for (DType d : {float32, float16})
+    for (std::int64_t axis : {0, 1, 2}) {
+      CAPTURE(d);
+      CAPTURE(axis);
+      const auto target = random_tensor({5, 6, 7}, d, -2, 2, 3);
+      Shape xs = target.shape();
+      xs[static_cast<std::size_t>(axis)] = 4;
+      xs.insert(xs.begin() + axis, 2);
+      const auto indices = random_tensor({2, 4}, int32, -1, 8, 4);
+      check_kernel([axis](Tensor a, Tensor b,
+                          Tensor i) { return vu::sparse_accumulate_(a, b, i, axis, -1.5); },
+                   {target, random_tensor(xs, d, -2, 2, 5), indices});
+    }
+}
+
+TEST_CASE("adam_var_update: t -= lr·min(sqrt(r1), max_norm)/sqrt(r2)·x, ratio 1 at a zero") {
+  const auto w = tensor({2}, float32, {3, 4});
+  const auto x = tensor({2}, float32, {1, -2});
+  const auto run = [&](double r1, double r2, double max_norm) {
+    return check_kernel(
+        [max_norm](Tensor a, Tensor b, Tensor p, Tensor q) {
+          return vu::adam_var_update(a, b, p, q, 0.5, max_norm);
+        },
+        {w, x, tensor({}, float32, {r1}), tensor({1}, float16, {r2})})[0];
+  };
+  check_values(run(25, 4, 100), w.spec(), {3 - 0.5 * 2.5, 4 + 2 * 0.5 * 2.5});
+  check_values(run(25, 4, 1), w.spec(), {3 - 0.25, 4 + 0.5}); // min(5, 1) / 2
+  check_values(run(0, 4, 1), w.spec(), {2.5, 5});
+  check_values(run(25, 0, 1), w.spec(), {2.5, 5});
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    check_kernel([](Tensor a, Tensor b, Tensor p,
+                    Tensor q) { return vu::adam_var_update(a, b, p, q, 1e-2, 3.0); },
+                 {random_tensor({9, 31}, d, -2, 2, 6), random_tensor({31}, d, -2, 2, 7),
+                  tensor({}, float32, {7.5}), tensor({}, float32, {0.3})});
+  }
+}
+
+TEST_CASE("lamb_updater without a time step is adam_updater's term") {
+  const auto m = random_tensor({101}, float32, -2, 2, 8);
+  const auto v = random_tensor({101}, float32, 0, 4, 9);
+  const auto lamb = check_kernel(
+      [](Tensor a, Tensor b) { return vu::lamb_updater(a, b, {.epsilon = 1e-6}); }, {m, v})[0];
+  const auto adam = check_kernel(
+      [](Tensor a, Tensor b) { return vu::adam_updater(a, b, {.epsilon = 1e-6}); }, {m, v})[0];
+  CHECK(lamb == adam);
+}

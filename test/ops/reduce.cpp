@@ -283,3 +283,103 @@ TEST_CASE("argmax over an empty axis is a ValueError, as in NumPy") {
   CHECK(ops::argmax(x, 0).shape() == Shape{0}); // a non-empty axis of an empty tensor is fine
   CHECK_THROWS_WITH_AS(ops::argmin(x, 1), doctest::Contains("has no argmin"), ValueError);
 }
+
+TEST_CASE("median: the lower median over the axes, its index in the reduced axes; NaN on top") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Rows of 4 (even: the smaller middle one) and columns of 2 (the smaller of the two).
+  const auto x = tensor({2, 4}, float32, {3, 1, 4, 2, 0, nan, -1, 5});
+  auto both = [](const Axes& axes, bool keepdims) {
+    return [axes, keepdims](T t) {
+      auto [v, i] = ops::median_with_indices(t[0], axes, keepdims);
+      return T{v, i};
+    };
+  };
+  auto rows = testing::evaluate(both(std::vector<std::int64_t>{1}, false), {x});
+  check_values(rows[0], {{2}, float32}, {2, 0});
+  check_values(rows[1], {{2}, int32}, {3, 0});
+  auto cols = testing::evaluate(both(std::vector<std::int64_t>{0}, true), {x});
+  check_values(cols[0], {{1, 4}, float32}, {0, 1, -1, 2});
+  check_values(cols[1], {{1, 4}, int32}, {1, 0, 1, 0});
+  // All 8 (NaN last): rank 3 of -1 0 1 2 3 4 5 NaN is 2, at flat index 3.
+  auto all = testing::evaluate(both(std::nullopt, false), {x});
+  check_values(all[0], {{}, float32}, {2});
+  check_values(all[1], {{}, int32}, {3});
+  // Over axes 0 and 2 of a (2, 2, 3): the reduced elements flattened as (axis 0, axis 2).
+  const auto cube = tensor({2, 2, 3}, float32, {9, 8, 7, 1, 2, 3, 6, 5, 4, 0, -1, -2});
+  auto outer = testing::evaluate(both(std::vector<std::int64_t>{2, 0}, false), {cube});
+  check_values(outer[0], {{2}, float32}, {6, 0});
+  check_values(outer[1], {{2}, int32}, {3, 3});
+  // Equal elements rank in index order: of five 7s the median is the third.
+  const auto ties = tensor({5}, int32, {7, 7, 7, 7, 7});
+  auto tied = testing::evaluate(both(std::nullopt, false), {ties});
+  check_values(tied[0], {{}, int32}, {7});
+  check_values(tied[1], {{}, int32}, {2});
+  // PopXL's median gives the values only; float16 keeps its values exactly.
+  const auto h = tensor({3}, float16, {0.1, -2.5, 65504});
+  check_values(evaluate1([](T t) { return ops::median(t[0]); }, {h}), {{}, float16},
+               {ref::round_to(float16, 0.1)});
+  ScratchGraph s;
+  const Tensor t = s.input({2, 3});
+  const Op m = *ops::median(t, {{-1}}, true).producer();
+  CHECK(m.kind() == OpKind::ReduceMedian);
+  CHECK(m.attrs_as<ReduceAttrs>() == ReduceAttrs{{1}, true});
+  CHECK(ops::median(t, {{-1}}, true).shape() == Shape{2, 1});
+  CHECK_THROWS_WITH_AS(ops::median(s.input({2, 0}), {{1}}),
+                       doctest::Contains("ReduceMedian: the reduced axes [1] of"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::median(t, {{1, -1}}),
+                       doctest::Contains("ReduceMedian: axis 1 is repeated"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::median(s.input({3}, bool_)),
+                       doctest::Contains("ReduceMedian: expected a float32, float16 or int32"),
+                       DTypeError);
+}
+
+TEST_CASE("histogram: counts between sorted levels, of |x| on request; errors") {
+  // PopART's own case: levels 0.1, 3.1, 7 (PopART sorts them; PopXL requires them sorted).
+  const auto x = tensor({10}, float32, {-10, -0.1, 0.01, 0.09, 1.1, 4, 6.9, 7, 8, 900});
+  const std::vector<double> levels{0.1, 3.1, 7};
+  check_values(evaluate1([&](T t) { return ops::histogram(t[0], levels, false); }, {x}),
+               {{4}, uint32}, {4, 1, 2, 3});
+  check_values(evaluate1([&](T t) { return ops::histogram(t[0], levels, true); }, {x}),
+               {{4}, uint32}, {2, 2, 2, 4});
+  // float16: the levels are rounded to float16 first (0.1 to 0.0999755859375, so the float16
+  // 0.1 is not below it); NaN lands in the last bin; the whole tensor counts.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto h = tensor({2, 2}, float16, {0.1, 0.0999, nan, -1});
+  check_values(evaluate1([&](T t) { return ops::histogram(t[0], {0.1}, false); }, {h}),
+               {{2}, uint32}, {2, 2});
+  ScratchGraph s;
+  const Tensor t = s.input({2, 3});
+  const Op op = *ops::histogram(t, levels, true).producer();
+  CHECK(op.kind() == OpKind::Histogram);
+  CHECK(op.attrs<OpKind::Histogram>() == HistogramAttrs{levels, true});
+  CHECK(!is_differentiable(OpKind::Histogram));
+  CHECK_THROWS_WITH_AS(ops::histogram(t, {0.1, 7, 3.1}, false),
+                       doctest::Contains("Histogram: the levels must increase strictly, but level "
+                                         "2 (3.100000) does not exceed level 1 (7.000000)"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::histogram(t, {1, 1}, false),
+                       doctest::Contains("must increase strictly"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::histogram(t, {}, false),
+                       doctest::Contains("Histogram: needs at least one level"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::histogram(s.input({3}, int32), {0}, false),
+                       doctest::Contains("Histogram: expected a float32 or float16 tensor"),
+                       DTypeError);
+}
+
+TEST_CASE("lamb_square: the sum of squares as a float32 scalar") {
+  const auto x = tensor({2, 2}, float16, {1, -2, 0.5, 3});
+  check_values(evaluate1([](T t) { return ops::lamb_square(t[0]); }, {x}), {{}, float32}, {14.25});
+  // In double: 3e-4² summed 10000 times is 9e-4 to float32 rounding.
+  HostTensor small({10000}, float32);
+  for (auto& v : small.data<float>())
+    v = 3e-4f;
+  const double want = 10000.0 * static_cast<double>(3e-4f) * static_cast<double>(3e-4f);
+  CHECK(evaluate1([](T t) { return ops::lamb_square(t[0]); }, {small}).item(0) ==
+        static_cast<double>(static_cast<float>(want)));
+  ScratchGraph s;
+  CHECK(ops::lamb_square(s.input({3}, float16)).spec() == TensorSpec{{}, float32});
+  CHECK(!is_differentiable(OpKind::LambSquare));
+  CHECK_THROWS_WITH_AS(ops::lamb_square(s.input({3}, int32)),
+                       doctest::Contains("LambSquare: expected a float32 or float16 tensor"),
+                       DTypeError);
+}

@@ -655,3 +655,28 @@ TEST_CASE("io_tile_copy: a copy of the tensor on its IPU") {
   CHECK(y.ipu() == 1);
   CHECK_THROWS_WITH_AS(ops::io_tile_copy(Tensor{}), Contains("IoTileCopy"), GraphError);
 }
+
+TEST_CASE("subsample: every k-th element per axis, from the first; errors") {
+  // (3, 5) with strides (2, 3): rows 0 and 2, columns 0 and 3.
+  const auto out = eval1(iota({3, 5}), [](Tensor t) { return ops::subsample(t, {2, 3}); });
+  CHECK(out[0] == HostTensor({0.f, 3.f, 10.f, 13.f}, {2, 2}));
+  // Strides beyond the extent keep the first element; int32 and stride 1 copy.
+  const auto ints = eval1(iota({4}, int32), [](Tensor t) { return ops::subsample(t, {9}); });
+  CHECK(ints[0] == HostTensor(std::vector<std::int32_t>{0}, {1}));
+  const auto same = eval1(iota({2, 2}, float16), [](Tensor t) {
+    return ops::subsample(t, {1, 1});
+  });
+  CHECK(same[0] == iota({2, 2}, float16));
+  Fixture f;
+  auto t = graph_input({7, 6, 0}, float32, "t");
+  const Tensor s = ops::subsample(t, {3, 2, 4});
+  CHECK(s.shape() == Shape{3, 3, 0});
+  CHECK(s.producer()->kind() == OpKind::Subsample);
+  CHECK(s.producer()->attrs<OpKind::Subsample>() == SubsampleAttrs{{3, 2, 4}});
+  CHECK_THROWS_WITH_AS(ops::subsample(t, {2}),
+                       Contains("Subsample: expected one stride per axis of 'g/t' [(7, 6, 0) "
+                                "float32], got [2]"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::subsample(t, {2, 0, 1}),
+                       Contains("Subsample: strides must be >= 1, got [2, 0, 1]"), ValueError);
+}

@@ -211,4 +211,56 @@ PXL_REF_KERNEL(TopK) {
   }
 }
 
+// Each output's elements in row-major order over the reduced axes, sorted whole (stably, NaN
+// last): the element at (n - 1) / 2 is the median, its place in that order the index.
+PXL_REF_KERNEL(ReduceMedian) {
+  const HostTensor& x = *inputs[0];
+  const Shape kept = kept_shape(x.shape(), op.attrs_as<ReduceAttrs>().axes);
+  std::vector<std::vector<std::pair<double, std::int64_t>>> groups(
+      static_cast<std::size_t>(outputs[0]->nelms()));
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    auto& g =
+        groups[static_cast<std::size_t>(ref::broadcast_source(ref::unravel(i, x.shape()), kept))];
+    g.emplace_back(ref::load(x, i), static_cast<std::int64_t>(g.size()));
+  }
+  for (std::size_t o = 0; o < groups.size(); ++o) {
+    auto& g = groups[o];
+    std::stable_sort(g.begin(), g.end(), [](const auto& p, const auto& q) {
+      const bool pn = std::isnan(p.first), qn = std::isnan(q.first);
+      if (pn || qn)
+        return qn && !pn;
+      return p.first < q.first;
+    });
+    const auto& m = g[(g.size() - 1) / 2];
+    ref::store(*outputs[0], static_cast<std::int64_t>(o), m.first);
+    ref::store(*outputs[1], static_cast<std::int64_t>(o), static_cast<double>(m.second));
+  }
+}
+
+// Each element into the bin of the levels (rounded to its dtype) it is not below: the count
+// of levels x is not below, NaN being below none.
+PXL_REF_KERNEL(Histogram) {
+  const HostTensor& x = *inputs[0];
+  const auto& a = op.attrs<OpKind::Histogram>();
+  std::vector<double> counts(a.levels.size() + 1, 0.0);
+  for (std::int64_t i = 0; i < x.nelms(); ++i) {
+    double v = ref::load(x, i);
+    if (a.absolute_of_input)
+      v = std::abs(v);
+    std::size_t bin = 0;
+    while (bin < a.levels.size() && !(v < ref::round_to(x.dtype(), a.levels[bin])))
+      ++bin;
+    counts[bin] += 1.0;
+  }
+  for (std::size_t b = 0; b < counts.size(); ++b)
+    ref::store(*outputs[0], static_cast<std::int64_t>(b), counts[b]);
+}
+
+PXL_REF_KERNEL(LambSquare) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < inputs[0]->nelms(); ++i)
+    sum += ref::load(*inputs[0], i) * ref::load(*inputs[0], i);
+  ref::store(*outputs[0], 0, sum);
+}
+
 } // namespace pxl::testing

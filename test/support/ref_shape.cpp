@@ -224,6 +224,18 @@ PXL_REF_KERNEL(Tile) {
   }
 }
 
+PXL_REF_KERNEL(Subsample) {
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  const auto& strides = op.attrs<OpKind::Subsample>().strides;
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    Shape index = ref::unravel(i, y.shape());
+    for (std::size_t d = 0; d < index.size(); ++d)
+      index[d] *= strides[d];
+    copy_element(x, ref::ravel(index, x.shape()), y, i);
+  }
+}
+
 namespace {
 /// Index `j` along `axis` in place of the coordinate there (a copy of `index`).
 Shape with_coordinate(Shape index, std::size_t axis, std::int64_t j) {

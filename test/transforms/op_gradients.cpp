@@ -4,6 +4,7 @@
 #include "pxl/ops/conv.hpp"
 #include "pxl/ops/norm.hpp"
 #include "pxl/ops/pool.hpp"
+#include "pxl/ops/var_updates.hpp"
 
 using namespace pxl;
 using pxl::testing::check_gradients;
@@ -93,6 +94,18 @@ TEST_CASE("topk's gradient reaches the selected elements only") {
     x.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>((i * 3 % 10) * 0.3 - 1.4);
   CHECK(check_gradients([](V v) { return ops::topk(v[0], 3, 1).first; }, {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::topk(v[0], 1, 0, false).first; }, {x}) > 0);
+}
+
+TEST_CASE("median's gradient reaches the element each median was taken from") {
+  // Values 0.1 apart in a scrambled order, so that no finite-difference step changes the order.
+  HostTensor x({3, 4, 5}, float32);
+  for (std::int64_t i = 0; i < x.nelms(); ++i)
+    x.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>((i * 17 % 60) * 0.1 - 3.0);
+  using Axes = std::vector<std::int64_t>;
+  CHECK(check_gradients([](V v) { return ops::median(v[0]); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::median(v[0], Axes{1}); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::median(v[0], Axes{0, 2}, true); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::median(v[0], Axes{-1}) * 3.0; }, {x}) > 0);
 }
 
 TEST_CASE("prod's gradient where elements are zero: the product of the others, exactly") {
@@ -281,6 +294,30 @@ TEST_CASE("shape and data-movement gradients") {
             {x}) > 0);
   CHECK(check_gradients([](V v) { return ops::scaled_add(v[0], v[1], {.a = 0.5, .b = -2.0}); },
                         {x, random_tensor({4}, 52)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::subsample(v[0], {2, 2, 3}); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::subsample(v[0], {1, 3, 4}); }, {x}) > 0);
+  CHECK(check_gradients([](V v) { return ops::subsample(v[0], {5, 1, 1}) * 2.0; }, {x}) > 0);
+}
+
+TEST_CASE("in-place update gradients: accumulate_square_, accumulate_mean_, sparse_accumulate_") {
+  namespace vu = ops::var_updates;
+  const auto t = random_tensor({3, 4}, 60);
+  const auto row = random_tensor({4}, 61);
+  CHECK(check_gradients([](V v) { return vu::accumulate_square_(v[0] * 1.0, v[1], 0.5); },
+                        {t, row}) > 0);
+  CHECK(check_gradients([](V v) { return vu::accumulate_mean_(v[0] * 1.0, v[1], 3.0); }, {t, row}) >
+        0);
+  CHECK(check_gradients(
+            [](V v) {
+              return vu::accumulate_mean_(v[0] * 1.0, v[1], constant(HostTensor::scalar(1.5f)));
+            },
+            {t, t}) > 0);
+  CHECK(check_gradients(
+            [](V v) {
+              auto idx = constant(HostTensor(std::vector<std::int32_t>{2, 0, 2, 9}, {2, 2}), "idx");
+              return vu::sparse_accumulate_(v[0] * 1.0, v[1], idx, 1, -0.5);
+            },
+            {t, random_tensor({3, 2, 2}, 62)}) > 0);
 }
 
 namespace test_op_gradients_indexing {

@@ -208,6 +208,27 @@ struct TileAttrs {
   friend bool operator==(const TileAttrs&, const TileAttrs&) = default;
 };
 
+/// subsample: every `strides[i]`-th element along axis i, starting at the first.
+struct SubsampleAttrs {
+  std::vector<std::int64_t> strides;
+  friend bool operator==(const SubsampleAttrs&, const SubsampleAttrs&) = default;
+};
+
+/// histogram: the bins' edges (strictly increasing) and whether |x| is binned instead of x.
+struct HistogramAttrs {
+  std::vector<double> levels;
+  bool absolute_of_input = false;
+  friend bool operator==(const HistogramAttrs&, const HistogramAttrs&) = default;
+};
+
+/// sparse_accumulate_: the (normalised) axis the indices select along, and the factor of the
+/// accumulated slices.
+struct SparseAccumulateAttrs {
+  std::int64_t axis = 0;
+  double factor = 1.0;
+  friend bool operator==(const SparseAccumulateAttrs&, const SparseAccumulateAttrs&) = default;
+};
+
 /// dynamic_slice and dynamic_update: the axes the runtime offsets apply to and the extent of
 /// the slice on each.
 struct DynamicAttrs {
@@ -269,6 +290,6 @@ using OpAttrs =
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
                  NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs,
-                 CodeLoadAttrs>;
+                 CodeLoadAttrs, SubsampleAttrs, HistogramAttrs, SparseAccumulateAttrs>;
 
 } // namespace pxl

@@ -137,6 +137,9 @@ enum class OpCost : std::uint8_t {
   X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, exchanged)                                        \
   X(CumSum, "CumSum", reduce, AxisAttrs, Grad, exchanged)                                          \
   X(TopK, "TopK", reduce, TopKAttrs, Grad, exchanged)                                              \
+  X(ReduceMedian, "ReduceMedian", reduce, ReduceAttrs, Grad, exchanged)                            \
+  X(Histogram, "Histogram", reduce, HistogramAttrs, NoGrad, exchanged)                             \
+  X(LambSquare, "LambSquare", reduce, NoAttrs, NoGrad, exchanged)                                  \
   /* linear algebra */                                                                             \
   X(MatMul, "MatMul", matmul, NoAttrs, Grad, amp)                                                  \
   /* convolutions (conv's data gradient is a ConvTranspose, conv_transpose's a Conv) */            \
@@ -178,6 +181,7 @@ enum class OpCost : std::uint8_t {
   X(Triu, "Triu", shape, DiagonalAttrs, Grad, exchanged)                                           \
   X(Pad, "Pad", shape, PadAttrs, Grad, exchanged)                                                  \
   X(Tile, "Tile", shape, TileAttrs, Grad, exchanged)                                               \
+  X(Subsample, "Subsample", shape, SubsampleAttrs, Grad, exchanged)                                \
   X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad, exchanged)                            \
   X(Scatter, "ScatterElements", shape, AxisAttrs, Grad, exchanged)                                 \
   X(ScatterReduce, "ScatterReduce", shape, ScatterReduceAttrs, Grad, exchanged)                    \
@@ -200,6 +204,12 @@ enum class OpCost : std::uint8_t {
   X(AccumulateMovingAverageSquare, "AccumulateMovingAverageSquare", var_updates, ScalarAttrs,      \
     Grad | Inplace, local)                                                                         \
   X(AdamUpdater, "AdamUpdater", var_updates, AdamUpdaterAttrs, NoGrad, local_series)               \
+  X(AdamaxUpdater, "AdamaxUpdater", var_updates, AdamUpdaterAttrs, NoGrad, local_series)           \
+  X(AccumulateSquare, "AccumulateSquare", var_updates, ScalarAttrs, Grad | Inplace, local)         \
+  X(AccumulateMean, "AccumulateMean", var_updates, ScalarAttrs, Grad | Inplace, local)             \
+  X(SparseAccumulate, "SparseAccumulate", var_updates, SparseAccumulateAttrs, Grad | Inplace,      \
+    local)                                                                                         \
+  X(AdamVarUpdate, "AdamVarUpdate", var_updates, ScalarAttrs, NoGrad | Inplace, local)             \
   /* calls */                                                                                      \
   X(Call, "Call", call, CallAttrs, Grad, call)                                                     \
   X(Repeat, "Loop", call, CallAttrs, Grad, call)                                                   \

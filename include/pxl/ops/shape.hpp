@@ -125,6 +125,11 @@ Tensor triu(const Tensor& t, std::int64_t k = 0);
 /// (one pair per axis, non-negative).
 Tensor pad(const Tensor& t, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths,
            double value = 0.0);
+/// PopXL's subsample: every `strides[a]`-th element along each axis a, starting at the first
+/// (t[::s0, ::s1, ...]): the output's axis a has ceil(n / strides[a]) elements. The gradient
+/// spreads back to the elements taken, zero elsewhere. ValueError unless there is one stride,
+/// >= 1, per axis.
+Tensor subsample(const Tensor& t, const std::vector<std::int64_t>& strides);
 /// NumPy's tile with one repeat count (>= 0) per axis: the output's axis a is t's repeated
 /// `repeats[a]` times.
 Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats);

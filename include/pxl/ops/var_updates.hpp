@@ -4,6 +4,7 @@
 
 #include "pxl/ir/tensor.hpp"
 
+#include <cstdint>
 #include <optional>
 
 namespace pxl::ops {
@@ -47,6 +48,29 @@ namespace pxl::ops::var_updates {
 
 /// t += f·x.
 Tensor accumulate_(const Tensor& t, const Tensor& x, double f = 1.0);
+/// t += f·x², PopXL's accumulate_square_ (as accumulate_: x of t's dtype, float32 or float16,
+/// broadcast to t's shape; computed in double and rounded once). PopXL's Tensor-valued f is
+/// not supported: f is a constant.
+Tensor accumulate_square_(const Tensor& t, const Tensor& x, double f = 1.0);
+/// t = step/(step + 1)·t + 1/(step + 1)·x, PopXL's accumulate_mean_: the running mean of the
+/// values accumulated so far when `step` counts them (0 for the first). As accumulate_, with
+/// `step` a constant here.
+Tensor accumulate_mean_(const Tensor& t, const Tensor& x, double step);
+/// As above with `step` read when the op runs: a float32 or float16 scalar tensor (as PopXL's
+/// accumulate_mean_ makes of a float). The update has no gradient with respect to `step`.
+/// Errors: DTypeError for a non-float step, ShapeError for a step that is not a scalar.
+Tensor accumulate_mean_(const Tensor& t, const Tensor& x, const Tensor& step);
+/// PopXL's sparse_accumulate_: adds f·x to the slices of t along `axis` that `indices` (int32,
+/// any shape) select, x being shaped as gather(t, indices, axis) is (t[:axis] + indices +
+/// t[axis+1:]); slices selected more than once get every update, in index order, summed in
+/// double and added once. Indices outside [0, t's extent on axis) are skipped (as popops'
+/// multiUpdateAdd). Its gradient: dt = g, dx = f·gather(g, indices, axis). PopXL's optional
+/// `W` (a weight whose tile layout t is cloned from) has no meaning here and is not taken, nor
+/// is a Tensor-valued f. Errors: DTypeError for a t that is not float32/float16, an x of
+/// another dtype or indices that are not int32; ShapeError for a scalar t or an x of the wrong
+/// shape; ValueError for an axis out of range.
+Tensor sparse_accumulate_(const Tensor& t, const Tensor& x, const Tensor& indices,
+                          std::int64_t axis = 0, double f = 1.0);
 /// t = x.
 Tensor copy_var_update_(const Tensor& t, const Tensor& x);
 /// t *= f.
@@ -92,5 +116,51 @@ struct AdamUpdaterOptions {
 /// or a time step without both betas.
 Tensor adam_updater(const Tensor& acc_first_order, const Tensor& acc_second_order,
                     const AdamUpdaterOptions& options = {});
+
+/// LAMB's updater term, PopXL's `lamb_updater`: the same term as adam_updater, with the same
+/// options and errors (PopART runs both as one AdamUpdater op; LAMB's trust ratio is applied
+/// by adam_var_update).
+Tensor lamb_updater(const Tensor& acc_first_order, const Tensor& acc_second_order,
+                    const AdamUpdaterOptions& options = {});
+
+/// adamax_updater's optional arguments, PopXL's keyword arguments (its defaults).
+struct AdamaxUpdaterOptions {
+  /// w, shaped like m: required for a weight decay. When given, the updater has its dtype.
+  Tensor weight;
+  /// t, a float scalar: required. adamax_updater increments it by 1 in place, then corrects
+  /// with the new value.
+  Tensor time_step;
+  double weight_decay = 0.0; ///< adds wd·w to the updater
+  double beta1 = 0.9;
+  double epsilon = 1e-7;
+};
+
+/// The AdaMax updater term, a new tensor (PopXL's `adamax_updater`):
+///
+///     t += 1                       (in place)
+///     m̂ = m / (1 − β1^t)
+///     updater = m̂ / (u + epsilon) + weight_decay·w
+///
+/// where u (`acc_second_order`) is AdaMax's running maximum of |g|, not a second moment: no
+/// square root, no correction. Computed and rounded as adam_updater. Not differentiable.
+/// Errors: as adam_updater's, and ValueError for a missing time step.
+Tensor adamax_updater(const Tensor& acc_first_order, const Tensor& acc_second_order,
+                      const AdamaxUpdaterOptions& options);
+
+/// PopXL's `adam_var_update`: the Adam or LAMB weight update in place,
+///
+///     ratio = 1                                 if r1 = 0 or r2 = 0
+///           = min(sqrt(r1), max_weight_norm) / sqrt(r2)   otherwise
+///     t -= learning_rate·ratio·x
+///
+/// with r1 and r2 the sums of squares (lamb_square) of the weight and of the updater x, read
+/// when the op runs. t and x are float32 or float16 of one dtype (x broadcast to t's shape);
+/// r1 and r2 float scalars. Computed in double, rounded once. Not differentiable. PopXL's
+/// learning rate and max weight norm may also be tensors, or omitted, which leaves PopART a
+/// non-constant value with no tensor to read, and PopART refuses a constant zero max weight
+/// norm: here both are required constants. Errors: DTypeError and ShapeError for the
+/// operands; ValueError for a max weight norm of 0.
+Tensor adam_var_update(const Tensor& t, const Tensor& x, const Tensor& r1, const Tensor& r2,
+                       double learning_rate, double max_weight_norm);
 
 } // namespace pxl::ops::var_updates

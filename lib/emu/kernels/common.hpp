@@ -91,6 +91,22 @@ inline StepFn zero_step(std::byte* dst, std::int64_t n, std::size_t elem) {
   };
 }
 
+/// A shape seen around `axis` as [outer, n, inner]: the product of the axes before it, its
+/// extent and the product of the axes after it. Line l of the outer·inner lines along the axis
+/// starts at (l / inner)·n·inner + l % inner and steps by inner.
+struct AroundAxis {
+  std::int64_t outer = 1, n = 1, inner = 1;
+};
+inline AroundAxis around_axis(std::span<const std::int64_t> shape, std::size_t axis) {
+  AroundAxis a;
+  for (std::size_t d = 0; d < axis; ++d)
+    a.outer *= shape[d];
+  for (std::size_t d = axis + 1; d < shape.size(); ++d)
+    a.inner *= shape[d];
+  a.n = shape[axis];
+  return a;
+}
+
 inline constexpr int max_map_rank = 16;
 
 /// Walks a row-major output range while tracking the matching element offsets of `N` strided

@@ -1,5 +1,6 @@
 // Reduction kernels: sum, mean, max, min, prod, the norms and log-sums over any set of axes;
-// argmax, argmin and the running sum cumsum along one axis.
+// argmax, argmin and the running sum cumsum along one axis; topk, median, histogram and LAMB's
+// sum of squares.
 // Each output element is reduced by one worker in a fixed order, so results do not depend on
 // the number of workers.
 #include "../compile_context.hpp"
@@ -406,14 +407,9 @@ StepFn compile_ArgMin(CompileContext&, const KernelOp& op, const OpBuffers& buff
 StepFn compile_CumSum(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
   // The input as [outer, n, inner]: each of the outer·inner lines is scanned by one worker, in
   // order, so the result does not depend on the number of workers.
-  const Shape& shape = op.input(0).shape();
-  const auto axis = static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis);
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (std::size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
-  const std::int64_t n = shape[axis];
+  const AroundAxis lines =
+      around_axis(op.input(0).shape(), static_cast<std::size_t>(op.attrs_as<AxisAttrs>().axis));
+  const std::int64_t outer = lines.outer, n = lines.n, inner = lines.inner;
   const auto build = [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
     // int32 wraps: sum in uint32.
@@ -436,37 +432,50 @@ StepFn compile_CumSum(CompileContext&, const KernelOp& op, const OpBuffers& buff
   return dispatch_numeric(op, op.input(0).dtype(), build);
 }
 
+namespace {
+/// An element of a line being ranked, and its index along the line.
+template <typename C>
+struct Ranked {
+  C value;
+  std::int32_t index;
+};
+
+/// topk's and median's ranking: by value (largest first or smallest first), NaN above every
+/// number (a NumPy sort's order), ties by index. A total order, so what a selection picks
+/// does not depend on how the work is split.
+template <typename C>
+auto rank_order(bool largest) {
+  return [largest](const Ranked<C>& p, const Ranked<C>& q) {
+    const bool p_nan = p.value != p.value, q_nan = q.value != q.value;
+    if (p_nan != q_nan)
+      return largest ? p_nan : q_nan;
+    if (!p_nan && p.value != q.value)
+      return largest ? p.value > q.value : p.value < q.value;
+    return p.index < q.index;
+  };
+}
+
+/// One line of `n` ranked elements per worker, allocated at bind time.
+template <typename C>
+auto ranking_scratch(unsigned workers, std::int64_t n) {
+  return std::make_shared<std::vector<std::vector<Ranked<C>>>>(
+      workers, std::vector<Ranked<C>>(static_cast<std::size_t>(n)));
+}
+} // namespace
+
 StepFn compile_TopK(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   // Each line along the axis is ranked by one worker, in that worker's scratch (sized here, at
   // bind time). The ranking is a total order (ties by index), so the split does not matter.
   const auto& attrs = op.attrs<OpKind::TopK>();
-  const Shape& shape = op.input(0).shape();
-  const auto axis = static_cast<std::size_t>(attrs.axis);
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (std::size_t d = axis + 1; d < shape.size(); ++d)
-    inner *= shape[d];
-  const std::int64_t n = shape[axis], k = attrs.k;
+  const AroundAxis lines = around_axis(op.input(0).shape(), static_cast<std::size_t>(attrs.axis));
+  const std::int64_t outer = lines.outer, n = lines.n, inner = lines.inner;
+  const std::int64_t k = attrs.k;
   const bool largest = attrs.largest;
   const auto build = [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
     using C = compute_t<T>;
-    struct Ranked {
-      C value;
-      std::int32_t index;
-    };
-    // NaN ranks above every number (a NumPy sort's order).
-    const auto before = [largest](const Ranked& p, const Ranked& q) {
-      const bool p_nan = p.value != p.value, q_nan = q.value != q.value;
-      if (p_nan != q_nan)
-        return largest ? p_nan : q_nan;
-      if (!p_nan && p.value != q.value)
-        return largest ? p.value > q.value : p.value < q.value;
-      return p.index < q.index;
-    };
-    auto scratch = std::make_shared<std::vector<std::vector<Ranked>>>(
-        ctx.num_workers, std::vector<Ranked>(static_cast<std::size_t>(n)));
+    const auto before = rank_order<C>(largest);
+    auto scratch = ranking_scratch<C>(ctx.num_workers, n);
     const T* x = typed<const T>(buffers.inputs[0]);
     T* values = typed<T>(buffers.outputs[0]);
     std::int32_t* indices = typed<std::int32_t>(buffers.outputs[1]);
@@ -489,6 +498,102 @@ StepFn compile_TopK(CompileContext& ctx, const KernelOp& op, const OpBuffers& bu
     };
   };
   return dispatch_numeric(op, op.input(0).dtype(), build);
+}
+
+StepFn compile_ReduceMedian(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  // Each output's elements are ranked by one worker in its scratch (sized here, at bind time),
+  // in a total order (value, then index), so the element at the median's rank is one and the
+  // same however the work is split.
+  const ReducePlan p = plan_reduce(op.input(0).shape(), op.attrs<OpKind::ReduceMedian>().axes);
+  const std::int64_t n = p.n_reduced, rank = (n - 1) / 2;
+  const auto build = [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using C = compute_t<T>;
+    const auto before = rank_order<C>(false); // ascending
+    auto scratch = ranking_scratch<C>(ctx.num_workers, n);
+    const T* x = typed<const T>(buffers.inputs[0]);
+    T* values = typed<T>(buffers.outputs[0]);
+    std::int32_t* indices = typed<std::int32_t>(buffers.outputs[1]);
+    return [=](unsigned w, unsigned nw) {
+      PXL_ASSERT(w < scratch->size());
+      auto& line = (*scratch)[w];
+      const auto [begin, end] = worker_range(p.n_out, w, nw);
+      p.kept.for_runs(begin, end,
+                      [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                        for (std::int64_t j = 0; j < len; ++j) {
+                          const T* base = x + off[0] + j * inner[0];
+                          p.reduced.for_runs(0, n,
+                                             [&](const auto& roff, const auto& rinner,
+                                                 std::int64_t at, std::int64_t rlen) {
+                                               for (std::int64_t k = 0; k < rlen; ++k)
+                                                 line[static_cast<std::size_t>(at + k)] = {
+                                                     static_cast<C>(base[roff[0] + k * rinner[0]]),
+                                                     static_cast<std::int32_t>(at + k)};
+                                             });
+                          std::nth_element(line.begin(), line.begin() + rank, line.end(), before);
+                          const auto& m = line[static_cast<std::size_t>(rank)];
+                          values[pos + j] = static_cast<T>(m.value);
+                          indices[pos + j] = m.index;
+                        }
+                      });
+    };
+  };
+  return dispatch_numeric(op, op.input(0).dtype(), build);
+}
+
+StepFn compile_Histogram(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // Each bin is counted by one worker over the whole input; an element is in the bin whose
+  // lower level it is not below and whose upper level it is below (NaN is below none: last).
+  const auto& attrs = op.attrs<OpKind::Histogram>();
+  const std::int64_t n = op.input(0).nelms();
+  const auto bins = static_cast<std::int64_t>(attrs.levels.size()) + 1;
+  const bool absolute = attrs.absolute_of_input;
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    using C = compute_t<T>;
+    std::vector<C> levels; // rounded to the input's dtype, as PopART's constant of them
+    for (const double l : attrs.levels)
+      levels.push_back(static_cast<C>(static_cast<T>(l)));
+    const T* x = typed<const T>(buffers.inputs[0]);
+    std::uint32_t* counts = typed<std::uint32_t>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(bins, w, nw);
+      for (std::int64_t b = begin; b < end; ++b) {
+        const bool first = b == 0, last = b == bins - 1;
+        const C lo = first ? C{} : levels[static_cast<std::size_t>(b - 1)];
+        const C hi = last ? C{} : levels[static_cast<std::size_t>(b)];
+        std::uint32_t count = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          C v = static_cast<C>(x[i]);
+          if (absolute)
+            v = std::abs(v);
+          count += static_cast<std::uint32_t>((first || !(v < lo)) && (last || v < hi));
+        }
+        counts[b] = count;
+      }
+    };
+  });
+}
+
+StepFn compile_LambSquare(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // One output: the first worker sums every square in double, in order.
+  const std::int64_t n = op.input(0).nelms();
+  return dispatch_float(op, op.input(0).dtype(), [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type;
+    const T* x = typed<const T>(buffers.inputs[0]);
+    float* y = typed<float>(buffers.outputs[0]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(1, w, nw);
+      if (begin == end)
+        return;
+      double sum = 0.0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto v = static_cast<double>(x[i]);
+        sum += v * v;
+      }
+      *y = static_cast<float>(sum);
+    };
+  });
 }
 
 } // namespace pxl::emu::detail

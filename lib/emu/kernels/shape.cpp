@@ -388,4 +388,15 @@ StepFn compile_Tile(CompileContext&, const KernelOp& op, const OpBuffers& buffer
   });
 }
 
+StepFn compile_Subsample(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // A strided view: output axis d steps through the input by strides[d] elements of the axis.
+  const auto& strides = op.attrs<OpKind::Subsample>().strides;
+  Shape steps = strides_of(op.input(0).shape());
+  for (std::size_t d = 0; d < steps.size(); ++d)
+    steps[d] *= strides[d];
+  const Shape& out = op.output(0).shape();
+  return gather_map_step(make_strided_map<1>(out, {steps}), op.input(0).dtype(), buffers.inputs[0],
+                         buffers.outputs[0], nelms(out));
+}
+
 } // namespace pxl::emu::detail

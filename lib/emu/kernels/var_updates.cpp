@@ -1,10 +1,13 @@
-// In-place updates, scaled adds and Adam's updater: output 0 is input 0 for the in-place kinds.
+// In-place updates, scaled adds, the Adam, LAMB and AdaMax updaters and variable update: output 0
+// is input 0 for the in-place kinds.
 #include "common.hpp"
 #include "half_blocks.hpp"
 #include "vector_math.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <utility>
 
 namespace pxl::emu::detail {
 
@@ -117,11 +120,19 @@ void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, doub
   }
 }
 
-/// out = a·x + b·y (b·y² when `square`) with y broadcast to the output's shape. The scalars are
-/// doubles and the arithmetic is too, so each element is the exactly rounded value of the
-/// formula.
-StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b,
-                       bool square = false) {
+/// Element 0 of a float32 or float16 buffer, as a double: a scalar operand read as the op runs.
+double scalar_at(const std::byte* p, DType d) {
+  return d == float32 ? static_cast<double>(*typed<const float>(p))
+                      : static_cast<double>(*typed<const half>(p));
+}
+
+/// out = a·x + b·y (b·y² when `square`) with y broadcast to the output's shape, the scalars
+/// {a, b} given by `coeffs()` when the step runs (from scalar operands, or constants). The
+/// scalars are doubles and the arithmetic is too, so each element is the exactly rounded value
+/// of the formula.
+template <typename Coeffs>
+StepFn scaled_add_step_with(const KernelOp& op, const OpBuffers& buffers, Coeffs coeffs,
+                            bool square) {
   const auto& out = op.output(0).spec();
   const auto map = make_broadcast_map<2>(out.shape, {op.input(0).shape(), op.input(1).shape()});
   const std::int64_t n = out.nelms();
@@ -132,6 +143,8 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
     const Y* y = typed<const Y>(buffers.inputs[1]);
     X* z = typed<X>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
+      const std::pair<double, double> ab = coeffs();
+      const double a = ab.first, b = ab.second;
       const auto [begin, end] = worker_range(n, w, nw);
       map.for_runs(
           begin, end, [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
@@ -167,6 +180,17 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
           });
     };
   });
+}
+
+/// scaled_add_step_with constant scalars.
+StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b,
+                       bool square = false) {
+  return scaled_add_step_with(
+      op, buffers,
+      [a, b] {
+        return std::pair{a, b};
+      },
+      square);
 }
 
 } // namespace
@@ -278,6 +302,74 @@ StepFn compile_AccumulateMovingAverageSquare(CompileContext&, const KernelOp& op
   return scaled_add_step(op, buffers, f, 1.0 - f, /*square=*/true);
 }
 
+StepFn compile_AccumulateSquare(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  return scaled_add_step(op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a, /*square=*/true);
+}
+
+StepFn compile_AccumulateMean(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  if (op.num_inputs() == 2) {
+    const double s = op.attrs_as<ScalarAttrs>().a;
+    return scaled_add_step(op, buffers, s / (s + 1.0), 1.0 / (s + 1.0));
+  }
+  const std::byte* step = buffers.inputs[2];
+  const DType dtype = op.input(2).dtype();
+  return scaled_add_step_with(
+      op, buffers,
+      [step, dtype] {
+        const double s = scalar_at(step, dtype);
+        return std::pair{s / (s + 1.0), 1.0 / (s + 1.0)};
+      },
+      false);
+}
+
+StepFn compile_AdamVarUpdate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  const auto& attrs = op.attrs_as<ScalarAttrs>();
+  const double lr = attrs.a, max_norm = attrs.b;
+  const std::byte *r1 = buffers.inputs[2], *r2 = buffers.inputs[3];
+  const DType d1 = op.input(2).dtype(), d2 = op.input(3).dtype();
+  return scaled_add_step_with(
+      op, buffers,
+      [=] {
+        const double sq1 = scalar_at(r1, d1), sq2 = scalar_at(r2, d2);
+        // LAMB's trust ratio, 1 where either norm is 0 (PopART's AdamVarUpdate).
+        const double ratio =
+            sq1 == 0.0 || sq2 == 0.0 ? 1.0 : std::min(std::sqrt(sq1), max_norm) / std::sqrt(sq2);
+        return std::pair{1.0, -lr * ratio};
+      },
+      false);
+}
+
+StepFn compile_SparseAccumulate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+  // t as [outer, n, inner] and x as [outer, k, inner]: each element of t sums, in double and
+  // in index order, the elements of x whose index selects its slice, then adds f times that.
+  const auto& attrs = op.attrs<OpKind::SparseAccumulate>();
+  const AroundAxis lines = around_axis(op.input(0).shape(), static_cast<std::size_t>(attrs.axis));
+  const std::int64_t outer = lines.outer, n = lines.n, inner = lines.inner;
+  const std::int64_t k = op.input(2).nelms();
+  const double f = attrs.factor;
+  const std::int32_t* indices = typed<const std::int32_t>(buffers.inputs[2]);
+  return dispatch_float(op, op.input(0).dtype(), [&](auto type) -> StepFn {
+    using T = typename decltype(type)::type;
+    T* t = typed<T>(buffers.outputs[0]);
+    const T* x = typed<const T>(buffers.inputs[1]);
+    return [=](unsigned w, unsigned nw) {
+      const auto [begin, end] = worker_range(outer * n * inner, w, nw);
+      for (std::int64_t e = begin; e < end; ++e) {
+        const std::int64_t o = e / (n * inner), j = (e / inner) % n, i = e % inner;
+        double sum = 0.0;
+        bool selected = false;
+        for (std::int64_t q = 0; q < k; ++q)
+          if (indices[q] == j) {
+            sum += static_cast<double>(x[(o * k + q) * inner + i]);
+            selected = true;
+          }
+        if (selected)
+          t[e] = static_cast<T>(static_cast<double>(t[e]) + f * sum);
+      }
+    };
+  });
+}
+
 namespace {
 
 // u = (m·s1) / (sqrt(v·s2) + eps) in float, each operation rounded once (no contraction, and
@@ -297,6 +389,21 @@ PXL_VECTOR_CLONES void adam_updater_decay_f32(const float* m, const float* v, co
   }
 }
 
+// AdaMax's u = (m·s1) / (v + eps): v is a running maximum, neither rooted nor corrected.
+PXL_VECTOR_CLONES void adamax_updater_f32(const float* m, const float* v, float* u, std::int64_t n,
+                                          float s1, float eps) {
+  for (std::int64_t j = 0; j < n; ++j)
+    u[j] = (m[j] * s1) / (v[j] + eps);
+}
+PXL_VECTOR_CLONES void adamax_updater_decay_f32(const float* m, const float* v, const float* w,
+                                                float* u, std::int64_t n, float s1, float eps,
+                                                double wd) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float q = (m[j] * s1) / (v[j] + eps);
+    u[j] = static_cast<float>(static_cast<double>(q) + wd * static_cast<double>(w[j]));
+  }
+}
+
 /// Elements [j, j + n) of a float32 or float16 buffer as floats: the buffer itself, or
 /// widened into `scratch`.
 const float* floats_at(const std::byte* p, DType d, std::int64_t j, std::int64_t n,
@@ -307,19 +414,21 @@ const float* floats_at(const std::byte* p, DType d, std::int64_t j, std::int64_t
   return scratch;
 }
 
-/// adam_updater's work over a range of elements, bound to its buffers: m, v, the time step and
-/// the weight in any mix of float32 and float16, the updater in the weight's dtype or m's.
+/// adam_updater's and adamax_updater's work over a range of elements, bound to their buffers:
+/// m, v, the time step and the weight in any mix of float32 and float16, the updater in the
+/// weight's dtype or m's.
 struct AdamUpdaterKernel {
   const std::byte *m, *v, *t = nullptr, *w = nullptr;
   DType m_dtype, v_dtype, t_dtype = float32, w_dtype = float32;
   std::byte* u;
   DType u_dtype;
   AdamUpdaterAttrs attrs;
+  bool adamax;
 
   AdamUpdaterKernel(const KernelOp& op, const OpBuffers& buffers)
       : m(buffers.inputs[0]), v(buffers.inputs[1]), m_dtype(op.input(0).dtype()),
         v_dtype(op.input(1).dtype()), u(buffers.outputs[0]), u_dtype(op.output(0).dtype()),
-        attrs(op.attrs_as<AdamUpdaterAttrs>()) {
+        attrs(op.attrs_as<AdamUpdaterAttrs>()), adamax(op.kind() == OpKind::AdamaxUpdater) {
     for (std::size_t k = 0; k < op.num_inputs(); ++k)
       if (!is_floating_point(op.input(k).dtype()))
         unsupported_dtype(op, op.input(k).dtype());
@@ -337,10 +446,10 @@ struct AdamUpdaterKernel {
   void run(std::int64_t begin, std::int64_t end) const {
     float s1 = 1.0f, s2 = 1.0f;
     if (t) {
-      const double step = t_dtype == float32 ? static_cast<double>(*typed<const float>(t))
-                                             : static_cast<double>(*typed<const half>(t));
+      const double step = scalar_at(t, t_dtype);
       s1 = static_cast<float>(1.0 / (1.0 - std::pow(attrs.beta1, step)));
-      s2 = static_cast<float>(1.0 / (1.0 - std::pow(attrs.beta2, step)));
+      if (!adamax)
+        s2 = static_cast<float>(1.0 / (1.0 - std::pow(attrs.beta2, step)));
     }
     const auto eps = static_cast<float>(attrs.epsilon);
     const bool all_f32 = m_dtype == float32 && v_dtype == float32 && u_dtype == float32 &&
@@ -352,9 +461,14 @@ struct AdamUpdaterKernel {
       const float* pm = floats_at(m, m_dtype, j, n, fm);
       const float* pv = floats_at(v, v_dtype, j, n, fv);
       float* pu = u_dtype == float32 ? typed<float>(u) + j : fu;
-      if (w)
+      if (w && adamax)
+        adamax_updater_decay_f32(pm, pv, floats_at(w, w_dtype, j, n, fw), pu, n, s1, eps,
+                                 attrs.weight_decay);
+      else if (w)
         adam_updater_decay_f32(pm, pv, floats_at(w, w_dtype, j, n, fw), pu, n, s1, s2, eps,
                                attrs.weight_decay);
+      else if (adamax)
+        adamax_updater_f32(pm, pv, pu, n, s1, eps);
       else
         adam_updater_f32(pm, pv, pu, n, s1, s2, eps);
       if (u_dtype == float16)
@@ -372,6 +486,10 @@ StepFn compile_AdamUpdater(CompileContext&, const KernelOp& op, const OpBuffers&
     const auto [begin, end] = worker_range(n, w, nw);
     kernel.run(begin, end);
   };
+}
+
+StepFn compile_AdamaxUpdater(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return compile_AdamUpdater(ctx, op, buffers);
 }
 
 } // namespace pxl::emu::detail
