@@ -366,4 +366,10 @@ StepFn compile_Tile(CompileContext&, const KernelOp& op, const OpBuffers& buffer
   });
 }
 
+// PopXL's aliasing forms are held as copies (op_flags::View): their out-of-place kernels.
+PXL_KERNEL_AS(ReshapeInplace, Reshape)
+PXL_KERNEL_AS(TransposeInplace, Transpose)
+PXL_KERNEL_AS(SliceInplace, Slice)
+PXL_KERNEL_AS(ConcatInplace, Concat)
+
 } // namespace pxl::emu::detail
