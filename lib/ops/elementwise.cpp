@@ -144,6 +144,9 @@ Tensor cast(const Tensor& t, DType to) {
   return add_op1(OpKind::Cast, {t}, TensorSpec{t.shape(), to}, CastAttrs{to});
 }
 Tensor identity(const Tensor& t) { return add_op1(OpKind::Identity, {t}, t.spec()); }
+Tensor rename(const Tensor& t, std::string_view output_name) {
+  return add_op1(OpKind::Identity, {t}, t.spec(), NoAttrs{}, output_name);
+}
 Tensor detach(const Tensor& t) { return add_op1(OpKind::Detach, {t}, t.spec()); }
 Tensor detach_(const Tensor& t) { return add_op1(OpKind::DetachInplace, {t}, t.spec()); }
 

@@ -505,12 +505,16 @@ TEST_CASE("relu_, gelu_, geluerf_, exp_, swish_: the input modified in place") {
   }
 }
 
-TEST_CASE("detach_ copies every byte") {
+TEST_CASE("detach_ and rename copy every byte; rename names its copy") {
   const auto x = tensor({3}, float16, {0.1, -2, 65504});
   CHECK(evaluate1([](T t) { return ops::detach_(t[0]); }, {x}) == x);
+  CHECK(evaluate1([](T t) { return ops::rename(t[0], "renamed"); }, {x}) == x);
   ScratchGraph s;
   const Tensor f = s.input({2});
   CHECK(ops::detach_(f).spec() == f.spec());
   CHECK(is_view(ops::detach_(f).producer()->kind()));
+  const Tensor r = ops::rename(f, "logits");
+  CHECK(r.name() == "logits");
+  CHECK(r.producer()->kind() == OpKind::Identity);
 }
 } // namespace test_elementwise_inplace

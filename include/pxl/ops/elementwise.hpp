@@ -3,6 +3,8 @@
 
 #include "pxl/ir/tensor.hpp"
 
+#include <string_view>
+
 namespace pxl::ops {
 
 // Unary. Math ops need a floating-point tensor; negate and abs also take int32.
@@ -73,6 +75,10 @@ Tensor clamp(const Tensor& t, double min, double max);
 Tensor cast(const Tensor& t, DType to);
 /// A copy; gradients flow through it.
 Tensor identity(const Tensor& t);
+/// PopXL's `rename`, its alias of `identity(t, output_name)`: a copy of `t` (gradients flow
+/// through it) whose tensor is named `output_name` (with the name scope's prefix), or as
+/// identity's when the name is empty.
+Tensor rename(const Tensor& t, std::string_view output_name = "");
 /// A copy that blocks gradients.
 Tensor detach(const Tensor& t);
 /// PopXL's `detach_`: `t` as a view that blocks gradients (op_flags::View: pxl holds it as a
