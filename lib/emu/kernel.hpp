@@ -51,6 +51,13 @@ constexpr bool is_control(OpKind k) { return family_of(k) == OpFamily::call; }
 PXL_OP_TABLE(PXL_X)
 #undef PXL_X
 
+/// Defines compile_<kind> as `other`'s kernel: an in-place form run on the aliased buffer, or
+/// a view held as a copy (op_flags::View).
+#define PXL_KERNEL_AS(kind, other)                                                                 \
+  StepFn compile_##kind(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {       \
+    return compile_##other(ctx, op, buffers);                                                      \
+  }
+
 using CompileFn = StepFn (*)(CompileContext&, const KernelOp&, const OpBuffers&);
 
 namespace kernel_table_detail {

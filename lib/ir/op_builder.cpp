@@ -76,6 +76,73 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
   return op;
 }
 
+namespace {
+/// An op as autodiff's messages name it: "SliceInplace.3".
+std::string op_label(const IrView& view, OpId o) {
+  return std::string(op_type_name(view.kind(o))) + "." + std::to_string(o.value);
+}
+
+/// "'v', a view made by SliceInplace.3", for messages.
+std::string view_and_maker(const IrView& view, TensorId v, OpId maker) {
+  return "'" + view.id(v) + "', a view made by " + op_label(view, maker);
+}
+
+/// The first op of graph `g` scheduled after `from` that writes the buffer of `t`, if any.
+std::optional<OpId> written_after(const IrView& view, GraphId g, OpId from, TensorId t) {
+  const TensorId root = view.alias_root(t);
+  const auto ops = view.ops(g);
+  auto it = std::find(ops.begin(), ops.end(), from);
+  for (it = it == ops.end() ? it : it + 1; it != ops.end(); ++it) {
+    const auto ins = view.inputs(*it);
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (view.op_writes_input(*it, k) && view.alias_root(ins[k]) == root)
+        return *it;
+  }
+  return std::nullopt;
+}
+
+/// GraphError unless view `v` (made by `made`) still shows its sources: PopXL's view shares
+/// their memory and would show a later in-place change, which pxl's copy does not. A view of a
+/// view is followed (`maker`, the inner view's op) down to the tensors first viewed, for
+/// changes after `made`.
+void check_view_current(const IrView& view, GraphId g, std::string_view op, std::size_t i,
+                        TensorId v, OpId made, OpId maker) {
+  for (const TensorId s : view.inputs(maker)) {
+    if (const auto w = written_after(view, g, made, s))
+      throw GraphError(std::string(op) + ": input " + std::to_string(i) + " " +
+                       view_and_maker(view, v, made) + " of '" + view.id(s) + "', is read after " +
+                       op_label(view, *w) + " modified '" + view.id(s) +
+                       "' in place; PopXL's view would show the change, but pxl holds views as "
+                       "copies and does not: take the view after the update");
+    if (const auto p = view.producer(s); p && is_view(view.kind(*p)))
+      check_view_current(view, g, op, i, v, made, *p);
+  }
+}
+
+/// The rules of PopXL's views (op_flags::View), which pxl holds as copies: an op must not write
+/// through a view, nor read one whose sources changed in place after it was taken.
+void check_views(const IrStorage& ir, GraphId g, OpKind kind, const OpAttrs& attrs,
+                 std::span<const Tensor> inputs) {
+  const IrView view(HandleAccess::ir(ir, op_type_name(kind)));
+  const std::string_view op = op_type_name(kind);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TensorId t = IrView::id(inputs[i]);
+    if (view.would_write_input(kind, attrs, i)) {
+      const TensorId root = view.alias_root(t);
+      if (const auto p = view.producer(root); p && is_view(view.kind(*p)))
+        throw GraphError(std::string(op) + ": cannot modify input " + std::to_string(i) + " " +
+                         to_string(inputs[i]) + " in place: it is " +
+                         view_and_maker(view, root, *p) +
+                         ", and PopXL would write the change through to the viewed tensor, "
+                         "which pxl, holding views as copies, does not; modify the viewed "
+                         "tensor itself, or use the out-of-place op to make the view");
+    }
+    if (const auto p = view.producer(t); p && is_view(view.kind(*p)))
+      check_view_current(view, g, op, i, t, *p, *p);
+  }
+}
+} // namespace
+
 Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSpec> output_specs,
                OpAttrs attrs, std::string_view output_name) {
   const std::string_view op = op_type_name(kind);
@@ -105,6 +172,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
   require_mutable(ir, [&] {
     return std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'";
   });
+  check_views(ir, g.graph, kind, attrs, inputs);
   auto& ctx = context();
   const std::int64_t placed = ctx.ipus.empty() ? 0 : ctx.ipus.back();
   // An op computes on one IPU, from tensors on that IPU: only IpuCopy and AllReduce move data

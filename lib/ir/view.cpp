@@ -58,8 +58,8 @@ std::optional<GraphId> IrView::called_graph(OpId o) const {
     return GraphId{c->graph};
   return std::nullopt;
 }
-Callees IrView::callees(OpId o) const {
-  const OpAttrs& a = ir_->op(o).attrs;
+namespace {
+Callees callees_of(const OpAttrs& a) {
   if (const auto* c = std::get_if<CallAttrs>(&a))
     return Callees(Callee{GraphId{c->graph}, 0});
   if (const auto* c = std::get_if<ConditionalAttrs>(&a))
@@ -67,10 +67,15 @@ Callees IrView::callees(OpId o) const {
                    Callee{GraphId{c->else_graph}, 1 + std::size_t{c->then_inputs}});
   return {};
 }
+} // namespace
+Callees IrView::callees(OpId o) const { return callees_of(ir_->op(o).attrs); }
 bool IrView::op_writes_input(OpId o, std::size_t k) const {
-  if (k == 0 && is_inplace(kind(o)))
+  return would_write_input(kind(o), ir_->op(o).attrs, k);
+}
+bool IrView::would_write_input(OpKind op_kind, const OpAttrs& attrs, std::size_t k) const {
+  if (k == 0 && is_inplace(op_kind))
     return true;
-  for (const Callee& c : callees(o)) {
+  for (const Callee& c : callees_of(attrs)) {
     const auto n = ir_->graph(c.graph).inputs.size();
     if (k >= c.first_input && k - c.first_input < n &&
         input_is_by_ref(c.graph, k - c.first_input) && input_is_written(c.graph, k - c.first_input))

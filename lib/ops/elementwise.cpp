@@ -128,6 +128,11 @@ Tensor floor(const Tensor& t) { return unary_float(OpKind::Floor, t); }
 Tensor ceil(const Tensor& t) { return unary_float(OpKind::Ceil, t); }
 Tensor log2(const Tensor& t) { return unary_float(OpKind::Log2, t); }
 Tensor swish(const Tensor& t) { return unary_float(OpKind::Swish, t); }
+Tensor relu_(const Tensor& t) { return unary_float(OpKind::ReluInplace, t); }
+Tensor gelu_(const Tensor& t) { return unary_float(OpKind::GeluInplace, t); }
+Tensor geluerf_(const Tensor& t) { return unary_float(OpKind::GeluErfInplace, t); }
+Tensor exp_(const Tensor& t) { return unary_float(OpKind::ExpInplace, t); }
+Tensor swish_(const Tensor& t) { return unary_float(OpKind::SwishInplace, t); }
 Tensor clamp(const Tensor& t, double min, double max) { return clip(t, min, max); }
 Tensor increment_mod(const Tensor& t, double increment, double modulus) {
   return counter_update(OpKind::IncrementMod, t, increment, modulus);
@@ -139,7 +144,11 @@ Tensor cast(const Tensor& t, DType to) {
   return add_op1(OpKind::Cast, {t}, TensorSpec{t.shape(), to}, CastAttrs{to});
 }
 Tensor identity(const Tensor& t) { return add_op1(OpKind::Identity, {t}, t.spec()); }
+Tensor rename(const Tensor& t, std::string_view output_name) {
+  return add_op1(OpKind::Identity, {t}, t.spec(), NoAttrs{}, output_name);
+}
 Tensor detach(const Tensor& t) { return add_op1(OpKind::Detach, {t}, t.spec()); }
+Tensor detach_(const Tensor& t) { return add_op1(OpKind::DetachInplace, {t}, t.spec()); }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary_arith(OpKind::Sub, a, b); }

@@ -112,6 +112,8 @@ vector<Tensor> grad_Identity(GradContext& c) { return {c.grad_output(0)}; }
 /// detach stops gradients: autodiff never asks, and nothing flows if it did.
 vector<Tensor> grad_Detach(GradContext&) { return {Tensor{}}; }
 
+vector<Tensor> grad_DetachInplace(GradContext&) { return {Tensor{}}; }
+
 vector<Tensor> grad_Add(GradContext& c) {
   const Tensor g = c.grad_output(0);
   return {unbroadcast(g, c.op().input(0).shape()), unbroadcast(g, c.op().input(1).shape())};

@@ -20,70 +20,150 @@ std::string list(const std::vector<std::int64_t>& v) {
   return s + "]";
 }
 
-/// Reshape, flatten, squeeze and unsqueeze all lower to one Reshape op: the output spec
-/// carries the new shape, so no attributes are needed.
-Tensor reshape_op(const Tensor& t, Shape shape) {
-  return add_op1(OpKind::Reshape, {t}, TensorSpec{std::move(shape), t.dtype()});
+/// Reshape, flatten, squeeze and unsqueeze all lower to one Reshape op (reshape_ and flatten_
+/// to ReshapeInplace): the output spec carries the new shape, so no attributes are needed.
+Tensor reshape_op(const Tensor& t, Shape shape, OpKind kind = OpKind::Reshape) {
+  return add_op1(kind, {t}, TensorSpec{std::move(shape), t.dtype()});
 }
-} // namespace
 
-Tensor reshape(const Tensor& t, Shape shape) {
+/// Reshape or ReshapeInplace to `shape`, with one dimension possibly -1 (inferred).
+Tensor reshape_as(OpKind kind, const Tensor& t, Shape shape) {
+  const std::string op(op_type_name(kind));
   std::int64_t inferred = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (inferred >= 0)
-        throw ShapeError("Reshape: only one dimension may be -1, got " + to_string(shape) +
-                         " for " + to_string(t));
+        throw ShapeError(op + ": only one dimension may be -1, got " + to_string(shape) + " for " +
+                         to_string(t));
       inferred = static_cast<std::int64_t>(i);
     } else if (shape[i] < 0) {
-      throw ShapeError("Reshape: negative dimension in " + to_string(shape) + " for " +
-                       to_string(t));
+      throw ShapeError(op + ": negative dimension in " + to_string(shape) + " for " + to_string(t));
     }
   }
   // The given dimensions' product, checked: the result's bytes must fit an int64 too.
   Shape given = shape;
   std::replace(given.begin(), given.end(), std::int64_t{-1}, std::int64_t{1});
-  nbytes(given, t.dtype(), "Reshape of " + to_string(t));
+  nbytes(given, t.dtype(), op + " of " + to_string(t));
   const std::int64_t known = nelms(given);
   if (inferred >= 0) {
     if (known == 0 || t.nelms() % known != 0)
-      throw ShapeError("Reshape: cannot reshape " + to_string(t) + " (" +
-                       std::to_string(t.nelms()) + " elements) to " + to_string(shape));
+      throw ShapeError(op + ": cannot reshape " + to_string(t) + " (" + std::to_string(t.nelms()) +
+                       " elements) to " + to_string(shape));
     shape[static_cast<std::size_t>(inferred)] = t.nelms() / known;
   }
   if (nelms(shape) != t.nelms())
-    throw ShapeError("Reshape: cannot reshape " + to_string(t) + " (" + std::to_string(t.nelms()) +
+    throw ShapeError(op + ": cannot reshape " + to_string(t) + " (" + std::to_string(t.nelms()) +
                      " elements) to " + to_string(shape) + " (" + std::to_string(nelms(shape)) +
                      " elements)");
-  return reshape_op(t, std::move(shape));
+  return reshape_op(t, std::move(shape), kind);
 }
 
-Tensor transpose(const Tensor& t, std::vector<std::int64_t> perm) {
+/// Transpose or TransposeInplace; an empty permutation reverses the axes.
+Tensor transpose_as(OpKind kind, const Tensor& t, std::vector<std::int64_t> perm) {
+  const std::string op(op_type_name(kind));
   const auto rank = t.rank();
   if (perm.empty()) {
     perm.resize(static_cast<std::size_t>(rank));
     std::iota(perm.rbegin(), perm.rend(), 0);
   }
   if (static_cast<std::int64_t>(perm.size()) != rank)
-    throw ValueError("Transpose: permutation " + list(perm) + " has " +
-                     std::to_string(perm.size()) + " entries but " + to_string(t) + " has rank " +
-                     std::to_string(rank));
+    throw ValueError(op + ": permutation " + list(perm) + " has " + std::to_string(perm.size()) +
+                     " entries but " + to_string(t) + " has rank " + std::to_string(rank));
   std::vector<bool> seen(static_cast<std::size_t>(rank), false);
   for (auto& p : perm) {
-    p = normalize_axis(p, rank, "Transpose");
+    p = normalize_axis(p, rank, op);
     if (seen[static_cast<std::size_t>(p)])
-      throw ValueError("Transpose: " + list(perm) + " is not a permutation of the axes of " +
+      throw ValueError(op + ": " + list(perm) + " is not a permutation of the axes of " +
                        to_string(t) + " (axis " + std::to_string(p) + " repeated)");
     seen[static_cast<std::size_t>(p)] = true;
   }
   Shape shape(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i)
     shape[i] = t.shape()[static_cast<std::size_t>(perm[i])];
-  return add_op1(OpKind::Transpose, {t}, TensorSpec{std::move(shape), t.dtype()},
+  return add_op1(kind, {t}, TensorSpec{std::move(shape), t.dtype()},
                  TransposeAttrs{std::move(perm)});
 }
 
+/// Slice or SliceInplace: NumPy's t[start:stop] along `axes`.
+Tensor slice_as(OpKind kind, const Tensor& t, std::vector<std::int64_t> start,
+                std::vector<std::int64_t> stop, std::vector<std::int64_t> axes) {
+  const std::string op(op_type_name(kind));
+  const auto rank = t.rank();
+  if (axes.empty()) {
+    axes.resize(start.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (start.size() != axes.size() || stop.size() != axes.size())
+    throw ValueError(op + ": start " + list(start) + ", stop " + list(stop) + " and axes " +
+                     list(axes) + " must have the same length (slicing " + to_string(t) + ")");
+  SliceAttrs attrs;
+  attrs.start.assign(static_cast<std::size_t>(rank), 0);
+  attrs.stop = t.shape();
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const auto a = static_cast<std::size_t>(normalize_axis(axes[i], rank, op));
+    if (seen[a])
+      throw ValueError(op + ": axis " + std::to_string(a) + " listed twice in " + list(axes));
+    seen[a] = true;
+    const auto dim = t.shape()[a];
+    // NumPy: negative indices count from the end, then both ends clamp to [0, dim].
+    auto clamp = [dim](std::int64_t v) {
+      return std::clamp(v < 0 ? v + dim : v, std::int64_t{0}, dim);
+    };
+    attrs.start[a] = clamp(start[i]);
+    attrs.stop[a] = std::max(attrs.start[a], clamp(stop[i]));
+  }
+  Shape shape(static_cast<std::size_t>(rank));
+  for (std::size_t a = 0; a < shape.size(); ++a)
+    shape[a] = attrs.stop[a] - attrs.start[a];
+  return add_op1(kind, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
+}
+
+/// Concat or ConcatInplace along `axis`.
+Tensor concat_as(OpKind kind, const std::vector<Tensor>& ts, std::int64_t axis) {
+  const std::string op(op_type_name(kind));
+  if (ts.empty())
+    throw ValueError(op + ": expected at least one tensor, got none");
+  const Tensor& first = ts[0];
+  if (first.rank() == 0)
+    throw ShapeError(op + ": cannot concatenate scalar " + to_string(first));
+  const auto a = static_cast<std::size_t>(normalize_axis(axis, first.rank(), op));
+  Shape shape = first.shape();
+  for (std::size_t i = 1; i < ts.size(); ++i) {
+    detail::check_same_dtype(op, first, ts[i]);
+    bool fits = ts[i].rank() == first.rank();
+    for (std::size_t d = 0; fits && d < shape.size(); ++d)
+      fits = d == a || ts[i].shape()[d] == shape[d];
+    if (!fits)
+      throw ShapeError(op + ": tensor " + std::to_string(i) + " " + to_string(ts[i]) +
+                       " does not match " + to_string(first) +
+                       " on every axis except the concatenation axis " + std::to_string(a));
+    if (__builtin_add_overflow(shape[a], ts[i].shape()[a], &shape[a]))
+      throw ShapeError(op + ": axis " + std::to_string(a) + " of the result would be longer " +
+                       "than a 64-bit count can hold (tensor " + std::to_string(i) + " " +
+                       to_string(ts[i]) + ")");
+  }
+  return add_op1(kind, std::span<const Tensor>(ts), TensorSpec{std::move(shape), first.dtype()},
+                 AxisAttrs{static_cast<std::int64_t>(a)});
+}
+} // namespace
+
+Tensor reshape(const Tensor& t, Shape shape) {
+  return reshape_as(OpKind::Reshape, t, std::move(shape));
+}
+Tensor reshape_(const Tensor& t, Shape shape) {
+  return reshape_as(OpKind::ReshapeInplace, t, std::move(shape));
+}
+
+Tensor transpose(const Tensor& t, std::vector<std::int64_t> perm) {
+  return transpose_as(OpKind::Transpose, t, std::move(perm));
+}
+Tensor transpose_(const Tensor& t, std::vector<std::int64_t> perm) {
+  return transpose_as(OpKind::TransposeInplace, t, std::move(perm));
+}
+
 Tensor flatten(const Tensor& t) { return reshape_op(t, Shape{t.nelms()}); }
+Tensor flatten_(const Tensor& t) { return reshape_op(t, Shape{t.nelms()}, OpKind::ReshapeInplace); }
 
 Tensor squeeze(const Tensor& t, std::vector<std::int64_t> axes) {
   Shape shape;
@@ -116,62 +196,18 @@ Tensor unsqueeze(const Tensor& t, std::vector<std::int64_t> axes) {
 
 Tensor slice(const Tensor& t, std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
              std::vector<std::int64_t> axes) {
-  const auto rank = t.rank();
-  if (axes.empty()) {
-    axes.resize(start.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (start.size() != axes.size() || stop.size() != axes.size())
-    throw ValueError("Slice: start " + list(start) + ", stop " + list(stop) + " and axes " +
-                     list(axes) + " must have the same length (slicing " + to_string(t) + ")");
-  SliceAttrs attrs;
-  attrs.start.assign(static_cast<std::size_t>(rank), 0);
-  attrs.stop = t.shape();
-  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    const auto a = static_cast<std::size_t>(normalize_axis(axes[i], rank, "Slice"));
-    if (seen[a])
-      throw ValueError("Slice: axis " + std::to_string(a) + " listed twice in " + list(axes));
-    seen[a] = true;
-    const auto dim = t.shape()[a];
-    // NumPy: negative indices count from the end, then both ends clamp to [0, dim].
-    auto clamp = [dim](std::int64_t v) {
-      return std::clamp(v < 0 ? v + dim : v, std::int64_t{0}, dim);
-    };
-    attrs.start[a] = clamp(start[i]);
-    attrs.stop[a] = std::max(attrs.start[a], clamp(stop[i]));
-  }
-  Shape shape(static_cast<std::size_t>(rank));
-  for (std::size_t a = 0; a < shape.size(); ++a)
-    shape[a] = attrs.stop[a] - attrs.start[a];
-  return add_op1(OpKind::Slice, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
+  return slice_as(OpKind::Slice, t, std::move(start), std::move(stop), std::move(axes));
+}
+Tensor slice_(const Tensor& t, std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
+              std::vector<std::int64_t> axes) {
+  return slice_as(OpKind::SliceInplace, t, std::move(start), std::move(stop), std::move(axes));
 }
 
 Tensor concat(const std::vector<Tensor>& ts, std::int64_t axis) {
-  if (ts.empty())
-    throw ValueError("Concat: expected at least one tensor, got none");
-  const Tensor& first = ts[0];
-  if (first.rank() == 0)
-    throw ShapeError("Concat: cannot concatenate scalar " + to_string(first));
-  const auto a = static_cast<std::size_t>(normalize_axis(axis, first.rank(), "Concat"));
-  Shape shape = first.shape();
-  for (std::size_t i = 1; i < ts.size(); ++i) {
-    detail::check_same_dtype("Concat", first, ts[i]);
-    bool fits = ts[i].rank() == first.rank();
-    for (std::size_t d = 0; fits && d < shape.size(); ++d)
-      fits = d == a || ts[i].shape()[d] == shape[d];
-    if (!fits)
-      throw ShapeError("Concat: tensor " + std::to_string(i) + " " + to_string(ts[i]) +
-                       " does not match " + to_string(first) +
-                       " on every axis except the concatenation axis " + std::to_string(a));
-    if (__builtin_add_overflow(shape[a], ts[i].shape()[a], &shape[a]))
-      throw ShapeError("Concat: axis " + std::to_string(a) + " of the result would be longer " +
-                       "than a 64-bit count can hold (tensor " + std::to_string(i) + " " +
-                       to_string(ts[i]) + ")");
-  }
-  return add_op1(OpKind::Concat, std::span<const Tensor>(ts),
-                 TensorSpec{std::move(shape), first.dtype()},
-                 AxisAttrs{static_cast<std::int64_t>(a)});
+  return concat_as(OpKind::Concat, ts, axis);
+}
+Tensor concat_(const std::vector<Tensor>& ts, std::int64_t axis) {
+  return concat_as(OpKind::ConcatInplace, ts, axis);
 }
 
 std::vector<Tensor> split(const Tensor& t, std::int64_t n, std::int64_t axis) {
@@ -448,24 +484,36 @@ Tensor io_tile_copy(const Tensor& t) {
   return add_op1(OpKind::IoTileCopy, {t}, t.spec());
 }
 
-Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
-                      std::vector<std::int64_t> axes) {
-  detail::check_same_dtype("DynamicUpdate", t, update);
+namespace {
+/// DynamicUpdate or DynamicUpdateInplace: `update` written into (a copy of) `t`.
+Tensor dynamic_update_as(OpKind kind, const Tensor& t, const Tensor& index, const Tensor& update,
+                         std::vector<std::int64_t> axes) {
+  const std::string op(op_type_name(kind));
+  detail::check_same_dtype(op, t, update);
   if (update.rank() != t.rank())
-    throw ShapeError("DynamicUpdate: update " + to_string(update) + " must have the rank of " +
+    throw ShapeError(op + ": update " + to_string(update) + " must have the rank of " +
                      to_string(t));
   std::vector<std::int64_t> sizes;
   for (auto a : axes)
-    sizes.push_back(
-        update.shape()[static_cast<std::size_t>(normalize_axis(a, t.rank(), "DynamicUpdate"))]);
-  auto attrs = dynamic_attrs("DynamicUpdate", t, index, std::move(axes), std::move(sizes));
+    sizes.push_back(update.shape()[static_cast<std::size_t>(normalize_axis(a, t.rank(), op))]);
+  auto attrs = dynamic_attrs(op, t, index, std::move(axes), std::move(sizes));
   Shape expected = t.shape();
   for (std::size_t i = 0; i < attrs.axes.size(); ++i)
     expected[static_cast<std::size_t>(attrs.axes[i])] = attrs.sizes[i];
   if (update.shape() != expected)
-    throw ShapeError("DynamicUpdate: update " + to_string(update) + " must have the shape of " +
+    throw ShapeError(op + ": update " + to_string(update) + " must have the shape of " +
                      to_string(t) + " except on the updated axes " + list(attrs.axes));
-  return add_op1(OpKind::DynamicUpdate, {t, index, update}, t.spec(), std::move(attrs));
+  return add_op1(kind, {t, index, update}, t.spec(), std::move(attrs));
+}
+} // namespace
+
+Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
+                      std::vector<std::int64_t> axes) {
+  return dynamic_update_as(OpKind::DynamicUpdate, t, index, update, std::move(axes));
+}
+Tensor dynamic_update_(const Tensor& t, const Tensor& index, const Tensor& update,
+                       std::vector<std::int64_t> axes) {
+  return dynamic_update_as(OpKind::DynamicUpdateInplace, t, index, update, std::move(axes));
 }
 
 Tensor arange(double start, double stop, double step, DType dtype) {

@@ -89,6 +89,9 @@ vector<Tensor> grad_Concat(GradContext& c) {
   return ops::split(c.grad_output(0), sizes, axis);
 }
 
+// concat_'s view is held as a copy, so its gradient is Concat's (PopART's ConcatInplace has it).
+vector<Tensor> grad_ConcatInplace(GradContext& c) { return grad_Concat(c); }
+
 vector<Tensor> grad_Split(GradContext& c) {
   vector<Tensor> parts;
   for (std::size_t i = 0; i < c.op().num_outputs(); ++i)

@@ -29,6 +29,9 @@ void not_differentiable(const Op& op) {
 namespace {
 std::vector<Tensor> no_gradient_rule(GradContext& ctx) { not_differentiable(ctx.op()); }
 
+/// detach and detach_: no gradient flows through them, and what they make needs none.
+bool blocks_gradient(OpKind k) { return k == OpKind::Detach || k == OpKind::DetachInplace; }
+
 /// grad_<K>, named inside a generic lambda so that kinds without a rule never odr-use theirs.
 template <OpKind K, typename Named>
 constexpr GradRule grad_entry(Named named) {
@@ -266,7 +269,7 @@ private:
     for (const auto& r : required)
       needed_.insert(r.index());
     for (const auto& op : fwd_.ops()) {
-      if (op.kind() == OpKind::Detach)
+      if (blocks_gradient(op.kind()))
         continue;
       bool any = false;
       for (std::size_t i = 0; i < op.num_inputs(); ++i)
@@ -282,7 +285,7 @@ private:
   }
 
   void differentiate(const Op& op) {
-    if (op.kind() == OpKind::Detach)
+    if (blocks_gradient(op.kind()))
       return;
     bool any_out = false, any_in = false;
     for (std::size_t i = 0; i < op.num_outputs(); ++i)

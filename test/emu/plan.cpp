@@ -1,9 +1,11 @@
-// The plan: outlined calls with by-ref inputs, loops with carried values, memory and OOM.
+// The plan: outlined calls with by-ref inputs, in-place ops, loops with carried values, memory
+// and OOM.
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 using namespace pxl;
@@ -310,4 +312,38 @@ TEST_CASE("Memory report: the liveness curve of the main graph, its peak step an
       r.tensors, [](const auto& t) { return t.id.find("Exp") != std::string::npos; });
   REQUIRE(exp_out != r.tensors.end());
   CHECK(exp_out->last_step == exp_out->first_step + 1);
+}
+
+TEST_CASE("in-place element-wise ops and dynamic_update_ write the buffer later readers see; "
+          "views read before the change hold the old values") {
+  Ir ir;
+  Tensor w;
+  DeviceToHostStream o1, o2, o3;
+  {
+    auto in_main = ir.main_graph().scope();
+    w = variable(HostTensor({-1.f, 0.5f, 2.f, -3.f}, {2, 2}), "w");
+    o1 = d2h_stream({2, 2}, float32, "o1");
+    ops::host_store(o1, ops::transpose_(w)); // read before w changes
+    ops::relu_(w);
+    const Tensor at = constant(HostTensor(std::vector<std::int32_t>{1}, {1}), "at");
+    ops::dynamic_update_(w, at, constant(HostTensor({7.f, 8.f}, {1, 2}), "row"), {0});
+    o2 = d2h_stream({2, 2}, float32, "o2");
+    ops::host_store(o2, ops::exp_(ops::identity(w))); // exp of a copy: w stays
+    o3 = d2h_stream({4}, float32, "o3");
+    ops::host_store(o3, ops::flatten_(w));
+  }
+  const HostTensor now({0.f, 0.5f, 7.f, 8.f}, {2, 2}); // relu, then row 1 replaced
+  std::vector<float> e;
+  for (const float v : {0.f, 0.5f, 7.f, 8.f})
+    e.push_back(static_cast<float>(std::exp(double{v})));
+  for (const unsigned workers : {1u, 2u}) {
+    CAPTURE(workers);
+    Session s(ir, "ipu_model", {.workers = workers});
+    auto attached = s.attach();
+    const auto out = s.run();
+    CHECK(out.at(o1) == HostTensor({-1.f, 2.f, 0.5f, -3.f}, {2, 2}));
+    CHECK(out.at(o2) == HostTensor(e, {2, 2}));
+    CHECK(out.at(o3) == now.reshaped({4}));
+    CHECK(s.get_tensor_data(w) == now);
+  }
 }

@@ -24,13 +24,20 @@ TEST_CASE("the op table's rows give names, families, flags and attribute types")
   static_assert(std::is_same_v<op_attrs_t<OpKind::MatMul>, NoAttrs>);
   CHECK(attrs_index(OpKind::Transpose) == OpAttrs{TransposeAttrs{}}.index());
   CHECK(attrs_index(OpKind::Call) == OpAttrs{CallAttrs{}}.index());
-  std::size_t inplace = 0;
+  CHECK(is_view(OpKind::SliceInplace));
+  CHECK(!is_inplace(OpKind::SliceInplace));
+  CHECK(is_inplace(OpKind::ReluInplace));
+  CHECK(!is_view(OpKind::ReluInplace));
+  std::size_t inplace = 0, views = 0;
   for (const OpKind k : all_op_kinds) {
     CAPTURE(op_type_name(k));
     CHECK(attrs_index(k) < std::variant_size_v<OpAttrs>);
+    CHECK(!(is_inplace(k) && is_view(k))); // a view is a copy, never the input's own buffer
     inplace += is_inplace(k);
+    views += is_view(k);
   }
-  CHECK(inplace == 17);
+  CHECK(inplace == 23);
+  CHECK(views == 5);
 }
 
 TEST_CASE("every row names how the cost model prices the op, as its family works") {

@@ -102,6 +102,15 @@ const std::map<OpKind, OpCase>& op_cases() {
                        "float32 -> float16 -> float32 round trip"};
     c[OpKind::Identity] = unary(ops::identity, x);
     c[OpKind::Detach] = unary(ops::detach, x);
+    c[OpKind::ReluInplace] = unary(ops::relu_, away_from_zero);
+    c[OpKind::GeluInplace] = unary(ops::gelu_, x);
+    c[OpKind::GeluErfInplace] = unary(ops::geluerf_, x);
+    c[OpKind::ExpInplace] = unary(ops::exp_, x);
+    c[OpKind::SwishInplace] = unary(ops::swish_, x);
+    c[OpKind::DetachInplace] = unary(ops::detach_, x);
+    c[OpKind::DetachInplace].no_finite_differences =
+        "detach_ has no gradient by definition: test/ops/elementwise.cpp checks autodiff gives "
+        "none through it";
     // Element-wise, binary, broadcasting.
     const auto row = f32({3}, -2.0, 2.0, 3);
     c[OpKind::Add] = binary(ops::add, x, row);
@@ -298,6 +307,26 @@ const std::map<OpKind, OpCase>& op_cases() {
                          },
                          {x, f32({2, 2}, -2, 2, 12)},
                          ""};
+    c[OpKind::ReshapeInplace] = {[](const V& v) {
+                                   return V{ops::reshape_(v[0], {3, 2})};
+                                 },
+                                 {x},
+                                 ""};
+    c[OpKind::TransposeInplace] = {[](const V& v) {
+                                     return V{ops::transpose_(v[0], {2, 0, 1})};
+                                   },
+                                   {cube},
+                                   ""};
+    c[OpKind::SliceInplace] = {[](const V& v) {
+                                 return V{ops::slice_(v[0], {0, 1, 1}, {2, 3, 4})};
+                               },
+                               {cube},
+                               ""};
+    c[OpKind::ConcatInplace] = {[](const V& v) {
+                                  return V{ops::concat_({v[0], v[1]}, 1)};
+                                },
+                                {x, f32({2, 2}, -2, 2, 12)},
+                                ""};
     c[OpKind::Split] = {[](const V& v) { return ops::split(v[0], {1, 3}, 2); }, {cube}, ""};
     c[OpKind::Gather] = {[](const V& v) { return V{ops::gather(v[0], v[1], 1)}; },
                          {cube, i32({2, 0, 2, 1}, {2, 2})},
@@ -345,6 +374,10 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::DynamicUpdate] = {
         [](const V& v) { return V{ops::dynamic_update(v[0], v[1], v[2], {2})}; },
         {cube, i32({5}, {1}), f32({2, 3, 2}, -2, 2, 19)},
+        ""};
+    c[OpKind::DynamicUpdateInplace] = {
+        [](const V& v) { return V{ops::dynamic_update_(v[0], v[1], v[2], {2})}; },
+        {cube, i32({1}, {1}), f32({2, 3, 2}, -2, 2, 20)},
         ""};
     // Updates.
     c[OpKind::AddInplace] = binary(ops::add_, x, row);

@@ -39,6 +39,13 @@ const std::vector<UnaryCase> float_cases = {
     {"swish", [](const Tensor& t) { return ops::swish(t); }, -8, 8},
     {"identity", [](const Tensor& t) { return ops::identity(t); }, -3, 3},
     {"detach", [](const Tensor& t) { return ops::detach(t); }, -3, 3},
+    // In place: the kernel writes the input's buffer (the harness aliases it).
+    {"relu_", [](const Tensor& t) { return ops::relu_(t); }, -3, 3},
+    {"gelu_", [](const Tensor& t) { return ops::gelu_(t); }, -4, 6},
+    {"geluerf_", [](const Tensor& t) { return ops::geluerf_(t); }, -4, 6},
+    {"exp_", [](const Tensor& t) { return ops::exp_(t); }, -5, 5},
+    {"swish_", [](const Tensor& t) { return ops::swish_(t); }, -8, 8},
+    {"detach_", [](const Tensor& t) { return ops::detach_(t); }, -3, 3},
 };
 
 } // namespace
@@ -71,6 +78,18 @@ TEST_CASE("unary kernels: hand-computed values") {
                {gelu(-2), gelu(-0.5), 0, gelu(0.5), gelu(2)});
   const auto gelu_erf = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
   check_values(check_kernel([](Tensor t) { return ops::geluerf(t); }, {x})[0], x.spec(),
+               {gelu_erf(-2), gelu_erf(-0.5), 0, gelu_erf(0.5), gelu_erf(2)});
+  // The in-place forms, on the input's own buffer.
+  check_values(check_kernel([](Tensor t) { return ops::relu_(t); }, {x})[0], x.spec(),
+               {0, 0, 0, 0.5, 2});
+  check_values(check_kernel([](Tensor t) { return ops::exp_(t); }, {x})[0], x.spec(),
+               {std::exp(-2.0), std::exp(-0.5), 1, std::exp(0.5), std::exp(2.0)});
+  check_values(check_kernel([](Tensor t) { return ops::swish_(t); }, {x})[0], x.spec(),
+               {-2 / (1 + std::exp(2.0)), -0.5 / (1 + std::exp(0.5)), 0, 0.5 / (1 + std::exp(-0.5)),
+                2 / (1 + std::exp(-2.0))});
+  check_values(check_kernel([](Tensor t) { return ops::gelu_(t); }, {x})[0], x.spec(),
+               {gelu(-2), gelu(-0.5), 0, gelu(0.5), gelu(2)});
+  check_values(check_kernel([](Tensor t) { return ops::geluerf_(t); }, {x})[0], x.spec(),
                {gelu_erf(-2), gelu_erf(-0.5), 0, gelu_erf(0.5), gelu_erf(2)});
 }
 

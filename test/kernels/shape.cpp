@@ -260,3 +260,35 @@ TEST_CASE("subsample matches the reference for every dtype, stride and worker co
       {tensor({3, 4}, float32, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})})[0];
   check_values(got, {{2, 2}, float32}, {0, 3, 8, 11});
 }
+
+TEST_CASE("the views copy, and dynamic_update_ writes in place, for every dtype") {
+  for (DType d : {float32, float16, int32, bool_}) {
+    CAPTURE(d);
+    const auto x = random_tensor({3, 5, 4}, d, -9, 9, 21);
+    check_kernel([](Tensor t) { return ops::reshape_(t, {5, -1}); }, {x});
+    check_kernel([](Tensor t) { return ops::flatten_(t); }, {x});
+    check_kernel([](Tensor t) { return ops::transpose_(t, {1, 2, 0}); }, {x});
+    check_kernel([](Tensor t) { return ops::slice_(t, {1, -3}, {3, 4}, {0, 1}); }, {x});
+    check_kernel(
+        [](Tensor a, Tensor b) {
+          return ops::concat_({a, b}, 1);
+        },
+        {x, random_tensor({3, 2, 4}, d, -9, 9, 22)});
+    for (const auto& off : std::vector<std::vector<double>>{{0, 1}, {2, 3}, {-4, 100}})
+      check_kernel(
+          [](Tensor t, Tensor i, Tensor u) {
+            return ops::dynamic_update_(t, i, u, {2, 0});
+          },
+          {x, tensor({2}, int32, off), random_tensor({2, 5, 3}, d, -9, 9, 23)});
+  }
+  // By hand: t = 0..5 as (2, 3), a (1, 2) update at (1, 1).
+  const auto t = tensor({2, 3}, float32, iota(6));
+  const auto out = check_kernel(
+      [](Tensor a, Tensor i, Tensor u) {
+        return ops::dynamic_update_(a, i, u, {0, 1});
+      },
+      {t, tensor({2}, int32, {1, 1}), tensor({1, 2}, float32, {10, 11})});
+  check_values(out[0], t.spec(), {0, 1, 2, 3, 10, 11});
+  check_values(check_kernel([](Tensor a) { return ops::transpose_(a); }, {t})[0],
+               TensorSpec{{3, 2}, float32}, {0, 3, 1, 4, 2, 5});
+}

@@ -1,6 +1,7 @@
 // Element-wise ops: shape/dtype inference with broadcasting, values through the reference
 // evaluator against closed forms, and every error.
 #include "op_test.hpp"
+#include "pxl/transforms/autodiff.hpp"
 
 #include <limits>
 #include <numbers>
@@ -448,3 +449,72 @@ TEST_CASE("element-wise errors name the op and the operands") {
                        doctest::Contains("Where: shapes (2, 3) and (4,) do not broadcast"),
                        ShapeError);
 }
+
+namespace test_elementwise_inplace {
+struct InplaceCase {
+  const char* name;
+  Tensor (*inplace)(const Tensor&);
+  OpKind kind;
+  V expected; ///< the closed form at x = (-1.5, 0, 0.5, 2), rounded to 7 places
+};
+const InplaceCase inplace_cases[] = {
+    {"ReluInplace", ops::relu_, OpKind::ReluInplace, {0, 0, 0.5, 2}},
+    {"GeluInplace", ops::gelu_, OpKind::GeluInplace, {-0.1004284, 0, 0.345714, 1.9545977}},
+    {"GeluErfInplace",
+     ops::geluerf_,
+     OpKind::GeluErfInplace,
+     {-0.1002108, 0, 0.3457312, 1.9544997}},
+    {"ExpInplace", ops::exp_, OpKind::ExpInplace, {0.2231302, 1, 1.6487213, 7.3890561}},
+    {"SwishInplace", ops::swish_, OpKind::SwishInplace, {-0.2736383, 0, 0.3112297, 1.7615942}},
+};
+
+TEST_CASE("relu_, gelu_, geluerf_, exp_, swish_: the input modified in place") {
+  for (const auto& c : inplace_cases) {
+    CAPTURE(c.name);
+    for (DType d : {float32, float16}) {
+      const auto x = tensor({4}, d, {-1.5, 0, 0.5, 2});
+      // The result, and the input read again afterwards, both hold f(x).
+      const auto out = evaluate(
+          [&c](T t) {
+            const Tensor y = c.inplace(t[0]);
+            CHECK(y.producer()->kind() == c.kind);
+            CHECK(y.spec() == t[0].spec());
+            return T{y, ops::identity(t[0])};
+          },
+          {x});
+      // float16: the closed form rounded once, within half a float16 ulp.
+      const double tol = d == float16 ? 1e-3 : 1e-6;
+      check_values(out[0], {{4}, d}, c.expected, tol);
+      check_values(out[1], {{4}, d}, c.expected, tol);
+    }
+    {
+      ScratchGraph s;
+      CHECK_THROWS_WITH_AS(
+          c.inplace(s.input({2}, int32)),
+          doctest::Contains(
+              (std::string(c.name) + ": expected a float32 or float16 tensor, got").c_str()),
+          DTypeError);
+    }
+    // Not differentiable, as PopART's in-place ops: autodiff names the op.
+    Ir ir;
+    Graph g =
+        ir.create_graph([&c](Tensor t) { return c.inplace(t * 1.0); }, TensorSpec{{2}, float32});
+    CHECK_THROWS_WITH_AS(transforms::autodiff(g),
+                         doctest::Contains(("autodiff: op " + std::string(c.name) + ".").c_str()),
+                         GraphError);
+  }
+}
+
+TEST_CASE("detach_ and rename copy every byte; rename names its copy") {
+  const auto x = tensor({3}, float16, {0.1, -2, 65504});
+  CHECK(evaluate1([](T t) { return ops::detach_(t[0]); }, {x}) == x);
+  CHECK(evaluate1([](T t) { return ops::rename(t[0], "renamed"); }, {x}) == x);
+  ScratchGraph s;
+  const Tensor f = s.input({2});
+  CHECK(ops::detach_(f).spec() == f.spec());
+  CHECK(is_view(ops::detach_(f).producer()->kind()));
+  const Tensor r = ops::rename(f, "logits");
+  CHECK(r.name() == "logits");
+  CHECK(r.producer()->kind() == OpKind::Identity);
+}
+} // namespace test_elementwise_inplace

@@ -267,4 +267,12 @@ PXL_REF_KERNEL(Where) {
                  [](const std::vector<double>& a) { return a[0] != 0.0 ? a[1] : a[2]; });
 }
 
+// In place: the evaluator hands the input's value as the output, so each reads then writes it.
+PXL_REF_KERNEL(ReluInplace) { ref_Relu(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(GeluInplace) { ref_Gelu(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(GeluErfInplace) { ref_GeluErf(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(ExpInplace) { ref_Exp(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(SwishInplace) { ref_Swish(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(DetachInplace) { ref_Detach(ev, op, inputs, outputs); }
+
 } // namespace pxl::testing

@@ -349,4 +349,11 @@ PXL_REF_KERNEL(DynamicUpdate) {
                  ref::ravel(shifted(ref::unravel(i, update.shape()), start), t.shape()));
 }
 
+// Views are copies (op_flags::View); the in-place dynamic update writes into t's value.
+PXL_REF_KERNEL(ReshapeInplace) { ref_Reshape(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(TransposeInplace) { ref_Transpose(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(SliceInplace) { ref_Slice(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(ConcatInplace) { ref_Concat(ev, op, inputs, outputs); }
+PXL_REF_KERNEL(DynamicUpdateInplace) { ref_DynamicUpdate(ev, op, inputs, outputs); }
+
 } // namespace pxl::testing

@@ -461,3 +461,23 @@ TEST_CASE("normalisation gradients: batch norm's two forms and group norm, 0-3 s
   CHECK(check_gradients(group(2), {random_tensor({1, 4, 2, 2, 2}, 90), random_tensor({4}, 91),
                                    random_tensor({4}, 92)}) > 0);
 }
+
+TEST_CASE("the views with a gradient: concat_ as concat, detach_ none") {
+  const auto x = random_tensor({2, 3, 4}, 61);
+  CHECK(check_gradients(
+            [](V v) {
+              return ops::concat_({v[0], v[1]}, 1);
+            },
+            {x, random_tensor({2, 2, 4}, 62)}) > 0);
+  CHECK(check_gradients([](V v) { return ops::concat_({v[0], v[0] * 2.0}, 0); }, {x}) > 0);
+  // x · detach_(x): the detached factor contributes nothing, d/dx = x.
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f", [](Tensor t) { return t * ops::detach_(t); }, TensorSpec{{3}, float32});
+  const auto info = transforms::autodiff(fwd);
+  const HostTensor x3({1.f, 2.f, 3.f}, {3});
+  const auto grads =
+      pxl::testing::autodiff_gradients(info, {x3}, {HostTensor({1.f, 1.f, 1.f}, {3})});
+  CHECK(grads[0] == x3);
+}

@@ -40,6 +40,10 @@ enum : unsigned {
   Grad = 0,    ///< differentiable: `lib/ops/F_grad.cpp` defines grad_<Kind>
   NoGrad = 1,  ///< not differentiable: a gradient through it is a GraphError naming it
   Inplace = 2, ///< output 0 is input 0, modified in place
+  View = 4,    ///< output 0 is PopXL's alias of its inputs (`reshape_`, `slice_`, ...): pxl
+               ///< holds it as a copy and refuses what would tell the two apart, a write
+               ///< through the view or a read of it after its source changed
+               ///< (docs/semantics.md, "Views")
 };
 } // namespace op_flags
 
@@ -101,6 +105,13 @@ enum class OpCost : std::uint8_t {
   X(Cast, "Cast", elementwise, CastAttrs, Grad, local)                                             \
   X(Identity, "Identity", elementwise, NoAttrs, Grad, local)                                       \
   X(Detach, "Detach", elementwise, NoAttrs, Grad, local)                                           \
+  /* elementwise, in place (PopART defines no gradient for these) and detach_'s view */            \
+  X(ReluInplace, "ReluInplace", elementwise, NoAttrs, NoGrad | Inplace, local)                     \
+  X(GeluInplace, "GeluInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)              \
+  X(GeluErfInplace, "GeluErfInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)        \
+  X(ExpInplace, "ExpInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)                \
+  X(SwishInplace, "SwishInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)            \
+  X(DetachInplace, "DetachInplace", elementwise, NoAttrs, Grad | View, local)                      \
   /* elementwise, binary (NumPy broadcasting) */                                                   \
   X(Add, "Add", elementwise, NoAttrs, Grad, local)                                                 \
   X(Sub, "Sub", elementwise, NoAttrs, Grad, local)                                                 \
@@ -189,6 +200,13 @@ enum class OpCost : std::uint8_t {
   X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad, exchanged)                          \
   X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad, ipu_link)                                            \
   X(IoTileCopy, "IoTileCopy", shape, NoAttrs, Grad, exchanged)                                     \
+  /* shape, PopXL's aliasing forms (views, see op_flags::View) and the in-place dynamic update */  \
+  X(ReshapeInplace, "ReshapeInplace", shape, NoAttrs, NoGrad | View, local)                        \
+  X(TransposeInplace, "TransposeInplace", shape, TransposeAttrs, NoGrad | View, exchanged)         \
+  X(SliceInplace, "SliceInplace", shape, SliceAttrs, NoGrad | View, exchanged)                     \
+  X(ConcatInplace, "ConcatInplace", shape, AxisAttrs, Grad | View, exchanged)                      \
+  X(DynamicUpdateInplace, "DynamicUpdateInplace", shape, DynamicAttrs, NoGrad | Inplace,           \
+    exchanged)                                                                                     \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                      \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                 \
@@ -335,6 +353,8 @@ constexpr bool is_inplace(OpKind k) { return (flags_of(k) & op_flags::Inplace) !
 /// Whether the op reads tensors of other IPUs than its own (the one kind of op that may):
 /// IpuCopy, and AllReduce across the IPUs of a replica.
 constexpr bool crosses_ipus(OpKind k) { return k == OpKind::IpuCopy || k == OpKind::AllReduce; }
+/// Ops whose output 0 is PopXL's alias (view) of their inputs, held as a copy (op_flags::View).
+constexpr bool is_view(OpKind k) { return (flags_of(k) & op_flags::View) != 0; }
 /// Ops with a gradient rule; a gradient through any other is a GraphError naming it.
 constexpr bool is_differentiable(OpKind k) { return (flags_of(k) & op_flags::NoGrad) == 0; }
 

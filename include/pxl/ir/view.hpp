@@ -134,6 +134,8 @@ public:
   /// Whether running `o` may change the buffer of its input `k`: it is input 0 of an in-place
   /// op, or bound to a by-ref input of a graph `o` runs, which writes it.
   bool op_writes_input(OpId o, std::size_t k) const;
+  /// As op_writes_input, for an op of kind `op_kind` with `attrs` that is not built yet.
+  bool would_write_input(OpKind op_kind, const OpAttrs& attrs, std::size_t k) const;
 
   // Tensors.
   const TensorSpec& spec(TensorId t) const;

@@ -3,6 +3,8 @@
 
 #include "pxl/ir/tensor.hpp"
 
+#include <string_view>
+
 namespace pxl::ops {
 
 // Unary. Math ops need a floating-point tensor; negate and abs also take int32.
@@ -48,6 +50,15 @@ Tensor ceil(const Tensor& t);
 Tensor log2(const Tensor& t);
 /// x · sigmoid(x) (PopXL's swish, PyTorch's SiLU); -0 at -inf, its limit.
 Tensor swish(const Tensor& t);
+/// relu, gelu, geluerf, exp and swish in place (PopXL's `relu_`, ...): `t` (float32 or float16)
+/// is modified and the result aliases it, so every later reader of `t` sees the new values.
+/// Not differentiable, as PopART's in-place ops: autodiff through one is a GraphError naming
+/// it. A GraphError when `t` is a view (op_flags::View: `reshape_`, `slice_`, ...).
+Tensor relu_(const Tensor& t);
+Tensor gelu_(const Tensor& t);
+Tensor geluerf_(const Tensor& t);
+Tensor exp_(const Tensor& t);
+Tensor swish_(const Tensor& t);
 /// (t + increment) % modulus, the remainder with the sign of the sum (fmod, as `%`): PopXL's
 /// counter update. float32, float16 (the sum and remainder in float, rounded once) or int32
 /// (exact: the sum in 64 bits), where `increment` and `modulus` must be whole numbers in int32's
@@ -64,8 +75,15 @@ Tensor clamp(const Tensor& t, double min, double max);
 Tensor cast(const Tensor& t, DType to);
 /// A copy; gradients flow through it.
 Tensor identity(const Tensor& t);
+/// PopXL's `rename`, its alias of `identity(t, output_name)`: a copy of `t` (gradients flow
+/// through it) whose tensor is named `output_name` (with the name scope's prefix), or as
+/// identity's when the name is empty.
+Tensor rename(const Tensor& t, std::string_view output_name = "");
 /// A copy that blocks gradients.
 Tensor detach(const Tensor& t);
+/// PopXL's `detach_`: `t` as a view that blocks gradients (op_flags::View: pxl holds it as a
+/// copy, and refuses to write through it, or to read it after `t` is modified in place).
+Tensor detach_(const Tensor& t);
 
 // Binary, NumPy broadcasting, equal dtypes. A double operand becomes a constant of the
 // tensor's dtype.

@@ -96,10 +96,27 @@ Tensor scatter_reduce(const Tensor& data, const Tensor& indices, ScatterReductio
 /// (XLA's rule).
 Tensor dynamic_slice(const Tensor& t, const Tensor& index, std::vector<std::int64_t> axes,
                      std::vector<std::int64_t> sizes);
+/// PopXL's aliasing forms of reshape, flatten, transpose, slice and concat (`reshape_`, ...),
+/// with their shape rules and errors. PopXL returns a view sharing the input's memory; pxl
+/// holds the view as a copy (op_flags::View) and refuses, with a GraphError naming both ops,
+/// what would tell the two apart: modifying the view in place (which in PopXL writes through
+/// to the input), and reading the view after its input was modified in place (docs/semantics.md,
+/// "Views"). Not differentiable, as PopART's in-place ops, except concat_ (Concat's gradient).
+Tensor reshape_(const Tensor& t, Shape shape);
+Tensor flatten_(const Tensor& t);
+Tensor transpose_(const Tensor& t, std::vector<std::int64_t> perm = {});
+Tensor slice_(const Tensor& t, std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
+              std::vector<std::int64_t> axes = {});
+Tensor concat_(const std::vector<Tensor>& ts, std::int64_t axis = 0);
 /// PopXL's dynamic_update: a copy of `t` with `update` written where dynamic_slice(t, index,
 /// axes, update's extents on axes) reads. `update` has t's shape except on `axes`.
 Tensor dynamic_update(const Tensor& t, const Tensor& index, const Tensor& update,
                       std::vector<std::int64_t> axes);
+/// PopXL's dynamic_update_: as dynamic_update, writing `update` into `t` in place (the result
+/// aliases `t`, and later readers of `t` see the update). Not differentiable, as PopART's
+/// DynamicUpdateInplace; a GraphError when `t` is a view (`reshape_`, `slice_`, ...).
+Tensor dynamic_update_(const Tensor& t, const Tensor& index, const Tensor& update,
+                       std::vector<std::int64_t> axes);
 /// `t` copied to IPU `destination` (PopXL's `ops.ipu_copy`): the one op whose input may live
 /// on another IPU than the op (it is placed on `destination`). An op reading tensors of other
 /// IPUs than its own is a GraphError; copy them with this. `source`, when given, must be

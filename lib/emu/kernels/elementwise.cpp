@@ -442,4 +442,13 @@ StepFn compile_TanhGrad(CompileContext&, const KernelOp& op, const OpBuffers& bu
   return one_pass_grad(op, buffers, tanh_grad_f32);
 }
 
+// The in-place forms run their op's kernel on the aliased buffer: each element is read before
+// it is written, by the worker that writes it. A view is held as a copy.
+PXL_KERNEL_AS(ReluInplace, Relu)
+PXL_KERNEL_AS(GeluInplace, Gelu)
+PXL_KERNEL_AS(GeluErfInplace, GeluErf)
+PXL_KERNEL_AS(ExpInplace, Exp)
+PXL_KERNEL_AS(SwishInplace, Swish)
+PXL_KERNEL_AS(DetachInplace, Identity)
+
 } // namespace pxl::emu::detail

@@ -399,4 +399,10 @@ StepFn compile_Subsample(CompileContext&, const KernelOp& op, const OpBuffers& b
                          buffers.outputs[0], nelms(out));
 }
 
+// PopXL's aliasing forms are held as copies (op_flags::View): their out-of-place kernels.
+PXL_KERNEL_AS(ReshapeInplace, Reshape)
+PXL_KERNEL_AS(TransposeInplace, Transpose)
+PXL_KERNEL_AS(SliceInplace, Slice)
+PXL_KERNEL_AS(ConcatInplace, Concat)
+
 } // namespace pxl::emu::detail

@@ -213,4 +213,7 @@ StepFn compile_DynamicUpdate(CompileContext&, const KernelOp& op, const OpBuffer
   return dynamic_step(op, buffers, true);
 }
 
+// In place, output 0 is t's buffer: each element outside the window is copied onto itself.
+PXL_KERNEL_AS(DynamicUpdateInplace, DynamicUpdate)
+
 } // namespace pxl::emu::detail
