@@ -86,7 +86,7 @@ TEST_CASE("all_reduce across IPUs: one output per IPU, placed there; errors name
   Ir ir;
   auto main = ir.main_graph().scope();
   const Tensor a = constant(HostTensor::full({2, 3}, float32, 1.0), "a");
-  Tensor b, c, wrong_shape, wrong_dtype, flags;
+  Tensor b, c, wrong_shape, wrong_dtype;
   {
     auto on = ipu(1);
     b = constant(HostTensor::full({2, 3}, float32, 2.0), "b");
