@@ -329,6 +329,22 @@ const std::map<OpKind, OpCase>& op_cases() {
         [](const V& v) { return V{ops::dynamic_update(v[0], v[1], v[2], {2})}; },
         {cube, i32({5}, {1}), f32({2, 3, 2}, -2, 2, 19)},
         ""};
+    c[OpKind::Resize] = {[](const V& v) {
+                           return V{
+                               ops::interpolate(v[0], {1.f, 2.f, 1.5f}, ResizeMode::nearest,
+                                                ResizeNearestMode::round_prefer_ceil,
+                                                ResizeCoordinateTransformationMode::align_corners)};
+                         },
+                         {cube},
+                         ""};
+    c[OpKind::ResizeGrad] = {
+        [](const V& v) {
+          return V{ops::interpolate_grad(v[0], {2, 3, 4}, {1.f, 0.5f, 2.5f}, ResizeMode::nearest,
+                                         ResizeNearestMode::floor,
+                                         ResizeCoordinateTransformationMode::half_pixel)};
+        },
+        {f32({2, 1, 10}, -2, 2, 23)},
+        ""};
     // Updates.
     c[OpKind::AddInplace] = binary(ops::add_, x, row);
     c[OpKind::SubInplace] = binary(ops::sub_, x, row);

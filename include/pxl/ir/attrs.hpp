@@ -113,6 +113,33 @@ struct GroupedGatherAttrs {
   friend bool operator==(const GroupedGatherAttrs&, const GroupedGatherAttrs&) = default;
 };
 
+/// interpolate's algorithm (PopXL's InterpolateType).
+enum class ResizeMode : std::uint8_t { nearest, linear, cubic };
+
+/// How interpolate's nearest mode rounds a source coordinate (PopXL's InterpolateNearestType).
+enum class ResizeNearestMode : std::uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
+
+/// How interpolate maps an output coordinate to the input's (PopXL's
+/// InterpolateCoordinateTransformationType).
+enum class ResizeCoordinateTransformationMode : std::uint8_t {
+  half_pixel,
+  pytorch_half_pixel,
+  align_corners,
+  asymmetric,
+  tf_crop_and_resize
+};
+
+/// interpolate (Resize) and its gradient: the scale per axis of the forward input, the
+/// algorithm, the nearest rounding and the coordinate transformation.
+struct ResizeAttrs {
+  std::vector<float> scales;
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeNearestMode nearest_mode = ResizeNearestMode::round_prefer_floor;
+  ResizeCoordinateTransformationMode coordinate_transformation_mode =
+      ResizeCoordinateTransformationMode::half_pixel;
+  friend bool operator==(const ResizeAttrs&, const ResizeAttrs&) = default;
+};
+
 /// call and repeat: the called graph (by index in its Ir) and, for repeat, the trip count.
 struct CallAttrs {
   std::uint32_t graph = 0;
@@ -260,6 +287,7 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs>;
+                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs,
+                 ResizeAttrs>;
 
 } // namespace pxl

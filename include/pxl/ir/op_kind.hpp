@@ -184,6 +184,8 @@ enum class OpCost : std::uint8_t {
   X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad, exchanged)                            \
   X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad, exchanged)                          \
   X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad, ipu_link)                                            \
+  X(Resize, "Resize", shape, ResizeAttrs, Grad, exchanged)                                         \
+  X(ResizeGrad, "ResizeGrad", shape, ResizeAttrs, NoGrad, exchanged)                               \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                      \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                 \
