@@ -386,6 +386,19 @@ TEST_CASE("interpolate gradients: nearest in every rounding and coordinate mode"
                   {x}) > 0);
       }
 }
+TEST_CASE("roi_align gradients with respect to the feature map") {
+  const auto x = random_tensor({2, 3, 5, 4}, 82);
+  const HostTensor boxes({0.3f, 0.6f, 4.1f, 3.2f, -1.f, 1.5f, 2.5f, 6.f, 1.f, 1.f, 1.2f, 1.1f},
+                         {3, 4});
+  const HostTensor images(std::vector<std::int32_t>{1, 0, 1}, {3});
+  for (std::int64_t ratio : {1, 2})
+    CHECK(check_gradients(
+              [&](V v) {
+                return ops::roi_align(v[0], constant(boxes, "rois"), constant(images, "idx"),
+                                      {2, 3}, 0.8f, ratio);
+              },
+              {x}) > 0);
+}
 } // namespace test_op_gradients_indexing
 
 TEST_CASE("an MLP-shaped composition") {

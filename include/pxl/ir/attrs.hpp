@@ -273,6 +273,15 @@ struct PoolAttrs {
   friend bool operator==(const PoolAttrs&, const PoolAttrs&) = default;
 };
 
+/// roi_align and its gradient: the pooled output's height and width, the factor from ROI
+/// coordinates to the feature map's, and the sampling points per bin along each axis.
+struct RoiAlignAttrs {
+  std::int64_t aligned_height = 1, aligned_width = 1;
+  float spatial_scale = 1.0f;
+  std::int64_t sampling_ratio = 1;
+  friend bool operator==(const RoiAlignAttrs&, const RoiAlignAttrs&) = default;
+};
+
 /// The normalisations: epsilon, added to the variance; group_norm's groups; whether batch
 /// norm's gradient takes the statistics as given (inference) rather than from the batch.
 struct NormAttrs {
@@ -287,7 +296,7 @@ using OpAttrs =
                  ScalarAttrs, CreateAttrs, NllAttrs, CallAttrs, ConditionalAttrs, StreamAttrs,
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
-                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs,
-                 ResizeAttrs>;
+                 NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs, ResizeAttrs,
+                 RoiAlignAttrs>;
 
 } // namespace pxl

@@ -148,6 +148,8 @@ enum class OpCost : std::uint8_t {
   X(AveragePool, "AveragePool", pool, PoolAttrs, Grad, exchanged)                                  \
   X(MaxPoolGrad, "MaxPoolGrad", pool, PoolAttrs, NoGrad, exchanged)                                \
   X(AveragePoolGrad, "AveragePoolGrad", pool, PoolAttrs, NoGrad, exchanged)                        \
+  X(RoiAlign, "RoiAlign", pool, RoiAlignAttrs, Grad, exchanged)                                    \
+  X(RoiAlignGrad, "RoiAlignGrad", pool, RoiAlignAttrs, NoGrad, exchanged)                          \
   /* nn */                                                                                         \
   X(Softmax, "Softmax", nn, AxisAttrs, Grad, exchanged_series)                                     \
   X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad, exchanged_series)                               \
