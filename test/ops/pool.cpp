@@ -267,6 +267,8 @@ TEST_CASE("roi_align: bilinear samples averaged per bin, on a linear ramp") {
   }
   // A box narrower than 1 grows to 1: the sample at 3.5 reads the last row and column.
   check_values(aligned({3, 3, 3.2, 3.2}, {0}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {15});
+  // A sample exactly on the far edge (4, 4) is inside: it reads the last row and column.
+  check_values(aligned({0, 0, 8, 8}, {0}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {15});
   // Samples past the input add 0 (but count in the divisor); below 0 they clamp to 0.
   check_values(aligned({4, 0, 6, 2}, {0}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {0});
   check_values(aligned({-2, -2, 0, 0}, {1}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {16});
