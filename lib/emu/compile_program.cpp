@@ -69,6 +69,13 @@ std::int64_t flops_of(const IrView& ir, OpId op) {
     const Shape& w = ir.spec(k == OpKind::ConvWeightsGrad ? outputs[0] : inputs[1]).shape;
     return 2 * dst.nelms() * nelms(std::span(w).subspan(1));
   }
+  if (ir.kind(op) == OpKind::RoiAlign || ir.kind(op) == OpKind::RoiAlignGrad) {
+    // Four bilinear taps per sample, sampling_ratio² samples per pooled element: the output of
+    // roi_align, input 0 (the output gradient) of its gradient.
+    const auto& a = ir.attrs_as<RoiAlignAttrs>(op);
+    return 4 * ir.spec(ir.kind(op) == OpKind::RoiAlign ? outputs[0] : inputs[0]).nelms() *
+           a.sampling_ratio * a.sampling_ratio;
+  }
   if (family_of(ir.kind(op)) == OpFamily::pool) {
     // One operation per window tap of every pooled element: the pools' output, the gradients'
     // input 0.

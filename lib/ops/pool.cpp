@@ -1,6 +1,7 @@
 #include "pxl/ops/pool.hpp"
 #include "ops/spatial.hpp"
 
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -146,6 +147,67 @@ Tensor average_pool_grad(const Tensor& grad, const Shape& input_shape,
                                     "of shape " + to_string(input_shape), kernel_size, options);
   return detail::add_op1(OpKind::AveragePoolGrad, {grad}, TensorSpec{input_shape, grad.dtype()},
                          std::move(attrs));
+}
+
+namespace {
+/// Checks roi_align's arguments for an input of shape `t` and dtype `dtype` and returns its
+/// attributes and output shape.
+std::pair<RoiAlignAttrs, Shape> roi_align_geometry(const std::string& op, const Shape& t,
+                                                   DType dtype, const Tensor& rois,
+                                                   const Tensor& batch_index,
+                                                   const Ints& output_size, float spatial_scale,
+                                                   std::int64_t sampling_ratio) {
+  if (rois.dtype() != dtype)
+    throw DTypeError(op + ": rois " + to_string(rois) + " must have the input's dtype " +
+                     std::string(name(dtype)));
+  detail::check_dtype(op, batch_index, int32, "batch_index");
+  if (t.size() != 4)
+    throw ShapeError(op + ": the input must be 4-d (N, C, H, W), got shape " + to_string(t));
+  if (rois.rank() != 2 || rois.shape()[1] != 4)
+    throw ShapeError(op + ": rois must be (num_rois, 4), got " + to_string(rois));
+  if (batch_index.shape() != Shape{rois.shape()[0]})
+    throw ShapeError(op + ": batch_index must be (" + std::to_string(rois.shape()[0]) +
+                     ",), one image per ROI of " + to_string(rois) + ", got " +
+                     to_string(batch_index));
+  if (output_size.size() != 2 || output_size[0] < 1 || output_size[1] < 1)
+    throw ValueError(op + ": output_size must be two extents >= 1 (height, width), got " +
+                     list(output_size));
+  if (!(spatial_scale > 0.0f) || !std::isfinite(spatial_scale))
+    throw ValueError(op + ": spatial_scale must be positive and finite, got " +
+                     std::to_string(spatial_scale));
+  if (sampling_ratio < 1)
+    throw ValueError(op + ": sampling_ratio must be >= 1 (PopLibs has no adaptive 0), got " +
+                     std::to_string(sampling_ratio));
+  RoiAlignAttrs a{output_size[0], output_size[1], spatial_scale, sampling_ratio};
+  return {a, Shape{rois.shape()[0], t[1], output_size[0], output_size[1]}};
+}
+} // namespace
+
+Tensor roi_align(const Tensor& t, const Tensor& rois, const Tensor& batch_index,
+                 const std::vector<std::int64_t>& output_size, float spatial_scale,
+                 std::int64_t sampling_ratio) {
+  detail::check_float("roi_align", t);
+  auto [attrs, shape] = roi_align_geometry("roi_align", t.shape(), t.dtype(), rois, batch_index,
+                                           output_size, spatial_scale, sampling_ratio);
+  nbytes(shape, t.dtype(), "roi_align of " + to_string(t));
+  return detail::add_op1(OpKind::RoiAlign, {t, rois, batch_index},
+                         TensorSpec{std::move(shape), t.dtype()}, attrs);
+}
+
+Tensor roi_align_grad(const Tensor& grad, const Tensor& rois, const Tensor& batch_index,
+                      const Shape& input_shape, const std::vector<std::int64_t>& output_size,
+                      float spatial_scale, std::int64_t sampling_ratio) {
+  detail::check_float("roi_align_grad", grad);
+  auto [attrs, shape] = roi_align_geometry("roi_align_grad", input_shape, grad.dtype(), rois,
+                                           batch_index, output_size, spatial_scale, sampling_ratio);
+  if (grad.shape() != shape)
+    throw ShapeError("roi_align_grad: grad " + to_string(grad) +
+                     " must have roi_align's output "
+                     "shape " +
+                     to_string(shape));
+  nbytes(input_shape, grad.dtype(), "roi_align_grad of " + to_string(grad));
+  return detail::add_op1(OpKind::RoiAlignGrad, {grad, rois, batch_index},
+                         TensorSpec{input_shape, grad.dtype()}, attrs);
 }
 
 } // namespace pxl::ops

@@ -1,5 +1,6 @@
 // Gradient rules of the pools: each is one op of its own, MaxPoolGrad reading the pool's input
-// to find every window's argmax again, AveragePoolGrad only the output gradient.
+// to find every window's argmax again, AveragePoolGrad only the output gradient;
+// RoiAlignGrad reads the ROIs again.
 #include "ops/grad_rule.hpp"
 #include "pxl/ops/pool.hpp"
 
@@ -29,6 +30,14 @@ std::vector<Tensor> grad_AveragePool(GradContext& c) {
   const PoolAttrs& a = c.op().attrs<OpKind::AveragePool>();
   return {
       ops::average_pool_grad(c.grad_output(0), c.fwd_input(0).shape(), a.kernel, pool_options(a))};
+}
+
+std::vector<Tensor> grad_RoiAlign(GradContext& c) {
+  const RoiAlignAttrs& a = c.op().attrs<OpKind::RoiAlign>();
+  return {ops::roi_align_grad(c.grad_output(0), c.fwd_input(1), c.fwd_input(2),
+                              c.op().input(0).shape(), {a.aligned_height, a.aligned_width},
+                              a.spatial_scale, a.sampling_ratio),
+          Tensor{}, Tensor{}};
 }
 
 } // namespace pxl::detail

@@ -622,4 +622,74 @@ Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats) {
   return add_op1(OpKind::Tile, {t}, TensorSpec{std::move(shape), t.dtype()}, TileAttrs{repeats});
 }
 
+namespace {
+std::string resize_mode_name(ResizeMode m) {
+  constexpr const char* names[] = {"nearest", "linear", "cubic"};
+  const auto k = static_cast<std::size_t>(m);
+  return k < std::size(names) ? names[k] : "unknown (" + std::to_string(k) + ")";
+}
+
+/// Validates interpolate's arguments for an input of `in` and returns its output shape.
+Shape resize_shape(const char* op, const Shape& in, const ResizeAttrs& a) {
+  if (a.scales.size() != in.size())
+    throw ValueError(std::string(op) +
+                     ": expected one scale factor per axis of an input of shape " + to_string(in) +
+                     ", got " + std::to_string(a.scales.size()));
+  if (a.mode != ResizeMode::nearest && a.mode != ResizeMode::linear)
+    throw ValueError(std::string(op) + ": mode '" + resize_mode_name(a.mode) +
+                     "' is not supported; pxl implements 'nearest' and 'linear'");
+  using C = ResizeCoordinateTransformationMode;
+  if (a.coordinate_transformation_mode == C::tf_crop_and_resize)
+    throw ValueError(std::string(op) +
+                     ": coordinate_transformation_mode 'tf_crop_and_resize' is not supported "
+                     "(PopART's Resize has no lowering for it)");
+  if (static_cast<int>(a.coordinate_transformation_mode) > static_cast<int>(C::asymmetric) ||
+      static_cast<int>(a.nearest_mode) > static_cast<int>(ResizeNearestMode::ceil))
+    throw ValueError(std::string(op) + ": unknown nearest_mode or coordinate_transformation_mode");
+  Shape out(in.size());
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    const float s = a.scales[d];
+    if (!(s > 0.0f) || !std::isfinite(s))
+      throw ValueError(std::string(op) + ": scale factors must be positive and finite, got " +
+                       std::to_string(s) + " for axis " + std::to_string(d));
+    const float extent = std::floor(static_cast<float>(in[d]) * s);
+    if (!(extent < 4.6e18f))
+      throw ShapeError(std::string(op) + ": axis " + std::to_string(d) + " of shape " +
+                       to_string(in) + " scaled by " + std::to_string(s) +
+                       " would be longer than a 64-bit count can hold");
+    out[d] = static_cast<std::int64_t>(extent);
+  }
+  return out;
+}
+} // namespace
+
+Tensor interpolate(const Tensor& t, const std::vector<float>& scale_factor, ResizeMode mode,
+                   ResizeNearestMode nearest_mode,
+                   ResizeCoordinateTransformationMode coordinate_transformation_mode) {
+  detail::check_float("interpolate", t);
+  ResizeAttrs attrs{scale_factor, mode, nearest_mode, coordinate_transformation_mode};
+  Shape shape = resize_shape("interpolate", t.shape(), attrs);
+  nbytes(shape, t.dtype(), "interpolate of " + to_string(t));
+  return add_op1(OpKind::Resize, {t}, TensorSpec{std::move(shape), t.dtype()}, std::move(attrs));
+}
+
+Tensor interpolate_grad(const Tensor& grad, const Shape& input_shape,
+                        const std::vector<float>& scale_factor, ResizeMode mode,
+                        ResizeNearestMode nearest_mode,
+                        ResizeCoordinateTransformationMode coordinate_transformation_mode) {
+  detail::check_float("interpolate_grad", grad);
+  ResizeAttrs attrs{scale_factor, mode, nearest_mode, coordinate_transformation_mode};
+  const Shape out = resize_shape("interpolate_grad", input_shape, attrs);
+  if (mode != ResizeMode::nearest)
+    throw ValueError("interpolate_grad: mode '" + resize_mode_name(mode) +
+                     "' has no gradient (PopART's Resize trains with 'nearest' only)");
+  if (grad.shape() != out)
+    throw ShapeError("interpolate_grad: grad " + to_string(grad) +
+                     " must have interpolate's output shape " + to_string(out) +
+                     " for an input of shape " + to_string(input_shape));
+  nbytes(input_shape, grad.dtype(), "interpolate_grad of " + to_string(grad));
+  return add_op1(OpKind::ResizeGrad, {grad}, TensorSpec{input_shape, grad.dtype()},
+                 std::move(attrs));
+}
+
 } // namespace pxl::ops

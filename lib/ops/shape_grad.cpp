@@ -263,4 +263,15 @@ vector<Tensor> grad_DynamicUpdate(GradContext& c) {
   return r;
 }
 
+// Nearest only: PopART's Resize has no gradient in the other modes.
+vector<Tensor> grad_Resize(GradContext& c) {
+  const auto& a = c.op().attrs<OpKind::Resize>();
+  if (a.mode != ResizeMode::nearest)
+    throw GraphError("autodiff: " + c.op().debug_name() + " ('" + c.op().name() +
+                     "') interpolates with mode 'linear', which has no gradient (as in PopXL); "
+                     "detach its input or use mode 'nearest'");
+  return {ops::interpolate_grad(c.grad_output(0), c.op().input(0).shape(), a.scales, a.mode,
+                                a.nearest_mode, a.coordinate_transformation_mode)};
+}
+
 } // namespace pxl::detail

@@ -20,6 +20,26 @@ struct Recorder final : emu::StepObserver {
     events.push_back({info, replicas, timing.start <= timing.end});
   }
 };
+
+/// Runs, on two workers under `rec`, the main graph whose two results (a forward op's and
+/// its gradient's) `build` returns, each stored to a host stream; returns the two values.
+template <typename Build>
+std::pair<HostTensor, HostTensor> run_pass_pair(Recorder& rec, Build build) {
+  Ir ir;
+  DeviceToHostStream y_stream, dx_stream;
+  {
+    auto in_main = ir.main_graph().scope();
+    const std::pair<Tensor, Tensor> r = build();
+    y_stream = d2h_stream(r.first.shape(), float32, "y");
+    dx_stream = d2h_stream(r.second.shape(), float32, "dx");
+    ops::host_store(y_stream, r.first);
+    ops::host_store(dx_stream, r.second);
+  }
+  Session s(ir, "ipu_model", {.workers = 2, .oversubscribe = true});
+  auto attached = s.attach();
+  const auto out = s.run({}, &rec);
+  return {out.at(y_stream), out.at(dx_stream)};
+}
 } // namespace
 
 TEST_CASE("An observer sees every step with its op, bytes and flops") {
@@ -97,28 +117,17 @@ TEST_CASE("Convolution steps carry 2·N·C_out·out·(C_in / groups)·kernel flo
 }
 
 TEST_CASE("Pool steps carry one operation per window tap of each pooled element") {
-  Ir ir;
-  DeviceToHostStream y_stream, dx_stream;
-  {
-    auto in_main = ir.main_graph().scope();
+  Recorder rec;
+  const auto [y, dx] = run_pass_pair(rec, [] {
     const auto x = variable(HostTensor::full({2, 3, 6, 6}, float32, 1.0), "x");
     const auto g = variable(HostTensor::full({2, 3, 3, 3}, float32, 1.0), "g");
     const ops::PoolOptions o{.stride = {2, 2}, .padding = {1, 1, 1, 1}};
-    const auto y = ops::average_pool(x, {3, 3}, o);
-    const auto dx = ops::max_pool_grad(g, x, {3, 3}, o);
-    y_stream = d2h_stream(y.shape(), float32, "y");
-    dx_stream = d2h_stream(dx.shape(), float32, "dx");
-    ops::host_store(y_stream, y);
-    ops::host_store(dx_stream, dx);
-  }
-  Session s(ir, "ipu_model", {.workers = 2, .oversubscribe = true});
-  auto attached = s.attach();
-  Recorder rec;
-  const auto out = s.run({}, &rec);
+    return std::pair{ops::average_pool(x, {3, 3}, o), ops::max_pool_grad(g, x, {3, 3}, o)};
+  });
   // The average of ones is one; on a plane of ones each window's gradient goes to its first tap
   // inside the image, (0, 0) for the first window and no other.
-  CHECK(out.at(y_stream) == HostTensor::full({2, 3, 3, 3}, float32, 1.0));
-  CHECK(out.at(dx_stream).item(0) == 1.0);
+  CHECK(y == HostTensor::full({2, 3, 3, 3}, float32, 1.0));
+  CHECK(dx.item(0) == 1.0);
   std::vector<OpKind> kinds;
   for (const auto& e : rec.events)
     if (family_of(e.info.op_kind) == OpFamily::pool) {
@@ -126,6 +135,29 @@ TEST_CASE("Pool steps carry one operation per window tap of each pooled element"
       CHECK(e.info.flops == (2 * 3 * 3 * 3) * (3 * 3));
     }
   CHECK(kinds == std::vector<OpKind>{OpKind::AveragePool, OpKind::MaxPoolGrad});
+}
+
+TEST_CASE("roi_align steps carry four taps per sample of each pooled element, each pass alike") {
+  Recorder rec;
+  const auto [y, dx] = run_pass_pair(rec, [] {
+    const auto x = variable(HostTensor::full({1, 2, 4, 4}, float32, 1.0), "x");
+    const auto g = variable(HostTensor::full({1, 2, 2, 2}, float32, 1.0), "g");
+    const auto rois = variable(HostTensor({0.f, 0.f, 2.f, 2.f}, {1, 4}), "rois");
+    const auto idx = variable(HostTensor(std::vector<std::int32_t>{0}, {1}), "idx");
+    return std::pair{ops::roi_align(x, rois, idx, {2, 2}, 1.f, 2),
+                     ops::roi_align_grad(g, rois, idx, {1, 2, 4, 4}, {2, 2}, 1.f, 2)};
+  });
+  // Every sample of a plane of ones reads one. Pixel (0, 0) is read only by bin (0, 0), whose
+  // samples at 0.25 and 0.75 weigh it 0.75 + 0.25 along each axis: 1 of the bin's 4 samples.
+  CHECK(y == HostTensor::full({1, 2, 2, 2}, float32, 1.0));
+  CHECK(dx.item(0) == 0.25);
+  std::vector<OpKind> kinds;
+  for (const auto& e : rec.events)
+    if (e.info.op_kind == OpKind::RoiAlign || e.info.op_kind == OpKind::RoiAlignGrad) {
+      kinds.push_back(e.info.op_kind);
+      CHECK(e.info.flops == 4 * (2 * 2 * 2) * (2 * 2));
+    }
+  CHECK(kinds == std::vector<OpKind>{OpKind::RoiAlign, OpKind::RoiAlignGrad});
 }
 
 TEST_CASE("Observed calls and loops: the callee's steps each time, then the enclosing step") {

@@ -242,6 +242,22 @@ const std::map<OpKind, OpCase>& op_cases() {
         },
         {f32({2, 3, 3, 3}, 0.1, 1, 22)},
         ""};
+    const auto boxes = HostTensor({0.3f, 0.6f, 4.1f, 3.2f, -1.f, 1.5f, 2.5f, 6.f}, {2, 4});
+    // The ROIs as constants: roi_align differentiates t only.
+    c[OpKind::RoiAlign] = {
+        [boxes](const V& v) {
+          return V{ops::roi_align(v[0], constant(boxes, "rois"),
+                                  constant(HostTensor(std::vector<std::int32_t>{1, 0}, {2}), "idx"),
+                                  {2, 3}, 0.8f, 2)};
+        },
+        {f32({2, 3, 5, 4}, -1, 1, 24)},
+        ""};
+    c[OpKind::RoiAlignGrad] = {
+        [](const V& v) {
+          return V{ops::roi_align_grad(v[0], v[1], v[2], {2, 3, 5, 4}, {2, 3}, 0.8f, 2)};
+        },
+        {f32({2, 3, 2, 3}, -1, 1, 25), boxes, i32({1, 0}, {2})},
+        ""};
     // nn.
     c[OpKind::Softmax] = {[](const V& v) { return V{ops::softmax(v[0], 0)}; }, {x}, ""};
     c[OpKind::LogSoftmax] = {[](const V& v) { return V{ops::log_softmax(v[0], 1)}; }, {x}, ""};
@@ -378,6 +394,22 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::DynamicUpdateInplace] = {
         [](const V& v) { return V{ops::dynamic_update_(v[0], v[1], v[2], {2})}; },
         {cube, i32({1}, {1}), f32({2, 3, 2}, -2, 2, 20)},
+        ""};
+    c[OpKind::Resize] = {[](const V& v) {
+                           return V{
+                               ops::interpolate(v[0], {1.f, 2.f, 1.5f}, ResizeMode::nearest,
+                                                ResizeNearestMode::round_prefer_ceil,
+                                                ResizeCoordinateTransformationMode::align_corners)};
+                         },
+                         {cube},
+                         ""};
+    c[OpKind::ResizeGrad] = {
+        [](const V& v) {
+          return V{ops::interpolate_grad(v[0], {2, 3, 4}, {1.f, 0.5f, 2.5f}, ResizeMode::nearest,
+                                         ResizeNearestMode::floor,
+                                         ResizeCoordinateTransformationMode::half_pixel)};
+        },
+        {f32({2, 1, 10}, -2, 2, 23)},
         ""};
     // Updates.
     c[OpKind::AddInplace] = binary(ops::add_, x, row);

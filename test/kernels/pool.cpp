@@ -1,7 +1,7 @@
-// Pools through oneDNN: max_pool, average_pool and their gradients against the naive reference
-// over 1-3 spatial axes, strides, padding, dilation, ceil_mode and count_include_pad, in float32
-// and float16; bitwise equal on 1-4 workers, threads included; and the tie rule of the max's
-// gradient, on inputs full of ties.
+// roi_align and its gradient against the reference, and pools through oneDNN: max_pool,
+// average_pool and their gradients against the naive reference over 1-3 spatial axes, strides,
+// padding, dilation, ceil_mode and count_include_pad, in float32 and float16; bitwise equal on 1-4
+// workers, threads included; and the tie rule of the max's gradient, on inputs full of ties.
 #include "harness.hpp"
 
 #include "pxl/ops/pool.hpp"
@@ -197,3 +197,47 @@ TEST_CASE("pools over an empty batch give empty results") {
 }
 
 } // namespace test_kernels_pool
+
+namespace test_kernels_roi_align {
+
+TEST_CASE("roi_align and its gradient against the reference, float32 and float16, 1-4 workers") {
+  // Boxes inside, across and past the 7x6 maps, reversed, narrower than a pixel, and one whose
+  // 2x2 bins put samples exactly on the far edges (x = 6, y = 7); two ROIs on images outside
+  // the batch.
+  const std::vector<double> boxes = {0.3, 0.6, 4.1, 5.2, -1.5, -0.5, 2.5, 3.0, 3.0, 2.0,
+                                     9.5, 8.5, 4.0, 5.0, 1.0,  2.0,  2.2, 2.4, 2.3, 2.5,
+                                     0.0, 0.0, 5.0, 6.0, 3.0,  4.0,  7.0, 8.0};
+  const std::vector<double> images = {0, 1, 1, 0, 1, 2, 1};
+  const std::vector<double> outside = {0, 1, 1, 0, -1, 2, 0};
+  struct Setting {
+    std::vector<std::int64_t> size;
+    float scale;
+    std::int64_t ratio;
+  };
+  const std::vector<Setting> settings = {{{2, 2}, 1.f, 1}, {{3, 2}, 0.5f, 2}, {{1, 4}, 1.25f, 3}};
+  for (const DType d : {float32, float16}) {
+    CAPTURE(d);
+    const auto x = random_tensor({2, 3, 7, 6}, d, 0.5, 2, 40);
+    const auto rois = tensor({7, 4}, d, boxes);
+    for (const auto& batch : {images, outside})
+      for (const Setting& st : settings) {
+        CAPTURE(st.ratio);
+        const auto idx = tensor({7}, int32, batch);
+        const auto size = st.size;
+        const float scale = st.scale;
+        const std::int64_t ratio = st.ratio;
+        check_kernel(
+            [size, scale, ratio](Tensor t, Tensor r, Tensor i) {
+              return ops::roi_align(t, r, i, size, scale, ratio);
+            },
+            {x, rois, idx});
+        check_kernel(
+            [size, scale, ratio](Tensor g, Tensor r, Tensor i) {
+              return ops::roi_align_grad(g, r, i, {2, 3, 7, 6}, size, scale, ratio);
+            },
+            {random_tensor({7, 3, size[0], size[1]}, d, 0.5, 2, 41), rois, idx});
+      }
+  }
+}
+
+} // namespace test_kernels_roi_align

@@ -1,5 +1,5 @@
 // Data-movement kernels: reshape, transpose, slice, concat, split, the gathers, onehot, pad,
-// tile, triangles, init, arange and subsample; scatter_reduce.
+// tile, triangles, init, arange and subsample; scatter_reduce; interpolate and its gradient.
 #include "harness.hpp"
 
 #include "pxl/ops/shape.hpp"
@@ -292,3 +292,45 @@ TEST_CASE("the views copy, and dynamic_update_ writes in place, for every dtype"
   check_values(check_kernel([](Tensor a) { return ops::transpose_(a); }, {t})[0],
                TensorSpec{{3, 2}, float32}, {0, 3, 1, 4, 2, 5});
 }
+
+namespace test_kernels_interpolate {
+using M = ResizeMode;
+using N = ResizeNearestMode;
+using C = ResizeCoordinateTransformationMode;
+
+TEST_CASE("interpolate and its gradient for every mode, float32 and float16, 1-4 workers") {
+  const std::vector<std::vector<float>> scales = {
+      {1.f, 2.f, 2.5f, 0.5f}, {1.f, 1.5f, 0.6f, 3.f}, {2.f, 1.f, 1.f, 1.25f}};
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    // Positive values: linear's blends never cancel, so float16 stays within one ulp.
+    const auto x = random_tensor({2, 3, 5, 4}, d, 0.5, 2, 31);
+    for (const auto& s : scales)
+      for (C c : {C::half_pixel, C::pytorch_half_pixel, C::align_corners, C::asymmetric}) {
+        CAPTURE(static_cast<int>(c));
+        CAPTURE(s[1]);
+        check_kernel([&s, c](Tensor t) { return ops::interpolate(t, s, M::linear, N::floor, c); },
+                     {x});
+        for (N n : {N::round_prefer_floor, N::round_prefer_ceil, N::floor, N::ceil}) {
+          CAPTURE(static_cast<int>(n));
+          check_kernel([&s, n, c](Tensor t) { return ops::interpolate(t, s, M::nearest, n, c); },
+                       {x});
+          Shape out;
+          for (std::size_t a = 0; a < s.size(); ++a)
+            out.push_back(
+                static_cast<std::int64_t>(std::floor(static_cast<float>(x.shape()[a]) * s[a])));
+          check_kernel(
+              [&s, n, c](Tensor g) {
+                return ops::interpolate_grad(g, {2, 3, 5, 4}, s, M::nearest, n, c);
+              },
+              {random_tensor(out, d, -2, 2, 32)});
+        }
+      }
+  }
+  // Hand-computed: x = (1, 2) by 2, align_corners: coordinates 0, 1/3, 2/3, 1.
+  const auto lin = check_kernel(
+      [](Tensor t) { return ops::interpolate(t, {2.f}, M::linear, N::floor, C::align_corners); },
+      {tensor({2}, float32, {1, 2})});
+  check_values(lin[0], {{4}, float32}, {1, 4.0 / 3, 5.0 / 3, 2});
+}
+} // namespace test_kernels_interpolate

@@ -1,6 +1,7 @@
 // Pools: output shapes over 1-3 spatial axes, strides, padding and pad_type, dilation and
 // ceil_mode; the global pools; values through the reference evaluator (the tie rule, the
-// divisors of count_include_pad and of ceil_mode's clipped windows); and every error.
+// divisors of count_include_pad and of ceil_mode's clipped windows); roi_align on linear ramps; and
+// every error.
 #include "op_test.hpp"
 
 #include "pxl/ops/pool.hpp"
@@ -233,3 +234,105 @@ TEST_CASE("pool gradient errors") {
 }
 
 } // namespace test_ops_pool
+
+namespace test_ops_roi_align {
+using T = std::vector<Tensor>;
+
+/// Two 4x4 images of one channel: f(y, x) = 16·image + 4y + x.
+HostTensor ramps(DType dtype = float32) {
+  std::vector<double> v;
+  for (int i = 0; i < 32; ++i)
+    v.push_back(i);
+  return tensor({2, 1, 4, 4}, dtype, v);
+}
+
+HostTensor aligned(const std::vector<double>& boxes, const std::vector<double>& images, Ints size,
+                   float scale, std::int64_t ratio, DType dtype = float32) {
+  const auto r = static_cast<std::int64_t>(images.size());
+  return evaluate1([&](T t) { return ops::roi_align(t[0], t[1], t[2], size, scale, ratio); },
+                   {ramps(dtype), tensor({r, 4}, dtype, boxes), tensor({r}, int32, images)});
+}
+
+TEST_CASE("roi_align: bilinear samples averaged per bin, on a linear ramp") {
+  // On f = 16·image + 4y + x, each bin's value is f at the mean of its sample points.
+  for (DType d : {float32, float16}) {
+    CAPTURE(d);
+    // One bin of 3x3, one sample at (1.5, 1.5).
+    check_values(aligned({0, 0, 3, 3}, {0}, {1, 1}, 1.f, 1, d), {{1, 1, 1, 1}, d}, {7.5}, 0);
+    // 2x2 bins of 1, samples at 0.25, 0.75 | 1.25, 1.75: means 0.5 and 1.5; on image 1.
+    check_values(aligned({0, 0, 2, 2}, {1}, {2, 2}, 1.f, 2, d), {{1, 1, 2, 2}, d},
+                 {18.5, 19.5, 22.5, 23.5}, 0);
+    // spatial_scale 0.5: the box [0, 2]², samples at 0.5 and 1.5, mean 1.
+    check_values(aligned({0, 0, 4, 4}, {0}, {1, 1}, 0.5f, 2, d), {{1, 1, 1, 1}, d}, {5}, 0);
+  }
+  // A box narrower than 1 grows to 1: the sample at 3.5 reads the last row and column.
+  check_values(aligned({3, 3, 3.2, 3.2}, {0}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {15});
+  // A sample exactly on the far edge (4, 4) is inside: it reads the last row and column.
+  check_values(aligned({0, 0, 8, 8}, {0}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {15});
+  // Samples past the input add 0 (but count in the divisor); below 0 they clamp to 0.
+  check_values(aligned({4, 0, 6, 2}, {0}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {0});
+  check_values(aligned({-2, -2, 0, 0}, {1}, {1, 1}, 1.f, 1), {{1, 1, 1, 1}, float32}, {16});
+  // x in [2, 6] with two samples: 3 reads f, 5 is past the input: half of f(1, 3).
+  check_values(aligned({2, 0, 6, 2}, {0}, {1, 1}, 1.f, 2), {{1, 1, 1, 1}, float32},
+               {0.5 * ((4 * 0.5 + 3) + (4 * 1.5 + 3)) / 2});
+  // A batch_index outside the batch gives zeros; the output has one row per ROI.
+  check_values(aligned({0, 0, 3, 3, 0, 0, 3, 3}, {2, -1}, {1, 2}, 1.f, 1), {{2, 1, 1, 2}, float32},
+               {0, 0, 0, 0});
+}
+
+TEST_CASE("roi_align_grad: each sample's gradient goes to its four neighbours") {
+  const auto grad = evaluate1(
+      [](T t) {
+        return ops::roi_align_grad(t[0], t[1], t[2], {1, 1, 3, 3}, {1, 1}, 1.f, 1);
+      },
+      {tensor({1, 1, 1, 1}, float32, {8}), tensor({1, 4}, float32, {0, 0, 1, 1}),
+       tensor({1}, int32, {0})});
+  // The sample at (0.5, 0.5) reads rows and columns 0 and 1 with weight 1/4 each.
+  check_values(grad, {{1, 1, 3, 3}, float32}, {2, 2, 0, 2, 2, 0, 0, 0, 0});
+}
+
+TEST_CASE("roi_align errors") {
+  ScratchGraph s;
+  const Tensor x = s.input({2, 3, 5, 5});
+  const Tensor rois = s.input({4, 4});
+  const Tensor idx = s.input({4}, int32);
+  CHECK(ops::roi_align(x, rois, idx, {2, 3}, 0.5f, 2).spec() == TensorSpec{{4, 3, 2, 3}, float32});
+  CHECK_THROWS_WITH_AS(ops::roi_align(s.input({2, 3, 5, 5}, int32), rois, idx, {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align: expected a float32 or float16 tensor"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, s.input({4, 4}, float16), idx, {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align: rois"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, rois, s.input({4}), {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align: batch_index must be int32"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(s.input({3, 5, 5}), rois, idx, {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align: the input must be 4-d (N, C, H, W), got "
+                                         "shape (3, 5, 5)"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, s.input({4, 5}), idx, {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align: rois must be (num_rois, 4)"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, rois, s.input({3}, int32), {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align: batch_index must be (4,), one image per ROI"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, rois, idx, {2}, 1.f, 1),
+                       doctest::Contains("roi_align: output_size must be two extents >= 1 "
+                                         "(height, width), got (2,)"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, rois, idx, {2, 0}, 1.f, 1),
+                       doctest::Contains("output_size must be two extents >= 1"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, rois, idx, {2, 2}, 0.f, 1),
+                       doctest::Contains("roi_align: spatial_scale must be positive and finite, "
+                                         "got 0.000000"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(ops::roi_align(x, rois, idx, {2, 2}, 1.f, 0),
+                       doctest::Contains("roi_align: sampling_ratio must be >= 1 (PopLibs has no "
+                                         "adaptive 0), got 0"),
+                       ValueError);
+  const Tensor g = s.input({4, 3, 2, 2});
+  CHECK(ops::roi_align_grad(g, rois, idx, {2, 3, 5, 5}, {2, 2}, 1.f, 1).spec() ==
+        TensorSpec{{2, 3, 5, 5}, float32});
+  CHECK_THROWS_WITH_AS(ops::roi_align_grad(g, rois, idx, {2, 3, 5, 5}, {3, 2}, 1.f, 1),
+                       doctest::Contains("roi_align_grad: grad"), ShapeError);
+  CHECK_THROWS_WITH_AS(ops::roi_align_grad(g, rois, idx, {2, 5, 5}, {2, 2}, 1.f, 1),
+                       doctest::Contains("roi_align_grad: the input must be 4-d"), ShapeError);
+}
+} // namespace test_ops_roi_align

@@ -1,9 +1,13 @@
-// Reference pools, straight from the definition in double: each window's taps walked in
-// row-major order, those outside the input skipped; the max keeps the first of its largest
-// taps, the average divides by the taps inside the input (or, with count_include_pad, inside
-// the input and its explicit padding). The gradients send each output's gradient to the taps
-// the forward pass read.
+// Reference pools (and roi_align, from PopLibs' loops), straight from the definition in double:
+// each window's taps walked in row-major order, those outside the input skipped; the max keeps the
+// first of its largest taps, the average divides by the taps inside the input (or, with
+// count_include_pad, inside the input and its explicit padding). The gradients send each output's
+// gradient to the taps the forward pass read.
 #include "ref_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
 
 namespace pxl::testing {
 
@@ -101,6 +105,81 @@ PXL_REF_KERNEL(AveragePoolGrad) {
   }
   for (std::int64_t i = 0; i < dx.nelms(); ++i)
     ref::store(dx, i, acc[static_cast<std::size_t>(i)]);
+}
+
+namespace {
+/// roi_align's samples, straight from PopLibs' loops: for each ROI r on an image inside the
+/// batch, channel c, output bin (ph, pw) and grid point (iy, ix) inside the input, calls
+/// f(output flat index, input flat index, weight) for the four bilinear neighbours, the
+/// weight including the 1 / sampling_ratio² of the average. Positions in float32.
+template <typename F>
+void roi_samples(const RoiAlignAttrs& a, const Shape& in, const HostTensor& rois,
+                 const HostTensor& batch, F f) {
+  const std::int64_t n = in[0], channels = in[1], h = in[2], w = in[3];
+  const std::int64_t ah = a.aligned_height, aw = a.aligned_width, s = a.sampling_ratio;
+  const double count = static_cast<double>(s * s);
+  for (std::int64_t r = 0; r < rois.shape()[0]; ++r) {
+    const auto img = static_cast<std::int64_t>(ref::load(batch, r));
+    if (img < 0 || img >= n)
+      continue;
+    const auto coord = [&](std::int64_t k) {
+      return static_cast<float>(ref::load(rois, r * 4 + k)) * a.spatial_scale;
+    };
+    const float roi_h = std::max(coord(3) - coord(1), 1.0f);
+    const float roi_w = std::max(coord(2) - coord(0), 1.0f);
+    const float bin_h = roi_h / static_cast<float>(ah), bin_w = roi_w / static_cast<float>(aw);
+    const float len_h = bin_h / static_cast<float>(s), len_w = bin_w / static_cast<float>(s);
+    for (std::int64_t iy = 0; iy < s; ++iy)
+      for (std::int64_t ix = 0; ix < s; ++ix) {
+        float y_pos = coord(1) + (0.5f + static_cast<float>(iy)) * len_h;
+        for (std::int64_t ph = 0; ph < ah; ++ph, y_pos += bin_h) {
+          float x_pos = coord(0) + (0.5f + static_cast<float>(ix)) * len_w;
+          for (std::int64_t pw = 0; pw < aw; ++pw, x_pos += bin_w) {
+            if (y_pos > static_cast<float>(h) || x_pos > static_cast<float>(w))
+              continue;
+            const float y = std::max(y_pos, 0.0f), x = std::max(x_pos, 0.0f);
+            const std::int64_t y0 = std::min(static_cast<std::int64_t>(std::floor(y)), h - 1);
+            const std::int64_t x0 = std::min(static_cast<std::int64_t>(std::floor(x)), w - 1);
+            const std::int64_t y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
+            const double hr = y - static_cast<float>(y0), wr = x - static_cast<float>(x0);
+            for (std::int64_t c = 0; c < channels; ++c) {
+              const std::int64_t out = ((r * channels + c) * ah + ph) * aw + pw;
+              const std::int64_t plane = (img * channels + c) * h * w;
+              f(out, plane + y0 * w + x0, (1 - hr) * (1 - wr) / count);
+              f(out, plane + y0 * w + x1, (1 - hr) * wr / count);
+              f(out, plane + y1 * w + x0, hr * (1 - wr) / count);
+              f(out, plane + y1 * w + x1, hr * wr / count);
+            }
+          }
+        }
+      }
+  }
+}
+} // namespace
+
+namespace {
+/// roi_align forward (`from` the feature map, `to` the output) or backward (`from` the output
+/// gradient, `to` the feature map's), summed in double.
+void roi_reference(const RoiAlignAttrs& a, std::span<const HostTensor* const> inputs,
+                   HostTensor& to, bool backward) {
+  const HostTensor& from = *inputs[0];
+  std::vector<double> acc(static_cast<std::size_t>(to.nelms()), 0.0);
+  roi_samples(a, backward ? to.shape() : from.shape(), *inputs[1], *inputs[2],
+              [&](std::int64_t out, std::int64_t in, double wt) {
+                const std::int64_t dst = backward ? in : out;
+                acc[static_cast<std::size_t>(dst)] += wt * ref::load(from, backward ? out : in);
+              });
+  for (std::int64_t i = 0; i < to.nelms(); ++i)
+    ref::store(to, i, acc[static_cast<std::size_t>(i)]);
+}
+} // namespace
+
+PXL_REF_KERNEL(RoiAlign) {
+  roi_reference(op.attrs<OpKind::RoiAlign>(), inputs, *outputs[0], false);
+}
+
+PXL_REF_KERNEL(RoiAlignGrad) {
+  roi_reference(op.attrs<OpKind::RoiAlignGrad>(), inputs, *outputs[0], true);
 }
 
 } // namespace pxl::testing

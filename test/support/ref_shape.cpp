@@ -3,6 +3,7 @@
 #include "ref_util.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -355,5 +356,109 @@ PXL_REF_KERNEL(TransposeInplace) { ref_Transpose(ev, op, inputs, outputs); }
 PXL_REF_KERNEL(SliceInplace) { ref_Slice(ev, op, inputs, outputs); }
 PXL_REF_KERNEL(ConcatInplace) { ref_Concat(ev, op, inputs, outputs); }
 PXL_REF_KERNEL(DynamicUpdateInplace) { ref_DynamicUpdate(ev, op, inputs, outputs); }
+
+namespace {
+/// interpolate along one axis: the input indices output index i reads, with their weights
+/// (PopART's float32 coordinate arithmetic, written out case by case).
+struct ResizeTap {
+  std::int64_t lo, hi;
+  double weight_hi;
+};
+
+ResizeTap resize_tap(const ResizeAttrs& a, std::size_t d, std::int64_t i, std::int64_t n) {
+  const float s = a.scales[d];
+  if (s == 1.0f)
+    return {i, i, 0.0};
+  using C = ResizeCoordinateTransformationMode;
+  const float fi = static_cast<float>(i), fn = static_cast<float>(n), length = fn * s;
+  float x = fi / s;
+  if (a.coordinate_transformation_mode == C::half_pixel ||
+      (a.coordinate_transformation_mode == C::pytorch_half_pixel && length > 1.0f))
+    x = (fi + 0.5f) / s - 0.5f;
+  else if (a.coordinate_transformation_mode == C::pytorch_half_pixel)
+    x = 0.0f;
+  else if (a.coordinate_transformation_mode == C::align_corners)
+    x = length == 1.0f ? 0.0f : fi * (fn - 1.0f) / (length - 1.0f);
+  const auto clamp = [n](double v) {
+    return static_cast<std::int64_t>(std::clamp(v, 0.0, static_cast<double>(n - 1)));
+  };
+  if (a.mode == ResizeMode::linear) {
+    const double xp = std::max(x, 0.0f);
+    return {clamp(std::floor(x)), clamp(std::ceil(x)), xp - std::floor(xp)};
+  }
+  const bool integral = std::round(s) >= 1.0f && std::fabs(std::round(s) - s) <= 1e-5f;
+  using N = ResizeNearestMode;
+  const bool rounding =
+      a.nearest_mode == N::round_prefer_floor || a.nearest_mode == N::round_prefer_ceil;
+  if (integral && rounding && a.coordinate_transformation_mode == C::half_pixel) {
+    const std::int64_t j = i / static_cast<std::int64_t>(std::round(s));
+    return {j, j, 0.0};
+  }
+  double r = 0;
+  switch (a.nearest_mode) {
+  case N::round_prefer_floor:
+    r = x - std::floor(x) > 0.5f ? std::ceil(x) : std::floor(x);
+    break;
+  case N::round_prefer_ceil:
+    r = x - std::floor(x) >= 0.5f ? std::ceil(x) : std::floor(x);
+    break;
+  case N::floor:
+    r = std::floor(x);
+    break;
+  case N::ceil:
+    r = std::ceil(x);
+    break;
+  }
+  const std::int64_t j = clamp(r);
+  return {j, j, 0.0};
+}
+
+/// Calls f(input flat index, weight) for every input element output element i of `out`
+/// blends, with an input of shape `in`.
+template <typename F>
+void resize_taps(const ResizeAttrs& a, const Shape& in, const Shape& out, std::int64_t i, F f) {
+  const Shape index = ref::unravel(i, out);
+  std::vector<ResizeTap> taps;
+  for (std::size_t d = 0; d < in.size(); ++d)
+    taps.push_back(resize_tap(a, d, index[d], in[d]));
+  for (std::int64_t c = 0; c < (std::int64_t{1} << in.size()); ++c) {
+    Shape from(in.size());
+    double weight = 1.0;
+    for (std::size_t d = 0; d < in.size(); ++d) {
+      const bool high = ((c >> d) & 1) != 0;
+      from[d] = high ? taps[d].hi : taps[d].lo;
+      weight *= high ? taps[d].weight_hi : 1.0 - taps[d].weight_hi;
+    }
+    if (weight != 0.0)
+      f(ref::ravel(from, in), weight);
+  }
+}
+} // namespace
+
+PXL_REF_KERNEL(Resize) {
+  const auto& a = op.attrs<OpKind::Resize>();
+  const HostTensor& x = *inputs[0];
+  HostTensor& y = *outputs[0];
+  for (std::int64_t i = 0; i < y.nelms(); ++i) {
+    double v = 0.0;
+    resize_taps(a, x.shape(), y.shape(), i,
+                [&](std::int64_t from, double w) { v += w * ref::load(x, from); });
+    ref::store(y, i, v);
+  }
+}
+
+// Scatters each output gradient back to the element it read.
+PXL_REF_KERNEL(ResizeGrad) {
+  const auto& a = op.attrs<OpKind::ResizeGrad>();
+  const HostTensor& g = *inputs[0];
+  HostTensor& y = *outputs[0];
+  std::vector<double> sums(static_cast<std::size_t>(y.nelms()), 0.0);
+  for (std::int64_t i = 0; i < g.nelms(); ++i)
+    resize_taps(a, y.shape(), g.shape(), i, [&](std::int64_t to, double w) {
+      sums[static_cast<std::size_t>(to)] += w * ref::load(g, i);
+    });
+  for (std::int64_t j = 0; j < y.nelms(); ++j)
+    ref::store(y, j, sums[static_cast<std::size_t>(j)]);
+}
 
 } // namespace pxl::testing

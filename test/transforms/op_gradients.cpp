@@ -413,6 +413,34 @@ TEST_CASE("groupedgather, tied_gather and shaped_dropout gradients") {
             },
             {x}) > 0);
 }
+TEST_CASE("interpolate gradients: nearest in every rounding and coordinate mode") {
+  using C = ResizeCoordinateTransformationMode;
+  using N = ResizeNearestMode;
+  const auto x = random_tensor({2, 3, 4}, 81);
+  const std::vector<std::vector<float>> scales = {{1.f, 2.f, 1.5f}, {2.f, 0.7f, 0.5f}};
+  for (const auto& s : scales)
+    for (C c : {C::half_pixel, C::pytorch_half_pixel, C::align_corners, C::asymmetric})
+      for (N n : {N::round_prefer_floor, N::round_prefer_ceil, N::floor, N::ceil}) {
+        CAPTURE(static_cast<int>(c));
+        CAPTURE(static_cast<int>(n));
+        CHECK(check_gradients(
+                  [&s, n, c](V v) { return ops::interpolate(v[0], s, ResizeMode::nearest, n, c); },
+                  {x}) > 0);
+      }
+}
+TEST_CASE("roi_align gradients with respect to the feature map") {
+  const auto x = random_tensor({2, 3, 5, 4}, 82);
+  const HostTensor boxes({0.3f, 0.6f, 4.1f, 3.2f, -1.f, 1.5f, 2.5f, 6.f, 1.f, 1.f, 1.2f, 1.1f},
+                         {3, 4});
+  const HostTensor images(std::vector<std::int32_t>{1, 0, 1}, {3});
+  for (std::int64_t ratio : {1, 2})
+    CHECK(check_gradients(
+              [&](V v) {
+                return ops::roi_align(v[0], constant(boxes, "rois"), constant(images, "idx"),
+                                      {2, 3}, 0.8f, ratio);
+              },
+              {x}) > 0);
+}
 } // namespace test_op_gradients_indexing
 
 TEST_CASE("an MLP-shaped composition") {

@@ -113,6 +113,33 @@ struct GroupedGatherAttrs {
   friend bool operator==(const GroupedGatherAttrs&, const GroupedGatherAttrs&) = default;
 };
 
+/// interpolate's algorithm (PopXL's InterpolateType).
+enum class ResizeMode : std::uint8_t { nearest, linear, cubic };
+
+/// How interpolate's nearest mode rounds a source coordinate (PopXL's InterpolateNearestType).
+enum class ResizeNearestMode : std::uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
+
+/// How interpolate maps an output coordinate to the input's (PopXL's
+/// InterpolateCoordinateTransformationType).
+enum class ResizeCoordinateTransformationMode : std::uint8_t {
+  half_pixel,
+  pytorch_half_pixel,
+  align_corners,
+  asymmetric,
+  tf_crop_and_resize
+};
+
+/// interpolate (Resize) and its gradient: the scale per axis of the forward input, the
+/// algorithm, the nearest rounding and the coordinate transformation.
+struct ResizeAttrs {
+  std::vector<float> scales;
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeNearestMode nearest_mode = ResizeNearestMode::round_prefer_floor;
+  ResizeCoordinateTransformationMode coordinate_transformation_mode =
+      ResizeCoordinateTransformationMode::half_pixel;
+  friend bool operator==(const ResizeAttrs&, const ResizeAttrs&) = default;
+};
+
 /// call and repeat: the called graph (by index in its Ir) and, for repeat, the trip count.
 struct CallAttrs {
   std::uint32_t graph = 0;
@@ -275,6 +302,15 @@ struct PoolAttrs {
   friend bool operator==(const PoolAttrs&, const PoolAttrs&) = default;
 };
 
+/// roi_align and its gradient: the pooled output's height and width, the factor from ROI
+/// coordinates to the feature map's, and the sampling points per bin along each axis.
+struct RoiAlignAttrs {
+  std::int64_t aligned_height = 1, aligned_width = 1;
+  float spatial_scale = 1.0f;
+  std::int64_t sampling_ratio = 1;
+  friend bool operator==(const RoiAlignAttrs&, const RoiAlignAttrs&) = default;
+};
+
 /// The normalisations: epsilon, added to the variance; group_norm's groups; whether batch
 /// norm's gradient takes the statistics as given (inference) rather than from the batch.
 struct NormAttrs {
@@ -290,6 +326,7 @@ using OpAttrs =
                  RemoteAttrs, OneHotAttrs, CollectiveAttrs, DiagonalAttrs, PadAttrs, TileAttrs,
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
                  NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs,
-                 CodeLoadAttrs, SubsampleAttrs, HistogramAttrs, SparseAccumulateAttrs>;
+                 CodeLoadAttrs, SubsampleAttrs, HistogramAttrs, SparseAccumulateAttrs, ResizeAttrs,
+                 RoiAlignAttrs>;
 
 } // namespace pxl

@@ -162,6 +162,8 @@ enum class OpCost : std::uint8_t {
   X(AveragePool, "AveragePool", pool, PoolAttrs, Grad, exchanged)                                  \
   X(MaxPoolGrad, "MaxPoolGrad", pool, PoolAttrs, NoGrad, exchanged)                                \
   X(AveragePoolGrad, "AveragePoolGrad", pool, PoolAttrs, NoGrad, exchanged)                        \
+  X(RoiAlign, "RoiAlign", pool, RoiAlignAttrs, Grad, exchanged)                                    \
+  X(RoiAlignGrad, "RoiAlignGrad", pool, RoiAlignAttrs, NoGrad, exchanged)                          \
   /* nn */                                                                                         \
   X(Softmax, "Softmax", nn, AxisAttrs, Grad, exchanged_series)                                     \
   X(LogSoftmax, "LogSoftmax", nn, AxisAttrs, Grad, exchanged_series)                               \
@@ -207,6 +209,8 @@ enum class OpCost : std::uint8_t {
   X(ConcatInplace, "ConcatInplace", shape, AxisAttrs, Grad | View, exchanged)                      \
   X(DynamicUpdateInplace, "DynamicUpdateInplace", shape, DynamicAttrs, NoGrad | Inplace,           \
     exchanged)                                                                                     \
+  X(Resize, "Resize", shape, ResizeAttrs, Grad, exchanged)                                         \
+  X(ResizeGrad, "ResizeGrad", shape, ResizeAttrs, NoGrad, exchanged)                               \
   /* updates: the in-place kinds' output 0 is their input 0 */                                     \
   X(AddInplace, "AddLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                      \
   X(SubInplace, "SubtractLhsInplace", var_updates, NoAttrs, Grad | Inplace, local)                 \

@@ -1,5 +1,5 @@
 // Pooling over 1, 2 or 3 spatial axes (ONNX's MaxPool, AveragePool and their global forms, as
-// PopXL has them).
+// PopXL has them), and roi_align.
 #pragma once
 
 #include "pxl/ir/tensor.hpp"
@@ -65,5 +65,30 @@ Tensor max_pool_grad(const Tensor& grad, const Tensor& t,
 Tensor average_pool_grad(const Tensor& grad, const Shape& input_shape,
                          const std::vector<std::int64_t>& kernel_size,
                          const PoolOptions& options = {});
+
+/// PopXL's roi_align (PopART's RoiAlign on PopLibs' roiAlignFwd, average pooling,
+/// aligned = false): t is (N, C, H, W), rois (R, 4) rows [x1, y1, x2, y2] of t's dtype,
+/// batch_index (R,) int32; the result is (R, C, output_size[0], output_size[1]). For ROI r
+/// on image batch_index[r], with every step in float32: start = (x1, y1)·spatial_scale,
+/// extent = max((x2, y2)·spatial_scale - start, 1), bins of extent / output_size, each
+/// sampled on a sampling_ratio × sampling_ratio grid at start + (k + 0.5)·bin/sampling_ratio,
+/// advanced by one bin per output index (by repeated addition, as PopLibs). A sample with
+/// y > H or x > W adds 0; others are clamped to >= 0 and read bilinearly, the neighbour past
+/// the last row or column being the last one. Each output is its samples' sum divided by
+/// sampling_ratio². A batch_index outside [0, N) gives that ROI zeros (PopLibs reads out of
+/// range). float32 or float16 (computed in float). DTypeError for other dtypes, rois of
+/// another dtype or a non-int32 batch_index; ShapeError for ranks or extents other than the
+/// above; ValueError for an output_size not of two entries >= 1, a spatial_scale <= 0 or not
+/// finite, a sampling_ratio < 1 (PopLibs rejects 0, ONNX's adaptive count). Differentiable
+/// with respect to t (not rois or batch_index): the adjoint, gathered per element of t.
+Tensor roi_align(const Tensor& t, const Tensor& rois, const Tensor& batch_index,
+                 const std::vector<std::int64_t>& output_size, float spatial_scale,
+                 std::int64_t sampling_ratio);
+
+/// The gradient of `roi_align(t, rois, batch_index, ...)` with respect to t, of shape
+/// `input_shape`, given `grad`, the gradient of its result. What autodiff emits for roi_align.
+Tensor roi_align_grad(const Tensor& grad, const Tensor& rois, const Tensor& batch_index,
+                      const Shape& input_shape, const std::vector<std::int64_t>& output_size,
+                      float spatial_scale, std::int64_t sampling_ratio);
 
 } // namespace pxl::ops

@@ -1,5 +1,5 @@
 // Shape and data-movement ops: reshape, transpose, slicing, concat/split/stack, gather, onehot,
-// pad, tile, triangles, and the creators init and arange.
+// pad, tile, triangles, interpolate, and the creators init and arange.
 #pragma once
 
 #include "pxl/ir/attrs.hpp"
@@ -150,5 +150,38 @@ Tensor subsample(const Tensor& t, const std::vector<std::int64_t>& strides);
 /// NumPy's tile with one repeat count (>= 0) per axis: the output's axis a is t's repeated
 /// `repeats[a]` times.
 Tensor tile(const Tensor& t, const std::vector<std::int64_t>& repeats);
+
+/// PopXL's interpolate (PopART's Resize): output axis a has floor(t.shape[a] * scale_factor[a])
+/// elements (the product in float32); `scale_factor` holds one positive, finite scale per axis
+/// of t. An axis of scale exactly 1 is copied; on any other axis output index i reads the input
+/// at the source coordinate x (float32 arithmetic, s the axis's scale, n its input extent):
+///   half_pixel (i + 0.5)/s - 0.5; pytorch_half_pixel as half_pixel when n·s > 1, else 0;
+///   align_corners i·(n - 1)/(n·s - 1), or 0 when n·s == 1; asymmetric i/s.
+/// `nearest` reads index round(x) by `nearest_mode` (round_prefer_floor: halves down,
+/// round_prefer_ceil: halves up, floor, ceil), clamped to [0, n - 1]; with half_pixel, an
+/// integral scale and a rounding (not floor/ceil) mode it is i / s, as PopART's upsample.
+/// `linear` blends the clamped floor(x) and ceil(x) with weight x' - floor(x') on the ceil,
+/// x' = max(x, 0), over every scaled axis at once (PopART rounds after each axis; results
+/// may differ by that rounding), and ignores `nearest_mode`.
+/// float32 or float16. DTypeError otherwise; ValueError for a scale count other than t's
+/// rank, a scale <= 0 or not finite, mode `cubic` (not implemented in pxl) and
+/// tf_crop_and_resize (PopART has no lowering for it); ShapeError when an output extent does
+/// not fit in 64 bits. Differentiable in mode `nearest` (the exact adjoint: each input element
+/// gets the sum of the gradients of the outputs that read it); a gradient through `linear` is
+/// a GraphError, as PopART's Resize has none for it.
+Tensor interpolate(const Tensor& t,
+                   const std::vector<float>& scale_factor = {1.0f, 1.0f, 1.0f, 1.0f},
+                   ResizeMode mode = ResizeMode::nearest,
+                   ResizeNearestMode nearest_mode = ResizeNearestMode::round_prefer_floor,
+                   ResizeCoordinateTransformationMode coordinate_transformation_mode =
+                       ResizeCoordinateTransformationMode::half_pixel);
+/// The gradient of `interpolate(t, scale_factor, mode, nearest_mode, ...)` with respect to t,
+/// of shape `input_shape`, given `grad`, the gradient of its result. What autodiff emits.
+/// ValueError for any mode but `nearest` (and as interpolate); ShapeError when grad's shape is
+/// not interpolate's output shape for `input_shape`; DTypeError for a non-float grad.
+Tensor interpolate_grad(const Tensor& grad, const Shape& input_shape,
+                        const std::vector<float>& scale_factor, ResizeMode mode,
+                        ResizeNearestMode nearest_mode,
+                        ResizeCoordinateTransformationMode coordinate_transformation_mode);
 
 } // namespace pxl::ops
