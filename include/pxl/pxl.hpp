@@ -34,6 +34,8 @@
 #include "pxl/ops/var_updates.hpp"
 #include "pxl/session.hpp"
 #include "pxl/transforms/autodiff.hpp"
+#include "pxl/transforms/autodiff_with_accumulation.hpp"
 #include "pxl/transforms/pipeline.hpp"
+#include "pxl/transforms/recompute_graph.hpp"
 #include "pxl/transforms/rewrite.hpp"
 #include "pxl/version.hpp"
