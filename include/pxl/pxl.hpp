@@ -35,6 +35,8 @@
 #include "pxl/session.hpp"
 #include "pxl/transforms/autodiff.hpp"
 #include "pxl/transforms/autodiff_with_accumulation.hpp"
+#include "pxl/transforms/decompose_sum.hpp"
+#include "pxl/transforms/merge_exchange.hpp"
 #include "pxl/transforms/pipeline.hpp"
 #include "pxl/transforms/recompute_graph.hpp"
 #include "pxl/transforms/rewrite.hpp"
