@@ -57,9 +57,10 @@ Graph dot_graph(Ir& ir) {
 enum class Way { addons_running_mean, transform, transform_recomputed };
 
 /// `updates` SGD updates of `n` micro-batches of `micro` rows each, the gradients accumulated
-/// `way`; returns every main-graph variable (weights, accumulators, counter) by key.
+/// `way`, on `workers` workers; returns every main-graph variable (weights, accumulators,
+/// counter) by key.
 std::map<std::string, HostTensor> train(Way way, std::int64_t micro, std::int64_t n,
-                                        std::int64_t updates) {
+                                        std::int64_t updates, unsigned workers = 1) {
   Ir ir;
   HostToDeviceStream xs, ys;
   NamedTensors state;
@@ -126,7 +127,7 @@ std::map<std::string, HostTensor> train(Way way, std::int64_t micro, std::int64_
   }
   const std::int64_t transfers = updates * n;
   ir.set_num_host_transfers(transfers);
-  Session session{ir, "ipu_model"};
+  Session session{ir, "ipu_model", {.workers = workers, .oversubscribe = true}};
   auto attached = session.attach();
   session.run({{xs, transfers_of(images(micro * transfers), transfers)},
                {ys, transfers_of(labels(micro * transfers), transfers)}});
@@ -137,17 +138,19 @@ std::map<std::string, HostTensor> train(Way way, std::int64_t micro, std::int64_
 }
 
 TEST_CASE("autodiff_with_accumulation: an MLP trained over N micro-batches is bitwise the MLP "
-          "of addons' running-mean accumulation") {
+          "of addons' running-mean accumulation, recomputed or not, on 1-3 workers") {
   constexpr std::int64_t micro = 3, n = 4, updates = 3;
   const auto reference = train(Way::addons_running_mean, micro, n, updates);
   const auto fused = train(Way::transform, micro, n, updates);
-  const auto recomputed = train(Way::transform_recomputed, micro, n, updates);
+  const auto recomputed = train(Way::transform_recomputed, micro, n, updates, 2);
+  const auto three = train(Way::transform, micro, n, updates, 3);
   // One update fewer gives other weights, so the equality has teeth.
   const auto fewer = train(Way::transform, micro, n, updates - 1);
   for (const auto& key : keys) {
     CAPTURE(key);
     CHECK(fused.at(key) == reference.at(key));
     CHECK(recomputed.at(key) == reference.at(key));
+    CHECK(three.at(key) == reference.at(key));
     CHECK_FALSE(fused.at(key) == fewer.at(key));
     // The update zeroed the accumulators.
     CHECK(fused.at("accum." + key) == HostTensor::full(reference.at(key).shape(), float32, 0.0));

@@ -28,8 +28,8 @@ HostTensor weight(std::int64_t in, std::int64_t out, std::int64_t seed) {
 
 /// `layers` calls of one layer graph tanh(x·w1)·w2, whose gradient needs its wide hidden
 /// activation, then their gradients in reverse order (loss ½·sum(y²)), then one SGD step; the
-/// gradient graph recomputed or not.
-Run train(bool recompute) {
+/// gradient graph recomputed or not, on `workers` workers.
+Run train(bool recompute, unsigned workers = 1) {
   Ir ir;
   std::vector<Tensor> ws;
   transforms::GradGraphInfo info = [&] {
@@ -69,7 +69,7 @@ Run train(bool recompute) {
     for (std::size_t k = 0; k < ws.size(); ++k)
       ops::scaled_add_(ws[k], dws[k], {.b = -0.1});
   }
-  Session session{ir, "ipu_model"};
+  Session session{ir, "ipu_model", {.workers = workers, .oversubscribe = true}};
   auto attached = session.attach();
   session.run();
   Run r;
@@ -80,12 +80,15 @@ Run train(bool recompute) {
   return r;
 }
 
-TEST_CASE("recompute_graph: gradients bitwise those of stored activations, at a lower peak") {
+TEST_CASE("recompute_graph: gradients bitwise those of stored activations (1 and 3 workers), at "
+          "a lower peak") {
   const Run stored = train(false);
   const Run recomputed = train(true);
+  const Run three = train(true, 3);
   for (std::size_t k = 0; k < stored.weights.size(); ++k) {
     CAPTURE(k);
     CHECK(recomputed.weights[k] == stored.weights[k]);
+    CHECK(three.weights[k] == stored.weights[k]);
   }
   // Stored: every layer's hidden activation (rows × hidden floats, 64 KiB) lives from its
   // forward call to its gradient call. Recomputed: one at a time, inside the gradient call.
