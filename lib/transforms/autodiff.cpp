@@ -489,12 +489,14 @@ InputsDict GradGraphInfo::accumulators_dict(const std::map<Tensor, Tensor>& accu
                        "' accumulates into " + to_string(a.input));
     dict.emplace_back(a.input, it->second);
   }
-  for (const auto& [fwd_tensor, parent] : accumulators)
+  for (const auto& entry : accumulators) {
+    const Tensor& fwd_tensor = entry.first;
     if (std::none_of(accumulators_.begin(), accumulators_.end(),
                      [&](const AccumulatorInput& a) { return a.fwd_tensor == fwd_tensor; }))
       throw ValueError("GradGraphInfo::accumulators_dict: " + to_string(fwd_tensor) +
                        " has no accumulator in gradient graph '" + graph_.name() +
                        "' (its gradient is not accumulated)");
+  }
   dict.emplace_back(counter_, counter);
   return dict;
 }
