@@ -8,6 +8,7 @@
 #include "pxl/ops/reduce.hpp"
 #include "pxl/ops/shape.hpp"
 #include "pxl/transforms/rewrite.hpp"
+#include "transforms/autodiff_hook.hpp"
 
 #include <algorithm>
 #include <map>
@@ -154,7 +155,8 @@ public:
       : rewriter_(fwd.ir()), fwd_(fwd), cache_(cache), versions_(fwd) {}
 
   transforms::GradGraphInfo run(const std::vector<Tensor>& provided,
-                                const std::vector<Tensor>& required) {
+                                const std::vector<Tensor>& required,
+                                const KeptGradients* kept = nullptr) {
     grad_ = fwd_.ir().create_empty_graph(fwd_.name() + "_grad");
     // A few gradient tensors per forward op: make room for their ids once.
     rewriter_.reserve_tensors(4 * fwd_.ops().size());
@@ -172,13 +174,27 @@ public:
     for (auto it = ops.rbegin(); it != ops.rend(); ++it)
       differentiate(*it);
     std::vector<transforms::ExpectedConnection> outputs;
+    std::vector<Tensor> kept_grads(kept ? kept->tensors.size() : 0);
     for (const auto& r : required) {
       auto g = grads_.find(r.index());
       auto on = ipu(r.ipu());
-      graph_output(g != grads_.end() ? g->second : ops::init(r.shape(), r.dtype()));
+      const Tensor grad = g != grads_.end() ? g->second : ops::init(r.shape(), r.dtype());
+      if (kept) {
+        const auto k = std::find(kept->tensors.begin(), kept->tensors.end(), r);
+        if (k != kept->tensors.end()) {
+          kept_grads[static_cast<std::size_t>(k - kept->tensors.begin())] = grad;
+          continue;
+        }
+      }
+      graph_output(grad);
       outputs.push_back({r, transforms::ExpectedConnection::Kind::fwd_grad});
     }
-    return transforms::GradGraphInfo(grad_, fwd_, std::move(expected_inputs_), std::move(outputs));
+    if (!kept)
+      return transforms::GradGraphInfo(grad_, fwd_, std::move(expected_inputs_),
+                                       std::move(outputs));
+    auto [accumulators, counter] = kept->inside(kept_grads);
+    return transforms::GradGraphInfo(grad_, fwd_, std::move(expected_inputs_), std::move(outputs),
+                                     std::move(accumulators), counter);
   }
 
   const Op& op() const override { return op_; }
@@ -381,7 +397,9 @@ void check_members(std::string_view what, const std::vector<Tensor>& ts,
 }
 } // namespace
 
-std::map<Graph, GradGraphInfo> autodiff_all(const Graph& graph, AutodiffOptions options) {
+namespace {
+std::map<Graph, GradGraphInfo> autodiff_impl(const Graph& graph, AutodiffOptions options,
+                                             const detail::KeptGradients* kept) {
   IrRewriter rewriter(graph.ir());
   rewriter.require_mutable("autodiff: differentiating graph '" + graph.name() + "'");
   if (graph.is_main())
@@ -410,11 +428,16 @@ std::map<Graph, GradGraphInfo> autodiff_all(const Graph& graph, AutodiffOptions 
   auto cache = std::move(options.called_graphs_grad_info);
   const transforms::GradGraphInfo info = [&] {
     const detail::SequencesSuspended outside;
-    return detail::Autodiff(graph, cache).run(provided, required);
+    return detail::Autodiff(graph, cache).run(provided, required, kept);
   }();
   rewriter.mark_differentiated(graph);
   cache.insert_or_assign(graph, info);
   return cache;
+}
+} // namespace
+
+std::map<Graph, GradGraphInfo> autodiff_all(const Graph& graph, AutodiffOptions options) {
+  return autodiff_impl(graph, std::move(options), nullptr);
 }
 
 GradGraphInfo autodiff(const Graph& graph, AutodiffOptions options) {
@@ -455,6 +478,32 @@ void check_activations_unchanged(const CallSiteInfo& fwd_call, const InputsDict&
 }
 } // namespace
 
+InputsDict GradGraphInfo::accumulators_dict(const std::map<Tensor, Tensor>& accumulators,
+                                            const Tensor& counter) const {
+  if (accumulators_.empty())
+    throw ValueError("GradGraphInfo::accumulators_dict: gradient graph '" + graph_.name() +
+                     "' has no accumulators; make it with autodiff_with_accumulation");
+  InputsDict dict;
+  for (const auto& a : accumulators_) {
+    const auto it = accumulators.find(a.fwd_tensor);
+    if (it == accumulators.end())
+      throw ValueError("GradGraphInfo::accumulators_dict: no accumulator given for " +
+                       to_string(a.fwd_tensor) + ", whose gradient graph '" + graph_.name() +
+                       "' accumulates into " + to_string(a.input));
+    dict.emplace_back(a.input, it->second);
+  }
+  for (const auto& entry : accumulators) {
+    const Tensor& fwd_tensor = entry.first;
+    if (std::none_of(accumulators_.begin(), accumulators_.end(),
+                     [&](const AccumulatorInput& a) { return a.fwd_tensor == fwd_tensor; }))
+      throw ValueError("GradGraphInfo::accumulators_dict: " + to_string(fwd_tensor) +
+                       " has no accumulator in gradient graph '" + graph_.name() +
+                       "' (its gradient is not accumulated)");
+  }
+  dict.emplace_back(counter_, counter);
+  return dict;
+}
+
 InputsDict GradGraphInfo::inputs_dict(const CallSiteInfo& fwd_call) const {
   if (fwd_call.called_graph() != forward_graph_)
     throw GraphError("GradGraphInfo::inputs_dict: the call site calls '" +
@@ -491,4 +540,11 @@ GradGraphInfo::fwd_parent_ins_to_grad_parent_outs(const CallSiteInfo& fwd_call,
 }
 
 } // namespace transforms
+
+namespace detail {
+transforms::GradGraphInfo autodiff_keeping(const Graph& graph, transforms::AutodiffOptions options,
+                                           const KeptGradients& kept) {
+  return transforms::autodiff_impl(graph, std::move(options), &kept).at(graph);
+}
+} // namespace detail
 } // namespace pxl

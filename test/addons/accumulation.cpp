@@ -26,24 +26,9 @@ constexpr double lr = 0.5;
 // A large step on purpose: the second update then depends visibly on the first.
 constexpr std::uint64_t seed = 7;
 
-HostTensor images(std::int64_t rows) {
-  return addons::init::normal(0.0, 1.0, {rows, features})(float32, 11);
-}
-/// `t` as a stream array of `n` elements: [n, *element] (the leading dim dropped when 1).
-HostTensor transfers_of(const HostTensor& t, std::int64_t n) {
-  if (n == 1)
-    return t;
-  Shape shape = t.shape();
-  shape[0] /= n;
-  shape.insert(shape.begin(), n);
-  return t.reshaped(shape);
-}
-HostTensor labels(std::int64_t rows) {
-  std::vector<std::int32_t> v;
-  for (std::int64_t i = 0; i < rows; ++i)
-    v.push_back(static_cast<std::int32_t>((i * 3 + 1) % classes));
-  return HostTensor(v, {rows});
-}
+HostTensor images(std::int64_t rows) { return test_addons::normal_images(rows, features); }
+HostTensor labels(std::int64_t rows) { return test_addons::cyclic_labels(rows, classes); }
+using test_addons::transfers_of;
 
 void sgd(double rate, const NamedTensors& weights, const NamedTensors& grads) {
   for (const auto& [key, w] : weights.items())

@@ -4,6 +4,8 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -31,16 +33,9 @@ struct Mlp : addons::Module<Mlp> {
   addons::Linear fc1, fc2;
 };
 
-HostTensor images(std::int64_t rows) {
-  return addons::init::normal(0.0, 1.0, {rows, features})(float32, 11);
-}
+HostTensor images(std::int64_t rows) { return test_addons::normal_images(rows, features); }
 
-HostTensor labels(std::int64_t rows) {
-  std::vector<std::int32_t> v;
-  for (std::int64_t i = 0; i < rows; ++i)
-    v.push_back(static_cast<std::int32_t>((i * 3 + 1) % classes));
-  return HostTensor(v, {rows});
-}
+HostTensor labels(std::int64_t rows) { return test_addons::cyclic_labels(rows, classes); }
 
 /// The Mlp's output on a batch of `batch` rows, run as `steps` micro-batches.
 HostTensor serialised_forward(std::int64_t batch, std::int64_t steps) {

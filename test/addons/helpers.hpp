@@ -19,6 +19,29 @@ inline HostTensor ramp(Shape shape, double scale = 1.0) {
   return t;
 }
 
+/// The classification tests' images: `rows` rows of `features` standard-normal floats (seed 11).
+inline HostTensor normal_images(std::int64_t rows, std::int64_t features) {
+  return addons::init::normal(0.0, 1.0, {rows, features})(float32, 11);
+}
+
+/// The classification tests' labels: (3 i + 1) mod `classes` for row i, int32.
+inline HostTensor cyclic_labels(std::int64_t rows, std::int64_t classes) {
+  std::vector<std::int32_t> v;
+  for (std::int64_t i = 0; i < rows; ++i)
+    v.push_back(static_cast<std::int32_t>((i * 3 + 1) % classes));
+  return HostTensor(v, {rows});
+}
+
+/// `t` as a stream array of `n` elements: [n, *element] (the leading dim dropped when 1).
+inline HostTensor transfers_of(const HostTensor& t, std::int64_t n) {
+  if (n == 1)
+    return t;
+  Shape shape = t.shape();
+  shape[0] /= n;
+  shape.insert(shape.begin(), n);
+  return t.reshaped(shape);
+}
+
 /// The gradients, under the weights' keys, of the mean cross-entropy of `fwd` bound to
 /// `weights` on inputs x with labels y, through `bwd` (fwd's autodiff).
 inline addons::NamedTensors cross_entropy_grads(const addons::GraphWithNamedArgs& fwd,
