@@ -70,11 +70,11 @@ std::string elem_type_name(std::int32_t elem_type) {
              : "element type " + std::to_string(elem_type);
 }
 
-DType device_dtype(std::int32_t elem_type, const std::string& what) {
+DType device_dtype(std::int32_t elem_type, const std::string& what, DType float_dtype) {
   switch (elem_type) {
   case TensorProto::FLOAT:
   case TensorProto::DOUBLE: // PopXL's downcast
-    return float32;
+    return float_dtype;
   case TensorProto::FLOAT16:
     return float16;
   case TensorProto::INT32:
@@ -363,8 +363,9 @@ ValueSpec spec_of(const ::onnx::ValueInfoProto& v, const ImportOptions& options,
     throw ImportError(what + ": " + (is_input ? "input" : "output") + " '" + v.name() +
                       "' is not a tensor (sequences and maps are not supported)");
   const auto& tt = v.type().tensor_type();
-  s.dtype = detail::device_dtype(tt.elem_type(), what + ": " + (is_input ? "input" : "output") +
-                                                     " '" + v.name() + "'");
+  s.dtype = detail::device_dtype(
+      tt.elem_type(), what + ": " + (is_input ? "input" : "output") + " '" + v.name() + "'",
+      options.float_dtype);
   const auto given = options.input_shapes.find(v.name());
   if (!tt.has_shape() && given == options.input_shapes.end())
     throw ImportError(what + ": " + (is_input ? "input" : "output") + " '" + v.name() +
@@ -411,6 +412,9 @@ Model Model::parse(std::span<const std::byte> bytes, ImportOptions options, std:
   auto impl = std::make_unique<Impl>();
   impl->what = std::move(what);
   impl->options = std::move(options);
+  if (impl->options.float_dtype != float32 && impl->options.float_dtype != float16)
+    throw DTypeError(impl->what + ": ImportOptions::float_dtype must be float32 or float16, got " +
+                     std::string(name(impl->options.float_dtype)));
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       !impl->proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw ImportError(impl->what + ": not a valid ONNX ModelProto (" +
@@ -498,8 +502,8 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
   // Each initializer becomes one variable (or constant), made at its first device use.
   std::map<std::string, Tensor> materialized;
   auto materialize = [&](const Folded& f) -> Tensor {
-    const DType dtype =
-        detail::device_dtype(f.elem_type, m.what + ": tensor '" + f.initializer + "'");
+    const DType dtype = detail::device_dtype(
+        f.elem_type, m.what + ": tensor '" + f.initializer + "'", m.options.float_dtype);
     if (f.initializer.empty())
       return constant(host_tensor(f, dtype));
     if (auto it = materialized.find(f.initializer); it != materialized.end())
@@ -536,7 +540,8 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
                           name + "', which no node, input or initializer gives");
       node_inputs.push_back(&it->second);
     }
-    const detail::NodeContext ctx(node, m.opset, std::move(node_inputs), materialize);
+    const detail::NodeContext ctx(node, m.opset, m.options.float_dtype, std::move(node_inputs),
+                                  materialize);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       ctx.fail("operators of domain '" + node.domain() + "' are not supported");
     const detail::OpRow* row = detail::find_op(node.op_type());

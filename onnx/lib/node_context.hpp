@@ -28,9 +28,10 @@ struct Folded {
 /// An ONNX value: a tensor of the graph being built, or a value folded at import.
 using Value = std::variant<Tensor, Folded>;
 
-/// pxl's dtype for an ONNX element type on the device (64-bit ones downcast); ImportError
-/// naming `what` for a type pxl has no device dtype for.
-DType device_dtype(std::int32_t elem_type, const std::string& what);
+/// pxl's dtype for an ONNX element type on the device: 64-bit ones downcast, FLOAT and DOUBLE
+/// as `float_dtype` (ImportOptions::float_dtype); ImportError naming `what` for a type pxl has
+/// no device dtype for.
+DType device_dtype(std::int32_t elem_type, const std::string& what, DType float_dtype = float32);
 /// ONNX's name of an element type ("FLOAT", "INT64").
 std::string elem_type_name(std::int32_t elem_type);
 
@@ -38,13 +39,15 @@ class NodeContext {
 public:
   /// `materialize` turns a folded value into a tensor of the graph (a variable for a
   /// trainable initializer, a constant otherwise).
-  NodeContext(const ::onnx::NodeProto& node, std::int64_t opset, std::vector<const Value*> inputs,
-              std::function<Tensor(const Folded&)> materialize)
-      : node_(node), opset_(opset), inputs_(std::move(inputs)),
+  NodeContext(const ::onnx::NodeProto& node, std::int64_t opset, DType float_dtype,
+              std::vector<const Value*> inputs, std::function<Tensor(const Folded&)> materialize)
+      : node_(node), opset_(opset), float_dtype_(float_dtype), inputs_(std::move(inputs)),
         materialize_(std::move(materialize)) {}
 
   const ::onnx::NodeProto& node() const { return node_; }
   std::int64_t opset() const { return opset_; }
+  /// The device dtype of the model's FLOAT values (ImportOptions::float_dtype).
+  DType float_dtype() const { return float_dtype_; }
   std::size_t inputs() const { return inputs_.size(); }
   /// Whether input i is given (ONNX leaves optional inputs out or names them "").
   bool has(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
@@ -83,6 +86,7 @@ private:
 
   const ::onnx::NodeProto& node_;
   std::int64_t opset_;
+  DType float_dtype_;
   std::vector<const Value*> inputs_;
   std::function<Tensor(const Folded&)> materialize_;
 };

@@ -422,7 +422,7 @@ Values cast(const NodeContext& c) {
     f.initializer.clear();
     return {f};
   }
-  return {ops::cast(c.tensor(0), device_dtype(to, c.where()))};
+  return {ops::cast(c.tensor(0), device_dtype(to, c.where(), c.float_dtype()))};
 }
 
 // A scalar known at import, as a double (Clip's min and max).

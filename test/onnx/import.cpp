@@ -32,7 +32,9 @@ pxl::HostTensor run(const std::string& name, pxl::onnx::ImportOptions options) {
   if (name != "fashion_cnn")
     options.input_shapes.clear();
   const auto imported = pxl::onnx::import_model(ir, models / (name + ".onnx"), options);
-  const auto x = pxl::HostTensor::load_npy(models / (name + ".input.npy"));
+  auto x = pxl::HostTensor::load_npy(models / (name + ".input.npy"));
+  if (x.dtype() == pxl::float32)
+    x = x.astype(options.float_dtype);
   pxl::HostToDeviceStream in;
   pxl::DeviceToHostStream out;
   {
@@ -72,6 +74,18 @@ TEST_CASE("models PyTorch 1.13 exported match PyTorch's outputs to 1e-4") {
     MESSAGE(name << ": max |Δ| / max |y| = " << error);
     CHECK(error < 1e-4);
   }
+}
+
+TEST_CASE("float_dtype float16 runs a model in half precision") {
+  const auto expected = pxl::HostTensor::load_npy(models / "cnn.output.npy");
+  const auto y = run("cnn", {.float_dtype = pxl::float16});
+  CHECK(y.dtype() == pxl::float16);
+  const double error = relative_error(y, expected);
+  MESSAGE("cnn in float16: max |Δ| / max |y| = " << error);
+  CHECK(error < 1e-2);
+  CHECK_THROWS_WITH_AS(pxl::onnx::Model::load(models / "cnn.onnx", {.float_dtype = pxl::int32}),
+                       doctest::Contains("float_dtype must be float32 or float16, got int32"),
+                       pxl::DTypeError);
 }
 
 TEST_CASE("an import lists the model's inputs, outputs and initializers as variables") {

@@ -34,6 +34,9 @@ struct ImportOptions {
   std::set<std::string> constants;
   /// Every initializer a constant: an inference-only graph.
   bool all_constants = false;
+  /// The dtype of the model's FLOAT (and DOUBLE) inputs, initializers, constants and casts on
+  /// the device: float16 runs the model in half precision (DTypeError for another dtype).
+  DType float_dtype = float32;
 };
 
 /// A graph input or output of a model: its ONNX name, and the shape and dtype pxl gives it
