@@ -285,7 +285,7 @@ std::optional<StreamInputs> Engine::downcast_inputs(std::string_view what,
     if (!converted)
       converted = inputs;
     (*converted).at(s) = InputArray(pxl::detail::downcast_for_device(
-        std::string(what) + ": the array of input stream '" + s.name() + "'", array.get(), true));
+        std::string(what) + ": the array of input stream", s.name(), array.get(), true));
   }
   return converted;
 }

@@ -49,9 +49,11 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
   PXL_ASSERT(output_specs.size() == output_names.size());
   PXL_ASSERT(node.attrs.index() == attrs_index(node.kind)); // the op table row's attribute type
   for (std::size_t i = 0; i < output_specs.size(); ++i) {
-    const auto describe = [&] { return std::string(what) + ": output '" + output_names[i] + "'"; };
-    checked_nbytes(output_specs[i], describe);
-    check_device_dtype(describe(), output_specs[i]);
+    checked_nbytes(output_specs[i],
+                   [&] { return std::string(what) + ": output '" + output_names[i] + "'"; });
+    if (!is_device_dtype(output_specs[i].dtype))
+      check_device_dtype(std::string(what) + ": output", output_names[i], output_specs[i].dtype,
+                         output_specs[i].shape);
   }
   require_mutable(ir, what);
   const OpId op{static_cast<Index>(ir.ops.size())};
@@ -270,24 +272,28 @@ Tensor add_op1(OpKind kind, std::span<const Tensor> inputs, TensorSpec output_sp
   return add_op_node(kind, inputs, std::move(specs), std::move(attrs), output_name).output(0);
 }
 
-void check_device_dtype(std::string_view what, const TensorSpec& spec) {
-  if (!is_device_dtype(spec.dtype))
-    throw DTypeError(std::string(what) + " would be " + to_string(spec) +
+void check_device_dtype(std::string_view call, std::string_view name, DType dtype,
+                        const Shape& shape) {
+  if (!is_device_dtype(dtype))
+    throw DTypeError(std::string(call) + " '" + std::string(name) + "' would be " +
+                     to_string(TensorSpec{shape, dtype}) +
                      ", a host dtype: PopXL's devices hold no 64-bit tensors (int64, uint64, "
                      "float64); use " +
-                     std::string(name(downcast_dtype(spec.dtype))) +
+                     std::string(pxl::name(downcast_dtype(dtype))) +
                      ", the dtype PopXL's downcast stores it as");
 }
 
-HostTensor downcast_for_device(std::string_view what, HostTensor data, bool downcast) {
+HostTensor downcast_for_device(std::string_view call, std::string_view name, HostTensor data,
+                               bool downcast) {
   const DType from = data.dtype(), to = downcast_dtype(from);
   if (from == to)
     return data;
+  const std::string what = std::string(call) + " '" + std::string(name) + "'";
   if (!downcast)
     throw DTypeError(std::string(what) + " holds " + to_string(data.spec()) +
                      " data with downcast = false, but PopXL's devices hold no 64-bit tensors; "
                      "pass downcast = true (PopXL's default) to store it as " +
-                     std::string(name(to)) + ", or convert it with HostTensor::astype");
+                     std::string(pxl::name(to)) + ", or convert it with HostTensor::astype");
   if (is_integral(from))
     visit_dtype(from, [&](auto type) {
       using T = typename decltype(type)::type;
@@ -300,9 +306,9 @@ HostTensor downcast_for_device(std::string_view what, HostTensor data, bool down
         });
         if (bad != values.end())
           throw ValueError(
-              std::string(what) + " holds " + std::string(name(from)) + " value " +
+              std::string(what) + " holds " + std::string(pxl::name(from)) + " value " +
               std::to_string(*bad) + " at element " + std::to_string(bad - values.begin()) +
-              ", outside " + std::string(name(to)) + "'s range [" +
+              ", outside " + std::string(pxl::name(to)) + "'s range [" +
               std::to_string(std::numeric_limits<Narrow>::min()) + ", " +
               std::to_string(std::numeric_limits<Narrow>::max()) +
               "]: downcasting it would wrap it to " + std::to_string(static_cast<Narrow>(*bad)) +
