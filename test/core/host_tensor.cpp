@@ -246,12 +246,12 @@ TEST_CASE(".npy descr of each dtype is NumPy's") {
       {uint8, "|u1"},   {bool_, "|b1"},   {int8, "|i1"},   {int16, "<i2"},
       {uint16, "<u2"},  {int64, "<i8"},   {uint64, "<u8"}, {float64, "<f8"}};
   REQUIRE(descrs.size() == all_dtypes.size());
-  for (const auto& [d, descr] : descrs) {
-    CAPTURE(d);
-    HostTensor({2}, d).save_npy(path);
+  for (const auto& entry : descrs) {
+    CAPTURE(entry.first);
+    HostTensor({2}, entry.first).save_npy(path);
     std::ifstream f(path, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), {});
-    CHECK(bytes.find("{'descr': '" + descr + "', 'fortran_order'") == 10);
+    CHECK(bytes.find("{'descr': '" + entry.second + "', 'fortran_order'") == 10);
   }
   std::filesystem::remove(path);
 }
