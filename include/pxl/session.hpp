@@ -261,7 +261,11 @@ public:
 
   /// Runs the main graph once. Every expected stream must be given exactly once (StreamError
   /// lists missing and unexpected ones), with the right shape (ShapeError) and dtype
-  /// (DTypeError); nothing runs otherwise. Returns one array per d2h stream stored to.
+  /// (DTypeError); nothing runs otherwise. An int64, uint64 or float64 array of a stream of
+  /// int32, uint32 or float32 is downcast first, as PopXL's `run(downcast_inputs=True)`, its
+  /// default (pxl has no `false`: the device never takes 64-bit data); an integer outside the
+  /// 32-bit range is a ValueError naming the stream, the value and its index. Returns one array
+  /// per d2h stream stored to.
   /// SessionError unless attached. A run that fails at a step (a remote offset out of range,
   /// a callback or observer that throws) stops after that step on every replica and throws;
   /// the variables keep what the steps up to it wrote (no rollback) and the session stays

@@ -21,6 +21,18 @@ std::string_view name(DType d) {
     return "uint8";
   case DType::bool_:
     return "bool";
+  case DType::int8:
+    return "int8";
+  case DType::int16:
+    return "int16";
+  case DType::uint16:
+    return "uint16";
+  case DType::int64:
+    return "int64";
+  case DType::uint64:
+    return "uint64";
+  case DType::float64:
+    return "float64";
   }
   return "?";
 }
@@ -29,15 +41,34 @@ std::size_t size_of(DType d) {
   return visit_dtype(d, [](auto t) { return sizeof(typename decltype(t)::type); });
 }
 
-bool is_floating_point(DType d) { return d == DType::float32 || d == DType::float16; }
-bool is_integral(DType d) { return d == DType::int32 || d == DType::uint32 || d == DType::uint8; }
+bool is_floating_point(DType d) { return d == float32 || d == float16 || d == float64; }
+bool is_integral(DType d) {
+  return d != bool_ &&
+         visit_dtype(d, [](auto t) { return std::is_integral_v<typename decltype(t)::type>; });
+}
+bool is_device_dtype(DType d) { return downcast_dtype(d) == d; }
+
+DType downcast_dtype(DType d) {
+  switch (d) {
+  case DType::int64:
+    return int32;
+  case DType::uint64:
+    return uint32;
+  case DType::float64:
+    return float32;
+  default:
+    return d;
+  }
+}
 
 DType dtype_from_name(std::string_view s) {
-  for (DType d : {float32, float16, int32, uint32, uint8, bool_})
+  std::string names;
+  for (DType d : all_dtypes) {
     if (name(d) == s)
       return d;
-  throw DTypeError("unknown dtype '" + std::string(s) +
-                   "': expected one of float32, float16, int32, uint32, uint8, bool");
+    names += (names.empty() ? "" : ", ") + std::string(name(d));
+  }
+  throw DTypeError("unknown dtype '" + std::string(s) + "': expected one of " + names);
 }
 
 std::ostream& operator<<(std::ostream& os, DType d) { return os << name(d); }

@@ -110,13 +110,17 @@ void print_rec(std::ostream& os, const HostTensor& t, std::size_t axis, std::int
   constexpr std::int64_t edge = 3;
   const auto& shape = t.shape();
   if (axis == shape.size()) {
-    const double v = t.item(offset);
-    if (t.dtype() == bool_)
-      os << (v != 0 ? "true" : "false");
-    else if (is_floating_point(t.dtype()))
-      os << std::setprecision(6) << v;
-    else
-      os << static_cast<long long>(v);
+    // Integers print exactly: int64 and uint64 hold values a double cannot.
+    visit_dtype(t.dtype(), [&](auto type) {
+      using T = typename decltype(type)::type;
+      const T v = t.data<T>()[static_cast<std::size_t>(offset)];
+      if constexpr (std::is_same_v<T, bool>)
+        os << (v ? "true" : "false");
+      else if constexpr (std::is_integral_v<T>)
+        os << +v; // int8 and uint8 as numbers, not characters
+      else
+        os << std::setprecision(6) << static_cast<double>(v);
+    });
     return;
   }
   const std::size_t axes_left = shape.size() - axis;
@@ -166,6 +170,18 @@ std::string npy_descr(DType d) {
     return "|u1";
   case DType::bool_:
     return "|b1";
+  case DType::int8:
+    return "|i1";
+  case DType::int16:
+    return "<i2";
+  case DType::uint16:
+    return "<u2";
+  case DType::int64:
+    return "<i8";
+  case DType::uint64:
+    return "<u8";
+  case DType::float64:
+    return "<f8";
   }
   return "";
 }
@@ -389,14 +405,17 @@ HostTensor HostTensor::load_npy(const std::filesystem::path& path, const ReadOpt
 
   DType dtype{};
   bool found = false;
-  for (DType d : {float32, float16, int32, uint32, uint8, bool_})
+  std::string descrs;
+  for (DType d : all_dtypes) {
     if (h.descr == npy_descr(d) || (size_of(d) == 1 && h.descr == "<" + npy_descr(d).substr(1))) {
       dtype = d;
       found = true;
     }
+    descrs += (descrs.empty() ? "" : ", ") + npy_descr(d);
+  }
   if (!found)
-    npy_fail(p, "has dtype " + npy_quote(h.descr) +
-                    "; expected one of <f4, <f2, <i4, <u4, |u1, |b1 (little-endian)");
+    npy_fail(p, "has dtype " + npy_quote(h.descr) + "; expected one of " + descrs +
+                    " (little-endian)");
   if (h.fortran_order)
     npy_fail(p, "is in Fortran order; only C order is supported");
   std::uint64_t need = 0;

@@ -20,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -126,6 +127,10 @@ private:
   HostTensor all_replicas_value(TensorId t) const;
   /// Checks a run's arguments (the caller holds the lock): attachment, then the input arrays,
   /// then the output arrays unless `outputs` is null (they are then made by the run).
+  /// `inputs` with each int64, uint64 or float64 array of a stream of its 32-bit dtype
+  /// downcast (PopXL's `downcast_inputs`), or none when no array is 64-bit.
+  std::optional<StreamInputs> downcast_inputs(std::string_view what,
+                                              const StreamInputs& inputs) const;
   void validate_run(std::string_view what, const StreamInputs& inputs,
                     const StreamOutputs* outputs) const;
   /// An output array for `s`: one element per transfer, or one for OutfeedMode::last.

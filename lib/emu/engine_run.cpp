@@ -1,12 +1,14 @@
 // Engine: running the plan, with the host arrays and callbacks of its streams.
 #include "engine.hpp"
 #include "ir/handle_check.hpp"
+#include "ir/op_builder.hpp"
 
 #include "pxl/core/error.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -273,10 +275,28 @@ void Engine::validate_run(std::string_view what, const StreamInputs& inputs,
                     [this](const DeviceToHostStream& s) { return streams_[s.index()].last; });
 }
 
-void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool outputs_from_caller,
+std::optional<StreamInputs> Engine::downcast_inputs(std::string_view what,
+                                                    const StreamInputs& inputs) const {
+  std::optional<StreamInputs> converted;
+  for (const auto& [s, array] : inputs) {
+    const DType d = array.dtype();
+    if (is_device_dtype(d) || !s.valid() || !view_.owns(s) || downcast_dtype(d) != s.dtype())
+      continue; // validate_run reports any mismatch
+    if (!converted)
+      converted = inputs;
+    (*converted).at(s) = InputArray(pxl::detail::downcast_for_device(
+        std::string(what) + ": the array of input stream", s.name(), array.get(), true));
+  }
+  return converted;
+}
+
+void Engine::run(const StreamInputs& given, StreamOutputs& outputs, bool outputs_from_caller,
                  StepObserver* observer) {
   const char* what = outputs_from_caller ? "Session::run_with_outputs" : "Session::run";
   auto lock = enter(what);
+  // PopXL's downcast_inputs: a copy of the map only when an array is 64-bit.
+  const auto converted = downcast_inputs(what, given);
+  const StreamInputs& inputs = converted ? *converted : given;
   validate_run(what, inputs, outputs_from_caller ? &outputs : nullptr);
   if (!outputs_from_caller)
     for (const auto& s : expected_outputs_locked())
@@ -286,6 +306,8 @@ void Engine::run(const StreamInputs& inputs, StreamOutputs& outputs, bool output
 
 std::future<StreamOutputs> Engine::run_async(StreamInputs inputs, StepObserver* observer) {
   auto lock = enter("Session::run_async");
+  if (auto converted = downcast_inputs("Session::run_async", inputs))
+    inputs = std::move(*converted);
   validate_run("Session::run_async", inputs, nullptr);
   for (auto& [stream, array] : inputs)
     array = array.owned(); // the caller's arrays may be gone before the run starts

@@ -107,6 +107,7 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
                      : kind == TensorKind::variable  ? "variable"
                                                      : "constant";
   detail::checked_nbytes(spec, [&] { return std::string(what) + " '" + name + "'"; });
+  detail::check_device_dtype(what, name, spec.dtype, spec.shape);
   ir.tensors.push_back(detail::TensorNode{.id = {},
                                           .name = name,
                                           .spec = std::move(spec),
@@ -174,7 +175,7 @@ void graph_output(const Tensor& t) {
   g.ir->graph(g.graph).outputs.push_back(IrView::id(t));
 }
 
-Tensor variable(HostTensor data, std::string name) {
+Tensor variable(HostTensor data, std::string name, bool downcast) {
   const auto g = detail::require_graph("variable");
   if (g.graph != IrView::main_graph())
     throw GraphError("variable: variables live in the main graph only, but the current graph is '" +
@@ -182,11 +183,13 @@ Tensor variable(HostTensor data, std::string name) {
                      "'; create it under ir.main_graph().scope() and pass it to the subgraph "
                      "as an input");
   detail::require_mutable(*g.ir, "variable: adding variable '" + name + "'");
+  data = detail::downcast_for_device("variable", name, std::move(data), downcast);
   TensorSpec spec = data.spec();
   return add_tensor(g, std::move(name), std::move(spec), TensorKind::variable, std::move(data));
 }
 Tensor variable(const HostTensor& data, DType dtype, std::string name) {
-  return variable(data.astype(dtype), std::move(name));
+  detail::check_device_dtype("variable", name, dtype, data.shape());
+  return variable(data.astype(dtype), std::move(name), /*downcast=*/false);
 }
 
 Tensor variable(HostTensor data, std::string name, const VariableOptions& options) {
@@ -195,7 +198,7 @@ Tensor variable(HostTensor data, std::string name, const VariableOptions& option
       throw ValueError("variable: a retrieval mode was given for '" + name +
                        "', which has no replica grouping; retrieval modes choose how a grouped "
                        "variable is read back (give VariableOptions::replica_grouping too)");
-    return variable(std::move(data), std::move(name));
+    return variable(std::move(data), std::move(name), options.downcast);
   }
   const ReplicaGrouping& grouping = *options.replica_grouping;
   const auto g = detail::require_graph("variable");
@@ -204,6 +207,7 @@ Tensor variable(HostTensor data, std::string name, const VariableOptions& option
     throw ValueError("variable: " + grouping.to_string() + " for '" + name +
                      "' was not made by this Ir's replica_grouping (replication factor " +
                      std::to_string(ir.replication_factor()) + ")");
+  data = detail::downcast_for_device("variable", name, std::move(data), options.downcast);
   TensorSpec spec = data.spec();
   if (grouping.num_groups() > 1) {
     if (spec.shape.empty() || spec.shape.front() != grouping.num_groups())
@@ -222,18 +226,21 @@ Tensor variable(HostTensor data, std::string name, const VariableOptions& option
   return t;
 }
 
-Tensor constant(HostTensor data, std::string name) {
+Tensor constant(HostTensor data, std::string name, bool downcast) {
   const auto g = detail::require_graph("constant");
   detail::require_mutable(*g.ir, "constant: adding constant '" + name + "' to graph '" +
                                      g.ir->graph(g.graph).name + "'");
+  data = detail::downcast_for_device("constant", name, std::move(data), downcast);
   TensorSpec spec = data.spec();
   return add_tensor(g, std::move(name), std::move(spec), TensorKind::constant, std::move(data));
 }
 Tensor constant(const HostTensor& data, DType dtype, std::string name) {
-  return constant(data.astype(dtype), std::move(name));
+  detail::check_device_dtype("constant", name, dtype, data.shape());
+  return constant(data.astype(dtype), std::move(name), /*downcast=*/false);
 }
 Tensor constant(double value, DType dtype, std::string name) {
-  return constant(HostTensor::full({}, dtype, value), std::move(name));
+  detail::check_device_dtype("constant", name, dtype, {});
+  return constant(HostTensor::full({}, dtype, value), std::move(name), /*downcast=*/false);
 }
 
 } // namespace pxl

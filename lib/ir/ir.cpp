@@ -273,6 +273,7 @@ Handle add_stream(Shape shape, DType dtype, std::string name, bool h2d) {
   if (name.empty())
     name = std::string(what) + std::to_string(index.value);
   nbytes(shape, dtype, std::string(what) + " '" + name + "'");
+  detail::check_device_dtype(what, name, dtype, shape);
   detail::require_mutable(ir, std::string(what) + ": adding stream '" + name + "'");
   for (const auto& s : ir.streams)
     if (s.name == name)

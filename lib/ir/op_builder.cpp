@@ -4,6 +4,9 @@
 #include "pxl/ir/graph.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace pxl::detail {
 
@@ -45,9 +48,13 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
                std::string_view what) {
   PXL_ASSERT(output_specs.size() == output_names.size());
   PXL_ASSERT(node.attrs.index() == attrs_index(node.kind)); // the op table row's attribute type
-  for (std::size_t i = 0; i < output_specs.size(); ++i)
+  for (std::size_t i = 0; i < output_specs.size(); ++i) {
     checked_nbytes(output_specs[i],
                    [&] { return std::string(what) + ": output '" + output_names[i] + "'"; });
+    if (!is_device_dtype(output_specs[i].dtype))
+      check_device_dtype(std::string(what) + ": output", output_names[i], output_specs[i].dtype,
+                         output_specs[i].shape);
+  }
   require_mutable(ir, what);
   const OpId op{static_cast<Index>(ir.ops.size())};
   node.graph = g;
@@ -143,6 +150,19 @@ void check_views(const IrStorage& ir, GraphId g, OpKind kind, const OpAttrs& att
 }
 } // namespace
 
+namespace {
+/// The dtypes the device only moves (op_flags::Moves): an op that computes refuses them.
+void check_computes_on(std::string_view op, const std::string& operand, DType d) {
+  if (d == int8 || d == int16 || d == uint16)
+    throw DTypeError(std::string(op) + ": " + operand + " is " + std::string(name(d)) + ", which " +
+                     std::string(op) +
+                     " does not compute on: int8, int16 and uint16 are storage dtypes on the "
+                     "device, taken only by the ops that move or convert data (cast, copies, "
+                     "reshapes, slices, concat, gathers, where, streams, remote buffers); cast "
+                     "to int32 or a float with ops::cast to compute");
+}
+} // namespace
+
 Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSpec> output_specs,
                OpAttrs attrs, std::string_view output_name) {
   const std::string_view op = op_type_name(kind);
@@ -168,6 +188,14 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
                        "' (Streaming Memory), not on the IPU; load it with "
                        "ops::remote_load(buffer, " +
                        std::to_string(r->entry) + ")");
+  }
+  if (!moves_only(kind)) {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      check_computes_on(op, "input " + std::to_string(i) + " " + to_string(inputs[i]),
+                        inputs[i].dtype());
+    for (std::size_t i = 0; i < output_specs.size(); ++i)
+      check_computes_on(op, "output " + std::to_string(i) + " " + to_string(output_specs[i]),
+                        output_specs[i].dtype);
   }
   require_mutable(ir, [&] {
     return std::string(op) + ": adding an op to graph '" + ir.graph(g.graph).name + "'";
@@ -242,6 +270,53 @@ Tensor add_op1(OpKind kind, std::span<const Tensor> inputs, TensorSpec output_sp
   std::vector<TensorSpec> specs; // not from an initializer list, which would copy the shape
   specs.push_back(std::move(output_spec));
   return add_op_node(kind, inputs, std::move(specs), std::move(attrs), output_name).output(0);
+}
+
+void check_device_dtype(std::string_view call, std::string_view name, DType dtype,
+                        const Shape& shape) {
+  if (!is_device_dtype(dtype))
+    throw DTypeError(std::string(call) + " '" + std::string(name) + "' would be " +
+                     to_string(TensorSpec{shape, dtype}) +
+                     ", a host dtype: PopXL's devices hold no 64-bit tensors (int64, uint64, "
+                     "float64); use " +
+                     std::string(pxl::name(downcast_dtype(dtype))) +
+                     ", the dtype PopXL's downcast stores it as");
+}
+
+HostTensor downcast_for_device(std::string_view call, std::string_view name, HostTensor data,
+                               bool downcast) {
+  const DType from = data.dtype(), to = downcast_dtype(from);
+  if (from == to)
+    return data;
+  const std::string what = std::string(call) + " '" + std::string(name) + "'";
+  if (!downcast)
+    throw DTypeError(std::string(what) + " holds " + to_string(data.spec()) +
+                     " data with downcast = false, but PopXL's devices hold no 64-bit tensors; "
+                     "pass downcast = true (PopXL's default) to store it as " +
+                     std::string(pxl::name(to)) + ", or convert it with HostTensor::astype");
+  if (is_integral(from))
+    visit_dtype(from, [&](auto type) {
+      using T = typename decltype(type)::type;
+      if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+        using Narrow = std::conditional_t<std::is_signed_v<T>, std::int32_t, std::uint32_t>;
+        const auto values = data.template data<T>();
+        const auto bad = std::find_if(values.begin(), values.end(), [](T v) {
+          return v < T{std::numeric_limits<Narrow>::min()} ||
+                 v > T{std::numeric_limits<Narrow>::max()};
+        });
+        if (bad != values.end())
+          throw ValueError(
+              std::string(what) + " holds " + std::string(pxl::name(from)) + " value " +
+              std::to_string(*bad) + " at element " + std::to_string(bad - values.begin()) +
+              ", outside " + std::string(pxl::name(to)) + "'s range [" +
+              std::to_string(std::numeric_limits<Narrow>::min()) + ", " +
+              std::to_string(std::numeric_limits<Narrow>::max()) +
+              "]: downcasting it would wrap it to " + std::to_string(static_cast<Narrow>(*bad)) +
+              " (PopXL's NumPy cast does so silently); convert it with HostTensor::astype to "
+              "keep the wrapped value");
+      }
+    });
+  return data.astype(to);
 }
 
 void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b) {

@@ -5,6 +5,7 @@
 #include "ir/handle_check.hpp"
 #include "ir/ir_storage.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/core/host_tensor.hpp"
 #include "pxl/ir/op.hpp"
 #include "pxl/ir/replica_sharding.hpp"
 #include "pxl/ir/tensor.hpp"
@@ -84,6 +85,19 @@ public:
 private:
   std::vector<SequenceFrame> saved_;
 };
+
+/// DTypeError unless a tensor of `dtype` and `shape` may live on the device (not int64, uint64
+/// or float64), naming it as `call 'name'` ("Cast: output 'y'", "variable 'w'"); the message
+/// is built only then.
+void check_device_dtype(std::string_view call, std::string_view name, DType dtype,
+                        const Shape& shape);
+/// Host data on its way to the device as PopXL's `downcast` argument says: a 64-bit dtype is
+/// stored as its 32-bit one (int64 → int32, uint64 → uint32, float64 → float32, rounded to
+/// nearest) when `downcast`, a DTypeError otherwise; other data passes unchanged. An integer
+/// outside the 32-bit range is a ValueError naming it and its index, where PopXL (NumPy's
+/// astype) would wrap it silently. Errors name the data as `call 'name'`.
+HostTensor downcast_for_device(std::string_view call, std::string_view name, HostTensor data,
+                               bool downcast);
 
 /// DTypeError unless `a` and `b` share a dtype.
 void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b);

@@ -41,6 +41,7 @@ RemoteBuffer remote_buffer(Shape shape, DType dtype, std::int64_t entries, std::
     throw ValueError("remote_buffer: '" + name + "' needs at least one entry, got " +
                      std::to_string(entries));
   const std::int64_t bytes = nbytes(shape, dtype, "remote_buffer '" + name + "'");
+  detail::check_device_dtype("remote_buffer", name, dtype, shape);
   std::int64_t total = 0;
   if (__builtin_mul_overflow(bytes, entries, &total))
     throw ValueError("remote_buffer: '" + name + "' of " + std::to_string(entries) +
@@ -64,7 +65,7 @@ std::optional<RemoteEntry> remote_entry(const Tensor& t) {
 }
 
 Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t entry,
-                       std::string name) {
+                       std::string name, bool downcast) {
   const auto g = detail::require_graph("remote_variable");
   detail::require_usable(buffer, "remote_variable");
   if (HandleAccess::storage(buffer) != g.ir)
@@ -72,6 +73,7 @@ Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t
                      "' belongs to another Ir than the current graph's");
   if (name.empty())
     name = buffer.name() + "_" + std::to_string(entry);
+  data = detail::downcast_for_device("remote_variable", name, std::move(data), downcast);
   if (data.shape() != buffer.shape())
     throw ShapeError("remote_variable: '" + name + "' has data of shape " +
                      to_string(data.shape()) + " but the entries of remote buffer '" +

@@ -92,8 +92,10 @@ void make_sharded(detail::IrStorage& ir, const Tensor& t, HostTensor data, Layou
 
 } // namespace
 
-Tensor replica_sharded_variable(HostTensor data, std::string name, const ShardingOptions& options) {
+Tensor replica_sharded_variable(HostTensor data, std::string name, const ShardingOptions& options,
+                                bool downcast) {
   const char* what = "replica_sharded_variable";
+  data = detail::downcast_for_device(what, name, std::move(data), downcast);
   Shape whole = whole_shape(what, name, data, options.replica_grouping);
   Layout l = layout(what, name, whole, options);
   const TensorSpec shard =
@@ -125,8 +127,9 @@ RemoteBuffer replica_sharded_buffer(Shape shape, DType dtype, const ShardingOpti
 }
 
 Tensor remote_replica_sharded_variable(HostTensor data, const RemoteBuffer& buffer,
-                                       std::int64_t entry, std::string name) {
+                                       std::int64_t entry, std::string name, bool downcast) {
   const char* what = "remote_replica_sharded_variable";
+  data = detail::downcast_for_device(what, name, std::move(data), downcast);
   const auto sharding = replica_sharding(buffer);
   if (!buffer.valid() || !sharding)
     throw ValueError(std::string(what) + ": remote buffer '" +

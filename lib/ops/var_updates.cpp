@@ -118,7 +118,7 @@ Tensor sparse_accumulate_(const Tensor& t, const Tensor& x, const Tensor& indice
 }
 
 Tensor copy_var_update_(const Tensor& t, const Tensor& x) {
-  check_target_dtype("CopyVarUpdate", t, true);
+  // A copy: every device dtype (op_flags::Moves).
   detail::check_same_dtype("CopyVarUpdate", t, x);
   if (t.shape() != x.shape())
     throw ShapeError("CopyVarUpdate: " + to_string(x) + " must have the same shape as " +

@@ -85,12 +85,19 @@ DType device_dtype(std::int32_t elem_type, const std::string& what, DType float_
     return uint32;
   case TensorProto::UINT8:
     return uint8;
+  case TensorProto::INT8:
+    return int8;
+  case TensorProto::INT16:
+    return int16;
+  case TensorProto::UINT16:
+    return uint16;
   case TensorProto::BOOL:
     return bool_;
   default:
     throw ImportError(what + ": ONNX " + elem_type_name(elem_type) +
                       " has no pxl dtype (supported: FLOAT, FLOAT16, DOUBLE as float32, INT32, "
-                      "INT64 as int32, UINT32, UINT64 as uint32, UINT8, BOOL)");
+                      "INT64 as int32, UINT32, UINT64 as uint32, INT8, INT16, UINT16, UINT8, "
+                      "BOOL)");
   }
 }
 
@@ -267,6 +274,18 @@ std::int32_t NodeContext::elem_type(std::size_t i) const {
     return TensorProto::UINT8;
   case DType::bool_:
     return TensorProto::BOOL;
+  case DType::int8:
+    return TensorProto::INT8;
+  case DType::int16:
+    return TensorProto::INT16;
+  case DType::uint16:
+    return TensorProto::UINT16;
+  case DType::int64: // host dtypes, never a tensor's
+    return TensorProto::INT64;
+  case DType::uint64:
+    return TensorProto::UINT64;
+  case DType::float64:
+    return TensorProto::DOUBLE;
   }
   return TensorProto::UNDEFINED;
 }

@@ -5,8 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 using namespace pxl;
 using pxl::addons::NamedTensors;
@@ -48,6 +50,31 @@ TEST_CASE("A checkpoint saved from one session loads into another by name") {
   pxl::addons::load_checkpoint(sb, b.variables, path);
   CHECK(sb.get_tensor_data(b.variables.at("layer.w")) == HostTensor({11.f, 22.f}, {2}));
   CHECK(sb.get_tensor_data(b.variables.at("layer.b")) == HostTensor({3.f}, {1}));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("int8, int16 and uint16 variables round-trip through a checkpoint") {
+  const auto path = temp_file("narrow.safetensors");
+  const auto build = [](Ir& ir, const HostTensor& a, const HostTensor& b, const HostTensor& c) {
+    auto in_main = ir.main_graph().scope();
+    return NamedTensors::from_dict(
+        {{"a", variable(a, "a")}, {"b", variable(b, "b")}, {"c", variable(c, "c")}});
+  };
+  const HostTensor a(std::vector<std::int8_t>{-128, 5, 127}, {3});
+  const HostTensor b(std::vector<std::int16_t>{-32768, 32767}, {2, 1});
+  const HostTensor c(std::vector<std::uint16_t>{65535}, {1});
+  Ir ir1, ir2;
+  const auto v1 = build(ir1, a, b, c);
+  const auto v2 = build(ir2, a.astype(float32).astype(int8), HostTensor({2, 1}, int16),
+                        HostTensor({1}, uint16));
+  Session s1(ir1, "ipu_model", {.workers = 1});
+  pxl::addons::save_checkpoint(s1, v1, path);
+  CHECK(pxl::addons::load_safetensors(path).at("b") == b);
+  Session s2(ir2, "ipu_model", {.workers = 1});
+  pxl::addons::load_checkpoint(s2, v2, path);
+  CHECK(s2.get_tensor_data(v2.at("a")) == a);
+  CHECK(s2.get_tensor_data(v2.at("b")) == b);
+  CHECK(s2.get_tensor_data(v2.at("c")) == c);
   std::filesystem::remove(path);
 }
 

@@ -50,6 +50,33 @@ TEST_CASE("wrong counts, dtypes and indices are clear errors") {
   CHECK_THROWS_AS(HostTensor(Shape{-1}, float32), ShapeError);
 }
 
+TEST_CASE("the new dtypes: construction, astype and equality") {
+  const HostTensor w({std::int64_t{3'000'000'000}, std::int64_t{-1}, std::int64_t{7}});
+  CHECK(w.dtype() == int64);
+  CHECK(w.nbytes() == 24);
+  CHECK(w.at<std::int64_t>({0}) == 3'000'000'000);
+  // astype follows convert_element: wrap between integers, round to nearest to floats.
+  CHECK(w.astype(int32) == HostTensor(std::vector<std::int32_t>{-1'294'967'296, -1, 7}, {3}));
+  CHECK(w.astype(uint16) == HostTensor(std::vector<std::uint16_t>{0x5e00, 65535, 7}, {3}));
+  CHECK(w.astype(int8) == HostTensor(std::vector<std::int8_t>{0, -1, 7}, {3}));
+  CHECK(w.astype(float64) == HostTensor(std::vector<double>{3e9, -1.0, 7.0}, {3}));
+  CHECK(w.astype(uint64).astype(int64) == w);
+  const HostTensor d({0.1, 1e300, -2.5});
+  CHECK(d.astype(float32) ==
+        HostTensor(std::vector<float>{0.1f, std::numeric_limits<float>::infinity(), -2.5f}, {3}));
+  CHECK(d.astype(int16) == HostTensor(std::vector<std::int16_t>{0, 32767, -2}, {3}));
+  CHECK(d.astype(uint64).data<std::uint64_t>()[1] == ~std::uint64_t{0});
+  CHECK(HostTensor::full({2}, uint64, 1.8e19).data<std::uint64_t>()[0] ==
+        18'000'000'000'000'000'000u);
+  CHECK(HostTensor::full({1}, int8, -200).item() == -128);
+  // Equality is per dtype and byte.
+  CHECK_FALSE(HostTensor({std::int64_t{1}}) == HostTensor({std::uint64_t{1}}));
+  CHECK_FALSE(HostTensor({1.0}) == HostTensor({1.0f}));
+  CHECK(HostTensor({1.0}) == HostTensor({1.0f}).astype(float64));
+  CHECK_THROWS_WITH_AS((void)w.data<std::int32_t>(),
+                       "HostTensor: requested a int32 view of a int64 tensor", DTypeError);
+}
+
 TEST_CASE("equality, conversion and reshaping") {
   HostTensor a({1.5f, -2.5f}, {2});
   CHECK(a == HostTensor({1.5f, -2.5f}, {2}));
@@ -116,6 +143,17 @@ TEST_CASE("printing is NumPy-like and summarises long tensors") {
   CHECK(a.to_string() == "HostTensor([[1, 2],\n            [3, 4]], shape=(2, 2), dtype=float32)");
   CHECK(HostTensor({true, false}, {2}).to_string() ==
         "HostTensor([true, false], shape=(2,), dtype=bool)");
+  // Integers print exactly, even where a double would round; int8 and uint8 as numbers.
+  CHECK(HostTensor({std::int64_t{9'007'199'254'740'993}, std::int64_t{-1}}).to_string() ==
+        "HostTensor([9007199254740993, -1], shape=(2,), dtype=int64)");
+  CHECK(HostTensor({~std::uint64_t{0}}).to_string() ==
+        "HostTensor([18446744073709551615], shape=(1,), dtype=uint64)");
+  CHECK(HostTensor({std::int8_t{-5}, std::int8_t{65}}).to_string() ==
+        "HostTensor([-5, 65], shape=(2,), dtype=int8)");
+  CHECK(HostTensor({std::uint16_t{65535}}).to_string() ==
+        "HostTensor([65535], shape=(1,), dtype=uint16)");
+  CHECK(HostTensor({0.5, 1e300}).to_string() ==
+        "HostTensor([0.5, 1e+300], shape=(2,), dtype=float64)");
   const auto big = HostTensor::full({2000}, int32, 1).to_string();
   CHECK(big.find("...") != std::string::npos);
   CHECK(big.size() < 100);
@@ -176,7 +214,8 @@ TEST_CASE("printing an empty tensor is O(1), whatever its other dimensions") {
 
 TEST_CASE(".npy round trip for every dtype") {
   const auto path = temp_path("roundtrip.npy");
-  for (DType d : {float32, float16, int32, uint32, uint8, bool_}) {
+  for (DType d : all_dtypes) {
+    CAPTURE(d);
     const HostTensor t = HostTensor({0.f, 1.f, 2.f, 3.f, 4.f, 5.f}, {2, 3}).astype(d);
     t.save_npy(path);
     CHECK(HostTensor::load_npy(path) == t);
@@ -184,6 +223,36 @@ TEST_CASE(".npy round trip for every dtype") {
   const HostTensor scalar = HostTensor::scalar(3.25f);
   scalar.save_npy(path);
   CHECK(HostTensor::load_npy(path) == scalar);
+  // Values only the wide and narrow dtypes hold, bit for bit.
+  const std::vector<HostTensor> extremes = {
+      HostTensor({std::int64_t{-9'223'372'036'854'775'807} - 1, std::int64_t{(1LL << 53) + 1}}),
+      HostTensor({~std::uint64_t{0}, std::uint64_t{1} << 63}),
+      HostTensor({0.1, -1e300, 5e-324}),
+      HostTensor({std::int8_t{-128}, std::int8_t{127}}),
+      HostTensor({std::int16_t{-32768}, std::int16_t{32767}}),
+      HostTensor({std::uint16_t{65535}, std::uint16_t{0}})};
+  for (const HostTensor& t : extremes) {
+    CAPTURE(t);
+    t.save_npy(path);
+    CHECK(HostTensor::load_npy(path) == t);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE(".npy descr of each dtype is NumPy's") {
+  const auto path = temp_path("descr.npy");
+  const std::vector<std::pair<DType, std::string>> descrs = {
+      {float32, "<f4"}, {float16, "<f2"}, {int32, "<i4"},  {uint32, "<u4"},
+      {uint8, "|u1"},   {bool_, "|b1"},   {int8, "|i1"},   {int16, "<i2"},
+      {uint16, "<u2"},  {int64, "<i8"},   {uint64, "<u8"}, {float64, "<f8"}};
+  REQUIRE(descrs.size() == all_dtypes.size());
+  for (const auto& entry : descrs) {
+    CAPTURE(entry.first);
+    HostTensor({2}, entry.first).save_npy(path);
+    std::ifstream f(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    CHECK(bytes.find("{'descr': '" + entry.second + "', 'fortran_order'") == 10);
+  }
   std::filesystem::remove(path);
 }
 
@@ -306,7 +375,9 @@ TEST_CASE("hostile .npy files are IoErrors naming the file and the problem") {
   }
   SUBCASE("unsupported dtype and order") {
     check_npy_error(npy_file(npy_dict("(1,)", ">f8"), f32x2),
-                    "has dtype \">f8\"; expected one of <f4, <f2, <i4, <u4, |u1, |b1");
+                    "has dtype \">f8\"; expected one of <f4, <f2, <i4, <u4, |u1, |b1, |i1, <i2, "
+                    "<u2, <i8, <u8, <f8 (little-endian)");
+    check_npy_error(npy_file(npy_dict("(1,)", "<c8"), f32x2), "has dtype \"<c8\"");
     check_npy_error(npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n", f32x2),
                     "is in Fortran order");
   }

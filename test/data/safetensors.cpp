@@ -86,6 +86,16 @@ TEST_CASE("save then load is bitwise identical for every dtype") {
       {"u32", HostTensor(std::vector<std::uint32_t>{0u, 1u, 0xffffffffu}, {3})},
       {"u8", HostTensor(std::vector<std::uint8_t>{0, 128, 255}, {1, 3})},
       {"bool", HostTensor({true, false, true, true}, {2, 2})},
+      {"i8", HostTensor(std::vector<std::int8_t>{-128, -1, 127}, {3})},
+      {"i16", HostTensor(std::vector<std::int16_t>{-32768, 2, 32767}, {3, 1})},
+      {"u16", HostTensor(std::vector<std::uint16_t>{0, 65535}, {2})},
+      {"i64", HostTensor(std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min(),
+                                                   (std::int64_t{1} << 53) + 1, -1},
+                         {3})},
+      {"u64", HostTensor(std::vector<std::uint64_t>{~std::uint64_t{0}, 0}, {1, 2})},
+      {"f64", HostTensor(std::vector<double>{0.1, -0.0, 1e300, 5e-324,
+                                             std::bit_cast<double>(0x7ff8000000abcdefull)},
+                         {5})},
       {"scalar", HostTensor::scalar(3.25f)},
       {"empty", HostTensor(Shape{0, 4}, pxl::int32)},
       {"fc1.weight", HostTensor(Shape{784, 512}, pxl::float32)},
@@ -203,9 +213,14 @@ TEST_CASE("load_safetensors names the file and the problem for every corrupt fil
                 "data_offsets");
   }
   SUBCASE("unknown dtype") {
-    check_error(st_file(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", eight),
-                "tensor 'a' with dtype 'F64', which pxl does not hold; expected F32, F16, I32, "
-                "U32, U8 or BOOL");
+    check_error(st_file(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", eight),
+                "tensor 'a' with dtype 'BF16', which pxl does not hold; expected one of F32, F16, "
+                "I32, U32, U8, BOOL, I8, I16, U16, I64, U64, F64");
+  }
+  SUBCASE("a new dtype's size is checked against the offsets") {
+    check_error(st_file(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,8]}})", eight),
+                "has tensor 'a' of I64 shape [2] with data_offsets [0,8] spanning 8 bytes; the "
+                "shape needs 16");
   }
   SUBCASE("dtype not a string") {
     check_error(st_file(R"({"a":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", eight),

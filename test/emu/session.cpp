@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
+
 using namespace pxl;
 using test_emu::AddProgram;
 
@@ -126,3 +129,39 @@ TEST_CASE("Ops placed on IPUs the target lacks are refused") {
   Session s(ir, "ipu_model"); // sized from the Ir
   CHECK(s.target().ipus == 2);
 }
+
+namespace test_session {
+
+TEST_CASE("run downcasts 64-bit input arrays to their stream's 32-bit dtype, as PopXL") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  const auto ints = h2d_stream({3}, int32, "ints");
+  const auto floats = h2d_stream({2}, float32, "floats");
+  const auto ints_out = d2h_stream({3}, int32, "ints_out");
+  const auto floats_out = d2h_stream({2}, float32, "floats_out");
+  ops::host_store(ints_out, ops::host_load(ints));
+  ops::host_store(floats_out, ops::host_load(floats));
+  Session session(ir, "ipu_model", {.workers = 1});
+  auto attached = session.attach();
+  const HostTensor i64({std::int64_t{-5}, std::int64_t{2147483647}, std::int64_t{0}});
+  const HostTensor f64({0.1, 1e300});
+  const auto out = session.run({{ints, i64}, {floats, f64}});
+  CHECK(out.at(ints_out) == i64.astype(int32));
+  CHECK(out.at(floats_out) == HostTensor({0.1f, std::numeric_limits<float>::infinity()}));
+  CHECK(session.run_async({{ints, i64}, {floats, f64.astype(float32)}}).get().at(ints_out) ==
+        i64.astype(int32));
+  CHECK_THROWS_WITH_AS(
+      session.run({{ints, HostTensor({std::int64_t{1}, std::int64_t{1} << 40, std::int64_t{2}})},
+                   {floats, f64}}),
+      "Session::run: the array of input stream 'ints' holds int64 value 1099511627776 at element "
+      "1, outside int32's range [-2147483648, 2147483647]: downcasting it would wrap it to 0 "
+      "(PopXL's NumPy cast does so silently); convert it with HostTensor::astype to keep the "
+      "wrapped value",
+      ValueError);
+  // Only to the stream's own 32-bit dtype: int64 for a float32 stream is a dtype mismatch.
+  CHECK_THROWS_WITH_AS(
+      session.run({{ints, i64}, {floats, HostTensor({std::int64_t{1}, std::int64_t{2}})}}),
+      doctest::Contains("input stream 'floats' needs float32 data, got int64"), DTypeError);
+}
+
+} // namespace test_session

@@ -40,6 +40,11 @@ corpora = {
         "bad_shape.npy": npy("(2, x)", data=b"\0" * 8),
         "fortran.npy": npy("(1,)", order="True", data=b"\0" * 4),
         "truncated.npy": npy("(4,)", data=b"\0" * 5),
+        "i8_3.npy": npy("(3,)", "|i1", b"\x80\xff\x7f"),
+        "u16_2.npy": npy("(2,)", "<u2", struct.pack("<2H", 0, 65535)),
+        "i64_2.npy": npy("(2,)", "<i8", struct.pack("<2q", -(2**63), 2**53 + 1)),
+        "f64_short.npy": npy("(2,)", "<f8", struct.pack("<d", 0.1)),
+        "c8_unsupported.npy": npy("(1,)", "<c8", b"\0" * 8),
     },
     "idx": {
         "u8_2x3.idx": idx(0x08, [2, 3], bytes(range(6))),
@@ -69,6 +74,17 @@ corpora = {
         "not_json.safetensors": st(b'{"a":[1e400,'),
         "f64.safetensors": st({"x": {"dtype": "F64", "shape": [1], "data_offsets": [0, 8]}},
                               b"\0" * 8),
+        "wide_narrow.safetensors": st(
+            {"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]},
+             "b": {"dtype": "U64", "shape": [1], "data_offsets": [8, 16]},
+             "c": {"dtype": "I16", "shape": [2], "data_offsets": [16, 20]},
+             "d": {"dtype": "U16", "shape": [1], "data_offsets": [20, 22]},
+             "e": {"dtype": "I8", "shape": [2], "data_offsets": [22, 24]}},
+            struct.pack("<qQ2hH2b", -5, 2**64 - 1, -32768, 7, 65535, -128, 127)),
+        "i64_short.safetensors": st({"x": {"dtype": "I64", "shape": [2], "data_offsets": [0, 8]}},
+                                    b"\0" * 8),
+        "bf16_unsupported.safetensors": st(
+            {"x": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}, b"\0\0"),
     },
 }
 

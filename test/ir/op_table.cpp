@@ -28,16 +28,23 @@ TEST_CASE("the op table's rows give names, families, flags and attribute types")
   CHECK(!is_inplace(OpKind::SliceInplace));
   CHECK(is_inplace(OpKind::ReluInplace));
   CHECK(!is_view(OpKind::ReluInplace));
-  std::size_t inplace = 0, views = 0;
+  CHECK(moves_only(OpKind::Gather));
+  CHECK(moves_only(OpKind::Cast));
+  CHECK(!moves_only(OpKind::Add));
+  CHECK(!moves_only(OpKind::ScatterReduce)); // it computes its reductions
+  std::size_t inplace = 0, views = 0, moving = 0;
   for (const OpKind k : all_op_kinds) {
     CAPTURE(op_type_name(k));
     CHECK(attrs_index(k) < std::variant_size_v<OpAttrs>);
     CHECK(!(is_inplace(k) && is_view(k))); // a view is a copy, never the input's own buffer
+    CHECK((!is_view(k) || moves_only(k))); // every view only moves its data
     inplace += is_inplace(k);
     views += is_view(k);
+    moving += moves_only(k);
   }
   CHECK(inplace == 23);
   CHECK(views == 5);
+  CHECK(moving == 42);
 }
 
 TEST_CASE("every row names how the cost model prices the op, as its family works") {

@@ -237,8 +237,10 @@ TEST_CASE("logical_not") {
 
 TEST_CASE("cast between every pair of dtypes matches the reference") {
   const auto base = tensor({7}, float32, {-3.75, -1.5, -0.0, 0.0, 0.25, 2.5, 100.0});
-  for (DType from : {float32, float16, int32, bool_, uint32})
-    for (DType to : {float32, float16, int32, bool_, uint32}) {
+  const std::vector<DType> device = {float32, float16, int32, bool_, uint32,
+                                     uint8,   int8,    int16, uint16};
+  for (DType from : device)
+    for (DType to : device) {
       CAPTURE(from);
       CAPTURE(to);
       HostTensor x =
@@ -247,6 +249,34 @@ TEST_CASE("cast between every pair of dtypes matches the reference") {
     }
   check_values(check_kernel([](Tensor t) { return ops::cast(t, int32); }, {base})[0], {{7}, int32},
                {-3, -1, 0, 0, 0, 2, 100});
+}
+
+TEST_CASE("casts to and from int8, int16 and uint16: wrap, saturate and round as convert_element") {
+  const auto i = tensor({5}, int32, {-1, 200, -129, 70000, 32767});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, int8); }, {i})[0], {{5}, int8},
+               {-1, -56, 127, 112, -1});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, int16); }, {i})[0], {{5}, int16},
+               {-1, 200, -129, 4464, 32767});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, uint16); }, {i})[0], {{5}, uint16},
+               {65535, 200, 65407, 4464, 32767});
+  const auto f = tensor({6}, float32, {NAN, 1e10, -1e10, -128.9, 127.9, 65535.5});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, int8); }, {f})[0], {{6}, int8},
+               {0, 127, -128, -128, 127, 127});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, uint16); }, {f})[0], {{6}, uint16},
+               {0, 65535, 0, 0, 127, 65535});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, int16); }, {f})[0], {{6}, int16},
+               {0, 32767, -32768, -128, 127, 32767});
+  // uint16 → float16 rounds to nearest: 65535 is beyond float16's 65504, so inf; 2049 → 2048.
+  const auto u = tensor({3}, uint16, {65535, 2049, 7});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, float16); }, {u})[0], {{3}, float16},
+               {INFINITY, 2048, 7});
+  check_values(check_kernel([](Tensor t) { return ops::cast(t, int8); }, {u})[0], {{3}, int8},
+               {-1, 1, 7});
+  // Long enough for several chunks of the kernel's staging buffer on every worker count.
+  check_kernel([](Tensor t) { return ops::cast(t, int16); },
+               {random_tensor({3, 1000}, float32, -40000, 40000, 5)});
+  check_kernel([](Tensor t) { return ops::cast(t, float32); },
+               {random_tensor({7, 333}, int8, -128, 128, 6)});
 }
 
 TEST_CASE("float → integer casts saturate and send NaN to 0, in kernel and reference alike") {
@@ -544,7 +574,7 @@ TEST_CASE("minimum, the comparisons, sign and clip at NaN, ties and signed zeros
 }
 
 TEST_CASE("where broadcasts all three operands for every dtype") {
-  for (DType d : {float32, float16, int32, bool_}) {
+  for (DType d : {float32, float16, int32, bool_, uint32, uint8, int8, int16, uint16}) {
     CAPTURE(d);
     const auto cond = random_tensor({13, 1}, float32, -1, 1, 3);
     HostTensor c(cond.shape(), bool_);

@@ -26,7 +26,7 @@ TEST_CASE("reshape and transpose") {
                {{3, 2}, float32}, iota(6));
   check_values(check_kernel([](Tensor t) { return ops::transpose(t); }, {x})[0], {{3, 2}, float32},
                {0, 3, 1, 4, 2, 5});
-  for (DType d : {float32, float16, int32, bool_, uint32})
+  for (DType d : {float32, float16, int32, bool_, uint32, int8, int16, uint16})
     for (const std::vector<std::int64_t>& perm :
          {std::vector<std::int64_t>{}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}}) {
       CAPTURE(d);
@@ -63,7 +63,7 @@ TEST_CASE("slice") {
                {{2, 2}, float32}, {5, 6, 9, 10});
   check_values(check_kernel([](Tensor t) { return ops::slice(t, {-1}, {4}, {1}); }, {x})[0],
                {{3, 1}, float32}, {3, 7, 11});
-  for (DType d : {float32, float16, bool_})
+  for (DType d : {float32, float16, bool_, int8, uint16})
     check_kernel(
         [](Tensor t) {
           return ops::slice(t, {1, 2, 0}, {3, 11, 5});
@@ -88,7 +88,7 @@ TEST_CASE("concat and split") {
   REQUIRE(outs.size() == 2);
   check_values(outs[0], {{2, 1}, float32}, {0, 3});
   check_values(outs[1], {{2, 2}, float32}, {1, 2, 4, 5});
-  for (DType d : {float32, float16, int32})
+  for (DType d : {float32, float16, int32, int16})
     for (std::int64_t axis : {0, 1, 2}) {
       CAPTURE(d);
       CAPTURE(axis);
@@ -130,7 +130,7 @@ TEST_CASE("groupedgather and tied_gather: per group, zeros out of range, every d
   check_values(check_kernel([](Tensor x, Tensor i) { return ops::tied_gather(x, i, 1); },
                             {t, tensor({3}, int32, {1, -1, 0})})[0],
                {{2, 3, 3}, float32}, {3, 4, 5, 0, 0, 0, 0, 1, 2, 9, 10, 11, 0, 0, 0, 6, 7, 8});
-  for (DType d : {float32, float16, int32, bool_}) {
+  for (DType d : {float32, float16, int32, bool_, int8, int16, uint16}) {
     CAPTURE(d);
     const auto x = random_tensor({3, 4, 5, 2}, d, -9, 9, 3);
     const auto idx = random_tensor({3, 2, 3}, int32, -2, 7, 4);
@@ -167,7 +167,7 @@ TEST_CASE("init zero-fills; undef leaves the buffer alone") {
 }
 
 TEST_CASE("pad, tile, tril, triu and arange for every dtype and worker count") {
-  for (DType d : {float32, float16, int32, bool_}) {
+  for (DType d : {float32, float16, int32, bool_, int8, int16, uint16}) {
     CAPTURE(d);
     const auto x = random_tensor({3, 5, 4}, d, -9, 9, 4);
     check_kernel([](Tensor t) { return ops::pad(t, {{0, 2}, {1, 1}, {3, 0}}, 1.0); }, {x});
@@ -185,14 +185,14 @@ TEST_CASE("pad, tile, tril, triu and arange for every dtype and worker count") {
 
 TEST_CASE("take_along_axis, scatter, scatter_add and the dynamic ops for every dtype") {
   const auto idx = random_tensor({3, 6, 4}, int32, -1, 5, 5); // some out of range
-  for (DType d : {float32, float16, int32, bool_}) {
+  for (DType d : {float32, float16, int32, bool_, int8, int16, uint16}) {
     CAPTURE(d);
     const auto x = random_tensor({3, 5, 4}, d, -9, 9, 4);
     const auto upd = random_tensor({3, 6, 4}, d, -9, 9, 6);
     check_kernel([](Tensor t, Tensor i) { return ops::take_along_axis(t, i, 1); }, {x, idx});
     check_kernel([](Tensor t, Tensor i, Tensor u) { return ops::scatter(t, i, u, 1); },
                  {x, idx, upd});
-    if (d != bool_)
+    if (d == float32 || d == float16 || d == int32) // scatter_add computes
       check_kernel([](Tensor t, Tensor i, Tensor u) { return ops::scatter_add(t, i, u, 1); },
                    {x, idx, upd});
     for (const auto& off : std::vector<std::vector<double>>{{0, 1}, {2, 3}, {-4, 100}}) {
@@ -245,7 +245,7 @@ TEST_CASE("scatter_reduce: every reduction and dtype, with and without initial v
 TEST_CASE("subsample matches the reference for every dtype, stride and worker count") {
   const std::vector<std::pair<Shape, std::vector<std::int64_t>>> cases = {
       {{10}, {3}}, {{7, 9}, {2, 4}}, {{7, 9}, {1, 9}}, {{3, 5, 8}, {2, 1, 3}}, {{4, 0}, {2, 2}}};
-  for (DType d : {float32, float16, int32})
+  for (DType d : {float32, float16, int32, int8, uint16})
     for (const auto& c : cases) {
       const std::vector<std::int64_t> strides = c.second; // the lambda captures a copy
       CAPTURE(d);
@@ -262,7 +262,7 @@ TEST_CASE("subsample matches the reference for every dtype, stride and worker co
 }
 
 TEST_CASE("the views copy, and dynamic_update_ writes in place, for every dtype") {
-  for (DType d : {float32, float16, int32, bool_}) {
+  for (DType d : {float32, float16, int32, bool_, int8, int16, uint16}) {
     CAPTURE(d);
     const auto x = random_tensor({3, 5, 4}, d, -9, 9, 21);
     check_kernel([](Tensor t) { return ops::reshape_(t, {5, -1}); }, {x});

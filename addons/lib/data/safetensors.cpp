@@ -35,12 +35,19 @@ struct DTypeCode {
   DType dtype;
   const char* code;
 };
-constexpr std::array<DTypeCode, 6> dtype_codes{{{float32, "F32"},
-                                                {float16, "F16"},
-                                                {int32, "I32"},
-                                                {uint32, "U32"},
-                                                {uint8, "U8"},
-                                                {bool_, "BOOL"}}};
+/// The format's codes, one per DType (safetensors' own spelling).
+constexpr std::array<DTypeCode, all_dtypes.size()> dtype_codes{{{float32, "F32"},
+                                                                {float16, "F16"},
+                                                                {int32, "I32"},
+                                                                {uint32, "U32"},
+                                                                {uint8, "U8"},
+                                                                {bool_, "BOOL"},
+                                                                {int8, "I8"},
+                                                                {int16, "I16"},
+                                                                {uint16, "U16"},
+                                                                {int64, "I64"},
+                                                                {uint64, "U64"},
+                                                                {float64, "F64"}}};
 constexpr const char* metadata_key = "__metadata__";
 /// The reference implementation's limit on the header, which bounds what parsing it costs.
 constexpr std::uint64_t max_header_bytes = 100'000'000;
@@ -167,9 +174,13 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
   const auto code = dt.get<std::string>();
   const auto* found = std::find_if(dtype_codes.begin(), dtype_codes.end(),
                                    [&](const DTypeCode& c) { return code == c.code; });
-  if (found == dtype_codes.end())
+  if (found == dtype_codes.end()) {
+    std::string codes;
+    for (const auto& c : dtype_codes)
+      codes += (codes.empty() ? "" : ", ") + std::string(c.code);
     fail(path, "has " + what + " with dtype " + quoted(code) +
-                   ", which pxl does not hold; expected F32, F16, I32, U32, U8 or BOOL");
+                   ", which pxl does not hold; expected one of " + codes);
+  }
 
   const json& sh = v["shape"];
   bool ok = sh.is_array();

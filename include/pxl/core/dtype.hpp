@@ -17,6 +17,7 @@
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -26,7 +27,23 @@
 
 namespace pxl {
 
-enum class DType : std::uint8_t { float32, float16, int32, uint32, uint8, bool_ };
+/// The element types of PopXL, less float8 and complex. The 64-bit ones (int64, uint64,
+/// float64) are host types: the device holds none of them (see `is_device_dtype`).
+/// New enumerators go at the end, so that the values of the others never change.
+enum class DType : std::uint8_t {
+  float32,
+  float16,
+  int32,
+  uint32,
+  uint8,
+  bool_,
+  int8,
+  int16,
+  uint16,
+  int64,
+  uint64,
+  float64,
+};
 
 inline constexpr DType float32 = DType::float32;
 inline constexpr DType float16 = DType::float16;
@@ -34,6 +51,16 @@ inline constexpr DType int32 = DType::int32;
 inline constexpr DType uint32 = DType::uint32;
 inline constexpr DType uint8 = DType::uint8;
 inline constexpr DType bool_ = DType::bool_;
+inline constexpr DType int8 = DType::int8;
+inline constexpr DType int16 = DType::int16;
+inline constexpr DType uint16 = DType::uint16;
+inline constexpr DType int64 = DType::int64;
+inline constexpr DType uint64 = DType::uint64;
+inline constexpr DType float64 = DType::float64;
+
+/// Every DType, in the enum's order.
+inline constexpr std::array<DType, 12> all_dtypes{
+    float32, float16, int32, uint32, uint8, bool_, int8, int16, uint16, int64, uint64, float64};
 
 namespace detail {
 namespace hana = boost::hana;
@@ -45,7 +72,13 @@ inline constexpr auto dtype_types = hana::make_tuple(
     hana::make_pair(hana::integral_c<DType, DType::int32>, hana::type_c<std::int32_t>),
     hana::make_pair(hana::integral_c<DType, DType::uint32>, hana::type_c<std::uint32_t>),
     hana::make_pair(hana::integral_c<DType, DType::uint8>, hana::type_c<std::uint8_t>),
-    hana::make_pair(hana::integral_c<DType, DType::bool_>, hana::type_c<bool>));
+    hana::make_pair(hana::integral_c<DType, DType::bool_>, hana::type_c<bool>),
+    hana::make_pair(hana::integral_c<DType, DType::int8>, hana::type_c<std::int8_t>),
+    hana::make_pair(hana::integral_c<DType, DType::int16>, hana::type_c<std::int16_t>),
+    hana::make_pair(hana::integral_c<DType, DType::uint16>, hana::type_c<std::uint16_t>),
+    hana::make_pair(hana::integral_c<DType, DType::int64>, hana::type_c<std::int64_t>),
+    hana::make_pair(hana::integral_c<DType, DType::uint64>, hana::type_c<std::uint64_t>),
+    hana::make_pair(hana::integral_c<DType, DType::float64>, hana::type_c<double>));
 
 template <DType D>
 constexpr auto cpp_type_of() {
@@ -72,31 +105,47 @@ inline constexpr DType dtype_of =
     std::remove_cvref_t<decltype(boost::hana::first(*detail::dtype_entry_of<T>()))>::value;
 
 /// Calls `f(type_c<T>)` with the C++ type of `d`, the single runtime → compile-time bridge.
+/// Every DType instantiates `f`: kernels, which see device dtypes only, dispatch on fewer.
 template <typename F>
 decltype(auto) visit_dtype(DType d, F&& f) {
+  using detail::cpp_type_of;
   switch (d) {
   case DType::float32:
-    return f(boost::hana::type_c<float>);
+    return f(cpp_type_of<DType::float32>());
   case DType::float16:
-    return f(boost::hana::type_c<half>);
+    return f(cpp_type_of<DType::float16>());
   case DType::int32:
-    return f(boost::hana::type_c<std::int32_t>);
+    return f(cpp_type_of<DType::int32>());
   case DType::uint32:
-    return f(boost::hana::type_c<std::uint32_t>);
+    return f(cpp_type_of<DType::uint32>());
   case DType::uint8:
-    return f(boost::hana::type_c<std::uint8_t>);
+    return f(cpp_type_of<DType::uint8>());
   case DType::bool_:
-    return f(boost::hana::type_c<bool>);
+    return f(cpp_type_of<DType::bool_>());
+  case DType::int8:
+    return f(cpp_type_of<DType::int8>());
+  case DType::int16:
+    return f(cpp_type_of<DType::int16>());
+  case DType::uint16:
+    return f(cpp_type_of<DType::uint16>());
+  case DType::int64:
+    return f(cpp_type_of<DType::int64>());
+  case DType::uint64:
+    return f(cpp_type_of<DType::uint64>());
+  case DType::float64:
+    return f(cpp_type_of<DType::float64>());
   }
   __builtin_unreachable();
 }
-static_assert(decltype(boost::hana::length(detail::dtype_types))::value == 6,
-              "visit_dtype must list every DType");
+static_assert(decltype(boost::hana::length(detail::dtype_types))::value == all_dtypes.size(),
+              "visit_dtype and all_dtypes must list every DType");
 
 /// The element conversion of every pxl cast (ops::cast, HostTensor::astype, HostTensor::full):
 /// - to bool: `x != 0` (NaN is true);
-/// - to a float: rounded to nearest;
-/// - integer to integer: modulo 2^bits (two's complement), as C++ and NumPy convert;
+/// - to a float: rounded to nearest (float64 → float32 and → float16 included; beyond the
+///   target's range, ±inf);
+/// - integer to integer: modulo 2^bits (two's complement), as C++ and NumPy convert (so int64
+///   → int32 keeps the low 32 bits);
 /// - float to integer: truncated toward zero and saturated: NaN gives 0, +inf and values above
 ///   the type's range its maximum, -inf and values below it its minimum (so float32 3e9 → int32
 ///   2147483647, -1.5 → uint32 0). C++ leaves these undefined and NumPy unspecified; this is
@@ -129,11 +178,20 @@ constexpr To convert_element(From x) {
   }
 }
 
-/// PopXL's spelling: "float32", "float16", "int32", "uint32", "uint8", "bool".
+/// PopXL's spelling: "float32", "float16", "int32", "uint32", "uint8", "bool", "int8",
+/// "int16", "uint16", "int64", "uint64", "float64".
 std::string_view name(DType d);
 std::size_t size_of(DType d);
+/// float16, float32 and float64.
 bool is_floating_point(DType d);
+/// The signed and unsigned integers of 8 to 64 bits (not bool).
 bool is_integral(DType d);
+/// Whether PopXL's devices (and pxl's emulator) hold `d`: every dtype but int64, uint64 and
+/// float64, which PopXL downcasts to int32, uint32 and float32 on the way in.
+bool is_device_dtype(DType d);
+/// The 32-bit dtype PopXL's `downcast` stores a 64-bit one as (int64 → int32, uint64 →
+/// uint32, float64 → float32); any other dtype is its own.
+DType downcast_dtype(DType d);
 /// Parses a name as printed by `name`; throws DTypeError for anything else.
 DType dtype_from_name(std::string_view s);
 std::ostream& operator<<(std::ostream& os, DType d);

@@ -87,8 +87,13 @@ Tensor graph_input_for(const Tensor& variable, std::string name = "");
 void graph_output(const Tensor& t);
 
 /// A variable of the main graph holding `data` (the current graph must be the main graph).
-Tensor variable(HostTensor data, std::string name = "");
-/// `data` converted to `dtype`.
+/// PopXL's `downcast`: int64, uint64 and float64 data are stored as int32, uint32 and float32
+/// (floats rounded to nearest; an integer outside the 32-bit range is a ValueError naming it,
+/// where PopXL would wrap it); with `downcast` false, 64-bit data is a DTypeError, as the
+/// device holds no 64-bit tensors.
+Tensor variable(HostTensor data, std::string name = "", bool downcast = true);
+/// `data` converted to `dtype` (by convert_element, as PopXL's explicit dtype: no downcast, so
+/// a 64-bit `dtype` is a DTypeError).
 Tensor variable(const HostTensor& data, DType dtype, std::string name = "");
 
 /// How a variable is shared by replicas (PopXL's `replica_grouping` and `retrieval_mode`).
@@ -97,13 +102,16 @@ struct VariableOptions {
   std::optional<ReplicaGrouping> replica_grouping;
   /// Only with a grouping (ValueError otherwise); one_per_group when not given.
   std::optional<RetrievalMode> retrieval_mode;
+  /// PopXL's `downcast`, as for variable(data, name, downcast).
+  bool downcast = true;
 };
 /// A variable with one value per replica group: with more than one group, `data` is shaped
 /// (num_groups, *shape) and group g's replicas start from data[g] (the variable's shape is
 /// `shape`); with one group, `data` is the value. ShapeError when dim 0 is not the group count.
 Tensor variable(HostTensor data, std::string name, const VariableOptions& options);
-/// A constant of the current graph.
-Tensor constant(HostTensor data, std::string name = "");
+/// A constant of the current graph; `downcast` as for `variable`.
+Tensor constant(HostTensor data, std::string name = "", bool downcast = true);
+/// `data` converted to `dtype`; a 64-bit `dtype` is a DTypeError.
 Tensor constant(const HostTensor& data, DType dtype, std::string name = "");
 /// A scalar constant of `dtype`.
 Tensor constant(double value, DType dtype, std::string name = "");

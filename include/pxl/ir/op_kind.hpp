@@ -44,6 +44,10 @@ enum : unsigned {
                ///< holds it as a copy and refuses what would tell the two apart, a write
                ///< through the view or a read of it after its source changed
                ///< (docs/semantics.md, "Views")
+  Moves = 8,   ///< reads no value of its data operands, only moves or converts them: takes
+               ///< every device dtype, int8, int16 and uint16 included. The other ops compute
+               ///< and refuse those three (a DTypeError naming the operand; docs/semantics.md,
+               ///< "dtypes")
 };
 } // namespace op_flags
 
@@ -102,16 +106,16 @@ enum class OpCost : std::uint8_t {
   X(IncrementMod, "IncrementMod", elementwise, ScalarAttrs, NoGrad, local_series)                  \
   X(IncrementModInplace, "IncrementModInplace", elementwise, ScalarAttrs, NoGrad | Inplace,        \
     local_series)                                                                                  \
-  X(Cast, "Cast", elementwise, CastAttrs, Grad, local)                                             \
-  X(Identity, "Identity", elementwise, NoAttrs, Grad, local)                                       \
-  X(Detach, "Detach", elementwise, NoAttrs, Grad, local)                                           \
+  X(Cast, "Cast", elementwise, CastAttrs, Grad | Moves, local)                                     \
+  X(Identity, "Identity", elementwise, NoAttrs, Grad | Moves, local)                               \
+  X(Detach, "Detach", elementwise, NoAttrs, Grad | Moves, local)                                   \
   /* elementwise, in place (PopART defines no gradient for these) and detach_'s view */            \
   X(ReluInplace, "ReluInplace", elementwise, NoAttrs, NoGrad | Inplace, local)                     \
   X(GeluInplace, "GeluInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)              \
   X(GeluErfInplace, "GeluErfInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)        \
   X(ExpInplace, "ExpInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)                \
   X(SwishInplace, "SwishInplace", elementwise, NoAttrs, NoGrad | Inplace, local_series)            \
-  X(DetachInplace, "DetachInplace", elementwise, NoAttrs, Grad | View, local)                      \
+  X(DetachInplace, "DetachInplace", elementwise, NoAttrs, Grad | View | Moves, local)              \
   /* elementwise, binary (NumPy broadcasting) */                                                   \
   X(Add, "Add", elementwise, NoAttrs, Grad, local)                                                 \
   X(Sub, "Sub", elementwise, NoAttrs, Grad, local)                                                 \
@@ -129,7 +133,7 @@ enum class OpCost : std::uint8_t {
   X(LessEqual, "LessOrEqual", elementwise, NoAttrs, NoGrad, local)                                 \
   X(LogicalAnd, "And", elementwise, NoAttrs, NoGrad, local)                                        \
   X(LogicalOr, "Or", elementwise, NoAttrs, NoGrad, local)                                          \
-  X(Where, "Where", elementwise, NoAttrs, Grad, local)                                             \
+  X(Where, "Where", elementwise, NoAttrs, Grad | Moves, local)                                     \
   /* elementwise, a gradient in one pass (what autodiff emits for its op) */                       \
   X(GeluGrad, "GeluGrad", elementwise, NoAttrs, Grad, local_series)                                \
   X(TanhGrad, "TanhGrad", elementwise, NoAttrs, Grad, local)                                       \
@@ -179,35 +183,35 @@ enum class OpCost : std::uint8_t {
   X(RandomUniform, "RandomUniform", random, CreateAttrs, NoGrad, local_series)                     \
   X(SplitRandomSeed, "SplitRandomSeed", random, ScalarAttrs, NoGrad, local)                        \
   /* shape and data movement */                                                                    \
-  X(Reshape, "Reshape", shape, NoAttrs, Grad, local)                                               \
-  X(Transpose, "Transpose", shape, TransposeAttrs, Grad, exchanged)                                \
-  X(Slice, "Slice", shape, SliceAttrs, Grad, exchanged)                                            \
-  X(Concat, "Concat", shape, AxisAttrs, Grad, exchanged)                                           \
-  X(Split, "Split", shape, SplitAttrs, Grad, exchanged)                                            \
-  X(Gather, "Gather", shape, AxisAttrs, Grad, exchanged)                                           \
-  X(GroupedGather, "GroupedGather", shape, GroupedGatherAttrs, Grad, exchanged)                    \
-  X(TiedGather, "TiedGather", shape, AxisAttrs, Grad, exchanged)                                   \
+  X(Reshape, "Reshape", shape, NoAttrs, Grad | Moves, local)                                       \
+  X(Transpose, "Transpose", shape, TransposeAttrs, Grad | Moves, exchanged)                        \
+  X(Slice, "Slice", shape, SliceAttrs, Grad | Moves, exchanged)                                    \
+  X(Concat, "Concat", shape, AxisAttrs, Grad | Moves, exchanged)                                   \
+  X(Split, "Split", shape, SplitAttrs, Grad | Moves, exchanged)                                    \
+  X(Gather, "Gather", shape, AxisAttrs, Grad | Moves, exchanged)                                   \
+  X(GroupedGather, "GroupedGather", shape, GroupedGatherAttrs, Grad | Moves, exchanged)            \
+  X(TiedGather, "TiedGather", shape, AxisAttrs, Grad | Moves, exchanged)                           \
   X(OneHot, "OneHot", shape, OneHotAttrs, NoGrad, exchanged)                                       \
-  X(Init, "Init", shape, CreateAttrs, NoGrad, local)                                               \
+  X(Init, "Init", shape, CreateAttrs, NoGrad | Moves, local)                                       \
   X(Arange, "Arange", shape, CreateAttrs, NoGrad, local)                                           \
-  X(Tril, "Tril", shape, DiagonalAttrs, Grad, exchanged)                                           \
-  X(Triu, "Triu", shape, DiagonalAttrs, Grad, exchanged)                                           \
-  X(Pad, "Pad", shape, PadAttrs, Grad, exchanged)                                                  \
-  X(Tile, "Tile", shape, TileAttrs, Grad, exchanged)                                               \
-  X(Subsample, "Subsample", shape, SubsampleAttrs, Grad, exchanged)                                \
-  X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad, exchanged)                            \
-  X(Scatter, "ScatterElements", shape, AxisAttrs, Grad, exchanged)                                 \
+  X(Tril, "Tril", shape, DiagonalAttrs, Grad | Moves, exchanged)                                   \
+  X(Triu, "Triu", shape, DiagonalAttrs, Grad | Moves, exchanged)                                   \
+  X(Pad, "Pad", shape, PadAttrs, Grad | Moves, exchanged)                                          \
+  X(Tile, "Tile", shape, TileAttrs, Grad | Moves, exchanged)                                       \
+  X(Subsample, "Subsample", shape, SubsampleAttrs, Grad | Moves, exchanged)                        \
+  X(TakeAlongAxis, "GatherElements", shape, AxisAttrs, Grad | Moves, exchanged)                    \
+  X(Scatter, "ScatterElements", shape, AxisAttrs, Grad | Moves, exchanged)                         \
   X(ScatterReduce, "ScatterReduce", shape, ScatterReduceAttrs, Grad, exchanged)                    \
-  X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad, exchanged)                            \
-  X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad, exchanged)                          \
-  X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad, ipu_link)                                            \
-  X(IoTileCopy, "IoTileCopy", shape, NoAttrs, Grad, exchanged)                                     \
+  X(DynamicSlice, "DynamicSlice", shape, DynamicAttrs, Grad | Moves, exchanged)                    \
+  X(DynamicUpdate, "DynamicUpdate", shape, DynamicAttrs, Grad | Moves, exchanged)                  \
+  X(IpuCopy, "IpuCopy", shape, NoAttrs, Grad | Moves, ipu_link)                                    \
+  X(IoTileCopy, "IoTileCopy", shape, NoAttrs, Grad | Moves, exchanged)                             \
   /* shape, PopXL's aliasing forms (views, see op_flags::View) and the in-place dynamic update */  \
-  X(ReshapeInplace, "ReshapeInplace", shape, NoAttrs, NoGrad | View, local)                        \
-  X(TransposeInplace, "TransposeInplace", shape, TransposeAttrs, NoGrad | View, exchanged)         \
-  X(SliceInplace, "SliceInplace", shape, SliceAttrs, NoGrad | View, exchanged)                     \
-  X(ConcatInplace, "ConcatInplace", shape, AxisAttrs, Grad | View, exchanged)                      \
-  X(DynamicUpdateInplace, "DynamicUpdateInplace", shape, DynamicAttrs, NoGrad | Inplace,           \
+  X(ReshapeInplace, "ReshapeInplace", shape, NoAttrs, NoGrad | View | Moves, local)                \
+  X(TransposeInplace, "TransposeInplace", shape, TransposeAttrs, NoGrad | View | Moves, exchanged) \
+  X(SliceInplace, "SliceInplace", shape, SliceAttrs, NoGrad | View | Moves, exchanged)             \
+  X(ConcatInplace, "ConcatInplace", shape, AxisAttrs, Grad | View | Moves, exchanged)              \
+  X(DynamicUpdateInplace, "DynamicUpdateInplace", shape, DynamicAttrs, NoGrad | Inplace | Moves,   \
     exchanged)                                                                                     \
   X(Resize, "Resize", shape, ResizeAttrs, Grad, exchanged)                                         \
   X(ResizeGrad, "ResizeGrad", shape, ResizeAttrs, NoGrad, exchanged)                               \
@@ -218,7 +222,7 @@ enum class OpCost : std::uint8_t {
   X(ScaledAdd, "ScaledAdd", var_updates, ScalarAttrs, Grad, local)                                 \
   X(ScaledAddInplace, "ScaledAddLhsInplace", var_updates, ScalarAttrs, Grad | Inplace, local)      \
   X(Accumulate, "Accumulate", var_updates, ScalarAttrs, Grad | Inplace, local)                     \
-  X(CopyVarUpdate, "CopyVarUpdate", var_updates, NoAttrs, Grad | Inplace, local)                   \
+  X(CopyVarUpdate, "CopyVarUpdate", var_updates, NoAttrs, Grad | Inplace | Moves, local)           \
   X(AccumulatorScale, "AccumulatorScale", var_updates, ScalarAttrs, Grad | Inplace, local)         \
   X(AccumulatorZero, "AccumulatorZero", var_updates, NoAttrs, Grad | Inplace, local)               \
   X(AccumulateMovingAverage, "AccumulateMovingAverage", var_updates, ScalarAttrs, Grad | Inplace,  \
@@ -233,12 +237,12 @@ enum class OpCost : std::uint8_t {
     local)                                                                                         \
   X(AdamVarUpdate, "AdamVarUpdate", var_updates, ScalarAttrs, NoGrad | Inplace, local)             \
   /* calls */                                                                                      \
-  X(Call, "Call", call, CallAttrs, Grad, call)                                                     \
-  X(Repeat, "Loop", call, CallAttrs, Grad, call)                                                   \
-  X(Conditional, "If", call, ConditionalAttrs, Grad, call)                                         \
+  X(Call, "Call", call, CallAttrs, Grad | Moves, call)                                             \
+  X(Repeat, "Loop", call, CallAttrs, Grad | Moves, call)                                           \
+  X(Conditional, "If", call, ConditionalAttrs, Grad | Moves, call)                                 \
   /* host IO */                                                                                    \
-  X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad, host_load)                                 \
-  X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad, host_store)                              \
+  X(HostLoad, "HostLoad", host_io, StreamAttrs, NoGrad | Moves, host_load)                         \
+  X(HostStore, "HostStore", host_io, StreamAttrs, NoGrad | Moves, host_store)                      \
   X(PrintTensor, "PrintTensor", host_io, PrintAttrs, Grad, exchanged)                              \
   /* collectives across replicas */                                                                \
   X(ReplicatedAllReduce, "ReplicatedAllReduce", collectives, CollectiveAttrs, Grad,                \
@@ -247,15 +251,18 @@ enum class OpCost : std::uint8_t {
     Grad | Inplace, ring_all_reduce)                                                               \
   X(ReplicatedReduceScatter, "ReplicatedReduceScatter", collectives, CollectiveAttrs, Grad,        \
     ring_one_way)                                                                                  \
-  X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad, ring_one_way)  \
-  X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad, replica_slice)         \
-  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad, replica_slice) \
+  X(ReplicatedAllGather, "ReplicatedAllGather", collectives, CollectiveAttrs, Grad | Moves,        \
+    ring_one_way)                                                                                  \
+  X(ReplicatedSlice, "ReplicatedSlice", collectives, CollectiveAttrs, Grad | Moves, replica_slice) \
+  X(ReplicaShardedSlice, "ReplicaShardedSlice", collectives, CollectiveAttrs, Grad | Moves,        \
+    replica_slice)                                                                                 \
   /* collectives across the IPUs of one replica: input and output i on the i-th IPU */             \
   X(AllReduce, "AllReduce", collectives, CollectiveAttrs, Grad, ipu_ring)                          \
   /* Streaming Memory */                                                                           \
-  X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad, remote_load)                            \
-  X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace, remote_load)    \
-  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad, remote_store)                         \
+  X(RemoteLoad, "RemoteLoad", remote, RemoteAttrs, NoGrad | Moves, remote_load)                    \
+  X(RemoteLoadInplace, "RemoteLoadInplace", remote, RemoteAttrs, NoGrad | Inplace | Moves,         \
+    remote_load)                                                                                   \
+  X(RemoteStore, "RemoteStore", remote, RemoteAttrs, NoGrad | Moves, remote_store)                 \
   X(RemoteCodeLoad, "RemoteCodeLoad", remote, CodeLoadAttrs, NoGrad, remote_load)                  \
   /* normalisation over channels: statistics read across the tiles of the input */                 \
   X(BatchNormInference, "BatchNormInference", norm, NormAttrs, Grad, exchanged)                    \
@@ -360,6 +367,9 @@ constexpr bool crosses_ipus(OpKind k) { return k == OpKind::IpuCopy || k == OpKi
 /// Ops whose output 0 is PopXL's alias (view) of their inputs, held as a copy (op_flags::View).
 constexpr bool is_view(OpKind k) { return (flags_of(k) & op_flags::View) != 0; }
 /// Ops with a gradient rule; a gradient through any other is a GraphError naming it.
+/// Ops that only move or convert their data (op_flags::Moves), the ones int8, int16 and uint16
+/// reach.
+constexpr bool moves_only(OpKind k) { return (flags_of(k) & op_flags::Moves) != 0; }
 constexpr bool is_differentiable(OpKind k) { return (flags_of(k) & op_flags::NoGrad) == 0; }
 
 /// The attribute type of each kind: `op_attrs_t<OpKind::Slice>` is SliceAttrs.

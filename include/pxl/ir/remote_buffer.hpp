@@ -54,7 +54,7 @@ std::optional<RemoteEntry> remote_entry(const Tensor& t);
 
 /// A buffer of `entries` tensors of `shape` and `dtype` in the Ir of the current graph
 /// (PopXL's `remote_buffer`), zero until written. ValueError for fewer than one entry or a
-/// name already taken.
+/// name already taken; DTypeError for a 64-bit dtype, which the device does not hold.
 RemoteBuffer remote_buffer(Shape shape, DType dtype, std::int64_t entries = 1,
                            std::string name = "");
 
@@ -65,8 +65,8 @@ RemoteBuffer remote_buffer(Shape shape, DType dtype, std::int64_t entries = 1,
 /// entry) and stores it back with ops::remote_store. No op may read it directly (GraphError).
 /// ShapeError / DTypeError when `data` does not match the buffer's entries, ValueError for an
 /// entry out of range or already holding a remote variable, GraphError for a buffer of
-/// another Ir.
+/// another Ir. `downcast` as for pxl::variable, before `data` is checked against the buffer.
 Tensor remote_variable(HostTensor data, const RemoteBuffer& buffer, std::int64_t entry = 0,
-                       std::string name = "");
+                       std::string name = "", bool downcast = true);
 
 } // namespace pxl

@@ -61,8 +61,9 @@ struct ShardingOptions {
 /// returns one: the shard is the variable. ValueError for a grouping of another Ir, a
 /// `shard_over` that does not divide the group or a value grouping's all_replicas retrieval
 /// (shards differ by design); ShapeError for grouped data without its group axis.
+/// `downcast` as for pxl::variable.
 Tensor replica_sharded_variable(HostTensor data, std::string name = "",
-                                const ShardingOptions& options = {});
+                                const ShardingOptions& options = {}, bool downcast = true);
 
 /// A remote buffer whose entries are shards of tensors of `shape` and `dtype` (PopXL's
 /// `replica_sharded_buffer`): each entry is `replica_sharded_spec({shape, dtype}, shards)`.
@@ -75,9 +76,11 @@ RemoteBuffer replica_sharded_buffer(Shape shape, DType dtype, const ShardingOpti
 /// `remote_replica_sharded_variable`): every replica's Streaming Memory holds its shard; the
 /// host sees the whole value of shape `meta_shape` (one value per group of the buffer's value
 /// grouping). Errors as remote_variable, with `data` checked against the buffer's whole
-/// shape; ValueError for a buffer that is not replica-sharded.
+/// shape; ValueError for a buffer that is not replica-sharded. `downcast` as for
+/// pxl::variable.
 Tensor remote_replica_sharded_variable(HostTensor data, const RemoteBuffer& buffer,
-                                       std::int64_t entry = 0, std::string name = "");
+                                       std::int64_t entry = 0, std::string name = "",
+                                       bool downcast = true);
 
 /// An input of the current graph taking one shard of a tensor of `whole` (a replica-sharded
 /// variable or buffer entry passed in): shaped replica_sharded_spec(whole, shards), carrying

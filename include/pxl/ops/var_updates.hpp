@@ -71,7 +71,7 @@ Tensor accumulate_mean_(const Tensor& t, const Tensor& x, const Tensor& step);
 /// shape; ValueError for an axis out of range.
 Tensor sparse_accumulate_(const Tensor& t, const Tensor& x, const Tensor& indices,
                           std::int64_t axis = 0, double f = 1.0);
-/// t = x.
+/// t = x, for tensors of one dtype (any device dtype) and shape.
 Tensor copy_var_update_(const Tensor& t, const Tensor& x);
 /// t *= f.
 Tensor accumulator_scale_(const Tensor& t, double f);

@@ -318,7 +318,7 @@ StepFn compile_Arange(CompileContext&, const KernelOp& op, const OpBuffers& buff
   const auto& a = op.attrs<OpKind::Arange>();
   const std::int64_t n = op.output(0).nelms();
   const double start = a.a, step = a.b;
-  return visit_dtype(op.output(0).dtype(), [&](auto t) -> StepFn {
+  return dispatch_numeric(op, op.output(0).dtype(), [&](auto t) -> StepFn {
     using T = typename decltype(t)::type;
     T* y = typed<T>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {
@@ -361,9 +361,10 @@ StepFn compile_Pad(CompileContext&, const KernelOp& op, const OpBuffers& buffers
   std::array<std::int64_t, max_map_rank> before{};
   std::copy(a.before.begin(), a.before.end(), before.begin());
   const std::int64_t n = op.output(0).nelms();
-  return visit_dtype(op.input(0).dtype(), [&](auto t) -> StepFn {
-    using T = typename decltype(t)::type;
-    const T value = convert_element<T>(a.value);
+  const DType dtype = op.input(0).dtype();
+  return by_width(dtype, [&](auto t) -> StepFn {
+    using T = typename decltype(t)::type; // a word as wide as the element: pad moves bits
+    const T value = element_bits<T>(dtype, a.value);
     const T* x = typed<const T>(buffers.inputs[0]);
     T* y = typed<T>(buffers.outputs[0]);
     return [=](unsigned w, unsigned nw) {

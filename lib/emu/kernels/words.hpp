@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace pxl::emu::detail {
@@ -26,6 +27,21 @@ StepFn by_width(DType d, F f) {
   }
   PXL_ASSERT(false);
   return {};
+}
+
+/// `value` converted to `d` (convert_element), as the word `U` of the same width.
+template <typename U>
+U element_bits(DType d, double value) {
+  U bits{};
+  visit_device_dtype(d, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (sizeof(T) == sizeof(U)) {
+      const T v = convert_element<T>(value);
+      std::memcpy(&bits, &v, sizeof(U));
+    }
+    return StepFn{};
+  });
+  return bits;
 }
 
 /// The output and input shapes of an element-wise index mapping, fixed-size so that walking
