@@ -414,7 +414,12 @@ constexpr std::string_view charts_script = R"(
     return 'hsl(' + Math.round(240 * (1 - f)) + ', 75%, 50%)';
   };
   var timelineEnd = 0;
-  data.reports.forEach(function (r) { if (r.timeline) timelineEnd = Math.max(timelineEnd, r.timeline.end_us); });
+  var opKindsEnd = 0;
+  data.reports.forEach(function (r) {
+    if (r.timeline) timelineEnd = Math.max(timelineEnd, r.timeline.end_us);
+    if (r.profile) r.profile.op_kinds.forEach(function (l) {
+      opKindsEnd = Math.max(opKindsEnd, data.phases.reduce(function (s, p) { return s + l[p]; }, 0)); });
+  });
   var configs = {
     memory: function (r) {
       return { type: 'bar',
@@ -479,8 +484,9 @@ constexpr std::string_view charts_script = R"(
         data: { labels: k.map(function (l) { return l.name + ' x' + l.executions; }),
           datasets: data.phases.map(function (p) {
             return { label: p, backgroundColor: palette[p], data: k.map(function (l) { return l[p]; }) }; }) },
-        options: { indexAxis: 'y', scales: { x: { stacked: true, title: { display: true, text: 'cycles' } },
-          y: { stacked: true } } } };
+        options: { indexAxis: 'y', scales: { x: { stacked: true, max: opKindsEnd,
+          title: { display: true, text: 'cycles (every run)' } },
+          y: { stacked: true, ticks: { autoSkip: false } } } } };
     }
   };
   var drawn = 0;
