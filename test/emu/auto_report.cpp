@@ -400,7 +400,8 @@ TEST_CASE("report: write_html compares two directories, and refuses what it cann
                                          "'traceEvents' is not an array"),
                        ValueError);
   fs::remove(empty / "trace.json");
-  write_text(empty / "profile.json", "{\"runs\": 1}");
+  write_text(empty / "profile.json",
+             R"({"runs": 1, "total": {"compute": 0, "exchange": 0, "sync": 0, "host": 0}})");
   CHECK_THROWS_WITH_AS(report::html({empty.string()}),
                        doctest::Contains("profile.json' is not a report file pxl writes: expected "
                                          "the field 'op_kinds', found none"),
