@@ -3,7 +3,8 @@
 POPLAR_ENGINE_OPTIONS, as the infeed tutorial's command does (with and without feeds);
 pxl-report compares them; headless Chromium opens the pages offline. The page must run its
 script without error and draw every chart with the counts the reports hold (IPUs, tiles,
-steps, runs), and its screenshot must not be blank.
+steps, runs), and its screenshot must not be blank. pxl-report's bad command lines and
+unreadable directories are checked first, with or without Chromium.
 
 usage: browser.py LESSON_9 PXL_REPORT
 Chromium is required when CI=true; elsewhere the test is skipped without it (exit 77)."""
@@ -148,8 +149,31 @@ def png_colours(path):
     return colours, differing
 
 
+def check_cli(pxl_report):
+    """pxl-report's bad command lines (exit 2) and unreadable directories (exit 1)."""
+    with tempfile.TemporaryDirectory() as work:
+        for d in ("empty", "bad"):
+            os.mkdir(os.path.join(work, d))
+        with open(os.path.join(work, "bad", "memory.json"), "w") as f:
+            f.write("{not json")
+        cases = [([], 2, "expected one report directory or two, found 0"),
+                 (["a", "b", "c"], 2, "expected one report directory or two, found 3"),
+                 (["--frobnicate"], 2, "unknown option '--frobnicate'"),
+                 (["empty", "-o"], 2, "-o needs a file name"),
+                 (["missing"], 1, "'missing' is not a report directory: it does not exist"),
+                 (["empty"], 1, "'empty' is not a report directory: it has no memory.json"),
+                 (["bad"], 1, "is not a report file pxl writes: expected JSON, found malformed")]
+        for args, code, message in cases:
+            done = subprocess.run([pxl_report] + args, cwd=work, capture_output=True, text=True,
+                                  timeout=60)
+            if done.returncode != code or message not in done.stderr:
+                fail(f"pxl-report {' '.join(args)}: exit code {done.returncode} (expected {code}), "
+                     f"stderr lacks {message!r}: {done.stderr}")
+
+
 def main():
     lesson, pxl_report = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    check_cli(pxl_report)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         if os.environ.get("CI") == "true":
