@@ -332,6 +332,39 @@ TEST_CASE("auto report: the memory report's tile map agrees with its histogram a
   CHECK(m.tiles[0] <= m.max_tile);
 }
 
+TEST_CASE("report: the page has a chart per IPU where it should, and names the replicas") {
+  const TempDir dir("report_ipus");
+  Ir ir;
+  ir.set_replication_factor(2);
+  HostToDeviceStream x;
+  {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({2, 3}, float32, "x");
+    const DeviceToHostStream y = d2h_stream({2, 3}, float32, "y");
+    const Tensor on0 = ops::host_load(x) * 2.0;
+    Tensor on1;
+    {
+      auto scope = ipu(1);
+      on1 = ops::ipu_copy(on0, 1) + 1.0;
+    }
+    ops::host_store(y, ops::ipu_copy(on1, 0));
+  }
+  {
+    Session s(ir, "ipu_model",
+              {.workers = 1,
+               .engine_options = {{"autoReport.all", "true"},
+                                  {"autoReport.directory", dir.path.string()}}});
+    auto attached = s.attach();
+    s.run({{x, HostTensor::full({2, 2, 3}, float32, 1.0)}});
+  }
+  const std::string page = read_text(dir.path / "report.html");
+  CHECK(attributes(page, "memory", "data-ipus") == std::vector<std::string>{"2"});
+  CHECK(attributes(page, "tiles", "data-ipu") == std::vector<std::string>{"0", "1"});
+  CHECK(attributes(page, "liveness", "data-ipus") == std::vector<std::string>{"2"});
+  CHECK(attributes(page, "timeline", "data-ipus") == std::vector<std::string>{"2"});
+  CHECK(page.find("1 run(s) captured, 2 replica(s) in lockstep") != std::string::npos);
+}
+
 TEST_CASE("report: write_html compares two directories, and refuses what it cannot read") {
   const TempDir dir("report_html");
   AddProgram p;
