@@ -315,6 +315,25 @@ TEST_CASE("auto report: a bad option or a directory that cannot be made fails th
       "engine option 'autoReport.all': expected \"true\" or \"false\", found \"on\"", ValueError);
 }
 
+TEST_CASE("auto report: a write that fails later is an IoError from run, and printed by the "
+          "destructor") {
+  const TempDir dir("auto_report_later");
+  AddProgram p;
+  const std::string where = "cannot create autoReport.directory '" + dir.path.string() + "'";
+  const std::string printed = stderr_of([&] {
+    Session s(p.ir, "ipu_model",
+              {.workers = 1,
+               .engine_options = {{"autoReport.all", "true"},
+                                  {"autoReport.directory", dir.path.string()}}});
+    auto attached = s.attach();
+    fs::remove_all(dir.path);
+    write_text(dir.path, "a file where the directory was");
+    CHECK_THROWS_WITH_AS(s.run({{p.x, HostTensor::full({2, 3}, float32, 1.0)}}),
+                         doctest::Contains(where.c_str()), IoError);
+  });
+  CHECK(printed.starts_with("pxl: Session: " + where));
+}
+
 TEST_CASE("auto report: the memory report's tile map agrees with its histogram and mean") {
   AddProgram p;
   Session s(p.ir, "ipu_model", {.workers = 1});
