@@ -32,6 +32,7 @@
 #include "pxl/ops/remote.hpp"
 #include "pxl/ops/shape.hpp"
 #include "pxl/ops/var_updates.hpp"
+#include "pxl/report.hpp"
 #include "pxl/session.hpp"
 #include "pxl/transforms/autodiff.hpp"
 #include "pxl/transforms/autodiff_with_accumulation.hpp"

@@ -74,6 +74,14 @@ struct SessionOptions {
   /// session emulates replicas dist::replica_offset() onwards, dist::num_local_replicas() of
   /// them. See "Instances" in Session's description. Ignored in a single instance.
   bool distributed = false;
+  /// Poplar's engine options, keyed as in the JSON object of the POPLAR_ENGINE_OPTIONS
+  /// environment variable, with Poplar's string values ("true", "2", "./reports"). The
+  /// `autoReport.*` keys make the session write its reports into a directory
+  /// (docs/report.md); other keys are listed once on stderr. The session reads
+  /// POPLAR_ENGINE_OPTIONS when it is built and merges these over it key by key: a key set
+  /// here wins over the same key in the variable. A malformed variable or a bad value throws
+  /// ValueError naming the key, what was expected and what was found.
+  std::map<std::string, std::string> engine_options;
 };
 
 /// Arrays for h2d streams, each shaped `[num_host_transfers, replication_factor, *shape]`

@@ -592,9 +592,11 @@ private:
       m.max_tile = always_by_tile[0] + main.tile_peak[ipu];
       std::vector<std::int64_t> at_peak = per_tile(main.tiles_at_peak[ipu]);
       m.tile_histogram.assign(10, 0);
+      m.tiles.resize(at_peak.size());
       std::int64_t sum = 0;
       for (std::size_t t = 0; t < at_peak.size(); ++t) {
         const std::int64_t bytes = always_by_tile[t] + at_peak[t];
+        m.tiles[t] = bytes;
         sum += bytes;
         const std::int64_t bucket =
             m.tile_capacity > 0 ? std::min<std::int64_t>(9, bytes * 10 / m.tile_capacity) : 9;

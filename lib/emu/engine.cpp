@@ -5,8 +5,13 @@
 #include "pxl/core/error.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -42,9 +47,29 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
 }
 } // namespace
 
+namespace {
+/// Lists the engine options pxl does not read, each once per process whatever the sessions.
+void warn_unknown_options(const std::vector<std::string>& keys) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  std::string fresh;
+  for (const std::string& k : keys)
+    if (warned.insert(k).second)
+      fresh += (fresh.empty() ? "" : ", ") + k;
+  if (!fresh.empty())
+    std::fprintf(stderr, "pxl: engine options not used by pxl (ignored): %s\n", fresh.c_str());
+}
+} // namespace
+
 Engine::Engine(const Ir& ir, Target target, SessionOptions options,
                std::optional<dist::detail::InstanceLayout> instances)
-    : hold_(ir), view_(hold_.view()), target_(std::move(target)), options_(options) {
+    : hold_(ir), view_(hold_.view()), target_(std::move(target)), options_(options),
+      auto_report_(report::read_auto_report(
+          report::engine_options_from_environment(options_.engine_options))) {
+  warn_unknown_options(auto_report_.unknown);
+  options_.profile = options_.profile || auto_report_.execution_profile;
+  options_.allow_out_of_memory = options_.allow_out_of_memory || auto_report_.allow_out_of_memory;
   verify();
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   if (options_.workers > hardware && !options_.oversubscribe)
@@ -115,6 +140,35 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options,
     const HostTensor* data = view_.data(t);
     host_weights_.emplace(t, data ? *data : HostTensor(view_.spec(t)));
   }
+  if (auto_report_.enabled())
+    write_auto_report(false);
+}
+
+void Engine::write_auto_report(bool trace) {
+  namespace fs = std::filesystem;
+  const fs::path dir(auto_report_.directory);
+  std::error_code failed;
+  fs::create_directories(dir, failed);
+  if (failed || !fs::is_directory(dir))
+    throw IoError("Session: cannot create autoReport.directory '" + dir.string() +
+                  "': " + (failed ? failed.message() : std::string("not a directory")));
+  auto write = [&](std::string_view name, const std::string& text) {
+    const fs::path path = dir / name;
+    std::ofstream out(path);
+    if (!out || !(out << text << '\n') || !out.flush())
+      throw IoError("Session: autoReport cannot write '" + path.string() + "'");
+  };
+  if (auto_report_.graph_profile)
+    write(report::memory_file, program_.memory.to_json());
+  if (auto_report_.execution_profile && profiler_) {
+    if (trace)
+      profiler_->write_trace((dir / report::trace_file).string());
+    const Profile p = profiler_->profile();
+    write(report::profile_file, p.to_json());
+    write(report::profile_text_file, p.summary());
+  }
+  if (auto_report_.graph_profile)
+    report::write_html({dir.string()}, (dir / report::html_file).string());
 }
 
 Engine::~Engine() {
@@ -133,6 +187,14 @@ Engine::~Engine() {
   }
   for (AsyncRun& r : async_runs_)
     r.thread.join();
+  // autoReport: the profile of every run, and the page with it; a destructor cannot throw.
+  if (auto_report_.enabled()) {
+    try {
+      write_auto_report(false);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pxl: %s\n", e.what());
+    }
+  }
 }
 
 std::unique_lock<std::mutex> Engine::enter(std::string_view what) {

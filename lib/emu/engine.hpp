@@ -14,6 +14,7 @@
 #include "dist/instance_layout.hpp"
 #include "ir/ir_hold.hpp"
 
+#include "pxl/report.hpp"
 #include "pxl/session.hpp"
 
 #include <atomic>
@@ -138,6 +139,10 @@ private:
   /// A bound stream's queue depth: `requested`, or the session's default for 0.
   std::size_t queue_depth(std::string_view what, std::int64_t requested) const;
   void run_locked(const StreamInputs& inputs, StreamOutputs& outputs, StepObserver* observer);
+  /// Writes the autoReport files into autoReport.directory (docs/report.md): the memory
+  /// report and the page, the profile, and after a captured run (`trace`) the trace. IoError
+  /// when a file cannot be written.
+  void write_auto_report(bool trace);
 
   pxl::detail::IrHold hold_; ///< keeps the Ir's storage alive and frozen
   IrView view_;
@@ -160,6 +165,9 @@ private:
   /// Declared after the program and replicas: destroying it stops the workers first.
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Profiler> profiler_; ///< with SessionOptions::profile
+  /// What the engine options' autoReport keys ask for, and the runs it has reported.
+  report::AutoReport auto_report_;
+  std::int64_t reported_runs_ = 0;
   std::vector<HostToDeviceStream> expected_in_;
   std::vector<DeviceToHostStream> expected_out_;
   /// By variable: its value, or one per group for a grouped variable ((num_groups, *shape)).

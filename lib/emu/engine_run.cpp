@@ -443,6 +443,10 @@ void Engine::run_locked(const StreamInputs& inputs, StreamOutputs& outputs,
                      ". The run stopped after this step: no later step ran, on any replica; the "
                      "variables hold what the steps before it (and this one, where it did not "
                      "fail) wrote");
+  // autoReport: the trace of the first executionProfileProgramRunCount runs, with the profile
+  // and the page as they stand after each of them.
+  if (auto_report_.execution_profile && ++reported_runs_ <= auto_report_.program_run_count)
+    write_auto_report(true);
 }
 
 } // namespace pxl::emu::detail

@@ -80,6 +80,7 @@ std::string MemoryReport::to_json() const {
                          {"max_tile", m.max_tile},
                          {"tile_mean", m.tile_mean},
                          {"tile_histogram", m.tile_histogram},
+                         {"tiles", m.tiles},
                          {"peak_step", m.peak_step},
                          {"peak_step_op", m.peak_step_op},
                          {"liveness", m.liveness}});

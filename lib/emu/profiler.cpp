@@ -280,4 +280,32 @@ std::string Profile::summary() const {
   return os.str();
 }
 
+std::string Profile::to_json() const {
+  using nlohmann::json;
+  auto cost = [](const StepCost& c) {
+    return json{{"compute", c.compute},
+                {"exchange", c.exchange},
+                {"sync", c.sync},
+                {"host", c.host},
+                {"total", c.total()}};
+  };
+  auto table = [&](const std::vector<ProfileLine>& lines) {
+    json out = json::array();
+    for (const ProfileLine& l : lines)
+      out.push_back({{"name", l.name}, {"executions", l.executions}, {"cycles", cost(l.cycles)}});
+    return out;
+  };
+  return json{{"target", target},
+              {"clock_hz", clock_hz},
+              {"runs", runs},
+              {"steps", steps},
+              {"elapsed_cycles", elapsed_cycles},
+              {"total", cost(total)},
+              {"ipus", table(ipus)},
+              {"graphs", table(graphs)},
+              {"op_kinds", table(op_kinds)},
+              {"top_ops", table(top_ops)}}
+      .dump(1);
+}
+
 } // namespace pxl::emu

@@ -11,6 +11,12 @@
 //
 // Session::feed_stats then says whether the device waited for the host. (addons::Trainer does
 // all of this for a Keras-style fit; lessons 7 and 8 use it.)
+//
+// With `--without-feeds` it trains as the tutorial's other program does: one step per run, its
+// batch handed over as arrays and its loss returned, so every step pays a host round trip. Run
+// both with POPLAR_ENGINE_OPTIONS='{"autoReport.all":"true", "autoReport.directory":"with_feeds"}'
+// (and "without_feeds") and compare them with `pxl-report with_feeds without_feeds`
+// (docs/report.md).
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
@@ -19,13 +25,17 @@
 #include <range/v3/view/transform.hpp>
 
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
 namespace addons = pxl::addons;
 using addons::Activation;
 
-int main() {
+int main(int argc, char** argv) {
+  const bool feeds = !(argc > 1 && std::string_view(argv[1]) == "--without-feeds");
   constexpr std::int64_t batch = 32, steps = 50, runs = 4;
+  // Without feeds, each of runs × steps runs is one step.
+  const std::int64_t steps_per_run = feeds ? steps : 1;
   const auto [x, y] = samples::images({1600}, 1);
   // tf.data's pipeline: shuffled afresh every pass, batches of 32, repeated forever.
   const auto dataset = addons::data::TensorDataset::from_tensor_slices(x, y)
@@ -63,11 +73,29 @@ int main() {
         pxl::ops::scaled_add_(w.at(name), grad, {.b = -0.1}); // w -= 0.1·grad
     }
     // The device loop: `steps` steps per run, the weights carried by reference.
-    pxl::ops::repeat(step, steps, weights.values_flat());
+    pxl::ops::repeat(step, steps_per_run, weights.values_flat());
   }
-  ir.set_num_host_transfers(steps);
+  ir.set_num_host_transfers(steps_per_run);
 
   pxl::Session session(ir, "ipu_model");
+  if (!feeds) {
+    auto attached = session.attach();
+    std::vector<float> per_pass_mean(runs, 0.0f);
+    auto batches = dataset.elements();
+    auto next = batches.begin();
+    for (std::int64_t r = 0; r < runs * steps; ++r, ++next) {
+      const addons::data::LabelledBatch b = *next;
+      const auto out = session.run({{x_stream, b.features}, {y_stream, b.labels}});
+      per_pass_mean[static_cast<std::size_t>(r / steps)] +=
+          out.at(loss_stream).data<float>()[0] / steps;
+    }
+    std::printf("%lld runs of one step each, the batches handed over as arrays\n",
+                static_cast<long long>(runs * steps));
+    std::printf("The mean loss fell from the first %lld runs to the last: %s\n",
+                static_cast<long long>(steps),
+                per_pass_mean.back() < per_pass_mean.front() ? "yes" : "no");
+    return 0;
+  }
   // The infeed: each stream walks its own view of the (deterministic) pipeline, up to 8
   // batches ahead of the device. (addons::data::BatchFanOut reads one pipeline for both.)
   auto features = [](const addons::data::LabelledBatch& b) { return b.features; };

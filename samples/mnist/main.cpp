@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -55,6 +56,7 @@ struct Options {
   bool profile = false;
   std::string trace;
   std::string memory_report;
+  std::string report;
   // Every core (under mpirun, the cores shared by the instances on this host): workers take
   // over each other's chunks, so at the default batch of 8 two are 1.5-1.7x faster on an idle
   // 2-core machine and 0.86-1.0x of one beside a busy process (test/bench/contention).
@@ -162,7 +164,9 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
           .workers = o.workers,
           .profile = o.profile || !o.trace.empty(),
           .distributed = pxl::dist::is_distributed(),
-          .seed = o.seed};
+          .seed = o.seed,
+          // One instance writes the reports (every instance runs the same program).
+          .report_directory = pxl::dist::instance_index() == 0 ? o.report : std::string()};
 }
 
 std::string mib(std::int64_t bytes) {
@@ -339,6 +343,13 @@ int train_and_test(const Options& o) {
   // The trace is written after training: find out now whether it can be.
   if (!o.trace.empty() && !std::ofstream(o.trace))
     throw pxl::IoError("--trace: cannot open '" + o.trace + "' for writing");
+  if (!o.report.empty()) {
+    std::error_code failed;
+    std::filesystem::create_directories(o.report, failed);
+    if (failed || !std::filesystem::is_directory(o.report))
+      throw pxl::IoError("--report: cannot create the directory '" + o.report +
+                         "': " + (failed ? failed.message() : std::string("not a directory")));
+  }
   const auto train_data = data::load_fashion_mnist(o.data_dir, data::Split::train, o.limit);
   const auto test_data = data::load_fashion_mnist(o.data_dir, data::Split::test, o.test_limit);
   std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n",
@@ -380,6 +391,10 @@ int train_and_test(const Options& o) {
   if (trained.images > 0)
     std::printf("training throughput: %.0f images/s\n",
                 static_cast<double>(trained.images) / trained.seconds);
+  if (!compile.report_directory.empty())
+    std::printf("Reports of the training and test programs: %s/train and %s/test (each with "
+                "report.html; `pxl-report %s/train %s/test` compares them)\n",
+                o.report.c_str(), o.report.c_str(), o.report.c_str(), o.report.c_str());
   return 0;
 }
 
@@ -456,6 +471,9 @@ int main(int argc, char** argv) {
                  "Write a Chrome/Perfetto trace of the training runs' estimated steps to FILE");
   app.add_option("--memory-report", o.memory_report,
                  "Write the training program's memory report to FILE (JSON)");
+  app.add_option("--report", o.report,
+                 "Write PopVision-style reports of the training and test programs into DIR/train "
+                 "and DIR/test: memory, trace, profile and an HTML page (docs/report.md)");
   app.add_option("--dtype", o.dtype,
                  "float32, or float16: mixed precision (float16 weights and activations, the "
                  "loss in float32, loss scaling)")

@@ -44,6 +44,8 @@ grep -q "2 replica(s); batch 4 per replica (8 in all" "$tmp/out" ||
   fail "--replicas 2: the startup output does not name the replicas: $(cat "$tmp/out")"
 echo "ok: --replicas 2 named at startup"
 
+expect_error "unwritable --report directory" "--report: cannot create the directory '/dev/null/reports'" \
+  --report /dev/null/reports --limit 16 --test-limit 16
 expect_error "unknown model" "--model: expected mlp or cnn, got 'resnet'" --model resnet
 expect_error "too many pipeline stages for the CNN" \
   "--pipeline-stages: expected 1 to 4 (the CNN has 4 units: 2 blocks, 2 dense layers), got 5" \

@@ -4,8 +4,8 @@
 # a pipeline over its blocks and Adam's state offloaded or sharded train bitwise as the
 # simpler runs, 2 replicas of batch 16 (the
 # batch norms synchronized) as 1 of batch 32 to rounding, float16 trains, saved weights and
-# running statistics load back to the same test accuracy, and the profile, trace and memory
-# report are written. (Bad values: cli_errors.sh.)
+# running statistics load back to the same test accuracy, and the profile, trace, memory
+# report and report directories are written. (Bad values: cli_errors.sh.)
 # usage: cnn.sh path/to/mnist
 set -u
 mnist=$1
@@ -82,7 +82,9 @@ awk -v a="$(accuracy half)" 'BEGIN { exit !(a > 50) }' ||
 echo "ok: --dtype float16: $(grep '^test accuracy' "$tmp/half")"
 
 run profiled --model cnn --limit 256 --test-limit 100 --workers 2 --profile --trace "$tmp/trace.json" \
-  --memory-report "$tmp/memory.json"
+  --memory-report "$tmp/memory.json" --report "$tmp/reports"
 grep -q "Conv" "$tmp/trace.json" || fail "the trace has no convolution"
 grep -q '"ipus"' "$tmp/memory.json" || fail "the memory report has no IPUs"
-echo "ok: --profile, --trace and --memory-report with the CNN"
+sh "$(dirname "$0")/report_check.sh" "$tmp/reports" || fail "--report with the CNN"
+grep -q "Conv" "$tmp/reports/train/trace.json" || fail "--report: the trace has no convolution"
+echo "ok: --profile, --trace, --memory-report and --report with the CNN"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The main job's insight flags: --profile prints the execution summary and exactly one
 # "estimated device time per step" line, --trace writes trace-event JSON, --memory-report the
-# memory report; a device loop is estimated faster per step than one run per step.
+# memory report, --report the report directories; a device loop is estimated faster per step
+# than one run per step.
 # usage: profile.sh path/to/mnist
 set -u
 mnist=$1
@@ -26,6 +27,15 @@ memory = json.load(open(sys.argv[2]))
 assert memory["ipus"][0]["variables"] > 0
 PY
 echo "ok: --profile, --trace and --memory-report"
+
+# --report: the training and test programs' report directories, at a few steps.
+"$mnist" --limit 64 --test-limit 32 --report "$tmp/reports" >"$tmp/out" 2>"$tmp/err" ||
+  fail "--report: exit code $?; stderr: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "--report printed on stderr: $(cat "$tmp/err")"
+grep -q "^Reports of the training and test programs: $tmp/reports/train and $tmp/reports/test" \
+  "$tmp/out" || fail "--report: not named in the output: $(cat "$tmp/out")"
+sh "$(dirname "$0")/report_check.sh" "$tmp/reports" || fail "--report with the MLP"
+echo "ok: --report writes the training and test programs' reports"
 
 per_step() { # per_step <steps per execution> <dtype>
   "$mnist" --limit 8000 --test-limit 100 --profile --steps-per-execution "$1" --dtype "$2" \

@@ -50,6 +50,9 @@ struct IpuMemory {
   /// PopVision's tile map as a histogram.
   std::int64_t tile_mean = 0;
   std::vector<std::int64_t> tile_histogram;
+  /// Every tile's bytes at the not-always-live peak (always-live ones included), tile 0
+  /// first: PopVision's tile map itself.
+  std::vector<std::int64_t> tiles;
   /// Not-always-live bytes at each step of the main graph's schedule (a called graph's peak
   /// counted at its call step), then at its end (the outputs held): PopVision's liveness
   /// curve. Its maximum is not_always_live_peak.

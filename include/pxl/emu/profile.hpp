@@ -40,6 +40,10 @@ struct Profile {
   /// A printable table: the elapsed time, the work and its split (of the work), then per IPU,
   /// graph, op kind and top op.
   std::string summary() const;
+  /// Every field as JSON: {"target", "clock_hz", "runs", "steps", "elapsed_cycles", "total",
+  /// "ipus", "graphs", "op_kinds", "top_ops"}, each cost split into compute, exchange, sync
+  /// and host cycles.
+  std::string to_json() const;
   friend std::ostream& operator<<(std::ostream& os, const Profile& p) { return os << p.summary(); }
 };
 

@@ -41,6 +41,14 @@ void BatchLog::record(std::span<const float> v) {
     progress->update(++in_epoch, v[0]);
 }
 
+std::map<std::string, std::string> report_options(const CompileOptions& o,
+                                                  std::string_view program) {
+  if (o.report_directory.empty())
+    return {};
+  return {{"autoReport.all", "true"},
+          {"autoReport.directory", o.report_directory + "/" + std::string(program)}};
+}
+
 data::LocalReplicas local_replicas(const CompileOptions& o) {
   if (o.distributed && dist::is_distributed())
     return {o.replicas, dist::replica_offset(), dist::num_local_replicas()};

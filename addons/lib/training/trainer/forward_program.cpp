@@ -49,7 +49,9 @@ void build_forward_program(Program& p, const CompileOptions& o, const TraceModel
       pxl::ops::host_store(p.out, out);
     }
   }
-  p.session.emplace(p.ir, "ipu_model", SessionOptions{.workers = o.workers});
+  p.session.emplace(p.ir, "ipu_model",
+                    SessionOptions{.workers = o.workers,
+                                   .engine_options = report_options(o, y ? "test" : "predict")});
   p.attached.emplace(p.session->attach());
 }
 

@@ -61,6 +61,11 @@ struct Program {
   std::shared_ptr<BatchLog> log = std::make_shared<BatchLog>(); ///< training only
 };
 
+/// The engine options of the session of `program` ("train", "test" or "predict"): every
+/// autoReport into its folder of CompileOptions::report_directory, if set.
+std::map<std::string, std::string> report_options(const CompileOptions& o,
+                                                  std::string_view program);
+
 /// The replicas this process runs and feeds: all of them, or its own under mpirun.
 data::LocalReplicas local_replicas(const CompileOptions& o);
 

@@ -254,9 +254,11 @@ void build_training_program(Program& p, const CompileOptions& o, const TraceMode
   }
   const std::int64_t per_run = o.steps_per_execution;
   p.ir.set_num_host_transfers(per_run);
-  p.session.emplace(
-      p.ir, "ipu_model",
-      SessionOptions{.workers = o.workers, .profile = o.profile, .distributed = o.distributed});
+  p.session.emplace(p.ir, "ipu_model",
+                    SessionOptions{.workers = o.workers,
+                                   .profile = o.profile,
+                                   .distributed = o.distributed,
+                                   .engine_options = report_options(o, "train")});
   p.attached.emplace(p.session->attach());
   p.log->with_accuracy = !o.metrics.empty();
   p.log->replicas = local_replicas(o).count;

@@ -133,6 +133,10 @@ struct CompileOptions {
   bool distributed = false;
   /// Seeds the variables' initialisers.
   std::uint64_t seed = 0;
+  /// Where the sessions write Poplar's autoReport (every report, docs/report.md): the training
+  /// program into DIR/train, the evaluation program into DIR/test and the prediction program
+  /// into DIR/predict. Empty: none (POPLAR_ENGINE_OPTIONS still applies to every session).
+  std::string report_directory;
 };
 
 /// `Trainer::fit`'s settings.
