@@ -7,6 +7,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -476,6 +477,23 @@ const std::vector<ValueSpec>& Model::inputs() const { return impl_->inputs; }
 const std::vector<ValueSpec>& Model::outputs() const { return impl_->outputs; }
 std::int64_t Model::opset() const { return impl_->opset; }
 
+std::string variable_name(std::string_view onnx_name) {
+  std::string key, segment;
+  auto close = [&] {
+    if (!segment.empty())
+      key += (key.empty() ? "" : ".") + segment;
+    segment.clear();
+  };
+  for (const char c : onnx_name) {
+    if (c == '.' || c == '/')
+      close();
+    else
+      segment += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  }
+  close();
+  return key.empty() ? "_" : key;
+}
+
 namespace {
 
 HostTensor host_tensor(const Folded& f, DType dtype) {
@@ -532,13 +550,16 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
     Tensor t;
     if (trainable) {
       try {
-        t = addons::add_variable_input(f.initializer, addons::init::from(host_tensor(f, dtype)),
-                                       dtype);
+        t = addons::add_variable_input(variable_name(f.initializer),
+                                       addons::init::from(host_tensor(f, dtype)), dtype);
       } catch (const GraphError& e) {
         throw ImportError(m.what + ": initializer '" + f.initializer +
                           "' would be a variable, which needs a Module trace (OnnxModule, "
                           "import_model), or ImportOptions::all_constants: " +
                           e.what());
+      } catch (const ValueError& e) { // two names that map to one key, or a key and its prefix
+        throw ImportError(m.what + ": initializer '" + f.initializer + "' as variable '" +
+                          variable_name(f.initializer) + "': " + e.what());
       }
     } else {
       t = constant(host_tensor(f, dtype), f.initializer);

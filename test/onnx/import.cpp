@@ -26,13 +26,13 @@ namespace test_onnx_import {
 
 const std::filesystem::path models = std::filesystem::path(PXL_SOURCE_DIR) / "test/onnx/models";
 
-// Imports `name`.onnx, runs it once on its saved input and returns the output.
+// Imports `name`.onnx, runs it once on its saved input and returns the output. The input's
+// shape fixes a symbolic batch.
 pxl::HostTensor run(const std::string& name, pxl::onnx::ImportOptions options) {
   pxl::Ir ir;
-  if (name != "fashion_cnn")
-    options.input_shapes.clear();
-  const auto imported = pxl::onnx::import_model(ir, models / (name + ".onnx"), options);
   auto x = pxl::HostTensor::load_npy(models / (name + ".input.npy"));
+  options.input_shapes = {{"input", x.shape()}};
+  const auto imported = pxl::onnx::import_model(ir, models / (name + ".onnx"), options);
   if (x.dtype() == pxl::float32)
     x = x.astype(options.float_dtype);
   pxl::HostToDeviceStream in;
@@ -65,11 +65,12 @@ double relative_error(const pxl::HostTensor& y, const pxl::HostTensor& expected)
 }
 
 TEST_CASE("models PyTorch 1.13 exported match PyTorch's outputs to 1e-4") {
-  for (const std::string name : {"mlp", "cnn", "cnn_opset11", "encoder", "fashion_cnn"}) {
+  // keras_cnn: tf2onnx's node sequence for Keras layers on NHWC images, against NumPy.
+  for (const std::string name :
+       {"mlp", "cnn", "cnn_opset11", "encoder", "fashion_cnn", "keras_cnn"}) {
     CAPTURE(name);
     const auto expected = pxl::HostTensor::load_npy(models / (name + ".output.npy"));
-    // fashion_cnn's batch is symbolic (exported with a dynamic axis): fixed here.
-    const auto got = run(name, {.input_shapes = {{"input", {2, 1, 28, 28}}}});
+    const auto got = run(name, {});
     const double error = relative_error(got, expected);
     MESSAGE(name << ": max |Δ| / max |y| = " << error);
     CHECK(error < 1e-4);
@@ -252,6 +253,20 @@ TEST_CASE("malformed, truncated and unsupported models are refused with what is 
     const auto constants = pxl::onnx::Model::load(models / "mlp.onnx", {.all_constants = true});
     CHECK(constants.build({x})[0].shape() == pxl::Shape{3, 5});
   }
+}
+
+TEST_CASE("initializers are variables under NamedTensors keys made of their names") {
+  CHECK(pxl::onnx::variable_name("conv1.weight") == "conv1.weight");
+  CHECK(pxl::onnx::variable_name("conv2d/kernel") == "conv2d.kernel");
+  CHECK(pxl::onnx::variable_name("/encoder/layers.0/Add") == "encoder.layers.0.Add");
+  CHECK(pxl::onnx::variable_name("onnx::MatMul_7") == "onnx__MatMul_7");
+  CHECK(pxl::onnx::variable_name("//") == "_");
+  pxl::Ir ir;
+  const auto keras = pxl::onnx::import_model(ir, models / "keras_cnn.onnx",
+                                             {.input_shapes = {{"input", {2, 28, 28, 1}}}});
+  const auto keys = keras.variables.keys_flat();
+  CHECK(std::find(keys.begin(), keys.end(), "conv2d.kernel") != keys.end());
+  CHECK(std::find(keys.begin(), keys.end(), "bn.moving_mean") != keys.end());
 }
 
 TEST_CASE("docs/onnx.md's table lists exactly the supported operators, opsets and restrictions") {

@@ -1,10 +1,18 @@
 #!/usr/bin/python3
 """Writes the ONNX models of test/onnx/models and, beside each, its input and PyTorch's output
 as .npy: `/usr/bin/python3 test/onnx/make_models.py` with Debian's python3-torch 1.13 and
-python3-onnx. The tests read only the files; run this again when a model changes."""
+python3-onnx. The tests read only the files; run this again when a model changes.
+
+keras_cnn is not PyTorch's: it is the node sequence tf2onnx writes for a Keras Sequential of
+Conv2D, BatchNormalization, ReLU, MaxPooling2D, Flatten and Dense(softmax) on NHWC images
+(Transposes around the NCHW convolution, a constant Reshape, MatMul and Add), built with
+onnx.helper since Debian ships neither TensorFlow nor tf2onnx; its output is computed here
+with NumPy."""
 import os
 
 import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 import torch
 from torch import nn
 
@@ -86,9 +94,13 @@ def export(name, model, x, opset, dynamic_batch=False):
                       training=torch.onnx.TrainingMode.PRESERVE,
                       do_constant_folding=False,
                       dynamic_axes={"input": {0: "N"}, "output": {0: "N"}} if dynamic_batch else None)
-    # pxl takes int64 inputs as int32 (PopXL's downcast)
-    x_np = x.numpy().astype(np.int32) if x.dtype == torch.int64 else x.numpy()
-    np.save(os.path.join(here, name + ".input.npy"), x_np)
+    # pxl's tensors are int32 where the model's are int64 (PopXL's downcast); pxl-run also
+    # takes the int64 ids and downcasts them
+    if x.dtype == torch.int64:
+        np.save(os.path.join(here, name + ".input_int64.npy"), x.numpy())
+        np.save(os.path.join(here, name + ".input.npy"), x.numpy().astype(np.int32))
+    else:
+        np.save(os.path.join(here, name + ".input.npy"), x.numpy())
     np.save(os.path.join(here, name + ".output.npy"), y.numpy())
 
 
@@ -98,3 +110,64 @@ export("cnn", Cnn(), torch.randn(2, 1, 12, 12), 13)
 export("cnn_opset11", Cnn(), torch.randn(2, 1, 12, 12), 11)
 export("encoder", Encoder(), torch.randint(0, 11, (2, 6)), 17)
 export("fashion_cnn", FashionCnn(), torch.randn(2, 1, 28, 28), 13, dynamic_batch=True)
+
+
+def keras_cnn():
+    rng = np.random.default_rng(0)
+    n, c = 2, 8
+    w = (rng.standard_normal((c, 1, 3, 3)) * 0.3).astype(np.float32)
+    b = (rng.standard_normal(c) * 0.1).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, c).astype(np.float32)
+    beta = (rng.standard_normal(c) * 0.1).astype(np.float32)
+    mean = (rng.standard_normal(c) * 0.1).astype(np.float32)
+    var = rng.uniform(0.5, 1.5, c).astype(np.float32)
+    dense = (rng.standard_normal((14 * 14 * c, 10)) * 0.05).astype(np.float32)
+    bias = (rng.standard_normal(10) * 0.1).astype(np.float32)
+    x = rng.standard_normal((n, 28, 28, 1)).astype(np.float32)
+
+    inits = [numpy_helper.from_array(a, name) for a, name in [
+        (w, "conv2d/kernel"), (b, "conv2d/bias"), (gamma, "bn/gamma"), (beta, "bn/beta"),
+        (mean, "bn/moving_mean"), (var, "bn/moving_variance"), (dense, "dense/kernel"),
+        (bias, "dense/bias"), (np.array([-1, 14 * 14 * c], np.int64), "flatten/shape")]]
+    nodes = [
+        helper.make_node("Transpose", ["input"], ["nchw"], perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["nchw", "conv2d/kernel", "conv2d/bias"], ["conv"],
+                         kernel_shape=[3, 3], auto_pad="SAME_UPPER", strides=[1, 1]),
+        helper.make_node("BatchNormalization", ["conv", "bn/gamma", "bn/beta", "bn/moving_mean",
+                                                "bn/moving_variance"], ["bn"], epsilon=1e-3),
+        helper.make_node("Relu", ["bn"], ["relu"]),
+        helper.make_node("MaxPool", ["relu"], ["pool"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Transpose", ["pool"], ["nhwc"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["nhwc", "flatten/shape"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "dense/kernel"], ["logits0"]),
+        helper.make_node("Add", ["logits0", "dense/bias"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["output"], axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes, "keras_cnn", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                           ["N", 28, 28, 1])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="tf2onnx-style")
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(here, "keras_cnn.onnx"))
+
+    # NumPy's answer, in float64.
+    xp = np.pad(x.transpose(0, 3, 1, 2).astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((n, c, 28, 28))
+    for i in range(3):
+        for j in range(3):
+            conv += np.einsum("nhw,c->nchw", xp[:, 0, i:i + 28, j:j + 28], w[:, 0, i, j])
+    conv += b[None, :, None, None]
+    bn = (conv - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-3)
+    bn = bn * gamma[None, :, None, None] + beta[None, :, None, None]
+    relu = np.maximum(bn, 0)
+    pool = relu.reshape(n, c, 14, 2, 14, 2).max(axis=(3, 5))
+    logits = pool.transpose(0, 2, 3, 1).reshape(n, -1) @ dense + bias
+    y = np.exp(logits - logits.max(-1, keepdims=True))
+    y /= y.sum(-1, keepdims=True)
+    np.save(os.path.join(here, "keras_cnn.input.npy"), x)
+    np.save(os.path.join(here, "keras_cnn.output.npy"), y.astype(np.float32))
+
+
+keras_cnn()

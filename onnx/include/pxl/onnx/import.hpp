@@ -13,6 +13,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pxl::onnx {
@@ -72,7 +73,8 @@ public:
   /// dtypes and shapes, any size where a dimension is symbolic (DTypeError or ShapeError
   /// otherwise), and returns one tensor per
   /// `outputs()`. Inside a `Module` trace each floating-point initializer is a variable input
-  /// named as in the model (`add_variable_input`, initialised from its data), unless the
+  /// named as in the model (`variable_name`, `add_variable_input`, initialised from its
+  /// data), unless the
   /// options keep it a constant; outside a trace, ImportError unless `all_constants`.
   /// Initializers used as shapes, axes or indices are folded at import, as are `Shape`,
   /// `Gather`, `Unsqueeze`, `Concat` and the arithmetic on them.
@@ -108,6 +110,11 @@ struct ImportedModel {
   std::map<std::string, Tensor> inputs;
   std::map<std::string, Tensor> outputs;
 };
+
+/// The variable name (a dotted key of NamedTensors) of an initializer: `/` separates levels as
+/// `.` does, other characters outside [A-Za-z0-9_] become `_`, empty levels are dropped:
+/// "conv1.weight" stays, "conv2d/kernel" is "conv2d.kernel", "onnx::MatMul_7" "onnx__MatMul_7".
+std::string variable_name(std::string_view onnx_name);
 
 /// One ONNX operator of the default domain that pxl imports: the opsets, and what pxl
 /// leaves out of its meaning (empty: nothing). docs/onnx.md is this list.
