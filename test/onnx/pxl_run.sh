@@ -33,6 +33,12 @@ echo "ok: fashion_cnn on 2 replicas, with --profile, --trace and --memory-report
 grep -q "dtype float16" "$tmp/out" || fail "encoder in float16: printed $(cat "$tmp/out")"
 echo "ok: encoder in float16"
 
+# PyTorch's int64 token ids, downcast to the model's int32 as PopXL's downcast_inputs does.
+"$run" "$models/encoder.onnx" --input "input=$models/encoder.input_int64.npy" \
+  --output "output=$tmp/e64.npy" >"$tmp/out" || fail "encoder on int64 ids: exit code $?"
+compare encoder "$tmp/e64.npy"
+echo "ok: encoder on int64 token ids"
+
 expect_error() { # expect_error <what> <text in message> <args...>
   what=$1 text=$2
   shift 2

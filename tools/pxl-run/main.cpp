@@ -106,7 +106,8 @@ int run(const Options& o) {
     pxl::HostTensor& data = it->second;
     if (data.dtype() == pxl::float32 && spec.dtype == pxl::float16) // --dtype float16
       data = data.astype(pxl::float16);
-    if (data.dtype() != spec.dtype)
+    // 64-bit files as PopXL's downcast_inputs: the Session narrows them, range-checked.
+    if (data.dtype() != spec.dtype && pxl::downcast_dtype(data.dtype()) != spec.dtype)
       throw pxl::DTypeError("--input " + spec.name + ": the model takes " +
                             std::string(pxl::name(spec.dtype)) + ", the file holds " +
                             std::string(pxl::name(data.dtype())));
