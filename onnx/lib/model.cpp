@@ -515,8 +515,17 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
     throw ImportError(m.what + ": the model takes " + std::to_string(m.inputs.size()) +
                       " inputs, build was given " + std::to_string(inputs.size()));
   std::map<std::string, Value> values;
+  // The model's floating-point values take the dtype of its floating-point inputs when they
+  // are given in float16 or float32 (the Trainer's mixed precision casts them), else
+  // ImportOptions::float_dtype.
+  DType float_dtype = m.options.float_dtype;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (m.inputs[i].dtype == m.options.float_dtype &&
+        (inputs[i].dtype() == float16 || inputs[i].dtype() == float32))
+      float_dtype = inputs[i].dtype();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ValueSpec& s = m.inputs[i];
+    const DType expected = s.dtype == m.options.float_dtype ? float_dtype : s.dtype;
     const Shape& given = inputs[i].shape();
     bool fits = given.size() == s.shape.size();
     for (std::size_t d = 0; fits && d < given.size(); ++d)
@@ -525,9 +534,9 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
       throw ShapeError(m.what + ": input '" + s.name + "' expected shape " +
                        detail::shape_text(s.shape) + ", found " +
                        detail::shape_text(inputs[i].shape()));
-    if (inputs[i].dtype() != s.dtype)
+    if (inputs[i].dtype() != expected)
       throw DTypeError(m.what + ": input '" + s.name + "' expected dtype " +
-                       std::string(name(s.dtype)) + ", found " +
+                       std::string(name(expected)) + ", found " +
                        std::string(name(inputs[i].dtype())));
     values.emplace(s.name, inputs[i]);
   }
@@ -540,7 +549,7 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
   std::map<std::string, Tensor> materialized;
   auto materialize = [&](const Folded& f) -> Tensor {
     const DType dtype = detail::device_dtype(
-        f.elem_type, m.what + ": tensor '" + f.initializer + "'", m.options.float_dtype);
+        f.elem_type, m.what + ": tensor '" + f.initializer + "'", float_dtype);
     if (f.initializer.empty())
       return constant(host_tensor(f, dtype));
     if (auto it = materialized.find(f.initializer); it != materialized.end())
@@ -580,8 +589,7 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
                           name + "', which no node, input or initializer gives");
       node_inputs.push_back(&it->second);
     }
-    const detail::NodeContext ctx(node, m.opset, m.options.float_dtype, std::move(node_inputs),
-                                  materialize);
+    const detail::NodeContext ctx(node, m.opset, float_dtype, std::move(node_inputs), materialize);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       ctx.fail("operators of domain '" + node.domain() + "' are not supported");
     const detail::OpRow* row = detail::find_op(node.op_type());

@@ -384,4 +384,37 @@ TEST_CASE("an imported CNN fine-tunes on Fashion-MNIST as the same network writt
   }
 }
 
+TEST_CASE("an imported model trains on 2 replicas as on one, and in float16") {
+  namespace data = pxl::addons::data;
+  const auto train =
+      data::load_fashion_mnist(data::fashion_mnist_default_dir, data::Split::train, 256);
+  pxl::HostTensor x = train.images.astype(pxl::float32).reshaped({256, 1, 28, 28});
+  for (float& v : x.data<float>())
+    v = v / 255.0f - 0.5f;
+  const auto y = train.labels.astype(pxl::int32);
+  const auto model =
+      std::make_shared<const pxl::onnx::Model>(pxl::onnx::Model::load(models / "fashion_cnn.onnx"));
+  auto trained = [&](std::int64_t replicas, pxl::DType dtype) {
+    pxl::addons::Trainer t(pxl::onnx::OnnxModule{model});
+    t.compile({.optimizer = pxl::addons::optimizers::SGDOptions{.lr = 0.05},
+               .from_logits = true,
+               .replicas = replicas,
+               .dtype = dtype});
+    const auto h = t.fit(x, y, {.epochs = 1, .batch_size = 32, .shuffle = false});
+    return std::pair{t.weights(), h};
+  };
+  const auto [one, h1] = trained(1, pxl::float32);
+  const auto [two, h2] = trained(2, pxl::float32);
+  for (const auto& entry : one) { // not a structured binding: CAPTURE's lambda reads it
+    CAPTURE(entry.first);
+    CHECK(pxl::allclose(entry.second, two.at(entry.first), 1e-4, 1e-6));
+  }
+  // Mixed precision: the variables follow the float16 input, and they train.
+  const auto [half, h16] = trained(1, pxl::float16);
+  REQUIRE(half.at("fc2.weight").dtype() == pxl::float16);
+  CHECK(std::isfinite(h16.history.at("loss").at(0)));
+  CHECK(
+      pxl::allclose(half.at("fc2.weight").astype(pxl::float32), one.at("fc2.weight"), 0.05, 5e-3));
+}
+
 } // namespace test_onnx_import

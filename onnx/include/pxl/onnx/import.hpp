@@ -71,7 +71,9 @@ public:
 
   /// Builds the model's nodes in the current graph on `inputs`, one per `inputs()`, of their
   /// dtypes and shapes, any size where a dimension is symbolic (DTypeError or ShapeError
-  /// otherwise), and returns one tensor per
+  /// otherwise); floating-point inputs may be float16 or float32, and the model's
+  /// floating-point values then take their dtype (the Trainer's float16 mixed precision).
+  /// Returns one tensor per
   /// `outputs()`. Inside a `Module` trace each floating-point initializer is a variable input
   /// named as in the model (`variable_name`, `add_variable_input`, initialised from its
   /// data), unless the
