@@ -25,9 +25,8 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
          << ": variables " << m.variables << ", constants " << m.constants << ", code " << m.code()
          << "; not-always-live peak " << m.not_always_live_peak << ");";
     if (m.max_tile > m.tile_capacity)
-      os << " tile 0 of IPU " << m.ipu << " needs " << m.max_tile << " bytes of its "
-         << m.tile_capacity << " (the linear mapping starts every tensor there: small tensors "
-         << "pile up on the first tiles);";
+      os << " the most loaded tile of IPU " << m.ipu << " needs " << m.max_tile << " bytes of its "
+         << m.tile_capacity << " (its always-live bytes and its share of the values live at once);";
   }
   if (!r.streaming.fits())
     os << " Streaming Memory needs " << r.streaming.used << " bytes of its " << r.streaming.capacity

@@ -66,8 +66,8 @@ struct GraphProgram {
   std::vector<std::int64_t> peak;
   /// Per IPU: the intermediate bytes live at each step and at the end (the outputs held).
   std::vector<std::vector<std::int64_t>> liveness;
-  /// Per IPU: the most bytes tile 0 holds at once (each value's share under the linear
-  /// mapping), counting a called graph's at its call step.
+  /// Per IPU: the most bytes of the values live at once any one tile may hold (the sum of
+  /// their shares under the linear mapping), counting a called graph's at its call step.
   std::vector<std::int64_t> tile_peak;
   /// Per IPU: steps compiled for this graph (its code).
   std::vector<std::int64_t> ops;
