@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -188,6 +189,73 @@ TEST_CASE("cost model: an IpuCopy crosses the 4 IPU-Links between two IPUs") {
   const auto c = emu::estimate(step, t);
   CHECK(c.exchange == cycles_at(1 << 20, 54.4e9, t));
   CHECK(micros(c, t) == doctest::Approx(19.3 + 150 / 1.33e3).epsilon(0.01));
+}
+
+TEST_CASE("emu::estimate: the cycles of a run, loops by their trips, without a Session") {
+  test_emu::MatMulProgram p(10);
+  const emu::IrEstimate e = emu::estimate(p.ir, emu::ipu2());
+  CHECK(e.target == "ipu2");
+  CHECK(e.replicas == 1);
+  REQUIRE(e.graphs.size() == 3); // main, then layer and step in the order they were made
+  CHECK(e.graphs[0].name == p.ir.main_graph().name());
+  CHECK(e.graphs[1].name == p.layer.name());
+  CHECK(e.run.host >= emu::round_trip_cycles(emu::ipu2()));
+  CHECK(e.seconds() == doctest::Approx(static_cast<double>(e.run.total()) / 1.33e9));
+  // The step graph's cycles ten times over, with the loop's own and the round trip.
+  const auto& step = e.graphs[2];
+  CHECK(step.name == "step");
+  CHECK(e.run.compute >= 10 * step.cycles.compute);
+  CHECK(e.run.total() < 11 * step.cycles.total() + emu::round_trip_cycles(emu::ipu2()));
+  // What a Session's profile counts for one run of the same program.
+  Session s(p.ir, "ipu_model", {.profile = true});
+  auto attached = s.attach();
+  s.run({{p.x, HostTensor::full({10, 8, 64}, float32, 1.0)}});
+  CHECK(s.profile().total == e.run);
+  CHECK(s.memory_report().to_json() == e.memory.to_json());
+}
+
+TEST_CASE("emu::estimate: 40 GiB of tensors, estimated without allocating them") {
+  // 40 tensors of 1 GiB, each summed: more than this host's memory, and each more than an
+  // IPU's 897 MiB. The estimate compiles and prices them in moments and reports the plan
+  // that does not fit, where a Session refuses it.
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    Tensor acc;
+    for (int i = 0; i < 40; ++i) {
+      auto s = ops::sum(ops::init({std::int64_t{1} << 28}, float32, "t" + std::to_string(i)));
+      acc = i == 0 ? s : acc + s;
+    }
+    ops::host_store(d2h_stream({}, float32, "y"), acc);
+  }
+  const auto begun = std::chrono::steady_clock::now();
+  const emu::IrEstimate e = emu::estimate(ir, emu::ipu2());
+  CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(10));
+  CHECK_FALSE(e.memory.fits());
+  std::int64_t bytes = 0;
+  for (const auto& t : e.memory.tensors)
+    bytes += t.bytes;
+  CHECK(bytes >= std::int64_t{40} << 30);
+  // 40 reductions of 2^28 values over 1,472 tiles: ~91,000 cycles of first stages.
+  CHECK(e.run.compute >= 40 * 91000);
+  CHECK(e.seconds() < 0.01);
+  CHECK_THROWS_AS(Session(ir, emu::ipu2()), OutOfMemoryError);
+}
+
+TEST_CASE("emu::estimate: an op on an IPU the target lacks is a SessionError") {
+  Ir ir;
+  {
+    auto in_main = ir.main_graph().scope();
+    auto on_second = ipu(1);
+    variable(HostTensor::full({4}, float32, 1.0), "v");
+  }
+  CHECK_THROWS_WITH_AS(emu::estimate(ir, emu::ipu2()),
+                       doctest::Contains("emu::estimate: tensor 'v' is placed on IPU 1 but "
+                                         "target 'ipu2' has 1 IPU(s); set Target::ipus"),
+                       SessionError);
+  auto two = emu::ipu2();
+  two.ipus = 2;
+  CHECK(emu::estimate(ir, two).memory.ipus.size() == 2);
 }
 
 } // namespace test_fidelity
