@@ -219,15 +219,7 @@ TEST_CASE("emu::estimate: 40 GiB of tensors, estimated without allocating them")
   // IPU's 897 MiB. The estimate compiles and prices them in moments and reports the plan
   // that does not fit, where a Session refuses it.
   Ir ir;
-  {
-    auto in_main = ir.main_graph().scope();
-    Tensor acc;
-    for (int i = 0; i < 40; ++i) {
-      auto s = ops::sum(ops::init({std::int64_t{1} << 28}, float32, "t" + std::to_string(i)));
-      acc = i == 0 ? s : acc + s;
-    }
-    ops::host_store(d2h_stream({}, float32, "y"), acc);
-  }
+  test_emu::sums_of_large_tensors(ir, 40);
   const auto begun = std::chrono::steady_clock::now();
   const emu::IrEstimate e = emu::estimate(ir, emu::ipu2());
   CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(10));

@@ -186,4 +186,16 @@ struct MatMulProgram {
   }
 };
 
+/// In the main graph of `ir`: `n` tensors of 1 GiB made by ops::init (no host data), each
+/// summed to a scalar, the sums added and stored: a model larger than the host's memory.
+inline void sums_of_large_tensors(Ir& ir, int n) {
+  auto in_main = ir.main_graph().scope();
+  Tensor acc;
+  for (int i = 0; i < n; ++i) {
+    auto s = ops::sum(ops::init({std::int64_t{1} << 28}, float32, "t" + std::to_string(i)));
+    acc = i == 0 ? s : acc + s;
+  }
+  ops::host_store(d2h_stream({}, float32, "y"), acc);
+}
+
 } // namespace pxl::test_emu
