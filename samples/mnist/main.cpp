@@ -323,6 +323,10 @@ void report_training(const Options& o, const Trained& trained, const pxl::dist::
     const auto steps = trained.images / global_batch;
     std::printf("estimated device time per step: %.2f us\n",
                 steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
+    if (trained.images > 0 && profile.seconds() > 0)
+      std::printf("estimated throughput on %s: %.0f images/s (the emulator trained at %.0f)\n",
+                  profile.target.c_str(), static_cast<double>(trained.images) / profile.seconds(),
+                  static_cast<double>(trained.images) / trained.seconds);
   }
   if (!o.trace.empty() && writes) {
     session.write_trace(o.trace);
