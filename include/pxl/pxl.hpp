@@ -7,6 +7,7 @@
 #include "pxl/core/read_options.hpp"
 #include "pxl/core/shape.hpp"
 #include "pxl/dist.hpp"
+#include "pxl/emu/estimate.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/handle_ref.hpp"
 #include "pxl/ir/ir.hpp"

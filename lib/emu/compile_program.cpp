@@ -19,18 +19,27 @@ namespace pxl::emu::detail {
 
 namespace {
 
-/// The bytes of a `bytes` buffer on tile 0 under the linear mapping: an even share of the
-/// tiles it spans.
+/// The bytes of a `bytes` buffer on each tile it spans under the linear mapping: an even share.
 std::int64_t tile_share(std::int64_t bytes, const Target& target) {
   const auto aligned = static_cast<std::int64_t>(align_up(static_cast<std::size_t>(bytes)));
   const std::int64_t tiles = tiles_spanned(aligned, target);
   return (aligned + tiles - 1) / tiles;
 }
 
-/// Adds `bytes` to each of the first `tiles` tiles of a per-tile difference array.
-void add_to_tiles(std::vector<std::int64_t>& diff, std::int64_t tiles, std::int64_t bytes) {
+/// Adds `bytes` to each of the `tiles` tiles from `start` on (wrapping past the last tile) of
+/// a per-tile difference array.
+void add_to_tiles(std::vector<std::int64_t>& diff, std::int64_t start, std::int64_t tiles,
+                  std::int64_t bytes) {
+  const auto n = static_cast<std::int64_t>(diff.size()) - 1;
+  tiles = std::min(tiles, n);
+  diff[static_cast<std::size_t>(start)] += bytes;
+  if (start + tiles <= n) {
+    diff[static_cast<std::size_t>(start + tiles)] -= bytes;
+    return;
+  }
+  diff[static_cast<std::size_t>(n)] -= bytes;
   diff[0] += bytes;
-  diff[static_cast<std::size_t>(tiles)] -= bytes;
+  diff[static_cast<std::size_t>(start + tiles - n)] -= bytes;
 }
 
 /// A difference array's values, one per tile.
@@ -107,6 +116,7 @@ public:
     p_.graphs.resize(ir_.num_graphs());
     p_.stream_used.assign(ir_.num_streams(), false);
     code_.resize(static_cast<std::size_t>(target_.ipus));
+    next_tile_.assign(static_cast<std::size_t>(target_.ipus), 0);
     for (Code& c : code_)
       c.tiles.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, target_.tiles_per_ipu)) + 1,
                      0);
@@ -347,7 +357,8 @@ private:
       plan.outputs.push_back(slots[v]);
 
     // The liveness peak per IPU, from the changes in live bytes at each step (an outlined
-    // graph's peak counts at its call step); the same for tile 0's share of them.
+    // graph's peak counts at its call step); the same for the values' per-tile shares (with
+    // start tiles rotated, no tile holds more of them at once).
     std::vector<std::vector<std::int64_t>> live(
         num_ipus, std::vector<std::int64_t>(static_cast<std::size_t>(num_steps) + 2, 0));
     std::vector<std::vector<std::int64_t>> tile_live = live;
@@ -439,6 +450,9 @@ private:
                         : out.info.op_kind == OpKind::MatMul ? StepKind::fused_matmul
                                                              : StepKind::fused_all_reduce;
         out.info.flops = flops_of(ir_, op);
+        if (const auto* c = std::get_if<CollectiveAttrs>(&ir_.attrs(op));
+            c && out.info.op_kind != OpKind::AllReduce)
+          out.info.group = c->group_size;
         out.fusion = step.fusion;
       }
       add_code(out.info);
@@ -455,11 +469,12 @@ private:
   }
 
   /// Per IPU, the bytes of each tile at the graph's not-always-live peak: the values live at
-  /// that step, and a called graph's peak there (spread from tile 0 as one tensor would be).
+  /// that step, and a called graph's peak there (spread as one tensor would be), each from the
+  /// next start tile (rotate_start) in the order the values are defined.
   std::vector<std::vector<std::int64_t>>
   tiles_at_peak(const GraphProgram& plan, const std::vector<FlatValue>& values,
                 const std::vector<Lifetime>& lives,
-                const std::vector<std::vector<std::int64_t>>& call_peak) const {
+                const std::vector<std::vector<std::int64_t>>& call_peak) {
     const std::int64_t tiles = std::max<std::int64_t>(1, target_.tiles_per_ipu);
     std::vector<std::vector<std::int64_t>> r;
     for (std::size_t ipu = 0; ipu < plan.liveness.size(); ++ipu) {
@@ -467,22 +482,24 @@ private:
       const auto at = std::max_element(curve.begin(), curve.end()) - curve.begin();
       std::vector<std::int64_t> diff(static_cast<std::size_t>(tiles) + 1, 0);
       for (std::size_t v = 0; v < values.size(); ++v)
-        if (!values[v].is_static && static_cast<std::size_t>(values[v].ipu) == ipu &&
-            lives[v].first <= at && at <= lives[v].last) {
+        if (!values[v].is_static && static_cast<std::size_t>(values[v].ipu) == ipu) {
           const auto bytes =
               static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
-          add_to_tiles(diff, tiles_spanned(bytes, target_), tile_share(bytes, target_));
+          const std::int64_t start = rotate_start(ipu, bytes);
+          if (lives[v].first <= at && at <= lives[v].last)
+            add_to_tiles(diff, start, tiles_spanned(bytes, target_), tile_share(bytes, target_));
         }
       if (static_cast<std::size_t>(at) < call_peak[ipu].size())
         if (const std::int64_t bytes = call_peak[ipu][static_cast<std::size_t>(at)]; bytes > 0)
-          add_to_tiles(diff, tiles_spanned(bytes, target_), tile_share(bytes, target_));
+          add_to_tiles(diff, rotate_start(ipu, bytes), tiles_spanned(bytes, target_),
+                       tile_share(bytes, target_));
       r.push_back(std::move(diff));
     }
     return r;
   }
 
-  /// Takes out of a call's `peak` (and tile 0's) the inputs of the callee that may share the
-  /// caller's argument (PopXL's aliasZeroCopy): one the callee does not write, or takes by
+  /// Takes out of a call's `peak` (and its per-tile share) the inputs of the callee that may share
+  /// the caller's argument (PopXL's aliasZeroCopy): one the callee does not write, or takes by
   /// reference, or whose argument the caller no longer needs after step `s` and passes only
   /// there. Inputs bound to a variable by reference live in the variable already. Both kinds
   /// are recorded as passed without a copy (StepInfo::aliased_bytes).
@@ -563,13 +580,14 @@ private:
         (ir_.kind(s.tensor) == TensorKind::variable ? m.variables : m.constants) +=
             static_cast<std::int64_t>(s.bytes);
         const auto bytes = static_cast<std::int64_t>(align_up(s.bytes));
-        add_to_tiles(always, tiles_spanned(bytes, target_), tile_share(bytes, target_));
+        add_to_tiles(always, rotate_start(ipu, bytes), tiles_spanned(bytes, target_),
+                     tile_share(bytes, target_));
       }
       // Code: an outlined graph's steps were compiled, and counted, once.
       const Code& code = code_[ipu];
       for (const auto& [codelet, spanned] : code.codelets) {
         m.vertex_code += target_.vertex_code_bytes * spanned;
-        add_to_tiles(always, spanned, target_.vertex_code_bytes);
+        add_to_tiles(always, code.codelet_start.at(codelet), spanned, target_.vertex_code_bytes);
       }
       m.vertex_state = code.vertex_state;
       m.control_code = code.control;
@@ -589,7 +607,10 @@ private:
         m.peak_step_op = "end";
       }
       const std::vector<std::int64_t> always_by_tile = per_tile(always);
-      m.max_tile = always_by_tile[0] + main.tile_peak[ipu];
+      // The most loaded tile's always-live bytes, and the most any tile holds of the values
+      // live at once (a bound: every value's share, as if they all shared a tile).
+      m.max_tile =
+          *std::max_element(always_by_tile.begin(), always_by_tile.end()) + main.tile_peak[ipu];
       std::vector<std::int64_t> at_peak = per_tile(main.tiles_at_peak[ipu]);
       m.tile_histogram.assign(10, 0);
       m.tiles.resize(at_peak.size());
@@ -618,12 +639,27 @@ private:
                      [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   }
 
+  /// The first tile of the next tensor or step of `ipu` spanning the tiles of `bytes`: as
+  /// PopART's LinearMapper (willow/src/popx/linearmapper.cpp) rotates the linear mapping,
+  /// each starts where the one before ended, wrapping past the last tile, so small tensors and
+  /// steps spread over the tiles instead of piling up on tile 0.
+  std::int64_t rotate_start(std::size_t ipu, std::int64_t bytes) {
+    return rotate_tiles(ipu, tiles_spanned(bytes, target_));
+  }
+  std::int64_t rotate_tiles(std::size_t ipu, std::int64_t tiles) {
+    const std::int64_t n = std::max<std::int64_t>(1, target_.tiles_per_ipu);
+    const std::int64_t start = next_tile_[ipu];
+    next_tile_[ipu] = (start + tiles) % n;
+    return start;
+  }
+
   /// The code of step `info` (compiled once) on its IPU: vertex state, control and exchange
-  /// code on each tile it spans, and its codelet on those tiles.
+  /// code on each tile it spans (from the next start tile), and its codelet on those tiles.
   void add_code(const StepInfo& info) {
     const auto ipu = static_cast<std::size_t>(info.ipu);
     Code& code = code_[ipu];
     const std::int64_t tiles = step_tiles(info, target_);
+    const std::int64_t start = rotate_tiles(ipu, tiles);
     // Transfers to and from the host or Streaming Memory are stream copies: no vertices.
     const bool transfer =
         info.op && (family_of(info.op_kind) == OpFamily::remote ||
@@ -638,9 +674,12 @@ private:
     code.vertex_state += state * tiles;
     code.control += target_.control_code_bytes * tiles;
     code.exchange += exchange * tiles;
-    add_to_tiles(code.tiles, tiles, state + target_.control_code_bytes + exchange);
+    add_to_tiles(code.tiles, start, tiles, state + target_.control_code_bytes + exchange);
     if (kernel) {
-      std::int64_t& spanned = code.codelets[{info.kind, info.op_kind, info.dtype}];
+      const auto codelet = std::make_tuple(info.kind, info.op_kind, info.dtype);
+      std::int64_t& spanned = code.codelets[codelet];
+      if (tiles > spanned) // on the tiles of the widest step running it
+        code.codelet_start[codelet] = start;
       spanned = std::max(spanned, tiles);
     }
   }
@@ -651,6 +690,8 @@ private:
     std::vector<std::int64_t> tiles;
     /// By codelet (step kind, op kind, dtype): the most tiles a step running it spans.
     std::map<std::tuple<StepKind, OpKind, DType>, std::int64_t> codelets;
+    /// By codelet: the first tile of that widest step.
+    std::map<std::tuple<StepKind, OpKind, DType>, std::int64_t> codelet_start;
   };
 
   const IrView& ir_;
@@ -658,7 +699,8 @@ private:
   Program p_;
   std::vector<std::vector<std::uint32_t>> binding_;
   std::vector<TensorMemory> tensors_;
-  std::vector<Code> code_; ///< per IPU
+  std::vector<Code> code_;              ///< per IPU
+  std::vector<std::int64_t> next_tile_; ///< per IPU: the next start tile (rotate_start)
 };
 
 } // namespace

@@ -17,7 +17,10 @@ std::int64_t cycles_of(double seconds, double hz) {
 
 /// Vector instructions per element of an op priced by its element count.
 std::int64_t instructions_per_vector(OpCost c) {
-  return c == OpCost::local_series || c == OpCost::exchanged_series ? 4 : 1;
+  return c == OpCost::local_series || c == OpCost::exchanged_series ||
+                 c == OpCost::tree_reduce_series
+             ? 4
+             : 1;
 }
 
 /// Whether a kernel reads its inputs where its output is mapped: element-wise work and
@@ -43,6 +46,33 @@ std::int64_t vector_cycles(std::int64_t ops, DType dtype, std::int64_t tiles, co
   const std::int64_t workers = std::max<std::int64_t>(1, t.workers_per_tile);
   const std::int64_t per_worker = ceil_div(ceil_div(per_tile, width) * per_vector, workers);
   return per_worker * workers;
+}
+
+/// PopLibs' multi-stage reduction (popops::reduce's plan) of `elems` values of `elem_bytes`
+/// each to `out` results: each stage reduces, on every tile the values span, the values of one
+/// result it holds (at most the tile's share, at most all of a result's), sends the partials
+/// (float32) to the next stage's tiles and syncs, until one value per result remains. The
+/// first stage's values are where they were computed; its element operations are at
+/// `per_vector` instructions per vector of `dtype`, the later stages' at 1 per float32 vector.
+StepCost reduce_in_stages(std::int64_t elems, std::int64_t out, std::int64_t elem_bytes,
+                          DType dtype, std::int64_t per_vector, const Target& t) {
+  StepCost c;
+  out = std::max<std::int64_t>(1, out);
+  bool first = true;
+  while (elems > out) {
+    const std::int64_t tiles = tiles_spanned(elems * elem_bytes, t);
+    const std::int64_t fan_in =
+        std::max<std::int64_t>(2, std::min(ceil_div(elems, out), ceil_div(elems, tiles)));
+    c.compute +=
+        vector_cycles(elems, first ? dtype : DType::float32, tiles, t, first ? per_vector : 1);
+    if (!first) // the step's own sync is the first stage's
+      c.sync += t.sync_cycles;
+    elems = std::max(out, ceil_div(elems, fan_in));
+    c.exchange += exchange_cycles(elems * 4, t);
+    elem_bytes = 4;
+    first = false;
+  }
+  return c;
 }
 
 /// Ring bytes one replica sends for a collective over `replicas` replicas.
@@ -118,20 +148,30 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
                          t.streaming_memory_bytes_per_second);
     return c;
   case OpCost::amp: {
-    // The AMP units of the tiles the output spans, at 85% of their peak.
+    // PopLibs' matmul plan: the output's tiles, and when the output spans fewer tiles than the
+    // IPU has, the contraction split over more (each tile's share at least
+    // matmul_contraction_grain long), whose partials are then reduced in stages. The AMP units
+    // run at 85% of their peak.
     const std::int64_t rate =
         info.dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
-    const double macs = static_cast<double>(info.flops) / 2;
-    c.compute = std::llround(std::ceil(macs / (0.85 * static_cast<double>(tiles * rate))));
+    const std::int64_t macs = info.flops / 2;
+    const std::int64_t out = std::max<std::int64_t>(
+        1, info.bytes_written / static_cast<std::int64_t>(size_of(info.dtype)));
+    const std::int64_t split =
+        std::clamp<std::int64_t>(std::min(std::max<std::int64_t>(1, t.tiles_per_ipu) / tiles,
+                                          ceil_div(macs / out, matmul_contraction_grain)),
+                                 1, std::max<std::int64_t>(1, t.tiles_per_ipu));
+    c.compute = std::llround(
+        std::ceil(static_cast<double>(macs) / (0.85 * static_cast<double>(tiles * split * rate))));
     c.exchange = exchange_cycles(info.bytes_read, t);
+    if (split > 1)
+      c += reduce_in_stages(out * split, out, 4, DType::float32, 1, t);
     if (info.kind == StepKind::fused_matmul) // the folded update: an element-wise pass
-      c.compute +=
-          vector_cycles(info.bytes_written / static_cast<std::int64_t>(size_of(info.dtype)),
-                        info.dtype, tiles, t, 1);
+      c.compute += vector_cycles(out, info.dtype, tiles, t, 1);
     return c;
   }
   case OpCost::ipu_link:
-    c.exchange = at_rate(info.bytes_read, t.ipu_link_bytes_per_second);
+    c.exchange = at_rate(info.bytes_read, t.ipu_copy_bytes_per_second);
     return c;
   case OpCost::ipu_ring: {
     // A ring over the IPUs, every IPU sending 2(n - 1)/n of its tensor over its own link at
@@ -145,11 +185,26 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
   }
   case OpCost::ring_all_reduce: // a fused all-reduce (and its folded update) too
   case OpCost::ring_one_way:
-  case OpCost::replica_slice:
-    c.exchange = at_rate(ring_bytes(cost, std::max(info.bytes_read, info.bytes_written), replicas),
+  case OpCost::replica_slice: {
+    // The ring of the op's replica group, not of every replica.
+    const std::int64_t ring = info.group > 0 ? std::min(info.group, replicas) : replicas;
+    c.exchange = at_rate(ring_bytes(cost, std::max(info.bytes_read, info.bytes_written), ring),
                          t.ipu_link_bytes_per_second);
     c.compute = vector_cycles(info.flops, info.dtype, tiles, t, 1);
     return c;
+  }
+  case OpCost::tree_reduce:
+  case OpCost::tree_reduce_series: {
+    // The input's elements (flops) to the output's; without anything to reduce, a pass over
+    // the output's tiles as the other exchanged kernels.
+    const std::int64_t out = std::max<std::int64_t>(
+        1, info.bytes_written / static_cast<std::int64_t>(size_of(info.dtype)));
+    if (info.flops <= out)
+      break;
+    const std::int64_t in_bytes = std::max<std::int64_t>(1, info.bytes_read / info.flops);
+    c += reduce_in_stages(info.flops, out, in_bytes, info.dtype, instructions_per_vector(cost), t);
+    return c;
+  }
   case OpCost::local:
   case OpCost::local_series:
   case OpCost::exchanged:

@@ -30,9 +30,8 @@ std::string out_of_memory_message(const Target& target, const MemoryReport& r) {
          << ": variables " << m.variables << ", constants " << m.constants << ", code " << m.code()
          << "; not-always-live peak " << m.not_always_live_peak << ");";
     if (m.max_tile > m.tile_capacity)
-      os << " tile 0 of IPU " << m.ipu << " needs " << m.max_tile << " bytes of its "
-         << m.tile_capacity << " (the linear mapping starts every tensor there: small tensors "
-         << "pile up on the first tiles);";
+      os << " the most loaded tile of IPU " << m.ipu << " needs " << m.max_tile << " bytes of its "
+         << m.tile_capacity << " (its always-live bytes and its share of the values live at once);";
   }
   if (!r.streaming.fits())
     os << " Streaming Memory needs " << r.streaming.used << " bytes of its " << r.streaming.capacity
@@ -213,26 +212,7 @@ void Engine::check_not_closing(std::string_view what) const {
                        "the run was cancelled and its stream elements went nowhere");
 }
 
-void Engine::verify() const {
-  if (target_.ipus < 1 || target_.tiles_per_ipu < 1 || target_.bytes_per_tile < 1)
-    throw SessionError("Session: target '" + target_.name +
-                       "' needs at least one IPU, one tile and one byte per tile");
-  auto placement = [&](std::string_view what, const std::string& name, std::int64_t ipu) {
-    if (ipu < 0 || ipu >= target_.ipus)
-      throw SessionError("Session: " + std::string(what) + " '" + name + "' is placed on IPU " +
-                         std::to_string(ipu) + " but target '" + target_.name + "' has " +
-                         std::to_string(target_.ipus) + " IPU(s); set Target::ipus");
-  };
-  for (std::uint32_t o = 0; o < view_.num_ops(); ++o)
-    placement("op", view_.name(OpId{o}), view_.ipu(OpId{o}));
-  for (std::uint32_t t = 0; t < view_.num_tensors(); ++t)
-    placement("tensor", view_.id(TensorId{t}), view_.ipu(TensorId{t}));
-  for (std::uint32_t o = 0; o < view_.num_ops(); ++o)
-    if (const auto* s = std::get_if<StreamAttrs>(&view_.attrs(OpId{o}));
-        s && s->stream >= view_.num_streams())
-      throw SessionError("Session: op '" + view_.name(OpId{o}) +
-                         "' uses a stream the Ir does not have");
-}
+void Engine::verify() const { check_placement(view_, target_, "Session"); }
 
 void Engine::require_attached(std::string_view what) const {
   if (attach_depth_ == 0)

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace pxl::emu::detail {
@@ -66,8 +67,8 @@ struct GraphProgram {
   std::vector<std::int64_t> peak;
   /// Per IPU: the intermediate bytes live at each step and at the end (the outputs held).
   std::vector<std::vector<std::int64_t>> liveness;
-  /// Per IPU: the most bytes tile 0 holds at once (each value's share under the linear
-  /// mapping), counting a called graph's at its call step.
+  /// Per IPU: the most bytes of the values live at once any one tile may hold (the sum of
+  /// their shares under the linear mapping), counting a called graph's at its call step.
   std::vector<std::int64_t> tile_peak;
   /// Per IPU: steps compiled for this graph (its code).
   std::vector<std::int64_t> ops;
@@ -114,5 +115,10 @@ struct Program {
 /// lifetimes and first-fit placement, step descriptions and the memory report. Pure: reads
 /// the Ir through `view`, allocates no device memory. Cost is near-linear in the op count.
 Program compile_program(const IrView& view, const Target& target);
+
+/// SessionError (its message starting with `what`) unless `target` has an IPU, a tile and a
+/// byte per tile, every op and tensor of `view` is placed on one of its IPUs, and every stream
+/// op names a stream of the Ir.
+void check_placement(const IrView& view, const Target& target, std::string_view what);
 
 } // namespace pxl::emu::detail

@@ -9,6 +9,7 @@
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
 //     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
 //     mnist --model cnn                      # a CNN: conv, batch norm, ReLU and pool blocks
+//     mnist --estimate-only --target bow     # memory and step time on a Bow IPU, no training
 #include "model.hpp"
 
 #include "pxl/addons/data/batches.hpp"
@@ -16,6 +17,7 @@
 #include "pxl/addons/training/trainer.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/dist.hpp"
+#include "pxl/emu/estimate.hpp"
 #include "pxl/emu/profile.hpp"
 
 #include <CLI/CLI.hpp>
@@ -57,6 +59,8 @@ struct Options {
   std::string trace;
   std::string memory_report;
   std::string report;
+  bool estimate_only = false;
+  std::optional<std::string> target;
   // Every core (under mpirun, the cores shared by the instances on this host): workers take
   // over each other's chunks, so at the default batch of 8 two are 1.5-1.7x faster on an idle
   // 2-core machine and 0.86-1.0x of one beside a busy process (test/bench/contention).
@@ -323,6 +327,10 @@ void report_training(const Options& o, const Trained& trained, const pxl::dist::
     const auto steps = trained.images / global_batch;
     std::printf("estimated device time per step: %.2f us\n",
                 steps > 0 ? profile.seconds() * 1e6 / static_cast<double>(steps) : 0.0);
+    if (trained.images > 0 && profile.seconds() > 0)
+      std::printf("estimated throughput on %s: %.0f images/s (the emulator trained at %.0f)\n",
+                  profile.target.c_str(), static_cast<double>(trained.images) / profile.seconds(),
+                  static_cast<double>(trained.images) / trained.seconds);
   }
   if (!o.trace.empty() && writes) {
     session.write_trace(o.trace);
@@ -336,8 +344,74 @@ void report_training(const Options& o, const Trained& trained, const pxl::dist::
   }
 }
 
+/// The emu::Target --target names (ipu2 unless given), with an IPU per pipeline stage.
+pxl::emu::Target parse_target(const Options& o) {
+  const std::string name = o.target.value_or("ipu2");
+  pxl::emu::Target t;
+  if (name == "ipu2")
+    t = pxl::emu::ipu2();
+  else if (name == "bow")
+    t = pxl::emu::bow();
+  else if (name == "ipu21")
+    t = pxl::emu::ipu21();
+  else
+    throw pxl::ValueError("--target: expected ipu2, bow or ipu21, got '" + name + "'");
+  t.ipus = o.pipeline_stages;
+  return t;
+}
+
+/// --estimate-only: the training program compiled for the target without a Session (no device
+/// memory, no run, no data): its memory per IPU, and the estimated time of a step and the
+/// throughput, from the cost model.
+int estimate_only(const Options& o, const pxl::addons::CompileOptions& compile) {
+  const std::pair<const char*, bool> unused[] = {{"--profile", o.profile},
+                                                 {"--trace", !o.trace.empty()},
+                                                 {"--save", !o.save.empty()},
+                                                 {"--load", !o.load.empty()},
+                                                 {"--report", !o.report.empty()}};
+  for (const auto& [flag, given] : unused)
+    if (given)
+      throw pxl::ValueError(std::string("--estimate-only: trains nothing, so ") + flag +
+                            " has nothing to work on; drop one of them");
+  if (compile.distributed)
+    throw pxl::ValueError("--estimate-only: estimates on one process; run it without mpirun");
+  const pxl::emu::Target target = parse_target(o);
+  const std::int64_t global_batch = o.replicas * o.batch_size;
+  pxl::addons::Trainer trainer = make_trainer(o);
+  trainer.compile(compile);
+  const pxl::emu::IrEstimate e = trainer.estimate(
+      {.features = pxl::TensorSpec{{global_batch, mnist::image_size}, pxl::float32},
+       .labels = pxl::TensorSpec{{global_batch}, pxl::int32}},
+      target);
+  std::printf("Estimate on target '%s' (%lld IPU(s) per replica, %lld replica(s)), without "
+              "running:\n%s",
+              e.target.c_str(), static_cast<long long>(target.ipus),
+              static_cast<long long>(e.replicas), e.memory.summary().c_str());
+  if (!e.memory.fits())
+    std::printf("The training program does not fit target '%s'.\n", e.target.c_str());
+  if (!o.memory_report.empty()) {
+    std::ofstream out(o.memory_report);
+    if (!(out << e.memory.to_json()))
+      throw pxl::IoError("--memory-report: cannot open '" + o.memory_report + "' for writing");
+    std::printf("Wrote the training program's memory report to %s\n", o.memory_report.c_str());
+  }
+  // A run is steps_per_execution updates of gradient_accumulation micro-batches.
+  const std::int64_t per_run = o.steps_per_execution * o.gradient_accumulation;
+  std::printf("estimated device time per step: %.2f us (%lld step(s) per run, the host round "
+              "trip included)\n",
+              e.seconds() * 1e6 / static_cast<double>(per_run), static_cast<long long>(per_run));
+  std::printf("estimated throughput: %.0f images/s\n",
+              static_cast<double>(per_run * global_batch) / e.seconds());
+  return 0;
+}
+
 int train_and_test(const Options& o) {
   const pxl::addons::CompileOptions compile = compile_options(o);
+  if (o.target && !o.estimate_only)
+    throw pxl::ValueError("--target: only --estimate-only estimates for a target (training "
+                          "runs on the emulator); add --estimate-only");
+  if (o.estimate_only)
+    return estimate_only(o, compile);
   if (compile.distributed)
     join_instances(o);
   // The trace is written after training: find out now whether it can be.
@@ -474,6 +548,11 @@ int main(int argc, char** argv) {
   app.add_option("--report", o.report,
                  "Write PopVision-style reports of the training and test programs into DIR/train "
                  "and DIR/test: memory, trace, profile and an HTML page (docs/report.md)");
+  app.add_flag("--estimate-only", o.estimate_only,
+               "Compile the training program for --target without running it or loading data, "
+               "print its memory per IPU and tile and the estimated step time and throughput "
+               "(the cost model), and exit");
+  app.add_option("--target", o.target, "With --estimate-only: ipu2 (GC200, default), bow or ipu21");
   app.add_option("--dtype", o.dtype,
                  "float32, or float16: mixed precision (float16 weights and activations, the "
                  "loss in float32, loss scaling)")

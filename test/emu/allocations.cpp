@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <string>
 
 using namespace pxl;
 
@@ -51,4 +52,17 @@ TEST_CASE("run_with_outputs allocates nothing: replicas, transfers, inlined and 
     CHECK(std::any_of(out.at(y).data<float>().begin(), out.at(y).data<float>().end(),
                       [](float v) { return v != 0.f; }));
   }
+}
+
+TEST_CASE("emu::estimate allocates none of a model's 40 GiB of tensors") {
+  // 40 tensors of 1 GiB, each summed: the estimate plans and prices them; all it allocates
+  // in all (the Ir's view, the plan, the report) is far below one tensor's storage.
+  Ir ir;
+  test_emu::sums_of_large_tensors(ir, 40);
+  const long long before = testing::process_allocated_bytes.load();
+  const emu::IrEstimate e = emu::estimate(ir, emu::ipu2());
+  const long long allocated = testing::process_allocated_bytes.load() - before;
+  CHECK(allocated < (std::int64_t{16} << 20));
+  CHECK_FALSE(e.memory.fits());
+  CHECK(e.memory.ipus[0].not_always_live_peak >= std::int64_t{1} << 30);
 }

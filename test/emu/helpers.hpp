@@ -134,4 +134,68 @@ struct ThrowingObserver final : emu::StepObserver {
   }
 };
 
+/// A kernel step of `k` for the cost model: its flops, bytes read and written, and dtype.
+inline emu::StepInfo kernel_step(OpKind k, std::int64_t flops, std::int64_t read,
+                                 std::int64_t written, DType dtype = float32) {
+  emu::StepInfo i;
+  i.kind = emu::StepKind::kernel;
+  i.op = OpId{0};
+  i.op_kind = k;
+  i.flops = flops;
+  i.bytes_read = read;
+  i.bytes_written = written;
+  i.dtype = dtype;
+  return i;
+}
+
+/// A GC200 cut to 4 tiles of 64 KiB, each code size `code_bytes`: small enough that a test's
+/// tensors fill its tiles.
+inline emu::Target four_small_tiles(std::int64_t code_bytes) {
+  auto target = emu::ipu2();
+  target.tiles_per_ipu = 4;
+  target.bytes_per_tile = 64 * 1024;
+  target.vertex_code_bytes = target.vertex_state_bytes = target.control_code_bytes =
+      target.exchange_code_bytes = code_bytes;
+  return target;
+}
+
+/// x -> relu(x @ w) in a called graph, stored: one (8, 64) @ (64, 32) matmul per step, in a
+/// loop of `steps` steps fed through the stream x.
+struct MatMulProgram {
+  Ir ir;
+  HostToDeviceStream x;
+  DeviceToHostStream y;
+  Graph layer;
+
+  explicit MatMulProgram(std::int64_t steps = 1) {
+    auto in_main = ir.main_graph().scope();
+    x = h2d_stream({8, 64}, float32, "x");
+    y = d2h_stream({8, 32}, float32, "y");
+    auto w = variable(HostTensor::full({64, 32}, float32, 0.01), "w");
+    layer = ir.create_graph(
+        "layer", [](Tensor t, Tensor wt) { return ops::relu(ops::matmul(t, wt)); },
+        TensorSpec{{8, 64}, float32}, w);
+    Graph step = ir.create_empty_graph("step");
+    {
+      auto scope = step.scope();
+      auto wi = graph_input(w.spec(), "w", /*by_ref=*/true);
+      ops::host_store(y, ops::call(layer, {ops::host_load(x), wi})[0]);
+    }
+    ops::repeat(step, steps, {w});
+    ir.set_num_host_transfers(steps);
+  }
+};
+
+/// In the main graph of `ir`: `n` tensors of 1 GiB made by ops::init (no host data), each
+/// summed to a scalar, the sums added and stored: a model larger than the host's memory.
+inline void sums_of_large_tensors(Ir& ir, int n) {
+  auto in_main = ir.main_graph().scope();
+  Tensor acc;
+  for (int i = 0; i < n; ++i) {
+    auto s = ops::sum(ops::init({std::int64_t{1} << 28}, float32, "t" + std::to_string(i)));
+    acc = i == 0 ? s : acc + s;
+  }
+  ops::host_store(d2h_stream({}, float32, "y"), acc);
+}
+
 } // namespace pxl::test_emu

@@ -53,6 +53,9 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
   CHECK(cost_of(OpKind::Add) == OpCost::local);
   CHECK(cost_of(OpKind::Exp) == OpCost::local_series);
   CHECK(cost_of(OpKind::Softmax) == OpCost::exchanged_series);
+  CHECK(cost_of(OpKind::ReduceSum) == OpCost::tree_reduce);
+  CHECK(cost_of(OpKind::ReduceLogSumExp) == OpCost::tree_reduce_series);
+  CHECK(cost_of(OpKind::CumSum) == OpCost::exchanged);
   CHECK(cost_of(OpKind::MatMul) == OpCost::amp);
   CHECK(cost_of(OpKind::Conv) == OpCost::amp);
   CHECK(cost_of(OpKind::MaxPool) == OpCost::exchanged);
@@ -68,7 +71,10 @@ TEST_CASE("every row names how the cost model prices the op, as its family works
     case OpFamily::random: // computed where the output lives, element by element
       CHECK((c == OpCost::local || c == OpCost::local_series));
       break;
-    case OpFamily::reduce:
+    case OpFamily::reduce: // PopLibs' multi-stage reduce, or (cumsum, topk, median) exchanged
+      CHECK(
+          (c == OpCost::tree_reduce || c == OpCost::tree_reduce_series || c == OpCost::exchanged));
+      break;
     case OpFamily::nn: // reads across the tiles of its input
     case OpFamily::norm:
     case OpFamily::pool: // vector work over windows that cross tiles

@@ -66,3 +66,15 @@ expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net h
 expect_error "too few micro-batches for the pipeline" \
   "--pipeline-stages 3: the pipeline has 5 stages (backward ones included) and needs --gradient-accumulation of at least 5 micro-batches to fill them, got 4" \
   --pipeline-stages 3 --gradient-accumulation 4
+expect_error "--target without --estimate-only" \
+  "--target: only --estimate-only estimates for a target" --target bow
+expect_error "unknown --target" "--target: expected ipu2, bow or ipu21, got 'tpu'" \
+  --estimate-only --target tpu
+expect_error "--estimate-only with --report" \
+  "--estimate-only: trains nothing, so --report has nothing to work on" --estimate-only \
+  --report "$tmp/report"
+expect_error "--estimate-only with --profile" \
+  "--estimate-only: trains nothing, so --profile has nothing to work on" --estimate-only --profile
+expect_error "--estimate-only with --save" \
+  "--estimate-only: trains nothing, so --save has nothing to work on" --estimate-only \
+  --save "$tmp/w.safetensors"

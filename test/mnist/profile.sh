@@ -17,6 +17,8 @@ small="--limit 800 --test-limit 100"
 [ "$(grep -c '^estimated device time per step: [0-9.]* us$' "$tmp/out")" -eq 1 ] ||
   fail "--profile: not exactly one 'estimated device time per step' line: $(cat "$tmp/out")"
 grep -q "^Estimated device time on ipu2" "$tmp/out" || fail "--profile: no summary"
+grep -q "^estimated throughput on ipu2: [0-9]* images/s (the emulator trained at [0-9]*)$" \
+  "$tmp/out" || fail "--profile: no estimated throughput beside the emulator's: $(cat "$tmp/out")"
 grep -q "^By op kind:" "$tmp/out" || fail "--profile: no per-kind table"
 python3 - "$tmp/trace.json" "$tmp/memory.json" <<'PY' || fail "trace or memory report malformed"
 import json, sys

@@ -11,6 +11,8 @@
 namespace pxl::testing {
 /// Allocations made by every thread of the process.
 inline std::atomic<long> process_allocations{0};
+/// Bytes they asked for (frees not subtracted: all that was ever allocated).
+inline std::atomic<long long> process_allocated_bytes{0};
 /// Allocations made by the calling thread.
 inline thread_local long thread_allocations = 0;
 } // namespace pxl::testing
@@ -20,6 +22,7 @@ namespace pxl::testing {
 /// (a sanitizer checks that what operator new returned is freed by operator delete).
 inline void* counted_allocation(std::size_t n, std::size_t alignment) noexcept {
   process_allocations.fetch_add(1, std::memory_order_relaxed);
+  process_allocated_bytes.fetch_add(static_cast<long long>(n), std::memory_order_relaxed);
   ++thread_allocations;
   n = n == 0 ? 1 : n;
   if (alignment <= alignof(std::max_align_t))

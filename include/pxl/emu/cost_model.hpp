@@ -32,20 +32,32 @@ struct StepCost {
 /// mapping spreads a tensor over the tiles in pieces of at least this many bytes).
 inline constexpr std::int64_t mapping_grain_bytes = 64;
 
+/// A matmul whose output spans fewer tiles than the IPU has splits its contraction over more
+/// tiles, each tile's share at least this long (a modelling choice: PopLibs' planner weighs
+/// the partials' exchange and reduction against the AMP time).
+inline constexpr std::int64_t matmul_contraction_grain = 64;
+
 /// Tiles a tensor of `bytes` spans under the linear mapping: one per grain, at most every tile.
 std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 
 /// The cost of one execution of a step that `replicas` replicas ran together:
-/// - a matmul: its multiply-accumulates over the tiles its output spans, at the AMP rate of
-///   its dtype (float16 4× float32), at 85% of that peak; its operands are exchanged;
+/// - a matmul: its multiply-accumulates over the tiles its output spans, and when those are
+///   fewer than the IPU's, over more tiles splitting the contraction (matmul_contraction_grain)
+///   whose float32 partials are then reduced in stages; at the AMP rate of its dtype (float16
+///   4× float32), at 85% of that peak; its operands are exchanged;
+/// - reductions (OpCost::tree_reduce): PopLibs' multi-stage reduce, each tile reducing its
+///   part of the input, then the partials exchanged and reduced in stages (a sync each) until
+///   one value per output remains;
 /// - other kernels: their element operations at the vector width of their dtype, barrel-
 ///   scheduled over the tile's workers, transcendental functions at 4 instructions per
 ///   vector; kernels that rearrange or combine elements (reductions, shape ops, nn ops)
 ///   exchange their inputs, element-wise ones work where their data is;
+/// - an IpuCopy: its bytes over the IPU-Links between the two IPUs (ipu_copy_bytes_per_second);
 /// - copies and the argument copies of calls, loops and conditionals (but the arguments
 ///   passed without a copy, StepInfo::aliased_bytes): an exchange;
 /// - collectives: the ring's bytes over IPU-Links ((R−1)/R of the data each way for a
-///   reduce-scatter or an all-gather, twice that for an all-reduce) and the reduction; an
+///   reduce-scatter or an all-gather, twice that for an all-reduce, R the replicas of the op's
+///   group, StepInfo::group) and the reduction; an
 ///   all-reduce across the n IPUs of a replica: 2(n−1)/n of one IPU's tensor, every IPU's
 ///   link at once;
 /// - host loads and stores: their bytes over the host link; remote loads and stores: theirs

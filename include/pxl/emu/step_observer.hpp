@@ -51,6 +51,9 @@ struct StepInfo {
   /// aliasing the argument (a variable bound by reference at every call site, or PopXL's
   /// aliasZeroCopy where the caller's value may be shared).
   std::int64_t aliased_bytes = 0;
+  /// Collectives between replicas: the replicas of the op's replica group (its ring), 0 for
+  /// every replica that ran the step.
+  std::int64_t group = 0;
 };
 
 /// Whether a step touches the memory of its own IPU (StepInfo::ipu) in its own replica only:

@@ -54,23 +54,26 @@ enum : unsigned {
 /// How the cost model (lib/emu/cost_model.cpp) prices an op: the closed form of its cycles.
 /// Each row names one, so that an op added to the table is never priced by a default.
 enum class OpCost : std::uint8_t {
-  local,            ///< 1 vector instruction per element, on the tiles that hold the output
-  local_series,     ///< 4 per element (a function computed by a short series), no exchange
-  exchanged,        ///< 1 per element, the inputs exchanged to the output's tiles first
-  exchanged_series, ///< 4 per element, the inputs exchanged first
-  amp,              ///< the AMP units of the output's tiles (matmul, convolutions as the
-                    ///< im2col product), the inputs exchanged
-  host_load,        ///< what it writes crosses the host link
-  host_store,       ///< what it reads crosses the host link
-  remote_load,      ///< what it writes comes from Streaming Memory, at its bandwidth
-  remote_store,     ///< what it reads goes to Streaming Memory
-  ipu_link,         ///< from one IPU to another, over the IPU-Link
-  ring_all_reduce,  ///< a ring over the replicas, each sending 2(r - 1)/r of the bytes
-  ipu_ring,         ///< an all-reduce ring over the IPUs of one replica (StepInfo::ipus), each
-                    ///< IPU sending 2(n - 1)/n of its tensor over its own IPU-Link
-  ring_one_way,     ///< a ring sending (r - 1)/r of the bytes (reduce-scatter, all-gather)
-  replica_slice,    ///< a replica's own part, 1 instruction per element, nothing sent
-  call,             ///< the callee's steps are priced; the call step only copies arguments
+  local,              ///< 1 vector instruction per element, on the tiles that hold the output
+  local_series,       ///< 4 per element (a function computed by a short series), no exchange
+  exchanged,          ///< 1 per element, the inputs exchanged to the output's tiles first
+  exchanged_series,   ///< 4 per element, the inputs exchanged first
+  tree_reduce,        ///< a reduction as PopLibs' multi-stage reduce: each tile reduces its part
+                      ///< of the input, then the partials are exchanged and reduced in stages
+  tree_reduce_series, ///< the same at 4 instructions per element in the first stage
+  amp,                ///< the AMP units of the output's tiles (matmul, convolutions as the
+                      ///< im2col product), the inputs exchanged
+  host_load,          ///< what it writes crosses the host link
+  host_store,         ///< what it reads crosses the host link
+  remote_load,        ///< what it writes comes from Streaming Memory, at its bandwidth
+  remote_store,       ///< what it reads goes to Streaming Memory
+  ipu_link,           ///< from one IPU to another, over the IPU-Link
+  ring_all_reduce,    ///< a ring over the replicas, each sending 2(r - 1)/r of the bytes
+  ipu_ring,           ///< an all-reduce ring over the IPUs of one replica (StepInfo::ipus), each
+                      ///< IPU sending 2(n - 1)/n of its tensor over its own IPU-Link
+  ring_one_way,       ///< a ring sending (r - 1)/r of the bytes (reduce-scatter, all-gather)
+  replica_slice,      ///< a replica's own part, 1 instruction per element, nothing sent
+  call,               ///< the callee's steps are priced; the call step only copies arguments
 };
 
 // X(Kind, "PopXL op type", family, attribute type, flags, cost)
@@ -138,18 +141,18 @@ enum class OpCost : std::uint8_t {
   X(GeluGrad, "GeluGrad", elementwise, NoAttrs, Grad, local_series)                                \
   X(TanhGrad, "TanhGrad", elementwise, NoAttrs, Grad, local)                                       \
   /* reductions */                                                                                 \
-  X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad, exchanged)                                  \
-  X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad, exchanged)                                \
-  X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad, exchanged)                                  \
-  X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad, exchanged)                                  \
-  X(ReduceProd, "ReduceProd", reduce, ReduceAttrs, Grad, exchanged)                                \
-  X(ReduceL1, "ReduceL1", reduce, ReduceAttrs, Grad, exchanged)                                    \
-  X(ReduceL2, "ReduceL2", reduce, ReduceAttrs, Grad, exchanged)                                    \
-  X(ReduceSumSquare, "ReduceSumSquare", reduce, ReduceAttrs, Grad, exchanged)                      \
-  X(ReduceLogSum, "ReduceLogSum", reduce, ReduceAttrs, Grad, exchanged_series)                     \
-  X(ReduceLogSumExp, "ReduceLogSumExp", reduce, ReduceAttrs, Grad, exchanged_series)               \
-  X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad, exchanged)                                        \
-  X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, exchanged)                                        \
+  X(ReduceSum, "ReduceSum", reduce, ReduceAttrs, Grad, tree_reduce)                                \
+  X(ReduceMean, "ReduceMean", reduce, ReduceAttrs, Grad, tree_reduce)                              \
+  X(ReduceMax, "ReduceMax", reduce, ReduceAttrs, Grad, tree_reduce)                                \
+  X(ReduceMin, "ReduceMin", reduce, ReduceAttrs, Grad, tree_reduce)                                \
+  X(ReduceProd, "ReduceProd", reduce, ReduceAttrs, Grad, tree_reduce)                              \
+  X(ReduceL1, "ReduceL1", reduce, ReduceAttrs, Grad, tree_reduce)                                  \
+  X(ReduceL2, "ReduceL2", reduce, ReduceAttrs, Grad, tree_reduce)                                  \
+  X(ReduceSumSquare, "ReduceSumSquare", reduce, ReduceAttrs, Grad, tree_reduce)                    \
+  X(ReduceLogSum, "ReduceLogSum", reduce, ReduceAttrs, Grad, tree_reduce_series)                   \
+  X(ReduceLogSumExp, "ReduceLogSumExp", reduce, ReduceAttrs, Grad, tree_reduce_series)             \
+  X(ArgMax, "ArgMax", reduce, AxisAttrs, NoGrad, tree_reduce)                                      \
+  X(ArgMin, "ArgMin", reduce, AxisAttrs, NoGrad, tree_reduce)                                      \
   X(CumSum, "CumSum", reduce, AxisAttrs, Grad, exchanged)                                          \
   X(TopK, "TopK", reduce, TopKAttrs, Grad, exchanged)                                              \
   X(ReduceMedian, "ReduceMedian", reduce, ReduceAttrs, Grad, exchanged)                            \

@@ -70,11 +70,12 @@ std::map<std::string, std::string> report_options(const CompileOptions& o,
 data::LocalReplicas local_replicas(const CompileOptions& o);
 
 /// Builds the training program for micro-batches of `x` and `y` (global, over the replicas)
-/// into `p` and opens its Session: a device loop of steps_per_execution optimizer steps of
-/// gradient_accumulation micro-batches, each micro-batch's loss (and accuracy) stored back.
-/// The learning rate's variable, if any, starts at `lr`.
+/// into `p` and, with `open_session`, opens its Session: a device loop of steps_per_execution
+/// optimizer steps of gradient_accumulation micro-batches, each micro-batch's loss (and
+/// accuracy) stored back. The learning rate's variable, if any, starts at `lr`.
 void build_training_program(Program& p, const CompileOptions& o, const TraceModel& trace,
-                            const TensorSpec& x, const TensorSpec& y, double lr);
+                            const TensorSpec& x, const TensorSpec& y, double lr,
+                            bool open_session = true);
 
 /// Builds a forward-only program for inputs `x` into `p` and opens its Session: with `y`, the
 /// evaluation program (the batch's loss and accuracy), else the prediction program (the

@@ -216,29 +216,29 @@ History Trainer::fit(const data::TensorDataset& dataset, FitOptions fit_options)
   return fit_runs(dataset, runs, passes_per_epoch, fit_options);
 }
 
-void Trainer::build(const data::LabelledBatchSpec& batch) {
-  if (!programs_)
-    throw ValueError("Trainer::build: call compile first");
-  Programs& ps = *programs_;
-  const CompileOptions& o = ps.options;
+namespace {
+
+/// One replica's rows of a global batch: (features, labels). ValueError for a batch that does
+/// not split over the replicas.
+std::pair<TensorSpec, TensorSpec> replica_batch(const CompileOptions& o,
+                                                const data::LabelledBatchSpec& batch) {
   const std::int64_t b = batch.features.shape.empty() ? 0 : batch.features.shape[0];
   if (b < 1 || b % o.replicas != 0 || batch.labels.shape.empty() || batch.labels.shape[0] != b)
     throw ValueError("Trainer: a batch must have a positive multiple of the " +
                      std::to_string(o.replicas) +
                      " replica(s) as its examples, as many features as labels, got features " +
                      to_string(batch.features) + " and labels " + to_string(batch.labels));
-  // Each replica's stream takes its rows of the global batch.
-  const TensorSpec x = with_rows(batch.features, b / o.replicas);
-  if (ps.train && ps.train->x_spec == x)
-    return;
-  check_labels(o.loss, batch.labels);
-  ps.sync_from_training();
-  ps.train.reset();
+  return {with_rows(batch.features, b / o.replicas), with_rows(batch.labels, b / o.replicas)};
+}
+
+/// Builds the training program into `p`; the model's refusal of non-float features as a
+/// DTypeError naming them.
+void build_training(trainer_detail::Program& p, const CompileOptions& o,
+                    const trainer_detail::TraceModel& trace, const data::LabelledBatchSpec& batch,
+                    const TensorSpec& x, const TensorSpec& y, double lr, bool open_session) {
   try {
-    trainer_detail::build_training_program(ps.train.emplace(), o, trace_, x,
-                                           with_rows(batch.labels, b / o.replicas), ps.lr);
+    trainer_detail::build_training_program(p, o, trace, x, y, lr, open_session);
   } catch (const Error& e) {
-    ps.train.reset();
     // Float features are cast to the model's dtype on the device; others reach the model as
     // they are, and its first op names what it needed, in its own words.
     if (!is_floating_point(x.dtype))
@@ -249,7 +249,41 @@ void Trainer::build(const data::LabelledBatchSpec& batch) {
                        e.what());
     throw;
   }
+}
+
+} // namespace
+
+void Trainer::build(const data::LabelledBatchSpec& batch) {
+  if (!programs_)
+    throw ValueError("Trainer::build: call compile first");
+  Programs& ps = *programs_;
+  const CompileOptions& o = ps.options;
+  // Each replica's stream takes its rows of the global batch.
+  const auto [x, y] = replica_batch(o, batch);
+  if (ps.train && ps.train->x_spec == x)
+    return;
+  check_labels(o.loss, batch.labels);
+  ps.sync_from_training();
+  ps.train.reset();
+  try {
+    build_training(ps.train.emplace(), o, trace_, batch, x, y, ps.lr, true);
+  } catch (const Error&) {
+    ps.train.reset();
+    throw;
+  }
   ps.load_weights(*ps.train);
+}
+
+emu::IrEstimate Trainer::estimate(const data::LabelledBatchSpec& batch, const emu::Target& target) {
+  if (!programs_)
+    throw ValueError("Trainer::estimate: call compile first");
+  Programs& ps = *programs_;
+  const CompileOptions& o = ps.options;
+  const auto [x, y] = replica_batch(o, batch);
+  check_labels(o.loss, batch.labels);
+  trainer_detail::Program p;
+  build_training(p, o, trace_, batch, x, y, ps.lr, false);
+  return emu::estimate(p.ir, target);
 }
 
 History Trainer::fit_runs(const data::TensorDataset& dataset, std::int64_t runs,

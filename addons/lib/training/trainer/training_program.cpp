@@ -241,7 +241,8 @@ private:
 } // namespace
 
 void build_training_program(Program& p, const CompileOptions& o, const TraceModel& trace,
-                            const TensorSpec& x, const TensorSpec& y, double lr) {
+                            const TensorSpec& x, const TensorSpec& y, double lr,
+                            bool open_session) {
   p.x_spec = x;
   p.ir.set_replication_factor(o.replicas);
   {
@@ -254,6 +255,8 @@ void build_training_program(Program& p, const CompileOptions& o, const TraceMode
   }
   const std::int64_t per_run = o.steps_per_execution;
   p.ir.set_num_host_transfers(per_run);
+  if (!open_session)
+    return;
   p.session.emplace(p.ir, "ipu_model",
                     SessionOptions{.workers = o.workers,
                                    .profile = o.profile,

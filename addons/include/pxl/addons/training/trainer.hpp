@@ -9,6 +9,7 @@
 #include "pxl/addons/optimizers/rmsprop.hpp"
 #include "pxl/addons/optimizers/sgd.hpp"
 #include "pxl/core/host_tensor.hpp"
+#include "pxl/emu/estimate.hpp"
 #include "pxl/session.hpp"
 #include "pxl/transforms/pipeline.hpp"
 
@@ -238,6 +239,11 @@ public:
   /// or load weights before training. Nothing is rebuilt for the same spec. ValueError for a
   /// batch that does not split over the replicas.
   void build(const data::LabelledBatchSpec& batch);
+  /// The training program for micro-batches of `batch`, as build would make it, estimated
+  /// for `target` without a Session (emu::estimate: no device memory, no run): its memory
+  /// report and its cycles per run of steps_per_execution batches. Keeps nothing; errors as
+  /// build's.
+  emu::IrEstimate estimate(const data::LabelledBatchSpec& batch, const emu::Target& target);
   /// The training program's Session (memory_report, profile, write_trace); ValueError before
   /// build or fit.
   Session& training_session();

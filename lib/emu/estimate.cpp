@@ -1,0 +1,115 @@
+// emu::estimate of an Ir: compile_program's plan, priced step by step with the cost model.
+#include "pxl/emu/estimate.hpp"
+
+#include "ir/ir_hold.hpp"
+#include "program.hpp"
+
+#include "pxl/core/error.hpp"
+
+#include <optional>
+
+namespace pxl::emu {
+
+namespace detail {
+
+void check_placement(const IrView& view, const Target& target, std::string_view what) {
+  const std::string who(what);
+  if (target.ipus < 1 || target.tiles_per_ipu < 1 || target.bytes_per_tile < 1)
+    throw SessionError(who + ": target '" + target.name +
+                       "' needs at least one IPU, one tile and one byte per tile");
+  auto placement = [&](std::string_view kind, const std::string& name, std::int64_t ipu) {
+    if (ipu < 0 || ipu >= target.ipus)
+      throw SessionError(who + ": " + std::string(kind) + " '" + name + "' is placed on IPU " +
+                         std::to_string(ipu) + " but target '" + target.name + "' has " +
+                         std::to_string(target.ipus) + " IPU(s); set Target::ipus");
+  };
+  for (std::uint32_t o = 0; o < view.num_ops(); ++o)
+    placement("op", view.name(OpId{o}), view.ipu(OpId{o}));
+  for (std::uint32_t t = 0; t < view.num_tensors(); ++t)
+    placement("tensor", view.id(TensorId{t}), view.ipu(TensorId{t}));
+  for (std::uint32_t o = 0; o < view.num_ops(); ++o)
+    if (const auto* s = std::get_if<StreamAttrs>(&view.attrs(OpId{o}));
+        s && s->stream >= view.num_streams())
+      throw SessionError(who + ": op '" + view.name(OpId{o}) +
+                         "' uses a stream the Ir does not have");
+}
+
+} // namespace detail
+
+namespace {
+
+/// The cycles of graphs' programs, each computed once.
+class Pricer {
+public:
+  Pricer(const detail::Program& program, const Target& target, std::int64_t replicas)
+      : program_(program), target_(target), replicas_(replicas), memo_(program.graphs.size()) {}
+
+  StepCost of(GraphId g) {
+    auto& memo = memo_[g.value];
+    if (memo)
+      return *memo;
+    StepCost total;
+    for (const detail::ProgramStep& step : program_.graphs[g.value]->steps) {
+      total += estimate(step.info, target_, replicas_);
+      if (!step.info.callee)
+        continue;
+      const StepCost body = of(*step.info.callee);
+      switch (step.info.kind) {
+      case StepKind::repeat:
+        total += scaled(body, step.info.trips);
+        break;
+      case StepKind::conditional: {
+        const StepCost other = step.info.else_callee ? of(*step.info.else_callee) : StepCost{};
+        total += other.total() > body.total() ? other : body;
+        break;
+      }
+      case StepKind::call:
+      case StepKind::kernel:
+      case StepKind::fused_matmul:
+      case StepKind::fused_all_reduce:
+      case StepKind::copy:
+        total += body;
+        break;
+      }
+    }
+    memo = total;
+    return total;
+  }
+
+private:
+  static StepCost scaled(StepCost c, std::int64_t n) {
+    c.compute *= n;
+    c.exchange *= n;
+    c.sync *= n;
+    c.host *= n;
+    return c;
+  }
+
+  const detail::Program& program_;
+  const Target& target_;
+  std::int64_t replicas_;
+  std::vector<std::optional<StepCost>> memo_;
+};
+
+} // namespace
+
+IrEstimate estimate(const Ir& ir, const Target& target) {
+  const pxl::detail::IrHold hold(ir);
+  const IrView view = hold.view();
+  detail::check_placement(view, target, "emu::estimate");
+  const detail::Program program = detail::compile_program(view, target);
+  IrEstimate e;
+  e.target = target.name;
+  e.clock_hz = target.clock_hz;
+  e.replicas = view.replication_factor();
+  e.memory = program.memory;
+  Pricer pricer(program, target, e.replicas);
+  for (std::uint32_t g = 0; g < program.graphs.size(); ++g)
+    if (program.graphs[g])
+      e.graphs.push_back({view.name(GraphId{g}), pricer.of(GraphId{g})});
+  e.run = e.graphs.front().cycles;
+  e.run.host += round_trip_cycles(target);
+  return e;
+}
+
+} // namespace pxl::emu
