@@ -458,7 +458,8 @@ Model Model::parse(std::span<const std::byte> bytes, ImportOptions options, std:
     if (!impl->initializers.contains(name))
       throw ImportError(impl->what + ": ImportOptions::constants names '" + name +
                         "', which is not an initializer of the model");
-  for (const auto& [name, shape] : impl->options.input_shapes) {
+  for (const auto& given : impl->options.input_shapes) { // clang 14: no binding in a lambda
+    const std::string& name = given.first;
     const auto& in = g.input();
     if (std::none_of(in.begin(), in.end(), [&](const auto& v) { return v.name() == name; }) ||
         impl->initializers.contains(name))
@@ -548,8 +549,8 @@ std::vector<Tensor> Model::build(const std::vector<Tensor>& inputs) const {
   // Each initializer becomes one variable (or constant), made at its first device use.
   std::map<std::string, Tensor> materialized;
   auto materialize = [&](const Folded& f) -> Tensor {
-    const DType dtype = detail::device_dtype(
-        f.elem_type, m.what + ": tensor '" + f.initializer + "'", float_dtype);
+    const DType dtype =
+        detail::device_dtype(f.elem_type, m.what + ": tensor '" + f.initializer + "'", float_dtype);
     if (f.initializer.empty())
       return constant(host_tensor(f, dtype));
     if (auto it = materialized.find(f.initializer); it != materialized.end())

@@ -375,12 +375,13 @@ TEST_CASE("an imported CNN fine-tunes on Fashion-MNIST as the same network writt
   CHECK(std::abs(after.at("accuracy") - after_written.at("accuracy")) <= 0.005);
   // The same arithmetic: the weights agree to float rounding.
   const auto trained = written.weights();
-  for (const auto& [name, w] : imported.weights()) {
+  for (const auto& entry : imported.weights()) { // not a binding: CAPTURE's lambda reads it
+    const std::string& name = entry.first;
     CAPTURE(name);
     const auto ours = name.starts_with("fc") && name.ends_with("weight")
                           ? transposed(trained.at(name))
                           : trained.at(name);
-    CHECK(pxl::allclose(w, ours, 1e-4, 1e-6));
+    CHECK(pxl::allclose(entry.second, ours, 1e-4, 1e-6));
   }
 }
 
