@@ -39,6 +39,25 @@ echo "ok: encoder in float16"
 compare encoder "$tmp/e64.npy"
 echo "ok: encoder on int64 token ids"
 
+# --report DIR: autoReport's files and the page.
+"$run" "$models/cnn.onnx" --input "input=$models/cnn.input.npy" --report "$tmp/report" \
+  >"$tmp/out" || fail "cnn --report: exit code $?"
+for f in memory.json trace.json profile.json report.html; do
+  [ -s "$tmp/report/$f" ] || fail "--report wrote no $f: $(ls "$tmp/report" 2>&1)"
+done
+echo "ok: --report"
+
+# --estimate-only: no run, no input file needed where the model fixes the shapes.
+"$run" "$models/cnn.onnx" --estimate-only --target bow --memory-report "$tmp/est.json" \
+  >"$tmp/out" || fail "cnn --estimate-only: exit code $?"
+grep -q "Estimate on target 'bow'" "$tmp/out" || fail "--estimate-only printed $(cat "$tmp/out")"
+grep -q "estimated device time of one run" "$tmp/out" || fail "--estimate-only: no time"
+[ -s "$tmp/est.json" ] || fail "--estimate-only wrote no memory report"
+"$run" "$models/fashion_cnn.onnx" --estimate-only --replicas 2 \
+  --input "input=$models/fashion_cnn.input.npy" >"$tmp/out" || fail "fashion_cnn --estimate-only"
+grep -q "2 replica(s)" "$tmp/out" || fail "--estimate-only on replicas printed $(cat "$tmp/out")"
+echo "ok: --estimate-only"
+
 expect_error() { # expect_error <what> <text in message> <args...>
   what=$1 text=$2
   shift 2
@@ -67,4 +86,12 @@ expect_error "bad --dtype" "--dtype must be float32 or float16" "$cnn" --input "
 expect_error "bad --replicas" "does not split over --replicas 3" "$cnn" --input "$x" --replicas 3
 expect_error "zero --replicas" "--replicas must be at least 1" "$cnn" --input "$x" --replicas 0
 expect_error "non-numeric --replicas" "replicas" "$cnn" --input "$x" --replicas two
+expect_error "--target alone" "--target: only --estimate-only estimates for a target" "$cnn" \
+  --input "$x" --target bow
+expect_error "unknown --target" "--target: expected ipu2, bow or ipu21, got 'tpu'" "$cnn" \
+  --estimate-only --target tpu
+expect_error "--estimate-only with --output" "--estimate-only runs nothing, so --output" "$cnn" \
+  --estimate-only --output "output=$tmp/y.npy"
+expect_error "--estimate-only on a symbolic batch" "has a symbolic dimension: give --input" \
+  "$models/fashion_cnn.onnx" --estimate-only
 echo "pxl-run: all checks passed"

@@ -7,14 +7,18 @@
 // name, or a model pxl cannot import, is a message on stderr and exit code 1.
 #include "pxl/onnx/import.hpp"
 
+#include "pxl/emu/estimate.hpp"
+#include "pxl/emu/target.hpp"
 #include "pxl/ops/host_io.hpp"
 #include "pxl/session.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +32,9 @@ struct Options {
   std::string dtype = "float32";
   bool profile = false;
   std::string trace, memory_report;
+  std::string report;
+  bool estimate_only = false;
+  std::optional<std::string> target;
 };
 
 class UsageError : public pxl::ValueError {
@@ -74,12 +81,65 @@ pxl::Shape joined_batch(const pxl::Shape& s) {
   return whole;
 }
 
+// The replicas' [R·b, ...] input: b's shape with R in front of its batch ([R, b, ...]).
+pxl::Shape replicated(const pxl::Shape& per_replica, std::int64_t replicas) {
+  pxl::Shape s = per_replica;
+  if (replicas > 1) {
+    if (s.empty())
+      s = {replicas};
+    else
+      s[0] *= replicas;
+  }
+  return s;
+}
+
+pxl::emu::Target parse_target(const Options& o) {
+  const std::string name = o.target.value_or("ipu2");
+  if (name == "ipu2")
+    return pxl::emu::ipu2();
+  if (name == "bow")
+    return pxl::emu::bow();
+  if (name == "ipu21")
+    return pxl::emu::ipu21();
+  throw UsageError("--target: expected ipu2, bow or ipu21, got '" + name + "'");
+}
+
+// --estimate-only: the program compiled for the target without a Session (no device memory,
+// no run): its memory per IPU and tile and the estimated time of the run.
+int estimate(const Options& o, const pxl::Ir& ir, const pxl::emu::Target& target) {
+  const pxl::emu::IrEstimate e = pxl::emu::estimate(ir, target);
+  std::cout << "Estimate on target '" << e.target << "' (" << e.replicas
+            << " replica(s)), without running:\n"
+            << e.memory.summary();
+  if (!e.memory.fits())
+    std::cout << "The model does not fit target '" << e.target << "'.\n";
+  std::printf("estimated device time of one run: %.2f us (the host round trip included)\n",
+              e.seconds() * 1e6);
+  if (!o.memory_report.empty()) {
+    std::ofstream out(o.memory_report);
+    if (!(out << e.memory.to_json()))
+      throw pxl::IoError("--memory-report: cannot open '" + o.memory_report + "' for writing");
+  }
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.dtype != "float32" && o.dtype != "float16")
     throw UsageError("--dtype must be float32 or float16, got '" + o.dtype + "'");
   if (o.replicas < 1)
     throw UsageError("--replicas must be at least 1, got " + std::to_string(o.replicas));
   const pxl::DType float_dtype = o.dtype == "float16" ? pxl::float16 : pxl::float32;
+  if (o.target && !o.estimate_only)
+    throw UsageError("--target: only --estimate-only estimates for a target (a run is on the "
+                     "emulator); add --estimate-only");
+  if (o.estimate_only)
+    for (const auto& [flag, given] :
+         {std::pair{"--output", !o.outputs.empty()}, std::pair{"--profile", o.profile},
+          std::pair{"--trace", !o.trace.empty()}, std::pair{"--report", !o.report.empty()}})
+      if (given)
+        throw UsageError(std::string("--estimate-only runs nothing, so ") + flag +
+                         " has nothing to work on; drop one of them");
+  const pxl::emu::Target target = parse_target(o);
 
   // The model first (its errors before the files'), then its inputs from their files, whose
   // shapes fix its symbolic dimensions.
@@ -100,6 +160,15 @@ int run(const Options& o) {
   pxl::onnx::ImportOptions options{.float_dtype = float_dtype};
   for (const auto& spec : probe.inputs()) {
     const auto it = given.find(spec.name);
+    if (it == given.end() && o.estimate_only) { // the model's own shape, if it fixes one
+      if (std::any_of(spec.shape.begin(), spec.shape.end(), [](auto d) { return d < 0; }))
+        throw UsageError("the model's input '" + spec.name +
+                         "' has a symbolic dimension: give --input " + spec.name +
+                         "=FILE.npy, whose shape fixes it");
+      given.emplace(spec.name, pxl::HostTensor(replicated(spec.shape, o.replicas), spec.dtype));
+      options.input_shapes.emplace(spec.name, spec.shape);
+      continue;
+    }
     if (it == given.end())
       throw UsageError("the model's input '" + spec.name + "' has no --input " + spec.name +
                        "=FILE.npy");
@@ -115,7 +184,9 @@ int run(const Options& o) {
   }
   std::map<std::string, std::string> wanted;
   for (const auto& s : o.outputs) {
-    auto [name, file] = name_and_file("--output", s);
+    const auto named = name_and_file("--output", s); // clang 14: no binding in a lambda
+    const std::string& name = named.first;
+    const std::string& file = named.second;
     const auto& outs = probe.outputs();
     if (std::none_of(outs.begin(), outs.end(), [&](const auto& v) { return v.name == name; }))
       throw UsageError("--output " + name + ": the model has no output of that name");
@@ -150,7 +221,15 @@ int run(const Options& o) {
       results.emplace(name, stream);
     }
   }
-  pxl::Session session(ir, "ipu_model", {.workers = o.workers, .profile = o.profile});
+  if (o.estimate_only)
+    return estimate(o, ir, target);
+  // --report: Poplar's autoReport into DIR (memory, trace, profile and the HTML page).
+  std::map<std::string, std::string> engine_options;
+  if (!o.report.empty())
+    engine_options = {{"autoReport.all", "true"}, {"autoReport.directory", o.report}};
+  pxl::Session session(
+      ir, "ipu_model",
+      {.workers = o.workers, .profile = o.profile, .engine_options = engine_options});
   auto attached = session.attach();
   const auto outputs = session.run(feeds);
   for (const auto& spec : imported.model->outputs()) {
@@ -201,6 +280,14 @@ int main(int argc, char** argv) {
                "the memory per IPU");
   app.add_option("--trace", o.trace, "Write a Chrome/Perfetto trace of the run to FILE");
   app.add_option("--memory-report", o.memory_report, "Write the memory report to FILE (JSON)");
+  app.add_option("--report", o.report,
+                 "Write PopVision-style reports of the run into DIR: memory, trace, profile and "
+                 "an HTML page (docs/report.md)");
+  app.add_flag("--estimate-only", o.estimate_only,
+               "Compile the model for --target without running it: print its memory per IPU "
+               "and tile and the estimated time of a run (the cost model), and exit. Inputs "
+               "the model fixes need no --input");
+  app.add_option("--target", o.target, "With --estimate-only: ipu2 (GC200, default), bow or ipu21");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
