@@ -171,3 +171,115 @@ def keras_cnn():
 
 
 keras_cnn()
+
+
+def op_models():
+    """One small model per operator the models above do not reach, its output computed with
+    NumPy: models/ops/<name>.onnx, .input.npy, .output.npy."""
+    from math import erf
+    ops_dir = os.path.join(here, "ops")
+    os.makedirs(ops_dir, exist_ok=True)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 1)).astype(np.float32)
+    pos = np.abs(x) + 0.5
+
+    def save(name, nodes, inits, y, x_in=x, opset=13):
+        graph = helper.make_graph(
+            nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                        list(x_in.shape))],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, list(y.shape))],
+            [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        onnx.checker.check_model(model, full_check=True)
+        onnx.save(model, os.path.join(ops_dir, name + ".onnx"))
+        np.save(os.path.join(ops_dir, name + ".input.npy"), x_in)
+        np.save(os.path.join(ops_dir, name + ".output.npy"), np.asarray(y, np.float32))
+
+    def node(op, inputs, outputs=("output",), **attrs):
+        return helper.make_node(op, list(inputs), list(outputs), **attrs)
+
+    unary = {"Abs": np.abs, "Ceil": np.ceil, "Floor": np.floor, "Exp": np.exp, "Neg": np.negative,
+             "Tanh": np.tanh, "Sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+             "Erf": np.vectorize(erf), "Relu": lambda v: np.maximum(v, 0)}
+    for op, f in unary.items():
+        save(op, [node(op, ["input"])], {}, f(x.astype(np.float64)))
+    for op, f in {"Log": np.log, "Sqrt": np.sqrt, "Reciprocal": lambda v: 1 / v}.items():
+        save(op, [node(op, ["input"])], {}, f(pos.astype(np.float64)), x_in=pos)
+    binary = {"Sub": np.subtract, "Div": np.divide, "Mul": np.multiply,
+              "Pow": lambda a, c: np.power(np.abs(a) + 0.5, c)}
+    for op, f in binary.items():
+        inputs = ["input", "b"]
+        nodes = [node(op, inputs)]
+        if op == "Pow":
+            nodes = [node("Abs", ["input"], ["a"]), node("Add", ["a", "half"], ["p"]),
+                     node("Pow", ["p", "b"])]
+        save(op, nodes, {"b": b, "half": np.float32(0.5)} if op == "Pow" else {"b": b},
+             f(x.astype(np.float64), b))
+    # Comparisons and Where: y = Where(x > b, x, Less(x, -b) cast to float).
+    save("Where", [node("Greater", ["input", "b"], ["gt"]), node("Neg", ["b"], ["nb"]),
+                   node("Less", ["input", "nb"], ["lt"]),
+                   node("Cast", ["lt"], ["ltf"], to=TensorProto.FLOAT),
+                   node("Where", ["gt", "input", "ltf"])], {"b": b},
+         np.where(x > b, x, (x < -b).astype(np.float32)))
+    save("Equal", [node("Floor", ["input"], ["f"]), node("Equal", ["f", "zero"], ["e"]),
+                   node("Cast", ["e"], ["output"], to=TensorProto.FLOAT)],
+         {"zero": np.float32(0)}, (np.floor(x) == 0).astype(np.float32))
+    # Reductions and softmaxes.
+    save("ReduceMean", [node("ReduceMean", ["input"], axes=[1], keepdims=1)], {},
+         x.astype(np.float64).mean(axis=1, keepdims=True))
+    save("ReduceSum", [node("ReduceSum", ["input", "axes"], keepdims=0)],
+         {"axes": np.array([0, 2], np.int64)}, x.astype(np.float64).sum(axis=(0, 2)))
+    xd = x.astype(np.float64)
+    sm = np.exp(xd - xd.max(-1, keepdims=True))
+    save("LogSoftmax", [node("LogSoftmax", ["input"], axis=-1)], {},
+         np.log(sm / sm.sum(-1, keepdims=True)))
+    sm1 = np.exp(xd - xd.max(1, keepdims=True))
+    save("Softmax_axis1", [node("Softmax", ["input"], axis=1)], {},
+         sm1 / sm1.sum(1, keepdims=True))
+    # Shapes: Squeeze/Unsqueeze, Slice with a step, Gather with a negative index, Expand,
+    # Flatten at axis 2, Reshape with 0 and -1, ConstantOfShape and Range folded at import.
+    save("Unsqueeze_Squeeze", [node("Unsqueeze", ["input", "ax"], ["u"]),
+                               node("Squeeze", ["u", "ax"])],
+         {"ax": np.array([1, 3], np.int64)}, x)
+    save("Slice_step2", [node("Slice", ["input", "st", "en", "ax", "sp"])],
+         {"st": np.array([1], np.int64), "en": np.array([100], np.int64),
+          "ax": np.array([-1], np.int64), "sp": np.array([2], np.int64)}, x[:, :, 1::2])
+    save("Gather_negative", [node("Gather", ["input", "idx"], axis=1)],
+         {"idx": np.array([[-1, 0], [1, -3]], np.int64)}, x[:, [[2, 0], [1, 0]], :])
+    save("Expand", [node("Expand", ["b", "shape"], ["e"]), node("Add", ["input", "e"])],
+         {"b": b, "shape": np.array([2, 3, 4], np.int64)}, x + b)
+    save("Flatten_axis2", [node("Flatten", ["input"], axis=2)], {}, x.reshape(6, 4))
+    save("Reshape_0_minus1", [node("Reshape", ["input", "shape"])],
+         {"shape": np.array([0, -1], np.int64)}, x.reshape(2, 12))
+    save("ConstantOfShape_Range",
+         [node("Shape", ["input"], ["s"]), node("ConstantOfShape", ["s"], ["ones"],
+                                               value=numpy_helper.from_array(
+                                                   np.array([1.5], np.float32))),
+          node("Range", ["r0", "r1", "r2"], ["r"]), node("Cast", ["r"], ["rf"], to=1),
+          node("Add", ["ones", "rf"], ["t"]), node("Mul", ["t", "input"])],
+         {"r0": np.int64(0), "r1": np.int64(4), "r2": np.int64(1)},
+         (1.5 + np.arange(4)) * x)
+    # Others: Clip with a min only, Pad with a value, Dropout as the identity, GlobalMaxPool,
+    # Gemm with transA, alpha and beta, MatMul broadcasting a batch.
+    save("Clip_min", [node("Clip", ["input", "lo"])], {"lo": np.float32(-0.25)},
+         np.maximum(x, -0.25))
+    save("Pad_value", [node("Pad", ["input", "pads", "v"])],
+         {"pads": np.array([0, 1, 0, 0, 0, 2], np.int64), "v": np.float32(7)},
+         np.pad(x, ((0, 0), (1, 0), (0, 2)), constant_values=7))
+    save("Dropout", [node("Dropout", ["input", "ratio"])], {"ratio": np.float32(0.5)}, x)
+    save("GlobalMaxPool", [node("GlobalMaxPool", ["input"])], {},
+         x.max(axis=2, keepdims=True))
+    a2 = x.reshape(6, 4)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    c = rng.standard_normal(5).astype(np.float32)
+    save("Gemm_transA", [node("Gemm", ["input", "w", "c"], transA=1, alpha=0.5, beta=2.0)],
+         {"w": w, "c": c}, 0.5 * a2.T.astype(np.float64) @ w + 2 * c, x_in=a2)
+    m = rng.standard_normal((4, 2)).astype(np.float32)
+    save("MatMul_batch", [node("MatMul", ["input", "m"])], {"m": m},
+         x.astype(np.float64) @ m)
+    save("Softmax_opset11_last", [node("Softmax", ["input"], axis=2)], {},
+         sm / sm.sum(-1, keepdims=True), opset=11)
+
+
+op_models()
