@@ -66,6 +66,23 @@ class Encoder(nn.Module):
         return self.head(self.encoder(h, mask=self.mask))
 
 
+class EncoderComputed(Encoder):
+    """As Encoder, with positions and the causal mask computed in forward from the tokens'
+    shape (Shape, Range, Expand, Greater, Where) and, below opset 17, layer norms decomposed
+    (ReduceMean, Sub, Pow, Sqrt, Div)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos_embed = nn.Embedding(6, 8)
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        i = torch.arange(n)
+        positions = i.unsqueeze(0).expand(tokens.shape[0], n)
+        mask = torch.where(i.unsqueeze(0) > i.unsqueeze(1), float("-inf"), 0.0)
+        return self.head(self.encoder(self.embed(tokens) + self.pos_embed(positions), mask=mask))
+
+
 class FashionCnn(nn.Module):
     """A Fashion-MNIST classifier to fine-tune: two convolutions, two dense layers."""
 
@@ -110,6 +127,7 @@ export("cnn", Cnn(), torch.randn(2, 1, 12, 12), 13)
 export("cnn_opset11", Cnn(), torch.randn(2, 1, 12, 12), 11)
 export("encoder", Encoder(), torch.randint(0, 11, (2, 6)), 17)
 export("fashion_cnn", FashionCnn(), torch.randn(2, 1, 28, 28), 13, dynamic_batch=True)
+export("encoder_opset14", EncoderComputed(), torch.randint(0, 11, (2, 6)), 14)
 
 
 def keras_cnn():
