@@ -58,12 +58,14 @@ std::pair<PoolAttrs, Shape> pool_geometry(const std::string& op, const Shape& t,
     // ceil_mode's extra window must start inside the input or the padding before it.
     if (o.ceil_mode && (size - 1) * s >= in + pb)
       --size;
-    // With dilation, a window inside the padded input may still see padding only.
-    for (std::int64_t p = 0; p < size; ++p) {
+    // With dilation, a window inside the padded input may still see padding only. Not when
+    // the taps are at most `in` apart: each window overlaps the input (the padding is smaller
+    // than its extent), and taps that close cannot straddle it. Otherwise each window's first
+    // tap at or after the input's start is found in O(1): a model's sizes may be huge.
+    for (std::int64_t p = 0; d > in && p < size; ++p) {
       const std::int64_t first = p * s - pb;
-      bool sees_input = false;
-      for (std::int64_t k = 0; k < a.kernel[i] && !sees_input; ++k)
-        sees_input = first + k * d >= 0 && first + k * d < in;
+      const std::int64_t k = first >= 0 ? 0 : (-first + d - 1) / d;
+      const bool sees_input = k < a.kernel[i] && first + k * d < in;
       if (!sees_input)
         throw ShapeError(op + ": window " + std::to_string(p) + axis + " (taps " +
                          std::to_string(first) + ", " + std::to_string(first + d) + ", ... every " +
