@@ -37,7 +37,7 @@ std::string text(const pxl::Shape& s) {
 int main(int argc, char** argv) {
   const std::filesystem::path path =
       argc > 1 ? argv[1] : PXL_SOURCE_DIR "/test/onnx/models/fashion_cnn.onnx";
-  // Parsed, checked by ONNX's checker and shape inference; nothing is built yet.
+  // Parsed and checked by ONNX's checker; nothing is built yet.
   auto model = std::make_shared<const pxl::onnx::Model>(pxl::onnx::Model::load(path));
   std::cout << "opset " << model->opset() << "\n";
   for (const auto& in : model->inputs())

@@ -50,7 +50,7 @@ struct ValueSpec {
   DType dtype = float32;
 };
 
-/// A parsed model that passed ONNX's checker and shape inference: what it needs and gives,
+/// A parsed model that passed ONNX's checker: what it needs and gives,
 /// ready to build into any graph.
 class Model {
 public:
