@@ -75,6 +75,21 @@ double broadcast_at(const Folded& f, const Shape& out, std::int64_t flat) {
   return f.data[static_cast<std::size_t>(index)];
 }
 
+// The shape of a value folded at import: its sizes not negative and its elements at most 2^24
+// (folding is for shapes, axes and small constants; a larger result would only be a model
+// that asks the host for gigabytes before anything runs).
+void check_folded_shape(const NodeContext& c, const Shape& shape) {
+  std::int64_t n = 1;
+  for (const auto d : shape) {
+    if (d < 0)
+      c.fail("a size of " + std::to_string(d) + " is negative");
+    n = d == 0 || n <= (std::int64_t{1} << 24) / d ? n * d : (std::int64_t{1} << 24) + 1;
+  }
+  if (n > (std::int64_t{1} << 24))
+    c.fail("the value known at import would hold more than 2^24 elements; pxl folds only "
+           "shapes and small constants");
+}
+
 // Folds an element-wise op of the node's inputs on the host.
 template <typename F>
 Folded fold_elementwise(const NodeContext& c, std::int32_t elem_type, F f) {
@@ -82,6 +97,7 @@ Folded fold_elementwise(const NodeContext& c, std::int32_t elem_type, F f) {
   for (std::size_t i = 0; i < c.inputs(); ++i)
     shapes.push_back(c.folded(i, "operand").shape);
   Folded out{.shape = broadcast_shapes(c, shapes), .elem_type = elem_type};
+  check_folded_shape(c, out.shape);
   const std::int64_t n = nelms(out.shape);
   out.data.resize(static_cast<std::size_t>(n));
   std::vector<double> args(c.inputs());
@@ -140,8 +156,8 @@ Shape reshape_target(const NodeContext& c, const Shape& in, std::vector<std::int
       infer = static_cast<std::int64_t>(i);
     } else if (target[i] < 0) {
       c.fail("shape entry " + std::to_string(target[i]) + " is negative");
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      c.fail("the shape's sizes overflow 64 bits");
     }
   }
   if (infer >= 0) {
@@ -216,6 +232,7 @@ Values constant_node(const NodeContext& c) {
 Values constant_of_shape(const NodeContext& c) {
   const auto shape = c.ints(0, "shape");
   Folded f{.shape = Shape(shape.begin(), shape.end()), .elem_type = TensorProto::FLOAT};
+  check_folded_shape(c, f.shape);
   double v = 0;
   if (const auto* t = c.attr_tensor("value")) {
     const Folded value = folded_from_proto(*t, c.where());
@@ -577,6 +594,7 @@ Values expand(const NodeContext& c) {
   const Shape out = broadcast_shapes(c, {in, Shape(target.begin(), target.end())});
   if (c.is_folded(0)) {
     Folded f{.shape = out, .elem_type = c.elem_type(0)};
+    check_folded_shape(c, out);
     for (std::int64_t k = 0; k < nelms(out); ++k)
       f.data.push_back(broadcast_at(c.folded(0, "input"), out, k));
     return {f};
@@ -598,7 +616,10 @@ Values range(const NodeContext& c) {
                delta = scalar(c, 2, "delta");
   if (delta == 0)
     c.fail("delta must not be 0");
-  const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+  const double count = std::max(0.0, std::ceil((limit - start) / delta));
+  if (!(count <= double(std::int64_t{1} << 24)))
+    check_folded_shape(c, {(std::int64_t{1} << 24) + 1}); // fails: too many, or NaN
+  const auto n = static_cast<std::int64_t>(count);
   Folded f{.shape = {n}, .elem_type = c.elem_type(0)};
   for (std::int64_t i = 0; i < n; ++i)
     f.data.push_back(start + static_cast<double>(i) * delta);

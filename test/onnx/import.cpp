@@ -275,6 +275,32 @@ TEST_CASE("malformed, truncated and unsupported models are refused with what is 
                          doctest::Contains("must be known at import"), pxl::onnx::ImportError);
   }
 
+  SUBCASE("a value folded at import is bounded: no model asks the host for gigabytes") {
+    auto m = one_node("Relu", {2}, 13, {-1, -1});
+    auto* g = m.mutable_graph();
+    auto* big = g->add_initializer();
+    big->set_name("big");
+    big->set_data_type(::onnx::TensorProto::INT64);
+    big->add_dims(2);
+    big->add_int64_data(std::int64_t{1} << 30);
+    big->add_int64_data(std::int64_t{1} << 30);
+    g->mutable_node(0)->set_output(0, "r");
+    auto* fill = g->add_node();
+    fill->set_op_type("ConstantOfShape");
+    fill->set_name("fill");
+    fill->add_input("big");
+    fill->add_output("c");
+    auto* add = g->add_node();
+    add->set_op_type("Add");
+    add->add_input("r");
+    add->add_input("c");
+    add->add_output("y");
+    CHECK_THROWS_WITH_AS(import_bytes(ir, bytes_of(m)),
+                         doctest::Contains("node 'fill' (ConstantOfShape, opset 13): the value "
+                                           "known at import would hold more than 2^24 elements"),
+                         pxl::onnx::ImportError);
+  }
+
   SUBCASE("building outside a module trace needs every initializer a constant") {
     const auto model = pxl::onnx::Model::load(models / "mlp.onnx");
     pxl::Ir ir2;
