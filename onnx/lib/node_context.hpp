@@ -34,6 +34,8 @@ using Value = std::variant<Tensor, Folded>;
 DType device_dtype(std::int32_t elem_type, const std::string& what, DType float_dtype = float32);
 /// ONNX's name of an element type ("FLOAT", "INT64").
 std::string elem_type_name(std::int32_t elem_type);
+/// A shape as errors print it: "(2, 3)", "(4,)".
+std::string shape_text(const Shape& s);
 
 class NodeContext {
 public:
