@@ -4,8 +4,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace pxl {
+
+// The dtype table lists the DTypes in the enum's order: cpp_type_of (dtype.hpp) finds a
+// DType's entry at its value. Checked here, in one unit, rather than in every includer.
+static_assert(
+    []<std::size_t... I>(std::index_sequence<I...>) {
+      return ((std::remove_cvref_t<decltype(boost::hana::first(
+                   boost::hana::at_c<I>(detail::dtype_types)))>::value == static_cast<DType>(I)) &&
+              ...);
+    }(std::make_index_sequence<all_dtypes.size()>{}),
+    "detail::dtype_types must list the DTypes in the enum's order");
 
 std::string_view name(DType d) {
   switch (d) {
