@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <new>
@@ -335,7 +336,7 @@ private:
 
 } // namespace
 
-void HostTensor::save_npy(const std::filesystem::path& path) const {
+void HostTensor::save_npy(const std::string& path) const {
   std::string dict = "{'descr': '" + npy_descr(dtype()) +
                      "', 'fortran_order': False, 'shape': " + pxl::to_string(shape()) + ", }";
   // Magic (6), version (2), header length (2, or 4 from version 2.0 on, for headers of 64 KiB
@@ -346,7 +347,7 @@ void HostTensor::save_npy(const std::filesystem::path& path) const {
   dict += '\n';
   std::ofstream f(path, std::ios::binary);
   if (!f)
-    throw IoError("save_npy: cannot open '" + path.string() + "' for writing");
+    throw IoError("save_npy: cannot open '" + path + "' for writing");
   std::string head(npy_magic);
   head += {static_cast<char>(v1 ? 1 : 2), 0};
   for (std::size_t i = 0; i < prefix - 8; ++i)
@@ -355,53 +356,52 @@ void HostTensor::save_npy(const std::filesystem::path& path) const {
   f.write(dict.data(), static_cast<std::streamsize>(dict.size()));
   f.write(reinterpret_cast<const char*>(bytes_.data()), static_cast<std::streamsize>(nbytes()));
   if (!f)
-    throw IoError("save_npy: writing '" + path.string() + "' failed");
+    throw IoError("save_npy: writing '" + path + "' failed");
 }
 
-HostTensor HostTensor::load_npy(const std::filesystem::path& path, const ReadOptions& options) {
-  const std::string p = path.string();
+HostTensor HostTensor::load_npy(const std::string& path, const ReadOptions& options) {
   std::ifstream f(path, std::ios::binary);
   std::error_code ec;
   if (!f)
-    throw IoError("load_npy: cannot open '" + p + "'" +
+    throw IoError("load_npy: cannot open '" + path + "'" +
                   (std::filesystem::exists(path, ec) ? "" : ": it does not exist"));
   const std::uint64_t size = std::filesystem::file_size(path, ec);
   if (ec)
-    npy_fail(p, "cannot be read: " + ec.message());
+    npy_fail(path, "cannot be read: " + ec.message());
   // Every size the file states is checked against `size` before anything is allocated.
   const auto read = [&](std::size_t n, const std::string& what) {
     std::string s(n, '\0');
     if (!f.read(s.data(), static_cast<std::streamsize>(n)))
-      npy_fail(p, "could not be read (" + what + ", " + std::to_string(n) + " bytes)");
+      npy_fail(path, "could not be read (" + what + ", " + std::to_string(n) + " bytes)");
     return s;
   };
   const std::string magic = read(std::min<std::uint64_t>(size, 8), "the magic string");
   if (magic.substr(0, 6) != npy_magic)
-    npy_fail(p, "is not a .npy file (bad magic): expected " + npy_quote(npy_magic) + ", found " +
-                    npy_quote(magic.substr(0, 6)));
+    npy_fail(path, "is not a .npy file (bad magic): expected " + npy_quote(npy_magic) + ", found " +
+                       npy_quote(magic.substr(0, 6)));
   if (size < 8)
-    npy_fail(p, "is truncated: " + std::to_string(size) +
-                    " bytes, shorter than the 8-byte magic and version");
+    npy_fail(path, "is truncated: " + std::to_string(size) +
+                       " bytes, shorter than the 8-byte magic and version");
   const int major = static_cast<unsigned char>(magic[6]);
   if (major < 1 || major > 3)
-    npy_fail(p, "has format version " + std::to_string(major) + "." +
-                    std::to_string(static_cast<unsigned char>(magic[7])) +
-                    "; expected 1.0, 2.0 or 3.0");
+    npy_fail(path, "has format version " + std::to_string(major) + "." +
+                       std::to_string(static_cast<unsigned char>(magic[7])) +
+                       "; expected 1.0, 2.0 or 3.0");
   const std::size_t len_bytes = major == 1 ? 2 : 4;
   if (size < 8 + len_bytes)
-    npy_fail(p, "is truncated: " + std::to_string(size) + " bytes, shorter than the " +
-                    std::to_string(8 + len_bytes) + "-byte preamble of format " +
-                    std::to_string(major) + ".0");
+    npy_fail(path, "is truncated: " + std::to_string(size) + " bytes, shorter than the " +
+                       std::to_string(8 + len_bytes) + "-byte preamble of format " +
+                       std::to_string(major) + ".0");
   const std::string len = read(len_bytes, "the header length");
   std::uint64_t header_len = 0;
   for (std::size_t i = len_bytes; i-- > 0;)
     header_len = (header_len << 8) | static_cast<unsigned char>(len[i]);
   const std::uint64_t data_start = 8 + len_bytes + header_len;
   if (data_start > size)
-    npy_fail(p, "is truncated: its header length is " + std::to_string(header_len) +
-                    " bytes but only " + std::to_string(size - 8 - len_bytes) + " bytes follow");
+    npy_fail(path, "is truncated: its header length is " + std::to_string(header_len) +
+                       " bytes but only " + std::to_string(size - 8 - len_bytes) + " bytes follow");
   const NpyHeader h =
-      NpyHeaderParser(read(static_cast<std::size_t>(header_len), "the header"), p).parse();
+      NpyHeaderParser(read(static_cast<std::size_t>(header_len), "the header"), path).parse();
 
   DType dtype{};
   bool found = false;
@@ -414,37 +414,37 @@ HostTensor HostTensor::load_npy(const std::filesystem::path& path, const ReadOpt
     descrs += (descrs.empty() ? "" : ", ") + npy_descr(d);
   }
   if (!found)
-    npy_fail(p, "has dtype " + npy_quote(h.descr) + "; expected one of " + descrs +
-                    " (little-endian)");
+    npy_fail(path, "has dtype " + npy_quote(h.descr) + "; expected one of " + descrs +
+                       " (little-endian)");
   if (h.fortran_order)
-    npy_fail(p, "is in Fortran order; only C order is supported");
+    npy_fail(path, "is in Fortran order; only C order is supported");
   std::uint64_t need = 0;
   try {
     need = static_cast<std::uint64_t>(pxl::nbytes(h.shape, dtype));
   } catch (const ShapeError& e) {
-    npy_fail(p, "has a shape whose size overflows: " + std::string(e.what()));
+    npy_fail(path, "has a shape whose size overflows: " + std::string(e.what()));
   }
   const std::uint64_t have = size - data_start;
   const std::string needs = "shape " + npy_quote(pxl::to_string(h.shape), 200) + " of " +
                             std::string(name(dtype)) + " needs " + std::to_string(need) +
                             " bytes of data";
   if (need > have)
-    npy_fail(p, "is truncated: its " + needs + ", found " + std::to_string(have));
+    npy_fail(path, "is truncated: its " + needs + ", found " + std::to_string(have));
   if (need < have)
-    npy_fail(p, "has " + std::to_string(have - need) + " trailing bytes: its " + needs +
-                    ", found " + std::to_string(have));
+    npy_fail(path, "has " + std::to_string(have - need) + " trailing bytes: its " + needs +
+                       ", found " + std::to_string(have));
   if (need > options.max_bytes)
-    npy_fail(p, "is too large: its " + needs + ", more than ReadOptions::max_bytes (" +
-                    std::to_string(options.max_bytes) + ")");
+    npy_fail(path, "is too large: its " + needs + ", more than ReadOptions::max_bytes (" +
+                       std::to_string(options.max_bytes) + ")");
 
   std::optional<HostTensor> t;
   try {
     t.emplace(h.shape, dtype);
   } catch (const std::bad_alloc&) {
-    npy_fail(p, "is too large: its " + needs + ", which could not be allocated");
+    npy_fail(path, "is too large: its " + needs + ", which could not be allocated");
   }
   if (!f.read(reinterpret_cast<char*>(t->bytes_.data()), static_cast<std::streamsize>(need)))
-    npy_fail(p, "could not be read: its " + needs + " (was it changed while being read?)");
+    npy_fail(path, "could not be read: its " + needs + " (was it changed while being read?)");
   if (dtype == bool_) {
     // Any other byte would be an invalid bool object in memory.
     const auto bytes = t->bytes();
@@ -452,8 +452,9 @@ HostTensor HostTensor::load_npy(const std::filesystem::path& path, const ReadOpt
       return b != std::byte{0} && b != std::byte{1};
     });
     if (bad != bytes.end())
-      npy_fail(p, "has bool byte " + std::to_string(static_cast<unsigned>(*bad)) + " at element " +
-                      std::to_string(bad - bytes.begin()) + "; expected 0 or 1");
+      npy_fail(path, "has bool byte " + std::to_string(static_cast<unsigned>(*bad)) +
+                         " at element " + std::to_string(bad - bytes.begin()) +
+                         "; expected 0 or 1");
   }
   return std::move(*t);
 }

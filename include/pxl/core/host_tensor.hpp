@@ -6,7 +6,6 @@
 #include "pxl/core/shape.hpp"
 
 #include <cstring>
-#include <filesystem>
 #include <initializer_list>
 #include <ostream>
 #include <span>
@@ -109,13 +108,15 @@ public:
   }
 
   /// NumPy `.npy` (format 1.0/2.0, little-endian, C order). Throws IoError with the path.
-  void save_npy(const std::filesystem::path& path) const;
+  /// Paths are strings (a std::filesystem::path converts to one): every pxl header includes
+  /// this one, and <filesystem> would be a quarter of the parse of pxl/ir/graph.hpp.
+  void save_npy(const std::string& path) const;
   /// Reads a `.npy` file written by NumPy or `save_npy`. Any file that is not one (a header
   /// that does not parse, an unsupported dtype or order, a shape whose size overflows, data
   /// shorter or longer than the shape, more than `options.max_bytes` of data) is an IoError
   /// naming the file, what was expected and what was found; nothing is allocated for data
   /// the file does not hold.
-  static HostTensor load_npy(const std::filesystem::path& path, const ReadOptions& options = {});
+  static HostTensor load_npy(const std::string& path, const ReadOptions& options = {});
 
 private:
   void check_count(std::size_t n) const;
