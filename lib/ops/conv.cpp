@@ -9,7 +9,16 @@ namespace pxl::ops {
 
 namespace {
 
-using namespace spatial;
+// Named one by one, not `using namespace spatial`: in a unity batch a using-directive in an
+// anonymous namespace reaches the other files' helpers (ops/shape.cpp has a list() of its own).
+using spatial::check_input_rank;
+using spatial::explicit_padding;
+using spatial::Ints;
+using spatial::is_zero;
+using spatial::pad_type_name;
+using spatial::padding_or_pad_type;
+using spatial::per_axis;
+using spatial::same_padding;
 
 /// `t` and `other` float and alike, `t` (N, C, spatial...) with 1 to 3 spatial axes.
 void check_conv_input(const std::string& op, const Tensor& t, const Tensor& other) {
@@ -143,9 +152,9 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
   const Ints out_shape = per_axis(op, "output_shape", o.output_shape, axes, 0, 1);
   const Ints padding = explicit_padding(op, o.padding, axes);
   if (!is_zero(padding) && (o.pad_type != PadType::not_set || !o.output_shape.empty()))
-    throw ValueError(op + ": padding " + list(padding) + " and " +
+    throw ValueError(op + ": padding " + spatial::list(padding) + " and " +
                      (o.output_shape.empty() ? std::string("pad_type ") + pad_type_name(o.pad_type)
-                                             : "output_shape " + list(o.output_shape)) +
+                                             : "output_shape " + spatial::list(o.output_shape)) +
                      " are both set; give one (the padding is derived from the other)");
   a.pads_begin.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes));
   a.pads_end.assign(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end());
@@ -153,8 +162,9 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
   for (std::size_t i = 0; i < axes; ++i) {
     const std::int64_t in = ts[i + 2], s = a.strides[i];
     if (out_pad[i] >= s)
-      throw ValueError(op + ": output_padding " + list(out_pad) +
-                       " must be smaller than the stride " + list(a.strides) + " on every axis");
+      throw ValueError(op + ": output_padding " + spatial::list(out_pad) +
+                       " must be smaller than the stride " + spatial::list(a.strides) +
+                       " on every axis");
     const std::int64_t span = a.dilations[i] * (a.kernel[i] - 1) + 1;
     const std::int64_t full = s * (in - 1) + out_pad[i] + span; // the output without padding
     const bool same = o.pad_type == PadType::same_upper || o.pad_type == PadType::same_lower;

@@ -9,7 +9,13 @@ namespace pxl::ops {
 
 namespace {
 
-using namespace spatial;
+// Named one by one, not `using namespace spatial`: in a unity batch a using-directive in an
+// anonymous namespace reaches the other files' helpers (ops/shape.cpp has a list() of its own).
+using spatial::check_input_rank;
+using spatial::Ints;
+using spatial::padding_or_pad_type;
+using spatial::per_axis;
+using spatial::same_padding;
 
 /// The pool's attributes and output shape for an input of shape `t` (named `t_name` in
 /// messages), checked as PoolOptions says.
@@ -21,7 +27,7 @@ std::pair<PoolAttrs, Shape> pool_geometry(const std::string& op, const Shape& t,
     throw ValueError(op + ": count_include_pad applies to average_pool only");
   PoolAttrs a;
   if (kernel_size.size() != axes)
-    throw ValueError(op + ": kernel_size " + list(kernel_size) + " has " +
+    throw ValueError(op + ": kernel_size " + spatial::list(kernel_size) + " has " +
                      std::to_string(kernel_size.size()) +
                      " entries, expected one per spatial axis of the input " + t_name + " (" +
                      std::to_string(axes) + ")");
@@ -173,7 +179,7 @@ std::pair<RoiAlignAttrs, Shape> roi_align_geometry(const std::string& op, const 
                      to_string(batch_index));
   if (output_size.size() != 2 || output_size[0] < 1 || output_size[1] < 1)
     throw ValueError(op + ": output_size must be two extents >= 1 (height, width), got " +
-                     list(output_size));
+                     spatial::list(output_size));
   if (!(spatial_scale > 0.0f) || !std::isfinite(spatial_scale))
     throw ValueError(op + ": spatial_scale must be positive and finite, got " +
                      std::to_string(spatial_scale));
