@@ -284,15 +284,15 @@ TEST_CASE("VariableFactory prints its spec and initialiser") {
 
 namespace {
 /// The data of the weights of `inits` initialisations of one Linear(3) in a fresh Ir, each with
-/// `seed` when given.
-std::vector<HostTensor> linear_weights(int inits, std::optional<std::uint64_t> seed = {}) {
+/// `init_seed` when given.
+std::vector<HostTensor> linear_weights(int inits, std::optional<std::uint64_t> init_seed = {}) {
   Ir ir;
   auto main = std::optional(ir.main_graph().scope());
   auto x = constant(HostTensor({1.f, 2.f, 3.f, 4.f}, {1, 4}), "x");
   const auto facts = addons::Linear(3).create_graph(x).first;
   std::vector<Tensor> weights;
   for (int i = 0; i < inits; ++i) {
-    const auto vars = seed ? facts.init("", *seed) : facts.init();
+    const auto vars = init_seed ? facts.init("", *init_seed) : facts.init();
     weights.push_back(vars.at("weight"));
     CHECK(vars.at("weight").name() == "weight");
     // Ids stay unique: weight, weight__t1, ... (the Linear's graph input is scoped by its graph).

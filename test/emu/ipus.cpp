@@ -24,7 +24,7 @@
 
 using namespace pxl;
 
-namespace {
+namespace test_ipus {
 
 /// An (n, n) float32 matrix of entries in [-0.25, 0.25], different for each `seed`.
 HostTensor matrix(std::int64_t n, int seed) {
@@ -150,8 +150,6 @@ emu::Profile profile_of(Ir& ir, unsigned workers, int runs = 2) {
     s.run();
   return s.profile();
 }
-
-} // namespace
 
 TEST_CASE("Two IPUs' chains give bitwise the same results on 1, 2 and 3 workers") {
   constexpr std::int64_t n = 24;
@@ -584,3 +582,5 @@ TEST_CASE("all_reduce across IPUs is priced as a ring over the IPU-Links of the 
   CHECK(emu::estimate(reduce, target).exchange ==
         std::llround(std::ceil(seconds * target.clock_hz)));
 }
+
+} // namespace test_ipus
