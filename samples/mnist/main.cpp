@@ -346,16 +346,7 @@ void report_training(const Options& o, const Trained& trained, const pxl::dist::
 
 /// The emu::Target --target names (ipu2 unless given), with an IPU per pipeline stage.
 pxl::emu::Target parse_target(const Options& o) {
-  const std::string name = o.target.value_or("ipu2");
-  pxl::emu::Target t;
-  if (name == "ipu2")
-    t = pxl::emu::ipu2();
-  else if (name == "bow")
-    t = pxl::emu::bow();
-  else if (name == "ipu21")
-    t = pxl::emu::ipu21();
-  else
-    throw pxl::ValueError("--target: expected ipu2, bow or ipu21, got '" + name + "'");
+  pxl::emu::Target t = pxl::emu::target_named(o.target.value_or("ipu2"));
   t.ipus = o.pipeline_stages;
   return t;
 }
@@ -552,7 +543,9 @@ int main(int argc, char** argv) {
                "Compile the training program for --target without running it or loading data, "
                "print its memory per IPU and tile and the estimated step time and throughput "
                "(the cost model), and exit");
-  app.add_option("--target", o.target, "With --estimate-only: ipu2 (GC200, default), bow or ipu21");
+  app.add_option("--target", o.target,
+                 "With --estimate-only: ipu2 (GC200, default), bow, ipu21 or "
+                 "popart_ipu_model (a GC200 cut to 4 tiles)");
   app.add_option("--dtype", o.dtype,
                  "float32, or float16: mixed precision (float16 weights and activations, the "
                  "loss in float32, loss scaling)")

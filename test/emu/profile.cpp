@@ -257,6 +257,20 @@ TEST_CASE("Target presets: IPU21 runs the same cycles at its own clock") {
         doctest::Approx(280e12).epsilon(0.001));
 }
 
+TEST_CASE("Target presets by name: each preset's own name, and a clear error for others") {
+  for (const emu::Target& t : {emu::ipu2(), emu::bow(), emu::ipu21(), emu::popart_ipu_model()}) {
+    CAPTURE(t.name);
+    const emu::Target named = emu::target_named(t.name);
+    CHECK(named.name == t.name);
+    CHECK(named.clock_hz == t.clock_hz);
+    CHECK(named.tiles_per_ipu == t.tiles_per_ipu);
+  }
+  CHECK_THROWS_WITH_AS(emu::target_named("tpu"),
+                       "no IPU target named 'tpu': expected ipu2, bow, ipu21 or popart_ipu_model",
+                       ValueError);
+  CHECK_THROWS_AS(emu::target_named(""), ValueError);
+}
+
 TEST_CASE("Memory: code by category in closed form") {
   // host_load, exp, host_store of 64 float32 (256 bytes: 4 tiles of a 64-byte grain) on a
   // 16-tile IPU: three steps over 4 tiles each; exp runs vertices and works in place, the

@@ -68,7 +68,7 @@ expect_error "too few micro-batches for the pipeline" \
   --pipeline-stages 3 --gradient-accumulation 4
 expect_error "--target without --estimate-only" \
   "--target: only --estimate-only estimates for a target" --target bow
-expect_error "unknown --target" "--target: expected ipu2, bow or ipu21, got 'tpu'" \
+expect_error "unknown --target" "no IPU target named 'tpu': expected ipu2, bow, ipu21 or popart_ipu_model" \
   --estimate-only --target tpu
 expect_error "--estimate-only with --report" \
   "--estimate-only: trains nothing, so --report has nothing to work on" --estimate-only \

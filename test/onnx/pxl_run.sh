@@ -88,7 +88,7 @@ expect_error "zero --replicas" "--replicas must be at least 1" "$cnn" --input "$
 expect_error "non-numeric --replicas" "replicas" "$cnn" --input "$x" --replicas two
 expect_error "--target alone" "--target: only --estimate-only estimates for a target" "$cnn" \
   --input "$x" --target bow
-expect_error "unknown --target" "--target: expected ipu2, bow or ipu21, got 'tpu'" "$cnn" \
+expect_error "unknown --target" "no IPU target named 'tpu': expected ipu2, bow, ipu21 or popart_ipu_model" "$cnn" \
   --estimate-only --target tpu
 expect_error "--estimate-only with --output" "--estimate-only runs nothing, so --output" "$cnn" \
   --estimate-only --output "output=$tmp/y.npy"

@@ -93,17 +93,6 @@ pxl::Shape replicated(const pxl::Shape& per_replica, std::int64_t replicas) {
   return s;
 }
 
-pxl::emu::Target parse_target(const Options& o) {
-  const std::string name = o.target.value_or("ipu2");
-  if (name == "ipu2")
-    return pxl::emu::ipu2();
-  if (name == "bow")
-    return pxl::emu::bow();
-  if (name == "ipu21")
-    return pxl::emu::ipu21();
-  throw UsageError("--target: expected ipu2, bow or ipu21, got '" + name + "'");
-}
-
 // --estimate-only: the program compiled for the target without a Session (no device memory,
 // no run): its memory per IPU and tile and the estimated time of the run.
 int estimate(const Options& o, const pxl::Ir& ir, const pxl::emu::Target& target) {
@@ -139,7 +128,7 @@ int run(const Options& o) {
       if (given)
         throw UsageError(std::string("--estimate-only runs nothing, so ") + flag +
                          " has nothing to work on; drop one of them");
-  const pxl::emu::Target target = parse_target(o);
+  const pxl::emu::Target target = pxl::emu::target_named(o.target.value_or("ipu2"));
 
   // The model first (its errors before the files'), then its inputs from their files, whose
   // shapes fix its symbolic dimensions.
@@ -287,7 +276,9 @@ int main(int argc, char** argv) {
                "Compile the model for --target without running it: print its memory per IPU "
                "and tile and the estimated time of a run (the cost model), and exit. Inputs "
                "the model fixes need no --input");
-  app.add_option("--target", o.target, "With --estimate-only: ipu2 (GC200, default), bow or ipu21");
+  app.add_option("--target", o.target,
+                 "With --estimate-only: ipu2 (GC200, default), bow, ipu21 or "
+                 "popart_ipu_model (a GC200 cut to 4 tiles)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

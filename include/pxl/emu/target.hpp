@@ -1,8 +1,11 @@
 // pxl::emu::Target: the knobs of the emulated IPU system (Poplar's IPUModel field set).
 #pragma once
 
+#include "pxl/core/error.hpp"
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace pxl::emu {
 
@@ -117,6 +120,16 @@ inline Target popart_ipu_model() {
   t.name = "popart_ipu_model";
   t.tiles_per_ipu = 4;
   return t;
+}
+
+/// The preset named `name` (its Target::name): what a command line's `--target` chooses.
+/// Throws ValueError naming the presets for any other name.
+inline Target target_named(std::string_view name) {
+  for (Target t : {ipu2(), bow(), ipu21(), popart_ipu_model()})
+    if (t.name == name)
+      return t;
+  throw ValueError("no IPU target named '" + std::string(name) +
+                   "': expected ipu2, bow, ipu21 or popart_ipu_model");
 }
 
 } // namespace pxl::emu
