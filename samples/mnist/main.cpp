@@ -10,6 +10,7 @@
 //     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
 //     mnist --model cnn                      # a CNN: conv, batch norm, ReLU and pool blocks
 //     mnist --estimate-only --target bow     # memory and step time on a Bow IPU, no training
+#include "command_line.hpp"
 #include "model.hpp"
 
 #include "pxl/addons/data/batches.hpp"
@@ -19,8 +20,6 @@
 #include "pxl/dist.hpp"
 #include "pxl/emu/estimate.hpp"
 #include "pxl/emu/profile.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -35,38 +34,7 @@ namespace {
 
 namespace data = pxl::addons::data;
 
-struct Options {
-  /// mlp (mnist::Net) or cnn (mnist::Cnn).
-  std::string model = "mlp";
-  int epochs = 1;
-  std::int64_t batch_size = 8;
-  /// 0.05 for SGD, 0.001 for Adam unless given.
-  std::optional<double> learning_rate;
-  std::string optimizer = "sgd";
-  bool offload_optimizer_state = false;
-  bool shard_optimizer_state = false;
-  std::int64_t steps_per_execution = 1;
-  std::int64_t gradient_accumulation = 1;
-  std::int64_t replicas = 1;
-  std::int64_t pipeline_stages = 1;
-  std::string data_dir = data::fashion_mnist_default_dir;
-  std::optional<std::int64_t> limit;
-  std::optional<std::int64_t> test_limit;
-  std::uint64_t seed = 42;
-  std::string save;
-  std::string load;
-  bool profile = false;
-  std::string trace;
-  std::string memory_report;
-  std::string report;
-  bool estimate_only = false;
-  std::optional<std::string> target;
-  // Every core (under mpirun, the cores shared by the instances on this host): workers take
-  // over each other's chunks, so at the default batch of 8 two are 1.5-1.7x faster on an idle
-  // 2-core machine and 0.86-1.0x of one beside a busy process (test/bench/contention).
-  unsigned workers = 0;
-  std::string dtype = "float32";
-};
+using mnist::Options;
 
 /// The model --model names, pipelined over --pipeline-stages, as the Trainer that trains it.
 pxl::addons::Trainer make_trainer(const Options& o) {
@@ -466,98 +434,11 @@ int train_and_test(const Options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"Train and test PopXL's MNIST tutorial network on Fashion-MNIST, on pxl's "
-               "built-in IPU emulator."};
-  app.add_option("--model", o.model,
-                 "mlp: PopXL's MNIST tutorial network (784-512-512-512-10, gelu); cnn: two "
-                 "blocks of a 3x3 convolution (32, then 64 channels), batch norm, ReLU and 2x2 "
-                 "max pool, then dense 128 and 10, trained by default with Adam at batch 32")
-      ->capture_default_str();
-  app.add_option("--epochs", o.epochs, "Passes over the training set (0: test only)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size,
-                 "Images per training step and replica (default 8; 32 for --model cnn)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--learning-rate", o.learning_rate,
-                 "Learning rate (default 0.05 for SGD, 0.001 for Adam)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", o.optimizer,
-                 "sgd, or adam (Adam with PyTorch's defaults; its state on the IPU, or in "
-                 "Streaming Memory with --offload-optimizer-state); default sgd, adam for "
-                 "--model cnn");
-  app.add_flag("--offload-optimizer-state", o.offload_optimizer_state,
-               "Keep the optimizer's state in Streaming Memory, loaded and stored around each "
-               "update (training is bitwise the same); prints the on-chip memory with and "
-               "without");
-  app.add_flag("--shard-optimizer-state", o.shard_optimizer_state,
-               "Shard the optimizer's state over the replicas (needs --replicas 2 or more; "
-               "each replica updates its shard of the weights, which are then all-gathered; "
-               "training is bitwise the same); prints the on-chip memory with and without");
-  app.add_option("--steps-per-execution", o.steps_per_execution,
-                 "Optimizer steps run on the device per session.run (a device loop), each "
-                 "of --gradient-accumulation batches")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--gradient-accumulation", o.gradient_accumulation,
-                 "Micro-batches of --batch-size whose mean gradient makes one update")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--replicas", o.replicas,
-                 "Data-parallel replicas: each trains on its --batch-size images of every "
-                 "global batch of replicas x batch-size, gradients averaged across them; under "
-                 "`mpirun -np N`, spread over the N instances (a multiple of N)")
-      ->capture_default_str();
-  app.add_option("--pipeline-stages", o.pipeline_stages,
-                 "Pipeline the model over this many IPUs (1 to 4, its 4 layers or the CNN's "
-                 "2 blocks and 2 dense layers in order; the grouped "
-                 "schedule over the --gradient-accumulation micro-batches of each update, at "
-                 "least 2 x stages - 1 of them; training equals the unpipelined run's)")
-      ->capture_default_str();
-  app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")
-      ->capture_default_str();
-  app.add_option("--limit", o.limit, "Use only the first N training images")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--test-limit", o.test_limit, "Use only the first N test images")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "Seed for the weights and the shuffle")->capture_default_str();
-  app.add_option("--save", o.save, "Save the trained weights to this safetensors file");
-  app.add_option("--load", o.load, "Start from the weights in this safetensors file");
-  app.add_option("--workers", o.workers,
-                 "Emulator worker threads (0: one per core, shared by the instances on this host "
-                 "under mpirun; 1 may be a little faster at small batches beside a busy process)")
-      ->capture_default_str();
-  app.add_flag("--profile", o.profile,
-               "Estimate the IPU's time for every training step (the cost model) and print "
-               "PopVision's execution summary after training");
-  app.add_option("--trace", o.trace,
-                 "Write a Chrome/Perfetto trace of the training runs' estimated steps to FILE");
-  app.add_option("--memory-report", o.memory_report,
-                 "Write the training program's memory report to FILE (JSON)");
-  app.add_option("--report", o.report,
-                 "Write PopVision-style reports of the training and test programs into DIR/train "
-                 "and DIR/test: memory, trace, profile and an HTML page (docs/report.md)");
-  app.add_flag("--estimate-only", o.estimate_only,
-               "Compile the training program for --target without running it or loading data, "
-               "print its memory per IPU and tile and the estimated step time and throughput "
-               "(the cost model), and exit");
-  app.add_option("--target", o.target,
-                 "With --estimate-only: ipu2 (GC200, default), bow, ipu21 or "
-                 "popart_ipu_model (a GC200 cut to 4 tiles)");
-  app.add_option("--dtype", o.dtype,
-                 "float32, or float16: mixed precision (float16 weights and activations, the "
-                 "loss in float32, loss scaling)")
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  // The CNN's own defaults, where the flags leave them.
-  if (o.model == "cnn") {
-    if (app.count("--batch-size") == 0)
-      o.batch_size = 32;
-    if (app.count("--optimizer") == 0)
-      o.optimizer = "adam";
-  }
+  int exit_code = 0;
+  const std::optional<Options> parsed = mnist::parse_command_line(argc, argv, exit_code);
+  if (!parsed)
+    return exit_code;
+  const Options& o = *parsed;
 
   // Under mpirun an instance that fails ends them all at once (dist::abort), rather than
   // leaving the others waiting for it in an exchange until their timeout.

@@ -66,6 +66,17 @@ expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net h
 expect_error "too few micro-batches for the pipeline" \
   "--pipeline-stages 3: the pipeline has 5 stages (backward ones included) and needs --gradient-accumulation of at least 5 micro-batches to fill them, got 4" \
   --pipeline-stages 3 --gradient-accumulation 4
+# Flags CLI11 checks: the value's need named, and exit code 1 like every other error (CLI11's
+# own codes are 105-109).
+expect_error "--batch-size 0" "--batch-size: expected a positive number, got 0" --batch-size 0
+expect_error "--epochs -1" "--epochs: expected 0 or more, got -1" --epochs -1
+expect_error "--learning-rate abc" "--learning-rate: expected a number, got 'abc'" \
+  --learning-rate abc
+expect_error "--steps-per-execution 1.5" "Could not convert: --steps-per-execution = 1.5" \
+  --steps-per-execution 1.5
+expect_error "an unknown flag" "The following argument was not expected: --bogus" --bogus
+"$mnist" --help >/dev/null || fail "--help: exit code $?, expected 0"
+echo "ok: --help exits 0"
 expect_error "--target without --estimate-only" \
   "--target: only --estimate-only estimates for a target" --target bow
 expect_error "unknown --target" "no IPU target named 'tpu': expected ipu2, bow, ipu21 or popart_ipu_model" \
