@@ -1,10 +1,13 @@
 // The main job's flags, defined with CLI11 (command_line.hpp).
 #include "command_line.hpp"
 
+#include "pxl/emu/target.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
 #include <functional>
+#include <string>
 
 namespace mnist {
 namespace {
@@ -105,8 +108,8 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                "print its memory per IPU and tile and the estimated step time and throughput "
                "(the cost model), and exit");
   app.add_option("--target", o.target,
-                 "With --estimate-only: ipu2 (GC200, default), bow, ipu21 or "
-                 "popart_ipu_model (a GC200 cut to 4 tiles)");
+                 "With --estimate-only, the preset IPU system to estimate for: " +
+                     pxl::emu::target_preset_names() + " (default ipu2, the GC200)");
   app.add_option("--dtype", o.dtype,
                  "float32, or float16: mixed precision (float16 weights and activations, the "
                  "loss in float32, loss scaling)")

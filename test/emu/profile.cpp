@@ -269,6 +269,7 @@ TEST_CASE("Target presets by name: each preset's own name, and a clear error for
                        "no IPU target named 'tpu': expected ipu2, bow, ipu21 or popart_ipu_model",
                        ValueError);
   CHECK_THROWS_AS(emu::target_named(""), ValueError);
+  CHECK(emu::target_preset_names() == "ipu2, bow, ipu21 or popart_ipu_model");
 }
 
 TEST_CASE("Memory: code by category in closed form") {

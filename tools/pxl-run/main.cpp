@@ -277,8 +277,8 @@ int main(int argc, char** argv) {
                "and tile and the estimated time of a run (the cost model), and exit. Inputs "
                "the model fixes need no --input");
   app.add_option("--target", o.target,
-                 "With --estimate-only: ipu2 (GC200, default), bow, ipu21 or "
-                 "popart_ipu_model (a GC200 cut to 4 tiles)");
+                 "With --estimate-only, the preset IPU system to estimate for: " +
+                     pxl::emu::target_preset_names() + " (default ipu2, the GC200)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,9 +3,11 @@
 
 #include "pxl/core/error.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pxl::emu {
 
@@ -122,14 +124,27 @@ inline Target popart_ipu_model() {
   return t;
 }
 
+/// Every preset above, in the order a command line's help lists them.
+inline std::vector<Target> target_presets() { return {ipu2(), bow(), ipu21(), popart_ipu_model()}; }
+
+/// The presets' names as a sentence lists them: "ipu2, bow, ipu21 or popart_ipu_model" (the
+/// values a `--target` flag takes, for its help and its error).
+inline std::string target_preset_names() {
+  const std::vector<Target> presets = target_presets();
+  std::string names;
+  for (std::size_t i = 0; i < presets.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == presets.size() ? " or " : ", ") + presets[i].name;
+  return names;
+}
+
 /// The preset named `name` (its Target::name): what a command line's `--target` chooses.
 /// Throws ValueError naming the presets for any other name.
 inline Target target_named(std::string_view name) {
-  for (Target t : {ipu2(), bow(), ipu21(), popart_ipu_model()})
+  for (Target& t : target_presets())
     if (t.name == name)
       return t;
-  throw ValueError("no IPU target named '" + std::string(name) +
-                   "': expected ipu2, bow, ipu21 or popart_ipu_model");
+  throw ValueError("no IPU target named '" + std::string(name) + "': expected " +
+                   target_preset_names());
 }
 
 } // namespace pxl::emu
