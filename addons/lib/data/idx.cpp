@@ -56,8 +56,10 @@ public:
     file_.reset(gzopen(path_.c_str(), "rb"));
     if (!file_)
       fail("cannot be opened");
-    // zlib reads up to this much at once; a bigger buffer makes large files faster.
-    gzbuffer(file_.get(), 1u << 17);
+    // zlib reads up to this much at once: a bigger buffer makes large files faster, and a
+    // small file needs no more than its size (zlib allocates three times this per open).
+    gzbuffer(file_.get(),
+             static_cast<unsigned>(std::clamp<std::uintmax_t>(file_size_, 1u << 13, 1u << 17)));
 
     std::array<unsigned char, 4> magic{};
     read_exactly(magic.data(), magic.size(), "the 4-byte magic number");
