@@ -55,6 +55,22 @@ bool is_static(const IrView& ir, TensorId t) {
   return k == TensorKind::variable || k == TensorKind::constant;
 }
 
+/// The step kind of a flattened step of an op of kind `k`: a kernel, or the fused kind of the op
+/// the fusions folded others into.
+StepKind fused_kind(const FlatStep& step, OpKind k) {
+  if (!step.is_fused())
+    return StepKind::kernel;
+  switch (k) {
+  case OpKind::MatMul:
+    return StepKind::fused_matmul;
+  case OpKind::Conv:
+  case OpKind::ConvWeightsGrad:
+    return StepKind::fused_conv;
+  default:
+    return StepKind::fused_all_reduce;
+  }
+}
+
 /// Floating-point operations of one execution of `op` (a multiply-add counts two), or its
 /// element operations for kernels that do no arithmetic worth counting apart.
 std::int64_t flops_of(const IrView& ir, OpId op) {
@@ -284,7 +300,8 @@ private:
     FlatSchedule flat = flatten(ir_, g);
     fuse_reshapes(ir_, flat);
     fuse_transposes(ir_, flat);
-    fuse_matmul_updates(ir_, flat);
+    fuse_conv_epilogues(ir_, flat);
+    fuse_product_updates(ir_, flat);
     fuse_all_reduce_updates(ir_, flat);
     // Inputs every call site binds to the same variable by reference live in its buffer.
     for (std::size_t i = 0; i < flat.inputs.size(); ++i)
@@ -446,9 +463,7 @@ private:
           call_peak[ipu][static_cast<std::size_t>(s)] = peak[ipu];
         }
       } else {
-        out.info.kind = !step.is_fused()                     ? StepKind::kernel
-                        : out.info.op_kind == OpKind::MatMul ? StepKind::fused_matmul
-                                                             : StepKind::fused_all_reduce;
+        out.info.kind = fused_kind(step, out.info.op_kind);
         out.info.flops = flops_of(ir_, op);
         if (const auto* c = std::get_if<CollectiveAttrs>(&ir_.attrs(op));
             c && out.info.op_kind != OpKind::AllReduce)
@@ -664,9 +679,10 @@ private:
     const bool transfer =
         info.op && (family_of(info.op_kind) == OpFamily::remote ||
                     info.op_kind == OpKind::HostLoad || info.op_kind == OpKind::HostStore);
-    const bool kernel = (info.kind == StepKind::kernel || info.kind == StepKind::fused_matmul ||
-                         info.kind == StepKind::fused_all_reduce) &&
-                        !transfer;
+    const bool kernel =
+        (info.kind == StepKind::kernel || info.kind == StepKind::fused_matmul ||
+         info.kind == StepKind::fused_conv || info.kind == StepKind::fused_all_reduce) &&
+        !transfer;
     const std::int64_t state =
         kernel ? target_.vertex_state_bytes * std::max<std::int64_t>(1, target_.workers_per_tile)
                : 0;

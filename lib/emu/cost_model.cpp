@@ -100,6 +100,7 @@ bool exchanges_between_tiles(const StepInfo& info) {
     return info.bytes_read - info.aliased_bytes + info.bytes_written > 0;
   case StepKind::kernel:
   case StepKind::fused_matmul:
+  case StepKind::fused_conv:
   case StepKind::fused_all_reduce:
     break;
   }
@@ -127,6 +128,7 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
       c.sync = 0; // a call without argument copies is only a jump
     return c;
   case StepKind::fused_matmul:
+  case StepKind::fused_conv:
   case StepKind::kernel:
   case StepKind::fused_all_reduce:
     break;
@@ -166,7 +168,8 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
     c.exchange = exchange_cycles(info.bytes_read, t);
     if (split > 1)
       c += reduce_in_stages(out * split, out, 4, DType::float32, 1, t);
-    if (info.kind == StepKind::fused_matmul) // the folded update: an element-wise pass
+    // The folded update, or a convolution's bias and ReLU: an element-wise pass over the output.
+    if (info.kind == StepKind::fused_matmul || info.kind == StepKind::fused_conv)
       c.compute += vector_cycles(out, info.dtype, tiles, t, 1);
     return c;
   }

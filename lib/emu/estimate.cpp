@@ -66,6 +66,7 @@ public:
       case StepKind::call:
       case StepKind::kernel:
       case StepKind::fused_matmul:
+      case StepKind::fused_conv:
       case StepKind::fused_all_reduce:
       case StepKind::copy:
         total += body;

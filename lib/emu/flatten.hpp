@@ -28,11 +28,11 @@ struct FlatStep {
   std::optional<OpId> op;
   std::vector<std::size_t> inputs, outputs;
   std::int64_t ipu = 0;
-  /// What fuse_transposes and fuse_matmul_updates folded into a MatMul step.
-  MatMulFusion fusion;
+  /// What the fusions (fusion.hpp) folded into the step.
+  StepFusion fusion;
 
   bool is_copy() const { return !op.has_value(); }
-  bool is_fused() const { return fusion.transposed_inputs != 0 || fusion.update.has_value(); }
+  bool is_fused() const { return fusion.any(); }
 };
 
 /// A graph's steps in execution order, and the values of its own inputs and outputs.

@@ -101,17 +101,38 @@ std::vector<std::size_t> count_readers(const FlatSchedule& s) {
   return readers;
 }
 
+/// Whether none of `op`'s inputs and outputs is empty (the conv kernels' fused forms assume it).
+bool has_no_empty_tensor(const IrView& ir, OpId op) {
+  const auto empty = [&](TensorId t) { return ir.spec(t).nelms() == 0; };
+  return std::ranges::none_of(ir.inputs(op), empty) && std::ranges::none_of(ir.outputs(op), empty);
+}
+
+/// Whether `bias`, an operand of an Add with a convolution's result of shape `y` (N, C,
+/// spatial...), holds one value per channel: C at the channel axis and 1 on every other axis
+/// it has, right-aligned as broadcasting aligns it, reaching the channel axis.
+bool per_channel(const Shape& bias, const Shape& y) {
+  const std::size_t rank = y.size();
+  if (bias.size() + 1 < rank || bias.size() > rank)
+    return false;
+  for (std::size_t d = 0; d < bias.size(); ++d) {
+    const std::size_t axis = rank - bias.size() + d;
+    if (bias[d] != (axis == 1 ? y[1] : 1))
+      return false;
+  }
+  return true;
+}
+
 /// The (keep, scale) of an in-place update of input 0 by input 1 that can fold into a matmul.
-std::optional<MatMulFusion::Update> update_of(const IrView& ir, OpId op) {
+std::optional<StepFusion::Update> update_of(const IrView& ir, OpId op) {
   switch (ir.kind(op)) {
   case OpKind::AddInplace:
-    return MatMulFusion::Update{1.0, 1.0};
+    return StepFusion::Update{1.0, 1.0};
   case OpKind::ScaledAddInplace: {
     const auto& s = ir.attrs_as<ScalarAttrs>(op);
-    return MatMulFusion::Update{s.a, s.b};
+    return StepFusion::Update{s.a, s.b};
   }
   case OpKind::Accumulate:
-    return MatMulFusion::Update{1.0, ir.attrs_as<ScalarAttrs>(op).a};
+    return StepFusion::Update{1.0, ir.attrs_as<ScalarAttrs>(op).a};
   default:
     return std::nullopt;
   }
@@ -186,17 +207,84 @@ void fuse_transposes(const IrView& ir, FlatSchedule& schedule) {
       });
 }
 
-void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
+void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();
   const std::vector<std::size_t> readers = count_readers(schedule);
-  std::vector<std::size_t> matmul_of(schedule.values.size(), none); // the step that wrote it
+  // The Conv step (with what it has absorbed so far) that wrote each value.
+  std::vector<std::size_t> conv_of(schedule.values.size(), none);
+  std::vector<bool> removed(steps.size(), false);
+  // Whether `step` at `j`, an Add or Relu, can absorb its input `k`'s Conv step `c`.
+  auto absorbs = [&](std::size_t j, std::size_t k, std::size_t c) {
+    const FlatStep& step = steps[j];
+    const FlatStep& conv = steps[c];
+    const OpId op = *step.op;
+    const std::size_t y = step.inputs[k];
+    if (readers[y] != 1 || conv.ipu != step.ipu || conv.fusion.relu ||
+        ir.spec(ir.outputs(op)[0]) != ir.spec(ir.inputs(op)[k]))
+      return false;
+    if (ir.kind(op) == OpKind::Add) {
+      const std::size_t bias = step.inputs[1 - k];
+      const TensorSpec& b = ir.spec(ir.inputs(op)[1 - k]);
+      if (conv.fusion.bias || bias == y || b.dtype != ir.spec(ir.inputs(op)[k]).dtype ||
+          !per_channel(b.shape, ir.spec(ir.inputs(op)[k]).shape))
+        return false;
+    }
+    // The merged step runs here: what the convolution (and a bias it took) reads must hold
+    // the same values as where it was.
+    for (auto v : conv.inputs)
+      if (!unchanged_between(ir, steps, c, j, {v}))
+        return false;
+    return true;
+  };
+  for (std::size_t j = 0; j < steps.size(); ++j) {
+    FlatStep& step = steps[j];
+    const OpKind kind = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
+    if (kind == OpKind::Add || kind == OpKind::Relu) {
+      for (std::size_t k = 0; k < (kind == OpKind::Add ? 2u : 1u); ++k) {
+        const std::size_t c = conv_of[step.inputs[k]];
+        if (c == none || !absorbs(j, k, c))
+          continue;
+        // The Conv moves here, writing the Add's or Relu's result.
+        FlatStep merged = std::move(steps[c]);
+        if (kind == OpKind::Add) {
+          merged.inputs.push_back(step.inputs[1 - k]);
+          merged.fusion.bias = true;
+        } else {
+          merged.fusion.relu = true;
+        }
+        merged.outputs = step.outputs;
+        step = std::move(merged);
+        removed[c] = true;
+        break;
+      }
+    }
+    // A value written here is a convolution's result only if this is a float Conv (fused or
+    // not) without an empty tensor.
+    const bool conv = !step.is_copy() && ir.kind(*step.op) == OpKind::Conv &&
+                      has_no_empty_tensor(ir, *step.op) &&
+                      (ir.spec(ir.outputs(*step.op)[0]).dtype == float32 ||
+                       ir.spec(ir.outputs(*step.op)[0]).dtype == float16);
+    for (auto v : step.outputs)
+      conv_of[v] = conv ? j : none;
+  }
+  if (std::ranges::any_of(removed, [](bool r) { return r; }))
+    compact(schedule, removed);
+}
+
+void fuse_product_updates(const IrView& ir, FlatSchedule& schedule) {
+  auto& steps = schedule.steps;
+  const std::size_t none = steps.size();
+  const std::vector<std::size_t> readers = count_readers(schedule);
+  // The MatMul or ConvWeightsGrad step that wrote each value.
+  std::vector<std::size_t> product_of(schedule.values.size(), none);
   std::vector<bool> removed(steps.size(), false);
   // float32 and float16 products fold (float16 computing the update in float, then rounding).
   auto is_float = [&](TensorId t) {
     const DType d = ir.spec(t).dtype;
     return d == float32 || d == float16;
   };
+  auto nonempty = [&](OpId op) { return has_no_empty_tensor(ir, op); };
   // A float32 product scaled by a float32 scalar tensor (w -= lr·g with lr a tensor): the
   // Mul step, and the value of the scalar.
   struct Scaled {
@@ -216,18 +304,18 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
       return std::nullopt;
     for (std::size_t k = 0; k < 2; ++k) {
       const std::size_t product = step.inputs[k], scalar = step.inputs[1 - k];
-      if (matmul_of[product] != none && readers[product] == 1 && is_scalar(scalar) &&
+      if (product_of[product] != none && readers[product] == 1 && is_scalar(scalar) &&
           ir.spec(ir.outputs(*step.op)[0]).shape == ir.spec(ir.inputs(*step.op)[k]).shape)
-        return Scaled{j, scalar, product, matmul_of[product]};
+        return Scaled{j, scalar, product, product_of[product]};
     }
     return std::nullopt;
   };
-  // The MatMul step that update step `j` (of `op`) can absorb, or none.
+  // The product step that update step `j` (of `op`) can absorb, or none.
   auto foldable = [&](std::size_t j, OpId op) {
     const FlatStep& step = steps[j];
     const std::size_t target = step.inputs[0];
     std::size_t product = step.inputs[1];
-    std::size_t m = matmul_of[product];
+    std::size_t m = product_of[product];
     // Through a Mul by a scalar tensor: the update then reads the scalar, which must hold the
     // same value there, and the product is the Mul's.
     if (const auto& s = scaled_of[product]) {
@@ -269,11 +357,14 @@ void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule) {
       }
     }
     const std::optional<Scaled> scaled = scales_product(j);
-    // A value written here holds a float product only if this is a plain MatMul.
-    const bool product = !step.is_copy() && ir.kind(*step.op) == OpKind::MatMul &&
-                         !step.fusion.update && is_float(ir.outputs(*step.op)[0]);
+    // A value written here holds a float product only if this is a MatMul or ConvWeightsGrad
+    // without an update (a convolution's weight gradient, without an empty tensor).
+    const OpKind kind = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
+    const bool product =
+        (kind == OpKind::MatMul || (kind == OpKind::ConvWeightsGrad && nonempty(*step.op))) &&
+        !step.fusion.update && is_float(ir.outputs(*step.op)[0]);
     for (auto v : step.outputs) {
-      matmul_of[v] = product ? j : none;
+      product_of[v] = product ? j : none;
       scaled_of[v] = scaled;
     }
   }
@@ -309,7 +400,7 @@ void fuse_all_reduce_updates(const IrView& ir, FlatSchedule& schedule) {
         FlatStep merged = std::move(steps[m]);
         merged.inputs = {merged.inputs[0], target};
         merged.outputs = {target};
-        merged.fusion.update = MatMulFusion::Update{s.a, s.b};
+        merged.fusion.update = StepFusion::Update{s.a, s.b};
         step = std::move(merged);
         removed[m] = true;
       }

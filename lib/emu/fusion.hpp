@@ -1,6 +1,7 @@
 // Fusions compile_program applies to a flattened schedule: reshapes read in place by their
-// readers, transposes read in place by the matmuls they feed, and in-place updates folded
-// into the matmul computing their operand.
+// readers, transposes read in place by the matmuls they feed, a convolution's bias and ReLU
+// applied as it writes, and in-place updates folded into the matmul, weight-gradient
+// convolution or all-reduce computing their operand.
 #pragma once
 
 #include "flatten.hpp"
@@ -16,23 +17,36 @@ namespace pxl::emu::detail {
 void fuse_reshapes(const IrView& ir, FlatSchedule& schedule);
 
 /// Rewrites `schedule` so that each MatMul whose operand comes from a Transpose swapping the
-/// last two axes reads the Transpose's input instead (MatMulFusion::transposed_inputs), when that
+/// last two axes reads the Transpose's input instead (StepFusion::transposed_inputs), when that
 /// input and the transposed value are not written in between. A Transpose left with no
 /// readers is removed, and values nothing uses any more are dropped. Results are unchanged;
 /// the matmul gradient's weight transposes stop costing a copy each, and their buffers.
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 
+/// Rewrites `schedule` so that a float32 or float16 Conv whose result is read only by an Add of
+/// a per-channel bias (C_out values, broadcast over the images and spatial axes: a conv
+/// layer's bias), by a Relu, or by the Add and then the Relu (its result read only by the
+/// Relu), becomes one step at the last one's place writing its result
+/// (StepFusion::bias, StepFusion::relu): each image gets its bias and ReLU as the convolution
+/// stores it, bitwise as the Add and Relu kernels compute them. The intermediate results are
+/// never stored. Needs the convolution's operands and the bias unchanged up to that place, and
+/// no empty tensor.
+void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule);
+
 /// Folds `scaled_add_(w, p, {a, b})`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 or
-/// float16 (w and p alike) into the MatMul that computes `p`, when `p` has no other reader and
-/// has w's shape: the matmul moves to the update's place and computes w = a·w + b·(product)
-/// directly, in float (float32: sgemm's beta and alpha; float16: sgemm's alpha, then a·w added
-/// as the tile is rounded to half, once). The product is never stored: an SGD step's
-/// weight-gradient matmul updates the weight in one pass instead of writing the gradient and
-/// reading it back. Needs the matmul's operands unchanged up to the update, and w not among
-/// them. A float32 product multiplied by a float32 scalar tensor before the update (w += (−lr)·g
-/// with the learning rate in a tensor) folds too, the scalar read as the update runs: it must
-/// be unchanged from the Mul to the update, and the Mul's result read by the update only.
-void fuse_matmul_updates(const IrView& ir, FlatSchedule& schedule);
+/// float16 (w and p alike) into the MatMul or ConvWeightsGrad that computes `p`, when `p` has
+/// no other reader and has w's shape: that step moves to the update's place and updates w
+/// directly. The product is never stored: an SGD step's weight-gradient matmul or convolution
+/// updates the weight in one pass instead of writing the gradient and reading it back.
+/// - A MatMul computes w = a·w + b·(product) in float (float32: sgemm's beta and alpha;
+///   float16: sgemm's alpha, then a·w added as the tile is rounded to half, once).
+/// - A ConvWeightsGrad applies the update to each block of weights it computes, bitwise as
+///   the unfused steps (the gradient rounded to w's dtype, then scaled_add_'s arithmetic).
+/// Needs the product's operands unchanged up to the update, and w not among them. A float32
+/// product multiplied by a float32 scalar tensor before the update (w += (−lr)·g with the
+/// learning rate in a tensor) folds too, the scalar read as the update runs: it must be
+/// unchanged from the Mul to the update, and the Mul's result read by the update only.
+void fuse_product_updates(const IrView& ir, FlatSchedule& schedule);
 
 /// Folds `scaled_add_(w, p, {a, b})` on float32 into the add or mean ReplicatedAllReduce that
 /// computes `p`, when `p` has no other reader and has w's shape: the all-reduce moves to the

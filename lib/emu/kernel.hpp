@@ -79,12 +79,15 @@ inline constexpr std::array<CompileFn, num_op_kinds> kernel_table = {
 #undef PXL_X
 };
 
-/// What the compiler fused into a MatMul (a step kind of its own, StepKind::fused_matmul).
-struct MatMulFusion {
-  /// Bit k: input k arrives transposed over its last two axes (a Transpose read in place).
+/// What the compiler fused into a step (fusion.hpp): into a MatMul
+/// (StepKind::fused_matmul), a Conv or ConvWeightsGrad (StepKind::fused_conv) or an all-reduce
+/// (StepKind::fused_all_reduce).
+struct StepFusion {
+  /// MatMul: bit k, input k arrives transposed over its last two axes (a Transpose read in
+  /// place).
   std::uint32_t transposed_inputs = 0;
-  /// An in-place update of outputs[0] by the product folded in: the output becomes
-  /// keep·output + scale·product.
+  /// An in-place update of outputs[0] by the product (a MatMul's or ConvWeightsGrad's) or the
+  /// reduced tensor folded in: the output becomes keep·output + scale·product.
   struct Update {
     double keep = 1.0, scale = 1.0;
     /// Whether the product is also scaled by the step's third input, a float32 scalar read
@@ -92,15 +95,26 @@ struct MatMulFusion {
     bool scaled_by_input = false;
   };
   std::optional<Update> update;
+  /// Conv: a per-channel bias added to each image as it is written (the step's third input, of
+  /// C_out elements), then ReLU when `relu`; either or both.
+  bool bias = false, relu = false;
+
+  bool any() const { return transposed_inputs != 0 || update.has_value() || bias || relu; }
 };
 
 /// The fused-matmul step's kernel (kernels/matmul.cpp); compile_MatMul is it with no fusion.
-StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMulFusion& fusion,
+StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepFusion& fusion,
                             const OpBuffers& buffers);
+/// The fused-conv step's kernel (kernels/conv.cpp): a Conv with its epilogue (buffers: x, w and
+/// the bias when fusion.bias; the result), or a ConvWeightsGrad with its update (buffers: dy, x
+/// and the scalar when scaled_by_input; the updated tensor, read and written). Results are
+/// bitwise those of the unfused steps.
+StepFn compile_fused_conv(CompileContext& ctx, const KernelOp& op, const StepFusion& fusion,
+                          const OpBuffers& buffers);
 /// The fused all-reduce step's kernel (kernels/collectives.cpp): buffers are the all-reduce's
 /// input and the updated tensor (inputs), the updated tensor (output); the update is
 /// output = keep·output + scale·all_reduce(input).
 StepFn compile_fused_all_reduce(CompileContext& ctx, const KernelOp& op,
-                                const MatMulFusion::Update& update, const OpBuffers& buffers);
+                                const StepFusion::Update& update, const OpBuffers& buffers);
 
 } // namespace pxl::emu::detail

@@ -34,7 +34,7 @@ struct GraphProgram;
 struct ProgramStep {
   StepInfo info;
   std::vector<Slot> inputs, outputs;
-  MatMulFusion fusion;                       ///< StepKind::fused_matmul
+  StepFusion fusion;                         ///< the fused step kinds
   const GraphProgram* callee = nullptr;      ///< call and repeat; a conditional's then-branch
   const GraphProgram* else_callee = nullptr; ///< a conditional's else-branch
   /// A call: by callee input, whether the callee may work on the argument's buffer itself

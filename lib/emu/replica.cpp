@@ -135,6 +135,9 @@ void Replica::bind_step(const GraphProgram& g, std::size_t i, const IrView& view
   case StepKind::fused_matmul:
     bound.run = compile_fused_matmul(ctx, KernelOp(view, *step.info.op), step.fusion, buffers);
     break;
+  case StepKind::fused_conv:
+    bound.run = compile_fused_conv(ctx, KernelOp(view, *step.info.op), step.fusion, buffers);
+    break;
   case StepKind::fused_all_reduce:
     bound.run =
         compile_fused_all_reduce(ctx, KernelOp(view, *step.info.op), *step.fusion.update, buffers);

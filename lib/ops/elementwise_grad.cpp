@@ -41,8 +41,11 @@ vector<Tensor> grad_Sigmoid(GradContext& c) {
   return {c.grad_output(0) * y * (1.0 - y)};
 }
 vector<Tensor> grad_Relu(GradContext& c) {
-  const Tensor x = c.fwd_input(0);
-  return {ops::where(ops::greater(x, zero_like(x)), c.grad_output(0), zero_like(x))};
+  // From the output, as PopART's ReluGrad: relu(x) > 0 exactly where x > 0 (NaN neither), and
+  // the pre-activation is then read by the Relu alone, so that the emulator can fuse a conv's
+  // bias and ReLU in training too.
+  const Tensor y = c.fwd_output(0);
+  return {ops::where(ops::greater(y, zero_like(y)), c.grad_output(0), zero_like(y))};
 }
 vector<Tensor> grad_Gelu(GradContext& c) {
   return {ops::gelu_grad(c.fwd_input(0), c.grad_output(0))};

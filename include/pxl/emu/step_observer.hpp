@@ -18,17 +18,20 @@ enum class StepKind : std::uint8_t {
   kernel,           ///< one op's kernel
   fused_matmul,     ///< a MatMul with transposes read in place and/or an in-place update folded in
   fused_all_reduce, ///< an all-reduce with the in-place update of its result folded in
-  copy,             ///< a buffer copy the compiler added (inlined-call boundaries)
-  call,             ///< an outlined call: arguments in, the callee's steps, results out
-  repeat,           ///< a loop over an outlined body
-  conditional,      ///< each replica runs one of two outlined branches, as its condition says
+  /// a Conv with its bias and/or ReLU applied as it writes each image, or a ConvWeightsGrad
+  /// with the in-place update of its result folded in
+  fused_conv,
+  copy,        ///< a buffer copy the compiler added (inlined-call boundaries)
+  call,        ///< an outlined call: arguments in, the callee's steps, results out
+  repeat,      ///< a loop over an outlined body
+  conditional, ///< each replica runs one of two outlined branches, as its condition says
 };
 
 /// A compiled step, fixed at compile time. Byte and flop counts are per replica.
 struct StepInfo {
   StepKind kind = StepKind::kernel;
-  /// The op the step executes (for a fused step, the op it was fused into: the MatMul, placed
-  /// at its update's position); none for a copy.
+  /// The op the step executes (for a fused step, the op it was fused into: the MatMul, Conv or
+  /// ConvWeightsGrad, placed at its update's or epilogue's position); none for a copy.
   std::optional<OpId> op;
   OpKind op_kind = OpKind::Identity; ///< meaningful when `op` is set
   GraphId graph;                     ///< the graph whose program holds the step
@@ -57,7 +60,7 @@ struct StepInfo {
 };
 
 /// Whether a step touches the memory of its own IPU (StepInfo::ipu) in its own replica only:
-/// a kernel, a fused matmul or a compiler's copy. Steps of different IPUs that are all
+/// a kernel, a fused matmul or conv, or a compiler's copy. Steps of different IPUs that are all
 /// IPU-local are independent (an op reads and writes only tensors of its IPU), so the emulator
 /// runs consecutive ones of different IPUs at the same time and the profiler lets them overlap.
 /// Not IPU-local: an IpuCopy (two IPUs), a collective (other replicas), a host transfer or
@@ -69,6 +72,7 @@ constexpr bool is_ipu_local(const StepInfo& info) {
     return true;
   case StepKind::kernel:
   case StepKind::fused_matmul:
+  case StepKind::fused_conv:
     break;
   case StepKind::fused_all_reduce:
   case StepKind::call:

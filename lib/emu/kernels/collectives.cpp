@@ -341,7 +341,7 @@ StepFn slice_step(const OpBuffers& buffers, std::int64_t k, std::int64_t outer, 
 } // namespace
 
 StepFn compile_fused_all_reduce(CompileContext& ctx, const KernelOp& op,
-                                const MatMulFusion::Update& update, const OpBuffers& buffers) {
+                                const StepFusion::Update& update, const OpBuffers& buffers) {
   const auto& a = op.attrs_as<CollectiveAttrs>();
   const Group g = group_of(ctx, a);
   const std::size_t bytes = op.input(0).spec().nbytes();

@@ -7,10 +7,16 @@
 // of groups) through primitives planned for one block over the whole batch. Each output element is
 // thus computed by the same primitive whatever the worker count, so results are bitwise identical
 // for any split. float16 is widened to float32, computed, and rounded once on store.
+//
+// Fused steps (fusion.hpp) give the bits of the steps they replace: a Conv's bias and ReLU
+// are applied to each image as it is stored (rounded as the Add and Relu kernels round), and
+// an update of a ConvWeightsGrad's result is applied to each block of the weights as it is
+// computed (as scaled_add_ computes it), the gradient never stored whole.
 #include "../compile_context.hpp"
 #include "common.hpp"
 #include "dnnl_threads.hpp"
 #include "dnnl_util.hpp"
+#include "scaled_add.hpp"
 
 #include "pxl/core/half.hpp"
 
@@ -214,6 +220,8 @@ struct ConvState {
   /// Per worker, float32 copies: the src part, the weights part, the dst part a call reads or
   /// writes (sized for the dtype and pass; empty where the call uses the buffers directly).
   std::vector<std::vector<float>> src32, weights32, dst32;
+  /// Per worker, a fused float16 weight gradient's block rounded to half, as stored unfused.
+  std::vector<std::vector<half>> weights16;
 
   void make_streams(unsigned workers) {
     for (unsigned w = 0; w < workers; ++w)
@@ -221,11 +229,39 @@ struct ConvState {
   }
 };
 
-/// Forward (`pass` forward: x → y) or backward-data (dy → dx) over whole images: `in` holds
-/// the images read, `out` those written, `weights` the convolution's weights.
+/// What a fused Conv applies to each image it writes: out = relu?(conv + bias), where `bias`
+/// (C_out values, or none) broadcasts over the image's channels.
+template <typename T>
+struct Epilogue {
+  const T* bias = nullptr;
+  bool relu = false;
+
+  bool any() const { return bias != nullptr || relu; }
+
+  /// Applies the epilogue to `image` (C_out channels of `spatial` floats) in place, adding each
+  /// channel's bias in float as the Add kernel does, then ReLU as the Relu kernel (NaN kept, -0
+  /// made +0). For float16, `image` holds the convolution already rounded to half and widened
+  /// back (the unfused Conv's stored result), and the caller rounds the result to half once.
+  void apply(float* image, std::int64_t channels, std::int64_t spatial) const {
+    for (std::int64_t ch = 0; ch < channels; ++ch) {
+      float* p = image + ch * spatial;
+      if (bias) {
+        const auto b = static_cast<float>(bias[ch]);
+        for (std::int64_t i = 0; i < spatial; ++i)
+          p[i] += b;
+      }
+      if (relu)
+        for (std::int64_t i = 0; i < spatial; ++i)
+          p[i] = p[i] != p[i] ? p[i] : (p[i] > 0.0f ? p[i] : 0.0f);
+    }
+  }
+};
+
+/// Forward (`pass` forward: x → y, then `epilogue`) or backward-data (dy → dx) over whole
+/// images: `in` holds the images read, `out` those written, `weights` the convolution's weights.
 template <typename T>
 StepFn image_step(const ConvGeometry& c, Pass pass, const T* in, const T* weights, T* out,
-                  unsigned workers) {
+                  unsigned workers, Epilogue<T> epilogue = {}) {
   auto s = std::make_shared<ConvState>();
   s->c = c;
   const std::int64_t ocg = c.oc / c.groups, icg = c.ic / c.groups;
@@ -242,7 +278,9 @@ StepFn image_step(const ConvGeometry& c, Pass pass, const T* in, const T* weight
     s->dst32.assign(workers, std::vector<float>(static_cast<std::size_t>(out_image)));
     s->weights32.assign(workers, std::vector<float>(static_cast<std::size_t>(c.weights_size())));
   }
-  return [s, pass, in, weights, out, in_image, out_image](unsigned w, unsigned nw) {
+  const std::int64_t out_spatial = product(c.out);
+  return [s, pass, in, weights, out, in_image, out_image, epilogue, out_spatial](unsigned w,
+                                                                                 unsigned nw) {
     const auto [begin, end] = worker_range(s->c.n, w, nw);
     if (begin == end)
       return;
@@ -277,18 +315,36 @@ StepFn image_step(const ConvGeometry& c, Pass pass, const T* in, const T* weight
       p.load(w, stream, read);
       p.execute(w, stream);
       p.store(w, stream, written);
-      if constexpr (std::is_same_v<T, half>)
+      if constexpr (std::is_same_v<T, half>) {
         convert(yf, y, static_cast<std::size_t>(out_image));
+        if (epilogue.any()) {
+          // From the result rounded to half, as the unfused Add reads it; rounded once more.
+          convert(y, yf, static_cast<std::size_t>(out_image));
+          epilogue.apply(yf, s->c.oc, out_spatial);
+          convert(yf, y, static_cast<std::size_t>(out_image));
+        }
+      } else if (epilogue.any()) {
+        epilogue.apply(yf, s->c.oc, out_spatial);
+      }
     }
   };
 }
 
+/// What a fused ConvWeightsGrad does with each block of the gradient g it computes: w = keep·w +
+/// scale·g (scale·(g·s) with `scalar`, a float32 scalar read as the step runs, as the unfused
+/// Mul and update compute it).
+struct WeightsUpdate {
+  StepFusion::Update update;
+  const float* scalar = nullptr;
+};
+
 /// The weight gradient on fixed blocks: of output channels without groups, of whole groups
 /// with them. A block's src and dst channels are staged contiguous (widened for float16) when
-/// they are not the whole tensor already.
+/// they are not the whole tensor already. With `update`, each block updates `weights` instead
+/// of overwriting it.
 template <typename T>
-StepFn weights_step(const ConvGeometry& c, const T* src, const T* dst, T* weights,
-                    unsigned workers) {
+StepFn weights_step(const ConvGeometry& c, const T* src, const T* dst, T* weights, unsigned workers,
+                    std::optional<WeightsUpdate> update = {}) {
   auto s = std::make_shared<ConvState>();
   s->c = c;
   const std::int64_t ocg = c.oc / c.groups, icg = c.ic / c.groups;
@@ -323,8 +379,13 @@ StepFn weights_step(const ConvGeometry& c, const T* src, const T* dst, T* weight
   if (stage_src)
     s->src32.assign(workers, std::vector<float>(static_cast<std::size_t>(c.n * src_ch * in_sp)));
   s->dst32.assign(workers, std::vector<float>(static_cast<std::size_t>(c.n * dst_ch * out_sp)));
-  if constexpr (std::is_same_v<T, half>)
-    s->weights32.assign(workers, std::vector<float>(static_cast<std::size_t>(block * w_per_unit)));
+  // The block's gradient in float (float16, or float32 under an update), and rounded to half
+  // (float16 under an update).
+  const auto block_weights = static_cast<std::size_t>(block * w_per_unit);
+  if (std::is_same_v<T, half> || update)
+    s->weights32.assign(workers, std::vector<float>(block_weights));
+  if (std::is_same_v<T, half> && update)
+    s->weights16.assign(workers, std::vector<half>(block_weights));
   return [=](unsigned w, unsigned nw) {
     const auto [begin, end] = worker_range(blocks, w, nw);
     if (begin == end)
@@ -356,25 +417,43 @@ StepFn weights_step(const ConvGeometry& c, const T* src, const T* dst, T* weight
       dnnl::stream& stream = s->streams[w];
       p.bind(w, Role::src, sf);
       p.bind(w, Role::dst, s->dst32[w].data());
-      if constexpr (std::is_same_v<T, half>)
-        p.bind(w, Role::weights, s->weights32[w].data());
-      else
-        p.bind(w, Role::weights, wout);
+      float* g32 = std::is_same_v<T, half> || update ? s->weights32[w].data()
+                                                     : reinterpret_cast<float*>(wout);
+      p.bind(w, Role::weights, g32);
       p.load(w, stream, Role::src);
       p.load(w, stream, Role::dst);
       p.execute(w, stream);
       p.store(w, stream, Role::weights);
-      if constexpr (std::is_same_v<T, half>)
-        convert(s->weights32[w].data(), wout, static_cast<std::size_t>(count * w_per_unit));
+      const std::int64_t n = count * w_per_unit;
+      if (!update) {
+        if constexpr (std::is_same_v<T, half>)
+          convert(g32, wout, static_cast<std::size_t>(n));
+        continue;
+      }
+      const StepFusion::Update& u = update->update;
+      if constexpr (std::is_same_v<T, half>) {
+        half* g16 = s->weights16[w].data();
+        convert(g32, g16, static_cast<std::size_t>(n)); // the gradient as stored unfused
+        scaled_add_inplace(wout, g16, n, u.keep, u.scale);
+      } else {
+        if (update->scalar) {
+          const float lr = *update->scalar; // the unfused Mul's float product
+          for (std::int64_t i = 0; i < n; ++i)
+            g32[i] *= lr;
+        }
+        scaled_add_inplace(wout, g32, n, u.keep, u.scale);
+      }
     }
   };
 }
 
 /// Compiles `pass` with the op's tensors in oneDNN's roles: `src`, `weights` and `dst` are the
-/// buffers of the convolution's input, weights and output, whichever the op reads.
+/// buffers of the convolution's input, weights and output, whichever the op reads. `fusion`
+/// is what the step folds in (a forward pass's bias and ReLU, a weight gradient's update),
+/// its extra operand after the op's own inputs (the bias, or the update's scalar).
 StepFn compile_conv(CompileContext& ctx, const KernelOp& op, Pass pass, std::size_t src_at,
                     bool src_out, std::size_t weights_at, bool weights_out, std::size_t dst_at,
-                    bool dst_out, const OpBuffers& buffers) {
+                    bool dst_out, const OpBuffers& buffers, const StepFusion& fusion = {}) {
   const auto tensor = [&](std::size_t i, bool is_out) {
     return is_out ? op.output(i) : op.input(i);
   };
@@ -389,18 +468,30 @@ StepFn compile_conv(CompileContext& ctx, const KernelOp& op, Pass pass, std::siz
   std::byte* wb = buffer(weights_at, weights_out);
   std::byte* db = buffer(dst_at, dst_out);
   const KernelTensor out = op.output(0);
-  if (src.nelms() == 0 || weights.nelms() == 0 || dst.nelms() == 0)
+  if (src.nelms() == 0 || weights.nelms() == 0 || dst.nelms() == 0) {
+    PXL_ASSERT(!fusion.any()); // fuse_conv_epilogues and fuse_product_updates leave these be
     return zero_step(buffers.outputs[0], out.nelms(), size_of(out.dtype()));
+  }
+  const std::byte* extra =
+      buffers.inputs.size() > op.num_inputs() ? buffers.inputs.back() : nullptr;
   const unsigned workers = ctx.num_workers;
   return dispatch_float(op, out.dtype(), [&](auto type) -> StepFn {
     using T = typename decltype(type)::type;
     switch (pass) {
     case Pass::forward:
-      return image_step<T>(c, pass, typed<const T>(sb), typed<const T>(wb), typed<T>(db), workers);
+      return image_step<T>(
+          c, pass, typed<const T>(sb), typed<const T>(wb), typed<T>(db), workers,
+          {.bias = fusion.bias ? typed<const T>(extra) : nullptr, .relu = fusion.relu});
     case Pass::backward_data:
       return image_step<T>(c, pass, typed<const T>(db), typed<const T>(wb), typed<T>(sb), workers);
-    case Pass::backward_weights:
-      return weights_step<T>(c, typed<const T>(sb), typed<const T>(db), typed<T>(wb), workers);
+    case Pass::backward_weights: {
+      std::optional<WeightsUpdate> update;
+      if (fusion.update)
+        update = WeightsUpdate{
+            *fusion.update, fusion.update->scaled_by_input ? typed<const float>(extra) : nullptr};
+      return weights_step<T>(c, typed<const T>(sb), typed<const T>(db), typed<T>(wb), workers,
+                             update);
+    }
     }
     return {};
   });
@@ -421,6 +512,15 @@ StepFn compile_ConvTranspose(CompileContext& ctx, const KernelOp& op, const OpBu
 StepFn compile_ConvWeightsGrad(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   // The convolution's output gradient (input 0) and input (input 1) -> its weights (output 0).
   return compile_conv(ctx, op, Pass::backward_weights, 1, false, 0, true, 0, false, buffers);
+}
+
+StepFn compile_fused_conv(CompileContext& ctx, const KernelOp& op, const StepFusion& fusion,
+                          const OpBuffers& buffers) {
+  if (op.kind() == OpKind::Conv)
+    return compile_conv(ctx, op, Pass::forward, 0, false, 1, false, 0, true, buffers, fusion);
+  PXL_ASSERT(op.kind() == OpKind::ConvWeightsGrad && fusion.update);
+  return compile_conv(ctx, op, Pass::backward_weights, 1, false, 0, true, 0, false, buffers,
+                      fusion);
 }
 
 } // namespace pxl::emu::detail

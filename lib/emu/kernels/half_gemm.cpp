@@ -410,7 +410,7 @@ HalfTileScratch::HalfTileScratch(const MatMulPlan& p) {
 
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-               std::int64_t cols, const std::optional<MatMulFusion::Update>& update) {
+               std::int64_t cols, const std::optional<StepFusion::Update>& update) {
   const auto [ta, lda] = a_tile(p, a, bt, r0);
   if (p.trans_a) // stored [k, m]: the tile's rows are a column block of k stored rows
     widen_transposed(ta, lda, p.k, rows, s.a.data(), p.k, s.lines.data());

@@ -28,6 +28,6 @@ struct HalfTileScratch {
 /// same product of operands transposed beforehand (test/emu/fusion.cpp).
 void half_tile(const MatMulPlan& p, HalfTileScratch& s, const half* a, const half* b, half* c,
                std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-               std::int64_t cols, const std::optional<MatMulFusion::Update>& update);
+               std::int64_t cols, const std::optional<StepFusion::Update>& update);
 
 } // namespace pxl::emu::detail

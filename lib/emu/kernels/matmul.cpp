@@ -88,7 +88,7 @@ MatMulPlan plan_matmul(const KernelOp& op, std::uint32_t transposed_inputs) {
 
 } // namespace
 
-StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMulFusion& fusion,
+StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepFusion& fusion,
                             const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
   auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op, fusion.transposed_inputs));
@@ -126,7 +126,7 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
         std::min<std::int64_t>(ctx.num_workers, std::max<std::int64_t>(plan->tiles, 1)));
     auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
     const auto update = fusion.update;
-    // A scalar scale input comes with float32 products only (fuse_matmul_updates).
+    // A scalar scale input comes with float32 products only (fuse_product_updates).
     PXL_ASSERT(!update || !update->scaled_by_input);
     return [=](unsigned w, unsigned nw) {
       const MatMulPlan& p = *plan;
@@ -149,7 +149,7 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const MatMu
 }
 
 StepFn compile_MatMul(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
-  return compile_fused_matmul(ctx, op, MatMulFusion{}, buffers);
+  return compile_fused_matmul(ctx, op, StepFusion{}, buffers);
 }
 
 } // namespace pxl::emu::detail

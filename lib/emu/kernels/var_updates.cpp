@@ -1,5 +1,7 @@
 // In-place updates, scaled adds, the Adam, LAMB and AdaMax updaters and variable update: output 0
 // is input 0 for the in-place kinds.
+#include "scaled_add.hpp"
+
 #include "common.hpp"
 #include "half_blocks.hpp"
 #include "vector_math.hpp"
@@ -194,6 +196,14 @@ StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, d
 }
 
 } // namespace
+
+void scaled_add_inplace(float* w, const float* g, std::int64_t n, double a, double b) {
+  scaled_add_f32_inplace(w, g, n, a, b);
+}
+
+void scaled_add_inplace(half* w, const half* g, std::int64_t n, double a, double b) {
+  scaled_add_half(w, g, w, n, a, b, false);
+}
 
 namespace {
 /// t = f(t, x) on int32 with x broadcast to t's shape; f wraps around (computed in uint32).
