@@ -1,7 +1,8 @@
-// Benchmark: the three convolution kernels (forward, data gradient, weight gradient) on the
-// layers of a small CNN, float32 and float16, on 1 and 2 workers: median wall time per run of a
-// main graph holding the one op (its result summed and stored, a pass over the output), and the
-// fraction of the SGEMM peak its flops reach. Prints; asserts nothing.
+// Benchmark: the three convolution kernels (forward, data gradient, weight gradient) and their
+// fused forms (forward with bias and ReLU, weight gradient with an SGD update) on the layers of a
+// small CNN, float32 and float16, on 1 and 2 workers: median wall time per run of a main graph
+// holding the one op (its result summed and stored, a pass over the output), and the fraction of
+// the SGEMM peak the convolution's flops reach. Prints; asserts nothing.
 #include <pxl/pxl.hpp>
 #include <pxl/session.hpp>
 
@@ -94,6 +95,18 @@ int main() {
         {"weight gradient",
          [o, &l](pxl::Tensor x, pxl::Tensor, pxl::Tensor dy) {
            return pxl::ops::conv_weights_grad(dy, x, l.w, o);
+         }},
+        // The fused forms (the emulator's fused_conv steps): a layer's bias and ReLU applied as
+        // the convolution writes, and an SGD update folded into the weight gradient.
+        {"fwd+bias+ReLU",
+         [o, &l](pxl::Tensor x, pxl::Tensor w, pxl::Tensor) {
+           const pxl::Tensor b = pxl::variable(pxl::HostTensor::full({l.w[0]}, w.dtype(), 0.1));
+           return pxl::ops::relu(pxl::ops::conv(x, w, o) + pxl::ops::reshape(b, {l.w[0], 1, 1}));
+         }},
+        {"wgrad+SGD",
+         [o, &l](pxl::Tensor x, pxl::Tensor w, pxl::Tensor dy) {
+           return pxl::ops::scaled_add_(w, pxl::ops::conv_weights_grad(dy, x, l.w, o),
+                                        {.a = 1.0, .b = -0.01});
          }},
     };
     for (const auto& [pass, build] : passes)
