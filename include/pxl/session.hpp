@@ -82,6 +82,20 @@ struct SessionOptions {
   /// here wins over the same key in the variable. A malformed variable or a bad value throws
   /// ValueError naming the key, what was expected and what was found.
   std::map<std::string, std::string> engine_options;
+  /// Round the float16 results of in-place updates stochastically, as the IPU does with
+  /// stochastic rounding on (PopART's `enableStochasticRounding`): `scaled_add`/`scaled_add_`,
+  /// `add_`, `sub_`, `accumulate_` and the other `var_updates` accumulators, and
+  /// `adam_var_update`. A result between two halves rounds up with the probability of its
+  /// distance from the lower one, so a float16 weight given updates far below its spacing
+  /// moves as float32 would, on average; rounding to nearest would lose them. Other kernels
+  /// round to nearest. The random bits are a function of `stochastic_rounding_seed`, the op,
+  /// how often its step has run in this Session and the element: a run is reproducible from the
+  /// seed, bitwise the same for any worker count, and the same on every replica (replicas
+  /// holding the same weights and gradients stay in sync). Such updates are not folded into
+  /// the matmul or convolution computing their operand (docs/semantics.md, "Fusions").
+  bool stochastic_rounding = false;
+  /// The seed of stochastic rounding's random bits.
+  std::uint64_t stochastic_rounding_seed = 0;
 };
 
 /// Arrays for h2d streams, each shaped `[num_host_transfers, replication_factor, *shape]`

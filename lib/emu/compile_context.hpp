@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 
 namespace pxl::emu::detail {
@@ -42,6 +43,9 @@ struct CompileContext {
   std::int64_t replica_offset = 0;
   /// A distributed Session's link to the other instances' replicas; null in one process.
   InstanceExchange* exchange = nullptr;
+  /// The seed of float16 stochastic rounding when the session rounds so
+  /// (SessionOptions::stochastic_rounding); unset, kernels round to nearest.
+  std::optional<std::uint64_t> stochastic_rounding;
   /// Set by a kernel that needs work done once for the whole instance before the step's
   /// items (a collective's exchange with the other instances); moved into the bound step.
   std::function<void()> before_step;

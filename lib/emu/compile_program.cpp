@@ -126,7 +126,8 @@ std::int64_t ipus_touched(const ProgramStep& step) {
 
 class Compiler {
 public:
-  Compiler(const IrView& ir, const Target& target) : ir_(ir), target_(target) {}
+  Compiler(const IrView& ir, const Target& target, const CompileOptions& options)
+      : ir_(ir), target_(target), options_(options) {}
 
   Program run() {
     p_.graphs.resize(ir_.num_graphs());
@@ -301,7 +302,7 @@ private:
     fuse_reshapes(ir_, flat);
     fuse_transposes(ir_, flat);
     fuse_conv_epilogues(ir_, flat);
-    fuse_product_updates(ir_, flat);
+    fuse_product_updates(ir_, flat, !options_.stochastic_rounding);
     fuse_all_reduce_updates(ir_, flat);
     // Inputs every call site binds to the same variable by reference live in its buffer.
     for (std::size_t i = 0; i < flat.inputs.size(); ++i)
@@ -712,6 +713,7 @@ private:
 
   const IrView& ir_;
   const Target& target_;
+  CompileOptions options_;
   Program p_;
   std::vector<std::vector<std::uint32_t>> binding_;
   std::vector<TensorMemory> tensors_;
@@ -731,8 +733,8 @@ const RemoteVariable* Program::find_remote(TensorId t) const {
   return it != remote_variables.end() && it->tensor == t ? &*it : nullptr;
 }
 
-Program compile_program(const IrView& view, const Target& target) {
-  return Compiler(view, target).run();
+Program compile_program(const IrView& view, const Target& target, const CompileOptions& options) {
+  return Compiler(view, target, options).run();
 }
 
 } // namespace pxl::emu::detail

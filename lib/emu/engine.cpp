@@ -86,7 +86,7 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options,
   const auto sharing = static_cast<unsigned>(instances ? instances->local_instances : 1);
   const unsigned workers = options_.workers ? options_.workers : std::max(1u, hardware / sharing);
   pool_ = std::make_unique<WorkerPool>(workers);
-  program_ = compile_program(view_, target_);
+  program_ = compile_program(view_, target_, {.stochastic_rounding = options_.stochastic_rounding});
   if (!program_.memory.fits() && !options_.allow_out_of_memory)
     throw OutOfMemoryError(out_of_memory_message(target_, program_.memory));
 
@@ -119,8 +119,10 @@ Engine::Engine(const Ir& ir, Target target, SessionOptions options,
     s.used = program_.stream_used[i];
   }
   // Kernels are compiled for the executor's chunks, which it hands out to the workers.
-  replicas_ = make_replicas(program_, view_, streams_, max_chunks(workers), replicas, &run_errors_,
-                            exchange_.get());
+  replicas_ = make_replicas(
+      program_, view_, streams_, max_chunks(workers), replicas, &run_errors_, exchange_.get(),
+      options_.stochastic_rounding ? std::optional(options_.stochastic_rounding_seed)
+                                   : std::nullopt);
   executor_ = std::make_unique<Executor>(*pool_, program_, replicas_, run_errors_);
   if (options_.profile)
     profiler_ = std::make_unique<Profiler>(view_, target_, link_ ? link_->size() : std::int64_t{1});

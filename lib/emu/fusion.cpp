@@ -272,7 +272,7 @@ void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule) {
     compact(schedule, removed);
 }
 
-void fuse_product_updates(const IrView& ir, FlatSchedule& schedule) {
+void fuse_product_updates(const IrView& ir, FlatSchedule& schedule, bool fold_float16) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();
   const std::vector<std::size_t> readers = count_readers(schedule);
@@ -282,7 +282,7 @@ void fuse_product_updates(const IrView& ir, FlatSchedule& schedule) {
   // float32 and float16 products fold (float16 computing the update in float, then rounding).
   auto is_float = [&](TensorId t) {
     const DType d = ir.spec(t).dtype;
-    return d == float32 || d == float16;
+    return d == float32 || (d == float16 && fold_float16);
   };
   auto nonempty = [&](OpId op) { return has_no_empty_tensor(ir, op); };
   // A float32 product scaled by a float32 scalar tensor (w -= lr·g with lr a tensor): the

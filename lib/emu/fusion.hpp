@@ -46,7 +46,9 @@ void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule);
 /// product multiplied by a float32 scalar tensor before the update (w += (−lr)·g with the
 /// learning rate in a tensor) folds too, the scalar read as the update runs: it must be
 /// unchanged from the Mul to the update, and the Mul's result read by the update only.
-void fuse_product_updates(const IrView& ir, FlatSchedule& schedule);
+/// Without `fold_float16`, float16 updates stay steps of their own (they round stochastically:
+/// CompileOptions::stochastic_rounding).
+void fuse_product_updates(const IrView& ir, FlatSchedule& schedule, bool fold_float16 = true);
 
 /// Folds `scaled_add_(w, p, {a, b})` on float32 into the add or mean ReplicatedAllReduce that
 /// computes `p`, when `p` has no other reader and has w's shape: the all-reduce moves to the

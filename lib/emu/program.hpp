@@ -114,7 +114,14 @@ struct Program {
 /// Compiles every graph reachable from the main graph: flattening (inlined calls), fusions,
 /// lifetimes and first-fit placement, step descriptions and the memory report. Pure: reads
 /// the Ir through `view`, allocates no device memory. Cost is near-linear in the op count.
-Program compile_program(const IrView& view, const Target& target);
+/// What a Session asks of the compiled program beyond the target.
+struct CompileOptions {
+  /// float16 updates round stochastically: they are not folded into the matmul or
+  /// convolution computing their operand, whose kernels round to nearest.
+  bool stochastic_rounding = false;
+};
+Program compile_program(const IrView& view, const Target& target,
+                        const CompileOptions& options = {});
 
 /// SessionError (its message starting with `what`) unless `target` has an IPU, a tile and a
 /// byte per tile, every op and tensor of `view` is placed on one of its IPUs, and every stream

@@ -39,10 +39,10 @@ Replica::Replica(const Program& program, const IrView& view, std::span<const Str
     }
 }
 
-std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
-                                                    std::span<StreamState> streams,
-                                                    unsigned num_workers, std::size_t count,
-                                                    RunErrors* errors, InstanceExchange* exchange) {
+std::vector<std::unique_ptr<Replica>>
+make_replicas(const Program& program, const IrView& view, std::span<StreamState> streams,
+              unsigned num_workers, std::size_t count, RunErrors* errors,
+              InstanceExchange* exchange, std::optional<std::uint64_t> stochastic_rounding) {
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<CompileContext> contexts;
   for (std::size_t r = 0; r < count; ++r) {
@@ -61,6 +61,7 @@ std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, cons
         exchange ? exchange->total_replicas() : static_cast<std::int64_t>(count);
     contexts[r].replica_offset = offset;
     contexts[r].exchange = exchange;
+    contexts[r].stochastic_rounding = stochastic_rounding;
   }
   for (const auto& g : program.graphs)
     if (g)

@@ -96,11 +96,13 @@ private:
 
 /// `count` replicas of `program`, bound step by step: each step for every replica before the
 /// next, so the Ir is read once however many replicas there are. With `exchange`, they are
-/// this instance's of a distributed Session (global indices from exchange->offset()).
-std::vector<std::unique_ptr<Replica>> make_replicas(const Program& program, const IrView& view,
-                                                    std::span<StreamState> streams,
-                                                    unsigned num_workers, std::size_t count,
-                                                    RunErrors* errors,
-                                                    InstanceExchange* exchange = nullptr);
+/// this instance's of a distributed Session (global indices from exchange->offset()). With
+/// `stochastic_rounding` (a seed), float16 updates round stochastically
+/// (CompileContext::stochastic_rounding).
+std::vector<std::unique_ptr<Replica>>
+make_replicas(const Program& program, const IrView& view, std::span<StreamState> streams,
+              unsigned num_workers, std::size_t count, RunErrors* errors,
+              InstanceExchange* exchange = nullptr,
+              std::optional<std::uint64_t> stochastic_rounding = std::nullopt);
 
 } // namespace pxl::emu::detail

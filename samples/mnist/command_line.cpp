@@ -114,6 +114,10 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  "float32, or float16: mixed precision (float16 weights and activations, the "
                  "loss in float32, loss scaling)")
       ->capture_default_str();
+  app.add_flag("--stochastic-rounding", o.stochastic_rounding,
+               "With --dtype float16: round the weights' updates stochastically (the IPU's "
+               "stochastic rounding, seeded by --seed), so that updates below a weight's spacing "
+               "are not lost");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

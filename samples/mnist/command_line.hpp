@@ -40,6 +40,7 @@ struct Options {
   // 2-core machine and 0.86-1.0x of one beside a busy process (test/bench/contention).
   unsigned workers = 0;
   std::string dtype = "float32";
+  bool stochastic_rounding = false;
 };
 
 /// The options of `argv`, or nullopt when the parse ended the program: --help printed

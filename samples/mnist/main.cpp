@@ -4,6 +4,7 @@
 //     mnist --epochs 1 --batch-size 8 --learning-rate 0.05
 //     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
 //     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
+//     mnist --dtype float16 --stochastic-rounding  # ... their updates rounded stochastically
 //     mpirun -np 2 mnist --replicas 4        # 2 instances (processes), 2 replicas each
 //     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
@@ -108,6 +109,11 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
                           std::to_string(o.replicas));
   if (o.model != "mlp" && o.model != "cnn")
     throw pxl::ValueError("--model: expected mlp or cnn, got '" + o.model + "'");
+  if (o.stochastic_rounding && o.dtype != "float16")
+    throw pxl::ValueError(
+        "--stochastic-rounding: rounds float16 weights' updates and needs --dtype float16, got "
+        "--dtype " +
+        o.dtype);
   static_assert(mnist::Net::layers == mnist::Cnn::layers);
   if (o.pipeline_stages < 1 || o.pipeline_stages > mnist::Net::layers)
     throw pxl::ValueError("--pipeline-stages: expected 1 to " + std::to_string(mnist::Net::layers) +
@@ -130,6 +136,7 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
           .replicas = o.replicas,
           .pipeline = o.pipeline_stages > 1,
           .dtype = parse_dtype(o.dtype),
+          .stochastic_rounding = o.stochastic_rounding,
           .offload_optimizer_state = o.offload_optimizer_state,
           .shard_optimizer_state = o.shard_optimizer_state,
           .constant_learning_rate = true,
@@ -172,7 +179,8 @@ void print_setup(const Options& o, const pxl::addons::CompileOptions& compile,
   std::printf(", %s at learning rate %g, %lld step(s) per run", adam ? "Adam" : "SGD", lr,
               static_cast<long long>(o.steps_per_execution));
   if (compile.dtype == pxl::float16)
-    std::printf(", float16 (float32 loss, loss scaling %g)", compile.loss_scaling);
+    std::printf(", float16 (float32 loss, loss scaling %g%s)", compile.loss_scaling,
+                compile.stochastic_rounding ? ", stochastic rounding" : "");
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");

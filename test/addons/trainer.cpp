@@ -168,6 +168,10 @@ TEST_CASE("Trainer refuses what it cannot train") {
                        Contains("must be at least 1, got 0"), ValueError);
   CHECK_THROWS_WITH_AS(trainer.compile({.from_logits = true, .pipeline = true}),
                        Contains("needs gradient_accumulation of at least 2"), ValueError);
+  CHECK_THROWS_WITH_AS(trainer.compile({.from_logits = true, .stochastic_rounding = true}),
+                       "Trainer::compile: stochastic_rounding rounds float16 updates and needs "
+                       "dtype float16, got float32",
+                       ValueError);
   trainer.compile({.from_logits = true, .steps_per_execution = 100});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
                        "Trainer::fit: 400 examples in batches of 8 make 50 batches per pass, 1 "

@@ -59,6 +59,9 @@ expect_error "sharding over one replica" \
   --optimizer adam --shard-optimizer-state
 expect_error "unknown --dtype" "--dtype: expected float32 or float16, got 'bfloat16'" --dtype bfloat16
 expect_error "integer --dtype" "--dtype: expected float32 or float16, got 'int32'" --dtype int32
+expect_error "stochastic rounding in float32" \
+  "--stochastic-rounding: rounds float16 weights' updates and needs --dtype float16, got --dtype float32" \
+  --stochastic-rounding
 expect_error "too many pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 5" \
   --pipeline-stages 5
 expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 0" \

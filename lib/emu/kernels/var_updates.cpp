@@ -2,8 +2,10 @@
 // is input 0 for the in-place kinds.
 #include "scaled_add.hpp"
 
+#include "../compile_context.hpp"
 #include "common.hpp"
 #include "half_blocks.hpp"
+#include "stochastic_rounding.hpp"
 #include "vector_math.hpp"
 
 #include <algorithm>
@@ -122,6 +124,33 @@ void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, doub
   }
 }
 
+/// z = a·x + b·y (b·y² when `square`) in double, rounded stochastically to float16 values held
+/// as floats: element j draws the bits of index `index0 + j` from the execution's `word`.
+PXL_VECTOR_CLONES void scaled_add_f32_stochastic(const float* x, const float* y, float* z,
+                                                 std::int64_t n, double a, double b, bool square,
+                                                 std::uint64_t word, std::uint64_t index0) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const auto yd = static_cast<double>(y[j]);
+    const double d = a * static_cast<double>(x[j]) + b * (square ? yd * yd : yd);
+    z[j] = stochastic_half_value(d, element_bits(word, index0 + static_cast<std::uint64_t>(j)));
+  }
+}
+
+/// As scaled_add_half, rounding stochastically (SessionOptions::stochastic_rounding): blocks
+/// widened, the formula in double rounded to a half's value, then narrowed exactly.
+void scaled_add_half_stochastic(const half* x, const half* y, half* z, std::int64_t n, double a,
+                                double b, bool square, std::uint64_t word, std::int64_t index0) {
+  float fx[half_block], fy[half_block], fz[half_block];
+  for (std::int64_t j = 0; j < n; j += half_block) {
+    const std::int64_t m = std::min(half_block, n - j);
+    convert(x + j, fx, static_cast<std::size_t>(m));
+    convert(y + j, fy, static_cast<std::size_t>(m));
+    scaled_add_f32_stochastic(fx, fy, fz, m, a, b, square, word,
+                              static_cast<std::uint64_t>(index0 + j));
+    convert(fz, z + j, static_cast<std::size_t>(m));
+  }
+}
+
 /// Element 0 of a float32 or float16 buffer, as a double: a scalar operand read as the op runs.
 double scalar_at(const std::byte* p, DType d) {
   return d == float32 ? static_cast<double>(*typed<const float>(p))
@@ -131,10 +160,11 @@ double scalar_at(const std::byte* p, DType d) {
 /// out = a·x + b·y (b·y² when `square`) with y broadcast to the output's shape, the scalars
 /// {a, b} given by `coeffs()` when the step runs (from scalar operands, or constants). The
 /// scalars are doubles and the arithmetic is too, so each element is the exactly rounded value
-/// of the formula.
+/// of the formula: rounded to nearest, or stochastically for a float16 output when the
+/// session asks for it (ctx.stochastic_rounding).
 template <typename Coeffs>
-StepFn scaled_add_step_with(const KernelOp& op, const OpBuffers& buffers, Coeffs coeffs,
-                            bool square) {
+StepFn scaled_add_step_with(const CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers,
+                            Coeffs coeffs, bool square) {
   const auto& out = op.output(0).spec();
   const auto map = make_broadcast_map<2>(out.shape, {op.input(0).shape(), op.input(1).shape()});
   const std::int64_t n = out.nelms();
@@ -144,6 +174,35 @@ StepFn scaled_add_step_with(const KernelOp& op, const OpBuffers& buffers, Coeffs
     const X* x = typed<const X>(buffers.inputs[0]);
     const Y* y = typed<const Y>(buffers.inputs[1]);
     X* z = typed<X>(buffers.outputs[0]);
+    if constexpr (std::is_same_v<X, half>) {
+      if (ctx.stochastic_rounding) {
+        auto sr = std::make_shared<StochasticRounding>(StochasticRounding{
+            *ctx.stochastic_rounding, op.id().value, std::vector<std::uint64_t>(ctx.num_workers)});
+        return [=](unsigned w, unsigned nw) {
+          const std::uint64_t word = sr->start(w);
+          const std::pair<double, double> ab = coeffs();
+          const auto [begin, end] = worker_range(n, w, nw);
+          map.for_runs(begin, end,
+                       [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                         if constexpr (std::is_same_v<Y, half>) {
+                           if (inner[0] == 1 && inner[1] == 1) {
+                             scaled_add_half_stochastic(x + off[0], y + off[1], z + pos, len,
+                                                        ab.first, ab.second, square, word, pos);
+                             return;
+                           }
+                         }
+                         for (std::int64_t j = 0; j < len; ++j) {
+                           const double d =
+                               ab.first * static_cast<double>(x[off[0] + j * inner[0]]) +
+                               second_term(ab.second, static_cast<double>(y[off[1] + j * inner[1]]),
+                                           square);
+                           const auto index = static_cast<std::uint64_t>(pos + j);
+                           z[pos + j] = round_half_stochastic(d, element_bits(word, index));
+                         }
+                       });
+        };
+      }
+    }
     return [=](unsigned w, unsigned nw) {
       const std::pair<double, double> ab = coeffs();
       const double a = ab.first, b = ab.second;
@@ -185,10 +244,10 @@ StepFn scaled_add_step_with(const KernelOp& op, const OpBuffers& buffers, Coeffs
 }
 
 /// scaled_add_step_with constant scalars.
-StepFn scaled_add_step(const KernelOp& op, const OpBuffers& buffers, double a, double b,
-                       bool square = false) {
+StepFn scaled_add_step(const CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers,
+                       double a, double b, bool square = false) {
   return scaled_add_step_with(
-      op, buffers,
+      ctx, op, buffers,
       [a, b] {
         return std::pair{a, b};
       },
@@ -227,15 +286,15 @@ StepFn int32_update(const KernelOp& op, const OpBuffers& buffers, F f) {
 }
 } // namespace
 
-StepFn compile_AddInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+StepFn compile_AddInplace(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   if (op.input(0).dtype() != int32)
-    return scaled_add_step(op, buffers, 1.0, 1.0);
+    return scaled_add_step(ctx, op, buffers, 1.0, 1.0);
   return int32_update(op, buffers, [](std::uint32_t a, std::uint32_t b) { return a + b; });
 }
 
-StepFn compile_SubInplace(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+StepFn compile_SubInplace(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   if (op.input(0).dtype() != int32)
-    return scaled_add_step(op, buffers, 1.0, -1.0);
+    return scaled_add_step(ctx, op, buffers, 1.0, -1.0);
   return int32_update(op, buffers, [](std::uint32_t a, std::uint32_t b) { return a - b; });
 }
 
@@ -261,17 +320,17 @@ StepFn compile_MulInplace(CompileContext&, const KernelOp& op, const OpBuffers& 
   });
 }
 
-StepFn compile_ScaledAdd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+StepFn compile_ScaledAdd(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& s = op.attrs_as<ScalarAttrs>();
-  return scaled_add_step(op, buffers, s.a, s.b);
+  return scaled_add_step(ctx, op, buffers, s.a, s.b);
 }
 
 StepFn compile_ScaledAddInplace(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   return compile_ScaledAdd(ctx, op, buffers);
 }
 
-StepFn compile_Accumulate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return scaled_add_step(op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a);
+StepFn compile_Accumulate(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return scaled_add_step(ctx, op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a);
 }
 
 StepFn compile_CopyVarUpdate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
@@ -300,31 +359,31 @@ StepFn compile_AccumulatorZero(CompileContext&, const KernelOp& op, const OpBuff
   return zero_step(buffers.outputs[0], spec.nelms(), size_of(spec.dtype));
 }
 
-StepFn compile_AccumulateMovingAverage(CompileContext&, const KernelOp& op,
+StepFn compile_AccumulateMovingAverage(CompileContext& ctx, const KernelOp& op,
                                        const OpBuffers& buffers) {
   const double f = op.attrs_as<ScalarAttrs>().a;
-  return scaled_add_step(op, buffers, f, 1.0 - f);
+  return scaled_add_step(ctx, op, buffers, f, 1.0 - f);
 }
 
-StepFn compile_AccumulateMovingAverageSquare(CompileContext&, const KernelOp& op,
+StepFn compile_AccumulateMovingAverageSquare(CompileContext& ctx, const KernelOp& op,
                                              const OpBuffers& buffers) {
   const double f = op.attrs_as<ScalarAttrs>().a;
-  return scaled_add_step(op, buffers, f, 1.0 - f, /*square=*/true);
+  return scaled_add_step(ctx, op, buffers, f, 1.0 - f, /*square=*/true);
 }
 
-StepFn compile_AccumulateSquare(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return scaled_add_step(op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a, /*square=*/true);
+StepFn compile_AccumulateSquare(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
+  return scaled_add_step(ctx, op, buffers, 1.0, op.attrs_as<ScalarAttrs>().a, /*square=*/true);
 }
 
-StepFn compile_AccumulateMean(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+StepFn compile_AccumulateMean(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   if (op.num_inputs() == 2) {
     const double s = op.attrs_as<ScalarAttrs>().a;
-    return scaled_add_step(op, buffers, s / (s + 1.0), 1.0 / (s + 1.0));
+    return scaled_add_step(ctx, op, buffers, s / (s + 1.0), 1.0 / (s + 1.0));
   }
   const std::byte* step = buffers.inputs[2];
   const DType dtype = op.input(2).dtype();
   return scaled_add_step_with(
-      op, buffers,
+      ctx, op, buffers,
       [step, dtype] {
         const double s = scalar_at(step, dtype);
         return std::pair{s / (s + 1.0), 1.0 / (s + 1.0)};
@@ -332,13 +391,13 @@ StepFn compile_AccumulateMean(CompileContext&, const KernelOp& op, const OpBuffe
       false);
 }
 
-StepFn compile_AdamVarUpdate(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
+StepFn compile_AdamVarUpdate(CompileContext& ctx, const KernelOp& op, const OpBuffers& buffers) {
   const auto& attrs = op.attrs_as<ScalarAttrs>();
   const double lr = attrs.a, max_norm = attrs.b;
   const std::byte *r1 = buffers.inputs[2], *r2 = buffers.inputs[3];
   const DType d1 = op.input(2).dtype(), d2 = op.input(3).dtype();
   return scaled_add_step_with(
-      op, buffers,
+      ctx, op, buffers,
       [=] {
         const double sq1 = scalar_at(r1, d1), sq2 = scalar_at(r2, d2);
         // LAMB's trust ratio, 1 where either norm is 0 (PopART's AdamVarUpdate).

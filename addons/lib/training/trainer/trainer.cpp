@@ -129,6 +129,10 @@ void Trainer::compile(CompileOptions options) {
   if (options.dtype != float32 && options.dtype != float16)
     throw DTypeError("Trainer::compile: dtype must be float32 or float16, got " +
                      std::string(name(options.dtype)));
+  if (options.stochastic_rounding && options.dtype != float16)
+    throw ValueError("Trainer::compile: stochastic_rounding rounds float16 updates and needs dtype "
+                     "float16, got " +
+                     std::string(name(options.dtype)));
   if (!(options.loss_scaling > 0))
     throw ValueError("Trainer::compile: loss_scaling must be positive, got " +
                      std::to_string(options.loss_scaling));

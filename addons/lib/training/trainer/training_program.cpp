@@ -261,7 +261,9 @@ void build_training_program(Program& p, const CompileOptions& o, const TraceMode
                     SessionOptions{.workers = o.workers,
                                    .profile = o.profile,
                                    .distributed = o.distributed,
-                                   .engine_options = report_options(o, "train")});
+                                   .engine_options = report_options(o, "train"),
+                                   .stochastic_rounding = o.stochastic_rounding,
+                                   .stochastic_rounding_seed = o.seed});
   p.attached.emplace(p.session->attach());
   p.log->with_accuracy = !o.metrics.empty();
   p.log->replicas = local_replicas(o).count;

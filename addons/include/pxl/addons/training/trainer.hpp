@@ -110,6 +110,11 @@ struct CompileOptions {
   /// The float16 loss gradient's scale, against underflow in the backward pass (positive);
   /// float32 ignores it.
   double loss_scaling = 128.0;
+  /// With dtype float16: round the weights' updates stochastically, seeded by `seed`
+  /// (SessionOptions::stochastic_rounding, the IPU's stochastic rounding): an update below a
+  /// weight's spacing moves it as float32 would on average instead of being lost. ValueError
+  /// with float32, which has no float16 update to round.
+  bool stochastic_rounding = false;
   /// Keep the optimizer's state in Streaming Memory (remote buffers), loaded and stored around
   /// each update, instead of on the IPU: training is bitwise the same, on-chip memory smaller.
   /// ValueError for an optimizer without state (SGD without momentum).
