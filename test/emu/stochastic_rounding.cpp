@@ -7,8 +7,10 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 using namespace pxl;
@@ -122,16 +124,47 @@ TEST_CASE("round_half_stochastic: the two neighbours, in proportion; halves, NaN
     CHECK(std::abs(up - n / 4) < 400);
     // The smallest bits keep the lower magnitude, the largest take the upper.
     CHECK(static_cast<double>(static_cast<float>(round_half_stochastic(d, 0))) == lower);
-    CHECK(static_cast<double>(static_cast<float>(round_half_stochastic(d, ~std::uint64_t{0}))) ==
+    CHECK(static_cast<double>(static_cast<float>(round_half_stochastic(d, ~std::uint32_t{0}))) ==
           upper);
   }
   // Below the smallest subnormal: 0 or 2^-24, the sign kept.
   CHECK(round_half_stochastic(-0x1p-27, 0).bits() == 0x8000u);
-  CHECK(round_half_stochastic(-0x1p-27, ~std::uint64_t{0}).bits() == 0x8001u);
-  CHECK(static_cast<float>(round_half_stochastic(1.5, ~std::uint64_t{0})) == 1.5f);
+  CHECK(round_half_stochastic(-0x1p-27, ~std::uint32_t{0}).bits() == 0x8001u);
+  CHECK(static_cast<float>(round_half_stochastic(1.5, ~std::uint32_t{0})) == 1.5f);
   CHECK(std::isnan(static_cast<float>(round_half_stochastic(std::nan(""), 0))));
   CHECK(std::isinf(static_cast<float>(round_half_stochastic(1e6, 0))));
   // Between the largest half and infinity's threshold: to nearest (the largest half).
-  CHECK(static_cast<float>(round_half_stochastic(65510.0, ~std::uint64_t{0})) == 65504.0f);
-  CHECK(static_cast<float>(round_half_stochastic(65504.0, ~std::uint64_t{0})) == 65504.0f);
+  CHECK(static_cast<float>(round_half_stochastic(65510.0, ~std::uint32_t{0})) == 65504.0f);
+  CHECK(static_cast<float>(round_half_stochastic(65504.0, ~std::uint32_t{0})) == 65504.0f);
+}
+
+TEST_CASE("stochastic_half_values: eight lanes at a time, bitwise stochastic_half_value") {
+  using emu::detail::element_bits;
+  using emu::detail::stochastic_half_value;
+  // Every range: normal and subnormal halves, below the smallest subnormal, past the largest
+  // half, on it, infinities, NaN, signed zeros; 1001 values, so the scalar tail runs too.
+  std::vector<float> in;
+  for (int i = 0; in.size() < 1001; ++i) {
+    const double magnitude = std::ldexp(1.0 + (i % 97) / 97.0, i % 50 - 32);
+    in.push_back(static_cast<float>(i % 2 ? -magnitude : magnitude));
+    if (i % 100 == 0)
+      for (const float special :
+           {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e9f, std::numeric_limits<float>::infinity(),
+            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+            0x1p-25f, 0x1p-14f})
+        in.push_back(special);
+  }
+  in.resize(1001);
+  std::vector<float> out(in.size());
+  const std::uint32_t word = 0xc0ffee, index0 = 4000000000U; // the index wraps past 2^32
+  emu::detail::stochastic_half_values(in.data(), out.data(), static_cast<std::int64_t>(in.size()),
+                                      word, index0);
+  for (std::size_t j = 0; j < in.size(); ++j) {
+    CAPTURE(in[j]);
+    const float expected =
+        stochastic_half_value(in[j], element_bits(word, index0 + static_cast<std::uint32_t>(j)));
+    REQUIRE(std::bit_cast<std::uint32_t>(out[j]) == std::bit_cast<std::uint32_t>(expected));
+    // and it is a half's value
+    REQUIRE((std::isnan(out[j]) || static_cast<float>(half(out[j])) == out[j]));
+  }
 }

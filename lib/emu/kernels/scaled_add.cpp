@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cstring>
 
 namespace pxl::emu::detail {
 
@@ -84,15 +85,18 @@ PXL_VECTOR_CLONES unsigned scaled_add_square_f32_midpoints(const float* x, const
   return midpoints;
 }
 
-/// z = a·x + b·y (b·y² when `square`) in double, rounded stochastically to float16 values held
-/// as floats: element j draws the bits of index `index0 + j` from the execution's `word`.
-PXL_VECTOR_CLONES void scaled_add_f32_stochastic(const float* x, const float* y, float* z,
-                                                 std::int64_t n, double a, double b, bool square,
-                                                 std::uint64_t word, std::uint64_t index0) {
-  for (std::int64_t j = 0; j < n; ++j) {
-    const auto yd = static_cast<double>(y[j]);
-    const double d = a * static_cast<double>(x[j]) + b * (square ? yd * yd : yd);
-    z[j] = stochastic_half_value(d, element_bits(word, index0 + static_cast<std::uint64_t>(j)));
+/// z = float(a·x + b·y), or float(a·x + b·y²) with `square`: the formula in double rounded to
+/// float, the value stochastic rounding then rounds to a half.
+PXL_VECTOR_CLONES void scaled_add_f32_any(const float* x, const float* y, float* z, std::int64_t n,
+                                          double a, double b, bool square) {
+  if (square) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto yd = static_cast<double>(y[j]);
+      z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * (yd * yd));
+    }
+  } else {
+    for (std::int64_t j = 0; j < n; ++j)
+      z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
   }
 }
 
@@ -124,19 +128,69 @@ void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, doub
   }
 }
 
-/// As scaled_add_half, rounding stochastically (SessionOptions::stochastic_rounding): blocks
-/// widened, the formula in double rounded to a half's value, then narrowed exactly.
 void scaled_add_half_stochastic(const half* x, const half* y, half* z, std::int64_t n, double a,
-                                double b, bool square, std::uint64_t word, std::int64_t index0) {
+                                double b, bool square, std::uint32_t word, std::int64_t index0) {
   float fx[half_block], fy[half_block], fz[half_block];
   for (std::int64_t j = 0; j < n; j += half_block) {
     const std::int64_t m = std::min(half_block, n - j);
     convert(x + j, fx, static_cast<std::size_t>(m));
     convert(y + j, fy, static_cast<std::size_t>(m));
-    scaled_add_f32_stochastic(fx, fy, fz, m, a, b, square, word,
-                              static_cast<std::uint64_t>(index0 + j));
-    convert(fz, z + j, static_cast<std::size_t>(m));
+    scaled_add_f32_any(fx, fy, fz, m, a, b, square);
+    stochastic_half_values(fz, fz, m, word, static_cast<std::uint32_t>(index0 + j));
+    convert(fz, z + j, static_cast<std::size_t>(m)); // exact: each is a half's value
   }
+}
+
+namespace {
+// Eight lanes of GCC's and clang's vector extensions: each clone of stochastic_half_values
+// lowers them to its own instructions (two SSE2 halves, one AVX2 register, ...), and every
+// lane computes what stochastic_half_value computes, bit for bit. (The auto-vectoriser leaves
+// that function's loop scalar: its branches do not if-convert. __builtin_bit_cast, not
+// std::bit_cast, whose by-value vector return the SSE2 clone could not pass in a register.)
+using u32x8 = std::uint32_t __attribute__((vector_size(32)));
+using i32x8 = std::int32_t __attribute__((vector_size(32)));
+using f32x8 = float __attribute__((vector_size(32)));
+
+} // namespace
+
+PXL_VECTOR_CLONES void stochastic_half_values(const float* in, float* out, std::int64_t n,
+                                              std::uint32_t word, std::uint32_t index0) {
+  using namespace sr_bits;
+  std::int64_t j = 0;
+  const u32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (; j + 8 <= n; j += 8) {
+    u32x8 fb;
+    std::memcpy(&fb, in + j, sizeof fb);
+    // element_bits of each lane's index
+    u32x8 bits = word ^ ((index0 + static_cast<std::uint32_t>(j) + lane) * 0x9e3779b9U);
+    bits ^= bits >> 16;
+    bits *= 0x7feb352dU;
+    bits ^= bits >> 15;
+    bits *= 0x846ca68bU;
+    bits ^= bits >> 16;
+    const u32x8 sign = fb & 0x80000000U, ab = fb ^ sign;
+    const u32x8 normal = (ab + (bits >> 19)) & ~0x1fffU;
+    // Comparisons give all-ones lanes where true: selections are masks.
+    const auto small = __builtin_bit_cast(u32x8, ab < smallest_normal_half);
+    const auto scaled = __builtin_bit_cast(f32x8, ab & small) * 0x1p24f;
+    const i32x8 k = __builtin_convertvector(scaled, i32x8);
+    const i32x8 frac =
+        __builtin_convertvector((scaled - __builtin_convertvector(k, f32x8)) * 0x1p23f, i32x8);
+    const auto up =
+        __builtin_bit_cast(i32x8, ((bits >> 9) + __builtin_bit_cast(u32x8, frac)) >> 23);
+    const auto sub = __builtin_bit_cast(u32x8, __builtin_convertvector(k + up, f32x8) * 0x1p-24f);
+    const auto nan = __builtin_bit_cast(u32x8, ab > infinity);
+    const auto to_infinity = __builtin_bit_cast(u32x8, ab >= half_overflow);
+    const u32x8 past_value =
+        (to_infinity & ((ab & nan) | (infinity & ~nan))) | (~to_infinity & largest_half);
+    const auto past = __builtin_bit_cast(u32x8, ab > largest_half);
+    const u32x8 kept = (small & sub) | (~small & normal);
+    const u32x8 r = ((past & past_value) | (~past & kept)) | sign;
+    std::memcpy(out + j, &r, sizeof r);
+  }
+  for (; j < n; ++j)
+    out[j] =
+        stochastic_half_value(in[j], element_bits(word, index0 + static_cast<std::uint32_t>(j)));
 }
 
 void scaled_add_inplace(float* w, const float* g, std::int64_t n, double a, double b) {

@@ -21,10 +21,11 @@ void scaled_add_square_f32_inplace(float* x, const float* y, std::int64_t n, dou
 /// formula rounded once to half, as static_cast<half>(double).
 void scaled_add_half(const half* x, const half* y, half* z, std::int64_t n, double a, double b,
                      bool square);
-/// As scaled_add_half, rounding stochastically (SessionOptions::stochastic_rounding): element j
-/// draws the bits of index `index0 + j` from the execution's `word` (stochastic_rounding.hpp).
+/// As scaled_add_half, rounding stochastically (SessionOptions::stochastic_rounding): the
+/// formula in double rounded to float, then to a half by stochastic_half_value, element j
+/// drawing the bits of index `index0 + j` from the execution's `word` (stochastic_rounding.hpp).
 void scaled_add_half_stochastic(const half* x, const half* y, half* z, std::int64_t n, double a,
-                                double b, bool square, std::uint64_t word, std::int64_t index0);
+                                double b, bool square, std::uint32_t word, std::int64_t index0);
 
 /// b·y, or b·y² for the moving average of squares: the second term of every scaled add.
 inline double second_term(double b, double y, bool square) { return b * (square ? y * y : y); }

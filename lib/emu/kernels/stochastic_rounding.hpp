@@ -7,8 +7,8 @@
 
 #include "pxl/core/half.hpp"
 
+#include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -24,47 +24,75 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
   return x ^ (x >> 31);
 }
 
-constexpr std::uint64_t golden_gamma = 0x9e3779b97f4a7c15ULL;
-
-/// The random word of an execution of the step of op `op` under `seed`: elements draw theirs
-/// from it (element_bits).
-constexpr std::uint64_t execution_bits(std::uint64_t seed, std::uint64_t op,
+/// The random word of an execution of the step of op `op` under `seed`: its elements draw their
+/// bits from it (element_bits).
+constexpr std::uint32_t execution_bits(std::uint64_t seed, std::uint64_t op,
                                        std::uint64_t execution) noexcept {
-  return mix64(mix64(mix64(seed + golden_gamma) ^ (op * golden_gamma)) ^ execution);
+  constexpr std::uint64_t golden_gamma = 0x9e3779b97f4a7c15ULL;
+  return static_cast<std::uint32_t>(
+      mix64(mix64(mix64(seed + golden_gamma) ^ (op * golden_gamma)) ^ execution) >> 32);
 }
 
-/// The random bits of element `index` of an execution whose word is `execution`.
-constexpr std::uint64_t element_bits(std::uint64_t execution, std::uint64_t index) noexcept {
-  return mix64(execution ^ (index * golden_gamma));
+/// A 32-bit mixer (Chris Wellons' lowbias32): every output bit depends on every input bit.
+constexpr std::uint32_t mix32(std::uint32_t x) noexcept {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  return x ^ (x >> 16);
 }
 
-/// The value of `d` rounded to one of the two halves around it, as a float (exact: every half
-/// is a float): the one of larger magnitude with probability (|d| − lower) / (upper − lower),
-/// the larger `bits` (uniform) the likelier. A half value, NaN and a value past half's largest
-/// finite one round to nearest, as without stochastic rounding; ±0 keeps its sign. Branch-free,
-/// so that a loop over it vectorises.
-inline float stochastic_half_value(double d, std::uint64_t bits) noexcept {
-  const double a = std::fabs(d);
-  // A normal half keeps 10 of the double's 52 fraction bits. Adding 42 random bits to the
-  // magnitude's encoding and dropping them carries into the kept bits (up to the next binade)
-  // with probability (|d| − lower) / (upper − lower), to 2^-42. NaN stays NaN.
-  constexpr int dropped = 42;
-  const std::uint64_t m = (std::bit_cast<std::uint64_t>(a) + (bits >> (64 - dropped))) &
-                          ~((std::uint64_t{1} << dropped) - 1);
-  // Subnormal halves are 2^-24 apart: the same in fixed point (scaling by 2^24 is exact).
-  const double scaled = a * 0x1p24, lower = std::floor(scaled);
-  const double u = static_cast<double>(bits >> 11) * 0x1p-53; // uniform in [0, 1)
-  const double subnormal = (lower + (u >= 1.0 - (scaled - lower) ? 1.0 : 0.0)) * 0x1p-24;
-  double r = a >= 0x1p-14 ? std::bit_cast<double>(m) : subnormal;
-  // Past the largest half, to nearest: that half below 65520, infinity from there.
-  r = a > 65504.0 ? (a < 65520.0 ? 65504.0 : HUGE_VAL) : r;
-  return static_cast<float>(std::copysign(r, d));
+/// The random bits of element `index` (modulo 2^32) of an execution whose word is `word`.
+constexpr std::uint32_t element_bits(std::uint32_t word, std::uint32_t index) noexcept {
+  return mix32(word ^ (index * 0x9e3779b9U));
+}
+
+/// Encodings of the float values stochastic rounding tests against.
+namespace sr_bits {
+constexpr std::uint32_t smallest_normal_half = 0x38800000U; // 2^-14
+constexpr std::uint32_t largest_half = 0x477fe000U;         // 65504
+constexpr std::uint32_t half_overflow = 0x477ff000U;        // 65520: rounds to infinity
+constexpr std::uint32_t infinity = 0x7f800000U;
+} // namespace sr_bits
+
+/// `f` rounded to one of the two halves around it, as a float (every half is one): the one of
+/// larger magnitude with probability (|f| − lower) / (upper − lower), to 2^-13 for normal
+/// halves and 2^-23 for subnormal ones; the larger `bits` (uniform), the likelier. Halves, NaN
+/// and values past the largest half round to nearest, as without stochastic rounding; ±0 keeps
+/// its sign. The reference of stochastic_half_values, which computes the same bits.
+inline float stochastic_half_value(float f, std::uint32_t bits) noexcept {
+  using namespace sr_bits;
+  const auto fb = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t sign = fb & 0x80000000U, ab = fb ^ sign;
+  std::uint32_t r = 0;
+  if (ab > largest_half) {
+    r = ab >= half_overflow ? std::max(ab, infinity) : largest_half; // NaN stays NaN
+  } else if (ab >= smallest_normal_half) {
+    // A normal half keeps 10 of a float's 23 fraction bits: 13 random bits added to the
+    // magnitude's encoding, then dropped, carry into the kept ones (up to the next binade)
+    // with the probability of the dropped part.
+    r = (ab + (bits >> 19)) & ~0x1fffU;
+  } else {
+    // Subnormal halves are 2^-24 apart: the same in fixed point (scaling by 2^24 is exact).
+    const float scaled = std::bit_cast<float>(ab) * 0x1p24f;
+    const auto k = static_cast<std::int32_t>(scaled);
+    const auto frac = static_cast<std::int32_t>((scaled - static_cast<float>(k)) * 0x1p23f);
+    const auto up =
+        static_cast<std::int32_t>(((bits >> 9) + static_cast<std::uint32_t>(frac)) >> 23);
+    r = std::bit_cast<std::uint32_t>(static_cast<float>(k + up) * 0x1p-24f);
+  }
+  return std::bit_cast<float>(r | sign);
 }
 
 /// stochastic_half_value as a half.
-inline half round_half_stochastic(double d, std::uint64_t bits) noexcept {
-  return half(stochastic_half_value(d, bits));
+inline half round_half_stochastic(float f, std::uint32_t bits) noexcept {
+  return half(stochastic_half_value(f, bits));
 }
+
+/// out[j] = stochastic_half_value(in[j], element_bits(word, index0 + j)) for `n` floats, eight
+/// at a time (kernels/scaled_add.cpp).
+void stochastic_half_values(const float* in, float* out, std::int64_t n, std::uint32_t word,
+                            std::uint32_t index0);
 
 /// What a kernel that rounds stochastically keeps: the seed, its op, and per chunk the count of
 /// the step's executions. Every execution runs every chunk once, so each chunk's count is the
@@ -74,7 +102,7 @@ struct StochasticRounding {
   std::vector<std::uint64_t> executions; ///< by chunk
 
   /// The random word of the execution chunk `w` is running now (counted as it starts).
-  std::uint64_t start(unsigned w) { return execution_bits(seed, op, executions[w]++); }
+  std::uint32_t start(unsigned w) { return execution_bits(seed, op, executions[w]++); }
 };
 
 } // namespace pxl::emu::detail

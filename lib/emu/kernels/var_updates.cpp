@@ -51,27 +51,28 @@ StepFn scaled_add_step_with(const CompileContext& ctx, const KernelOp& op, const
         auto sr = std::make_shared<StochasticRounding>(StochasticRounding{
             *ctx.stochastic_rounding, op.id().value, std::vector<std::uint64_t>(ctx.num_workers)});
         return [=](unsigned w, unsigned nw) {
-          const std::uint64_t word = sr->start(w);
+          const std::uint32_t word = sr->start(w);
           const std::pair<double, double> ab = coeffs();
           const auto [begin, end] = worker_range(n, w, nw);
-          map.for_runs(begin, end,
-                       [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
-                         if constexpr (std::is_same_v<Y, half>) {
-                           if (inner[0] == 1 && inner[1] == 1) {
-                             scaled_add_half_stochastic(x + off[0], y + off[1], z + pos, len,
-                                                        ab.first, ab.second, square, word, pos);
-                             return;
-                           }
-                         }
-                         for (std::int64_t j = 0; j < len; ++j) {
-                           const double d =
-                               ab.first * static_cast<double>(x[off[0] + j * inner[0]]) +
-                               second_term(ab.second, static_cast<double>(y[off[1] + j * inner[1]]),
-                                           square);
-                           const auto index = static_cast<std::uint64_t>(pos + j);
-                           z[pos + j] = round_half_stochastic(d, element_bits(word, index));
-                         }
-                       });
+          map.for_runs(
+              begin, end,
+              [&](const auto& off, const auto& inner, std::int64_t pos, std::int64_t len) {
+                if constexpr (std::is_same_v<Y, half>) {
+                  if (inner[0] == 1 && inner[1] == 1) {
+                    scaled_add_half_stochastic(x + off[0], y + off[1], z + pos, len, ab.first,
+                                               ab.second, square, word, pos);
+                    return;
+                  }
+                }
+                for (std::int64_t j = 0; j < len; ++j) {
+                  const double d =
+                      ab.first * static_cast<double>(x[off[0] + j * inner[0]]) +
+                      second_term(ab.second, static_cast<double>(y[off[1] + j * inner[1]]), square);
+                  const auto index = static_cast<std::uint32_t>(pos + j);
+                  z[pos + j] =
+                      round_half_stochastic(static_cast<float>(d), element_bits(word, index));
+                }
+              });
         };
       }
     }
