@@ -1,6 +1,6 @@
 // float16 stochastic rounding (SessionOptions::stochastic_rounding): a value between two
-// halves rounds up with the probability of its distance from the lower one, so that the mean
-// of many roundings is the value itself. The random bits of an element are a function of the
+// halves rounds to the one of larger magnitude with the probability of its distance from the
+// other, so that the mean of many roundings is the value itself. The random bits of an element are a function of the
 // seed, the step, the step's execution count and the element's index alone: any split of a
 // step over workers draws the same bits, and a run is reproducible from the seed.
 #pragma once
