@@ -1,8 +1,8 @@
 // float16 stochastic rounding (SessionOptions::stochastic_rounding): a value between two
 // halves rounds to the one of larger magnitude with the probability of its distance from the
-// other, so that the mean of many roundings is the value itself. The random bits of an element are a function of the
-// seed, the step, the step's execution count and the element's index alone: any split of a
-// step over workers draws the same bits, and a run is reproducible from the seed.
+// other, so that the mean of many roundings is the value itself. The random bits of an element are
+// a function of the seed, the step, the step's execution count and the element's index alone: any
+// split of a step over workers draws the same bits, and a run is reproducible from the seed.
 #pragma once
 
 #include "pxl/core/half.hpp"
