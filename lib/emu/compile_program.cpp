@@ -301,7 +301,7 @@ private:
     FlatSchedule flat = flatten(ir_, g);
     fuse_reshapes(ir_, flat);
     fuse_transposes(ir_, flat);
-    fuse_conv_epilogues(ir_, flat);
+    fuse_epilogues(ir_, flat);
     fuse_product_updates(ir_, flat, !options_.stochastic_rounding);
     fuse_all_reduce_updates(ir_, flat);
     // Inputs every call site binds to the same variable by reference live in its buffer.

@@ -107,19 +107,26 @@ bool has_no_empty_tensor(const IrView& ir, OpId op) {
   return std::ranges::none_of(ir.inputs(op), empty) && std::ranges::none_of(ir.outputs(op), empty);
 }
 
-/// Whether `bias`, an operand of an Add with a convolution's result of shape `y` (N, C,
-/// spatial...), holds one value per channel: C at the channel axis and 1 on every other axis
-/// it has, right-aligned as broadcasting aligns it, reaching the channel axis.
-bool per_channel(const Shape& bias, const Shape& y) {
+/// Whether `bias`, an operand of an Add with a result of shape `y`, holds one value per index
+/// of y's axis `axis`: y's size there and 1 on every other axis it has, right-aligned as
+/// broadcasting aligns it, reaching that axis. A convolution's bias is per channel (axis 1 of
+/// (N, C, spatial...)), a linear layer's per column (the last axis of a matmul's result).
+bool per_index_of(const Shape& bias, const Shape& y, std::size_t axis) {
   const std::size_t rank = y.size();
-  if (bias.size() + 1 < rank || bias.size() > rank)
+  if (bias.size() + axis < rank || bias.size() > rank)
     return false;
   for (std::size_t d = 0; d < bias.size(); ++d) {
-    const std::size_t axis = rank - bias.size() + d;
-    if (bias[d] != (axis == 1 ? y[1] : 1))
+    const std::size_t at = rank - bias.size() + d;
+    if (bias[d] != (at == axis ? y[axis] : 1))
       return false;
   }
   return true;
+}
+
+/// The axis of a bias the epilogue of a `kind` step adds (fuse_epilogues): a Conv's channels,
+/// a MatMul's columns.
+std::size_t bias_axis(OpKind kind, const Shape& y) {
+  return kind == OpKind::Conv ? 1 : y.size() - 1;
 }
 
 /// The (keep, scale) of an in-place update of input 0 by input 1 that can fold into a matmul.
@@ -207,14 +214,14 @@ void fuse_transposes(const IrView& ir, FlatSchedule& schedule) {
       });
 }
 
-void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule) {
+void fuse_epilogues(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
   const std::size_t none = steps.size();
   const std::vector<std::size_t> readers = count_readers(schedule);
-  // The Conv step (with what it has absorbed so far) that wrote each value.
-  std::vector<std::size_t> conv_of(schedule.values.size(), none);
+  // The Conv or MatMul step (with what it has absorbed so far) that wrote each value.
+  std::vector<std::size_t> producer_of(schedule.values.size(), none);
   std::vector<bool> removed(steps.size(), false);
-  // Whether `step` at `j`, an Add or Relu, can absorb its input `k`'s Conv step `c`.
+  // Whether `step` at `j`, an Add or Relu, can absorb its input `k`'s producer `c`.
   auto absorbs = [&](std::size_t j, std::size_t k, std::size_t c) {
     const FlatStep& step = steps[j];
     const FlatStep& conv = steps[c];
@@ -226,12 +233,13 @@ void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule) {
     if (ir.kind(op) == OpKind::Add) {
       const std::size_t bias = step.inputs[1 - k];
       const TensorSpec& b = ir.spec(ir.inputs(op)[1 - k]);
+      const Shape& y_shape = ir.spec(ir.inputs(op)[k]).shape;
       if (conv.fusion.bias || bias == y || b.dtype != ir.spec(ir.inputs(op)[k]).dtype ||
-          !per_channel(b.shape, ir.spec(ir.inputs(op)[k]).shape))
+          !per_index_of(b.shape, y_shape, bias_axis(ir.kind(*conv.op), y_shape)))
         return false;
     }
-    // The merged step runs here: what the convolution (and a bias it took) reads must hold
-    // the same values as where it was.
+    // The merged step runs here: what the producer (and a bias it took) reads must hold the
+    // same values as where it was.
     for (auto v : conv.inputs)
       if (!unchanged_between(ir, steps, c, j, {v}))
         return false;
@@ -242,10 +250,10 @@ void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule) {
     const OpKind kind = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
     if (kind == OpKind::Add || kind == OpKind::Relu) {
       for (std::size_t k = 0; k < (kind == OpKind::Add ? 2u : 1u); ++k) {
-        const std::size_t c = conv_of[step.inputs[k]];
+        const std::size_t c = producer_of[step.inputs[k]];
         if (c == none || !absorbs(j, k, c))
           continue;
-        // The Conv moves here, writing the Add's or Relu's result.
+        // The producer moves here, writing the Add's or Relu's result.
         FlatStep merged = std::move(steps[c]);
         if (kind == OpKind::Add) {
           merged.inputs.push_back(step.inputs[1 - k]);
@@ -259,14 +267,15 @@ void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule) {
         break;
       }
     }
-    // A value written here is a convolution's result only if this is a float Conv (fused or
-    // not) without an empty tensor.
-    const bool conv = !step.is_copy() && ir.kind(*step.op) == OpKind::Conv &&
-                      has_no_empty_tensor(ir, *step.op) &&
-                      (ir.spec(ir.outputs(*step.op)[0]).dtype == float32 ||
-                       ir.spec(ir.outputs(*step.op)[0]).dtype == float16);
+    // A value written here is a producer's result only if this is a float Conv or MatMul
+    // (with transposes read in place, an epilogue so far, or neither) without an empty tensor.
+    const OpKind written_by = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
+    const bool producer = (written_by == OpKind::Conv || written_by == OpKind::MatMul) &&
+                          has_no_empty_tensor(ir, *step.op) &&
+                          (ir.spec(ir.outputs(*step.op)[0]).dtype == float32 ||
+                           ir.spec(ir.outputs(*step.op)[0]).dtype == float16);
     for (auto v : step.outputs)
-      conv_of[v] = conv ? j : none;
+      producer_of[v] = producer ? j : none;
   }
   if (std::ranges::any_of(removed, [](bool r) { return r; }))
     compact(schedule, removed);
@@ -362,7 +371,8 @@ void fuse_product_updates(const IrView& ir, FlatSchedule& schedule, bool fold_fl
     const OpKind kind = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
     const bool product =
         (kind == OpKind::MatMul || (kind == OpKind::ConvWeightsGrad && nonempty(*step.op))) &&
-        !step.fusion.update && is_float(ir.outputs(*step.op)[0]);
+        !step.fusion.update && !step.fusion.bias && !step.fusion.relu &&
+        is_float(ir.outputs(*step.op)[0]);
     for (auto v : step.outputs) {
       product_of[v] = product ? j : none;
       scaled_of[v] = scaled;

@@ -1,6 +1,6 @@
 // Fusions compile_program applies to a flattened schedule: reshapes read in place by their
-// readers, transposes read in place by the matmuls they feed, a convolution's bias and ReLU
-// applied as it writes, and in-place updates folded into the matmul, weight-gradient
+// readers, transposes read in place by the matmuls they feed, a convolution's or matmul's
+// bias and ReLU applied as it writes, and in-place updates folded into the matmul, weight-gradient
 // convolution or all-reduce computing their operand.
 #pragma once
 
@@ -23,15 +23,15 @@ void fuse_reshapes(const IrView& ir, FlatSchedule& schedule);
 /// the matmul gradient's weight transposes stop costing a copy each, and their buffers.
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule);
 
-/// Rewrites `schedule` so that a float32 or float16 Conv whose result is read only by an Add of
-/// a per-channel bias (C_out values, broadcast over the images and spatial axes: a conv
-/// layer's bias), by a Relu, or by the Add and then the Relu (its result read only by the
-/// Relu), becomes one step at the last one's place writing its result
-/// (StepFusion::bias, StepFusion::relu): each image gets its bias and ReLU as the convolution
-/// stores it, bitwise as the Add and Relu kernels compute them. The intermediate results are
-/// never stored. Needs the convolution's operands and the bias unchanged up to that place, and
-/// no empty tensor.
-void fuse_conv_epilogues(const IrView& ir, FlatSchedule& schedule);
+/// Rewrites `schedule` so that a float32 or float16 Conv or MatMul whose result is read only by
+/// an Add of a bias (one value per channel for a Conv, broadcast over the images and spatial
+/// axes: a conv layer's bias; one per column for a MatMul, broadcast over the rows: a linear
+/// layer's), by a Relu, or by the Add and then the Relu (its result read only by the Relu),
+/// becomes one step at the last one's place writing its result (StepFusion::bias,
+/// StepFusion::relu): each image or tile gets its bias and ReLU as it is stored, bitwise as the
+/// Add and Relu kernels compute them. The intermediate results are never stored. Needs the
+/// producer's operands and the bias unchanged up to that place, and no empty tensor.
+void fuse_epilogues(const IrView& ir, FlatSchedule& schedule);
 
 /// Folds `scaled_add_(w, p, {a, b})`, `accumulate_(w, p, f)` and `add_(w, p)` on float32 or
 /// float16 (w and p alike) into the MatMul or ConvWeightsGrad that computes `p`, when `p` has

@@ -95,8 +95,9 @@ struct StepFusion {
     bool scaled_by_input = false;
   };
   std::optional<Update> update;
-  /// Conv: a per-channel bias added to each image as it is written (the step's third input, of
-  /// C_out elements), then ReLU when `relu`; either or both.
+  /// Conv and MatMul: a bias added as the result is written (the step's third input: C_out
+  /// values per channel of a Conv's images, N per column of a MatMul's rows), then ReLU when
+  /// `relu`; either or both.
   bool bias = false, relu = false;
 
   bool any() const { return transposed_inputs != 0 || update.has_value() || bias || relu; }

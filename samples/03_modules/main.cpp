@@ -88,11 +88,12 @@ int main() {
   const auto out = session.run({{x_stream, pxl::HostTensor({1.f, 2.f, 3.f, 4.f}, {1, 4})}});
   std::cout << "bound to first:  y = " << out.at(y_streams[0]) << "\n";
   std::cout << "bound to second: y = " << out.at(y_streams[1]) << "\n";
-  // Code is compiled per op: the main graph's ops plus the Linear graph's, once.
-  std::cout << "code: " << session.memory_report().ipus[0].steps
-            << " compiled ops = " << ir.main_graph().ops().size() << " in the main graph + "
-            << linear_graph.ops().size() << " in " << linear_graph.name()
-            << " (one copy for both call sites)\n\n";
+  // Code is compiled per step: the main graph's ops plus the Linear graph's, once, whose
+  // matmul and bias add the compiler fuses into one step.
+  std::cout << "code: " << session.memory_report().ipus[0].steps << " compiled steps for the "
+            << ir.main_graph().ops().size() << " ops of the main graph and the "
+            << linear_graph.ops().size() << " of " << linear_graph.name()
+            << " (its matmul and bias add fused into one step; one copy for both call sites)\n\n";
 
   // DotTree walkthrough: nested, ordered, addressed by dotted names.
   addons::DotTree<int> tree;

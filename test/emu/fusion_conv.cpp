@@ -1,5 +1,6 @@
-// Convolution fusions: a Conv's bias and ReLU applied as it writes each image, and an in-place
-// update of a ConvWeightsGrad's result folded into it. Each fused program gives the bits of the
+// Epilogue and update fusions of convolutions and matmuls: a Conv's or MatMul's bias and ReLU
+// applied as it writes each image or tile, and an in-place update of a ConvWeightsGrad's
+// result folded into it. Each fused program gives the bits of the
 // same program with the fusion blocked (a second reader of the intermediate result), on 1-4
 // workers, stores no intermediate result, and runs the fused step kind.
 #include "helpers.hpp"
@@ -291,4 +292,89 @@ TEST_CASE("SGD on a conv layer with bias and ReLU: both fusions engage in traini
       CHECK(same_bits(got.values, first));
     }
   }
+}
+
+namespace test_fusion_conv {
+
+/// matmul(x, w) (x (3, 5, 70), w (70, 150): tiles of 128 and 22 columns) followed by
+/// `epilogue`, the bias a (150) variable reshaped to `bias_shape`; with `block`, the product
+/// also goes to a stream, so that nothing may fuse.
+struct MatMulEpilogue {
+  Ir ir;
+  HostToDeviceStream sx;
+  DeviceToHostStream sy, blocked;
+  std::string product_id, biased_id;
+
+  MatMulEpilogue(DType dtype, Epilogue epilogue, const Shape& bias_shape, bool block) {
+    auto in_main = ir.main_graph().scope();
+    sx = h2d_stream({3, 5, 70}, dtype, "x");
+    const Tensor w = variable(pattern({{70, 150}, dtype}, 3), "w");
+    const Tensor b = variable(pattern({{150}, dtype}, 4), "b");
+    Tensor y = ops::matmul(ops::host_load(sx), w);
+    product_id = y.id();
+    if (block) {
+      blocked = d2h_stream(y.shape(), dtype, "blocked");
+      ops::host_store(blocked, y);
+    }
+    if (epilogue != Epilogue::relu) {
+      y = y + ops::reshape(b, bias_shape);
+      biased_id = y.id();
+    }
+    if (epilogue != Epilogue::bias)
+      y = ops::relu(y);
+    sy = d2h_stream(y.shape(), y.dtype(), "y");
+    ops::host_store(sy, y);
+  }
+};
+
+} // namespace test_fusion_conv
+
+TEST_CASE("A matmul's bias and ReLU are applied as it writes each tile, bitwise the unfused "
+          "steps") {
+  for (DType dtype : {float32, float16})
+    for (Epilogue epilogue : {Epilogue::bias_relu, Epilogue::bias, Epilogue::relu})
+      for (const Shape& bias_shape : {Shape{150}, Shape{1, 1, 150}}) {
+        CAPTURE(name(dtype));
+        CAPTURE(static_cast<int>(epilogue));
+        CAPTURE(to_string(bias_shape));
+        const HostTensor x = pattern({{3, 5, 70}, dtype}, 5);
+        MatMulEpilogue plain(dtype, epilogue, bias_shape, true);
+        const Outcome expected = run(plain.ir, {{plain.sx, x}}, {plain.sy}, {}, 1);
+        CHECK(expected.kinds.count(emu::StepKind::fused_matmul) == 0);
+        MatMulEpilogue fused(dtype, epilogue, bias_shape, false);
+        for (unsigned workers = 1; workers <= 4; ++workers) {
+          CAPTURE(workers);
+          const Outcome got = run(fused.ir, {{fused.sx, x}}, {fused.sy}, {}, workers);
+          CHECK(same_bits(got.values, expected.values));
+          // host_load, the fused matmul, host_store.
+          CHECK(got.kinds.count(emu::StepKind::fused_matmul) == 1);
+          CHECK(got.kinds.kinds.size() == 3);
+          CHECK_FALSE(has_tensor(got.memory, fused.product_id));
+          if (epilogue == Epilogue::bias_relu)
+            CHECK_FALSE(has_tensor(got.memory, fused.biased_id));
+        }
+      }
+}
+
+TEST_CASE("No matmul epilogue for a bias that is not per column") {
+  // A bias per row ((5, 1) over the (3, 5, 150) product) is an ordinary Add.
+  Ir ir;
+  HostToDeviceStream sx;
+  DeviceToHostStream sy;
+  {
+    auto in_main = ir.main_graph().scope();
+    sx = h2d_stream({3, 5, 70}, float32, "x");
+    const Tensor w = variable(pattern({{70, 150}, float32}, 3), "w");
+    const Tensor b = variable(pattern({{5, 1}, float32}, 4), "b");
+    sy = d2h_stream({3, 5, 150}, float32, "y");
+    ops::host_store(sy, ops::relu(ops::matmul(ops::host_load(sx), w) + b));
+  }
+  const HostTensor x = pattern({{3, 5, 70}, float32}, 5);
+  testing::ReferenceEvaluator ref(ir);
+  const auto expected = ref.run({{"x", x}});
+  const Outcome got = run(ir, {{sx, x}}, {sy}, {}, 2);
+  CHECK(allclose(got.values[0], expected.at("y"), 1e-5, 1e-6));
+  // host_load, matmul, Add, Relu, host_store: the matmul absorbs nothing (ReLU reads the Add).
+  CHECK(got.kinds.count(emu::StepKind::fused_matmul) == 0);
+  CHECK(got.kinds.kinds.size() == 5);
 }

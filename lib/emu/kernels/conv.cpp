@@ -469,7 +469,7 @@ StepFn compile_conv(CompileContext& ctx, const KernelOp& op, Pass pass, std::siz
   std::byte* db = buffer(dst_at, dst_out);
   const KernelTensor out = op.output(0);
   if (src.nelms() == 0 || weights.nelms() == 0 || dst.nelms() == 0) {
-    PXL_ASSERT(!fusion.any()); // fuse_conv_epilogues and fuse_product_updates leave these be
+    PXL_ASSERT(!fusion.any()); // fuse_epilogues and fuse_product_updates leave these be
     return zero_step(buffers.outputs[0], out.nelms(), size_of(out.dtype()));
   }
   const std::byte* extra =

@@ -86,12 +86,45 @@ MatMulPlan plan_matmul(const KernelOp& op, std::uint32_t transposed_inputs) {
   return p;
 }
 
+/// A fused MatMul's epilogue on the tile of `rows` rows and `cols` columns at `c` (rows `ld`
+/// apart), whose first column is column `c0` of the product: each column's bias added in float
+/// as the Add kernel adds it, then ReLU as the Relu kernel (NaN kept, -0 made +0). For float16
+/// the tile holds the product already rounded to half (the unfused MatMul's result), `row`
+/// is float scratch for one row of the tile, and each result is rounded to half once.
+template <typename T>
+void tile_epilogue(T* c, std::int64_t ld, std::int64_t rows, std::int64_t cols, std::int64_t c0,
+                   const T* bias, bool relu, float* row) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T* out = c + r * ld;
+    float* v = nullptr;
+    if constexpr (std::is_same_v<T, half>) {
+      convert(out, row, static_cast<std::size_t>(cols));
+      v = row;
+    } else {
+      v = out;
+    }
+    if (bias)
+      for (std::int64_t j = 0; j < cols; ++j)
+        v[j] += static_cast<float>(bias[c0 + j]);
+    if (relu)
+      for (std::int64_t j = 0; j < cols; ++j)
+        v[j] = v[j] != v[j] ? v[j] : (v[j] > 0.0f ? v[j] : 0.0f);
+    if constexpr (std::is_same_v<T, half>)
+      convert(row, out, static_cast<std::size_t>(cols));
+  }
+}
+
 } // namespace
 
 StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepFusion& fusion,
                             const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
   auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op, fusion.transposed_inputs));
+  // An epilogue (bias and/or ReLU, its bias the step's third input) or an update, not both
+  // (fuse_product_updates folds updates into plain products only).
+  const bool epilogue = fusion.bias || fusion.relu;
+  PXL_ASSERT(!epilogue || !fusion.update);
+  const std::byte* bias = fusion.bias ? buffers.inputs[2] : nullptr;
   if (d == float32) {
     const float* a = typed<const float>(buffers.inputs[0]);
     const float* b = typed<const float>(buffers.inputs[1]);
@@ -112,8 +145,12 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepF
                     std::int64_t cols) {
                   const auto [ta, lda] = a_tile(p, a, bt, r0);
                   const auto [tb, ldb] = b_tile(p, b, bt, c0);
-                  sgemm(p.trans_a, p.trans_b, rows, cols, p.k, ta, lda, tb, ldb,
-                        c + bt * p.m * p.n + r0 * p.n + c0, p.n, alpha, beta);
+                  float* tile = c + bt * p.m * p.n + r0 * p.n + c0;
+                  sgemm(p.trans_a, p.trans_b, rows, cols, p.k, ta, lda, tb, ldb, tile, p.n, alpha,
+                        beta);
+                  if (epilogue)
+                    tile_epilogue(tile, p.n, rows, cols, c0, typed<const float>(bias), fusion.relu,
+                                  nullptr);
                 });
     };
   }
@@ -125,6 +162,10 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepF
     const auto workers = static_cast<std::size_t>(
         std::min<std::int64_t>(ctx.num_workers, std::max<std::int64_t>(plan->tiles, 1)));
     auto scratch = std::make_shared<std::vector<HalfTileScratch>>(workers, HalfTileScratch(*plan));
+    // Per worker, one row of a tile in float for the epilogue.
+    auto rows32 = std::make_shared<std::vector<std::vector<float>>>(
+        epilogue ? workers : 0, std::vector<float>(static_cast<std::size_t>(plan->col_block)));
+    const bool relu = fusion.relu;
     const auto update = fusion.update;
     // A scalar scale input comes with float32 products only (fuse_product_updates).
     PXL_ASSERT(!update || !update->scaled_by_input);
@@ -139,10 +180,14 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepF
       }
       HalfTileScratch& s = (*scratch)[w];
       SingleThreadedDnnl single;
-      for_tiles(
-          p, w, nw,
-          [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-              std::int64_t cols) { half_tile(p, s, a, b, c, bt, r0, rows, c0, cols, update); });
+      for_tiles(p, w, nw,
+                [&](std::int64_t bt, std::int64_t r0, std::int64_t rows, std::int64_t c0,
+                    std::int64_t cols) {
+                  half_tile(p, s, a, b, c, bt, r0, rows, c0, cols, update);
+                  if (epilogue)
+                    tile_epilogue(c + bt * p.m * p.n + r0 * p.n + c0, p.n, rows, cols, c0,
+                                  typed<const half>(bias), relu, (*rows32)[w].data());
+                });
     };
   }
   unsupported_dtype(op, d);
