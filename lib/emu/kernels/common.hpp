@@ -41,6 +41,10 @@ using accum_t = std::conditional_t<std::is_same_v<T, half>, float,
 template <typename T>
 inline constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, half>;
 
+/// ReLU as the Relu kernel computes it: NaN kept, -0 made +0. The Conv and MatMul epilogues
+/// (fuse_epilogues) use it too, so that a fused ReLU gives the Relu kernel's bits.
+constexpr float relu_value(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
+
 /// Thrown at bind time when an op reaches a kernel with a dtype it has no implementation for
 /// (op construction should have rejected it).
 [[noreturn]] inline void unsupported_dtype(const KernelOp& op, DType d) {

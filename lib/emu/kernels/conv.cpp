@@ -252,7 +252,7 @@ struct Epilogue {
       }
       if (relu)
         for (std::int64_t i = 0; i < spatial; ++i)
-          p[i] = p[i] != p[i] ? p[i] : (p[i] > 0.0f ? p[i] : 0.0f);
+          p[i] = relu_value(p[i]);
     }
   }
 };

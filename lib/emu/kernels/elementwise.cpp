@@ -150,8 +150,7 @@ StepFn compile_Sigmoid(CompileContext&, const KernelOp& op, const OpBuffers& buf
 }
 
 StepFn compile_Relu(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  // NaN propagates; -0 becomes +0.
-  return float_unary(op, buffers, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
+  return float_unary(op, buffers, [](float x) { return relu_value(x); });
 }
 
 StepFn compile_GeluErf(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {

@@ -1,5 +1,6 @@
 // MatMul through oneDNN's sgemm on fixed output tiles; float16 tiles in kernels/half_gemm.cpp.
 #include "../compile_context.hpp"
+#include "common.hpp"
 #include "dnnl_threads.hpp"
 #include "gemm_tiles.hpp"
 #include "half_gemm.hpp"
@@ -108,7 +109,7 @@ void tile_epilogue(T* c, std::int64_t ld, std::int64_t rows, std::int64_t cols, 
         v[j] += static_cast<float>(bias[c0 + j]);
     if (relu)
       for (std::int64_t j = 0; j < cols; ++j)
-        v[j] = v[j] != v[j] ? v[j] : (v[j] > 0.0f ? v[j] : 0.0f);
+        v[j] = relu_value(v[j]);
     if constexpr (std::is_same_v<T, half>)
       convert(row, out, static_cast<std::size_t>(cols));
   }
