@@ -61,22 +61,24 @@ bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& 
 
 enum class Epilogue { bias_relu, bias, relu };
 
-/// conv(x, w) (x (2, 3, 7, 6), w (5, 3, 3, 3), padding 1) followed by `epilogue`, the bias a
-/// (5) variable reshaped to `bias_shape`; with `block`, the convolution's result also goes to
-/// a stream, so that nothing may fuse.
-struct ConvEpilogue {
+/// `produce(x, w)` followed by `epilogue`: x streamed in as `x_shape`, w a variable of
+/// `w_shape`, the bias a variable of `bias_size` values reshaped to `bias_shape`. With `block`,
+/// the produced result also goes to a stream, so that nothing may fuse.
+struct EpilogueProgram {
   Ir ir;
   HostToDeviceStream sx;
   DeviceToHostStream sy, blocked;
-  std::string conv_id, biased_id;
+  std::string produced_id, biased_id;
 
-  ConvEpilogue(DType dtype, Epilogue epilogue, const Shape& bias_shape, bool block) {
+  template <typename Produce>
+  EpilogueProgram(DType dtype, const Shape& x_shape, const Shape& w_shape, Produce produce,
+                  Epilogue epilogue, const Shape& bias_shape, bool block) {
     auto in_main = ir.main_graph().scope();
-    sx = h2d_stream({2, 3, 7, 6}, dtype, "x");
-    const Tensor w = variable(pattern({{5, 3, 3, 3}, dtype}, 3), "w");
-    const Tensor b = variable(pattern({{5}, dtype}, 4), "b");
-    Tensor y = ops::conv(ops::host_load(sx), w, {.padding = {1, 1, 1, 1}});
-    conv_id = y.id();
+    sx = h2d_stream(x_shape, dtype, "x");
+    const Tensor w = variable(pattern({w_shape, dtype}, 3), "w");
+    const Tensor b = variable(pattern({{nelms(bias_shape)}, dtype}, 4), "b");
+    Tensor y = produce(ops::host_load(sx), w);
+    produced_id = y.id();
     if (block) {
       blocked = d2h_stream(y.shape(), dtype, "blocked");
       ops::host_store(blocked, y);
@@ -92,6 +94,24 @@ struct ConvEpilogue {
   }
 };
 
+/// conv(x, w): x (2, 3, 7, 6), w (5, 3, 3, 3), padding 1; a bias of 5 values.
+EpilogueProgram conv_epilogue(DType dtype, Epilogue epilogue, const Shape& bias_shape, bool block) {
+  return EpilogueProgram(
+      dtype, {2, 3, 7, 6}, {5, 3, 3, 3},
+      [](Tensor x, Tensor w) {
+        return ops::conv(x, w, {.padding = {1, 1, 1, 1}});
+      },
+      epilogue, bias_shape, block);
+}
+
+/// matmul(x, w): x (3, 5, 70), w (70, 150), tiles of 128 and 22 columns; a bias of 150 values.
+EpilogueProgram matmul_epilogue(DType dtype, Epilogue epilogue, const Shape& bias_shape,
+                                bool block) {
+  return EpilogueProgram(
+      dtype, {3, 5, 70}, {70, 150}, [](Tensor x, Tensor w) { return ops::matmul(x, w); }, epilogue,
+      bias_shape, block);
+}
+
 } // namespace test_fusion_conv
 
 using namespace test_fusion_conv;
@@ -104,10 +124,10 @@ TEST_CASE("A conv's bias and ReLU are applied as it writes each image, bitwise t
         CAPTURE(static_cast<int>(epilogue));
         CAPTURE(to_string(bias_shape));
         const HostTensor x = pattern({{2, 3, 7, 6}, dtype}, 5);
-        ConvEpilogue plain(dtype, epilogue, bias_shape, true);
+        EpilogueProgram plain = conv_epilogue(dtype, epilogue, bias_shape, true);
         const Outcome expected = run(plain.ir, {{plain.sx, x}}, {plain.sy}, {}, 1);
         CHECK(expected.kinds.count(emu::StepKind::fused_conv) == 0);
-        ConvEpilogue fused(dtype, epilogue, bias_shape, false);
+        EpilogueProgram fused = conv_epilogue(dtype, epilogue, bias_shape, false);
         for (unsigned workers = 1; workers <= 4; ++workers) {
           CAPTURE(workers);
           const Outcome got = run(fused.ir, {{fused.sx, x}}, {fused.sy}, {}, workers);
@@ -115,7 +135,7 @@ TEST_CASE("A conv's bias and ReLU are applied as it writes each image, bitwise t
           CHECK(got.kinds.count(emu::StepKind::fused_conv) == 1);
           // host_load, the fused conv, host_store: no buffer for the intermediate results.
           CHECK(got.kinds.kinds.size() == 3);
-          CHECK_FALSE(has_tensor(got.memory, fused.conv_id));
+          CHECK_FALSE(has_tensor(got.memory, fused.produced_id));
           if (epilogue == Epilogue::bias_relu)
             CHECK_FALSE(has_tensor(got.memory, fused.biased_id));
         }
@@ -294,41 +314,6 @@ TEST_CASE("SGD on a conv layer with bias and ReLU: both fusions engage in traini
   }
 }
 
-namespace test_fusion_conv {
-
-/// matmul(x, w) (x (3, 5, 70), w (70, 150): tiles of 128 and 22 columns) followed by
-/// `epilogue`, the bias a (150) variable reshaped to `bias_shape`; with `block`, the product
-/// also goes to a stream, so that nothing may fuse.
-struct MatMulEpilogue {
-  Ir ir;
-  HostToDeviceStream sx;
-  DeviceToHostStream sy, blocked;
-  std::string product_id, biased_id;
-
-  MatMulEpilogue(DType dtype, Epilogue epilogue, const Shape& bias_shape, bool block) {
-    auto in_main = ir.main_graph().scope();
-    sx = h2d_stream({3, 5, 70}, dtype, "x");
-    const Tensor w = variable(pattern({{70, 150}, dtype}, 3), "w");
-    const Tensor b = variable(pattern({{150}, dtype}, 4), "b");
-    Tensor y = ops::matmul(ops::host_load(sx), w);
-    product_id = y.id();
-    if (block) {
-      blocked = d2h_stream(y.shape(), dtype, "blocked");
-      ops::host_store(blocked, y);
-    }
-    if (epilogue != Epilogue::relu) {
-      y = y + ops::reshape(b, bias_shape);
-      biased_id = y.id();
-    }
-    if (epilogue != Epilogue::bias)
-      y = ops::relu(y);
-    sy = d2h_stream(y.shape(), y.dtype(), "y");
-    ops::host_store(sy, y);
-  }
-};
-
-} // namespace test_fusion_conv
-
 TEST_CASE("A matmul's bias and ReLU are applied as it writes each tile, bitwise the unfused "
           "steps") {
   for (DType dtype : {float32, float16})
@@ -338,10 +323,10 @@ TEST_CASE("A matmul's bias and ReLU are applied as it writes each tile, bitwise 
         CAPTURE(static_cast<int>(epilogue));
         CAPTURE(to_string(bias_shape));
         const HostTensor x = pattern({{3, 5, 70}, dtype}, 5);
-        MatMulEpilogue plain(dtype, epilogue, bias_shape, true);
+        EpilogueProgram plain = matmul_epilogue(dtype, epilogue, bias_shape, true);
         const Outcome expected = run(plain.ir, {{plain.sx, x}}, {plain.sy}, {}, 1);
         CHECK(expected.kinds.count(emu::StepKind::fused_matmul) == 0);
-        MatMulEpilogue fused(dtype, epilogue, bias_shape, false);
+        EpilogueProgram fused = matmul_epilogue(dtype, epilogue, bias_shape, false);
         for (unsigned workers = 1; workers <= 4; ++workers) {
           CAPTURE(workers);
           const Outcome got = run(fused.ir, {{fused.sx, x}}, {fused.sy}, {}, workers);
@@ -349,7 +334,7 @@ TEST_CASE("A matmul's bias and ReLU are applied as it writes each tile, bitwise 
           // host_load, the fused matmul, host_store.
           CHECK(got.kinds.count(emu::StepKind::fused_matmul) == 1);
           CHECK(got.kinds.kinds.size() == 3);
-          CHECK_FALSE(has_tensor(got.memory, fused.product_id));
+          CHECK_FALSE(has_tensor(got.memory, fused.produced_id));
           if (epilogue == Epilogue::bias_relu)
             CHECK_FALSE(has_tensor(got.memory, fused.biased_id));
         }
