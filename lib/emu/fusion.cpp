@@ -293,7 +293,6 @@ void fuse_product_updates(const IrView& ir, FlatSchedule& schedule, bool fold_fl
     const DType d = ir.spec(t).dtype;
     return d == float32 || (d == float16 && fold_float16);
   };
-  auto nonempty = [&](OpId op) { return has_no_empty_tensor(ir, op); };
   // A float32 product scaled by a float32 scalar tensor (w -= lr·g with lr a tensor): the
   // Mul step, and the value of the scalar.
   struct Scaled {
@@ -369,10 +368,10 @@ void fuse_product_updates(const IrView& ir, FlatSchedule& schedule, bool fold_fl
     // A value written here holds a float product only if this is a MatMul or ConvWeightsGrad
     // without an update (a convolution's weight gradient, without an empty tensor).
     const OpKind kind = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
-    const bool product =
-        (kind == OpKind::MatMul || (kind == OpKind::ConvWeightsGrad && nonempty(*step.op))) &&
-        !step.fusion.update && !step.fusion.bias && !step.fusion.relu &&
-        is_float(ir.outputs(*step.op)[0]);
+    const bool product = (kind == OpKind::MatMul ||
+                          (kind == OpKind::ConvWeightsGrad && has_no_empty_tensor(ir, *step.op))) &&
+                         !step.fusion.update && !step.fusion.bias && !step.fusion.relu &&
+                         is_float(ir.outputs(*step.op)[0]);
     for (auto v : step.outputs) {
       product_of[v] = product ? j : none;
       scaled_of[v] = scaled;

@@ -85,18 +85,13 @@ PXL_VECTOR_CLONES unsigned scaled_add_square_f32_midpoints(const float* x, const
   return midpoints;
 }
 
-/// z = float(a·x + b·y), or float(a·x + b·y²) with `square`: the formula in double rounded to
-/// float, the value stochastic rounding then rounds to a half.
-PXL_VECTOR_CLONES void scaled_add_f32_any(const float* x, const float* y, float* z, std::int64_t n,
-                                          double a, double b, bool square) {
-  if (square) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      const auto yd = static_cast<double>(y[j]);
-      z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * (yd * yd));
-    }
-  } else {
-    for (std::int64_t j = 0; j < n; ++j)
-      z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
+/// z = float(a·x + b·y²) on contiguous float32 (scaled_add_f32's formula with y squared, out of
+/// place).
+PXL_VECTOR_CLONES void scaled_add_square_f32(const float* x, const float* y, float* z,
+                                             std::int64_t n, double a, double b) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const auto yd = static_cast<double>(y[j]);
+    z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * (yd * yd));
   }
 }
 
@@ -135,7 +130,11 @@ void scaled_add_half_stochastic(const half* x, const half* y, half* z, std::int6
     const std::int64_t m = std::min(half_block, n - j);
     convert(x + j, fx, static_cast<std::size_t>(m));
     convert(y + j, fy, static_cast<std::size_t>(m));
-    scaled_add_f32_any(fx, fy, fz, m, a, b, square);
+    // The formula in double rounded to float, then to a half stochastically.
+    if (square)
+      scaled_add_square_f32(fx, fy, fz, m, a, b);
+    else
+      scaled_add_f32(fx, fy, fz, m, a, b);
     stochastic_half_values(fz, fz, m, word, static_cast<std::uint32_t>(index0 + j));
     convert(fz, z + j, static_cast<std::size_t>(m)); // exact: each is a half's value
   }
