@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -116,30 +117,37 @@ EpilogueProgram matmul_epilogue(DType dtype, Epilogue epilogue, const Shape& bia
 
 using namespace test_fusion_conv;
 
-TEST_CASE("A conv's bias and ReLU are applied as it writes each image, bitwise the unfused steps") {
+namespace test_fusion_conv {
+
+/// `make(dtype, epilogue, bias_shape, block)`'s program with each epilogue, float32 and float16,
+/// each bias shape: on 1-4 workers bitwise the program with the fusion blocked, one `fused`
+/// step between the host load and store, no buffer for the intermediate results; and the
+/// epilogue visibly did something (zeros from ReLU, negative values from the bias alone).
+template <typename Make>
+void check_epilogue_fuses(Make make, const Shape& x_shape, std::initializer_list<Shape> bias_shapes,
+                          emu::StepKind fused_kind) {
   for (DType dtype : {float32, float16})
     for (Epilogue epilogue : {Epilogue::bias_relu, Epilogue::bias, Epilogue::relu})
-      for (const Shape& bias_shape : {Shape{5, 1, 1}, Shape{1, 5, 1, 1}}) {
+      for (const Shape& bias_shape : bias_shapes) {
         CAPTURE(name(dtype));
         CAPTURE(static_cast<int>(epilogue));
         CAPTURE(to_string(bias_shape));
-        const HostTensor x = pattern({{2, 3, 7, 6}, dtype}, 5);
-        EpilogueProgram plain = conv_epilogue(dtype, epilogue, bias_shape, true);
+        const HostTensor x = pattern({x_shape, dtype}, 5);
+        EpilogueProgram plain = make(dtype, epilogue, bias_shape, true);
         const Outcome expected = run(plain.ir, {{plain.sx, x}}, {plain.sy}, {}, 1);
-        CHECK(expected.kinds.count(emu::StepKind::fused_conv) == 0);
-        EpilogueProgram fused = conv_epilogue(dtype, epilogue, bias_shape, false);
+        CHECK(expected.kinds.count(fused_kind) == 0);
+        EpilogueProgram fused = make(dtype, epilogue, bias_shape, false);
         for (unsigned workers = 1; workers <= 4; ++workers) {
           CAPTURE(workers);
           const Outcome got = run(fused.ir, {{fused.sx, x}}, {fused.sy}, {}, workers);
           CHECK(same_bits(got.values, expected.values));
-          CHECK(got.kinds.count(emu::StepKind::fused_conv) == 1);
-          // host_load, the fused conv, host_store: no buffer for the intermediate results.
+          CHECK(got.kinds.count(fused_kind) == 1);
+          // host_load, the fused step, host_store: no buffer for the intermediate results.
           CHECK(got.kinds.kinds.size() == 3);
           CHECK_FALSE(has_tensor(got.memory, fused.produced_id));
           if (epilogue == Epilogue::bias_relu)
             CHECK_FALSE(has_tensor(got.memory, fused.biased_id));
         }
-        // ReLU did something, and so did the bias.
         const HostTensor y32 = expected.values[0].astype(float32);
         const auto y = y32.data<float>();
         if (epilogue != Epilogue::bias)
@@ -147,6 +155,13 @@ TEST_CASE("A conv's bias and ReLU are applied as it writes each image, bitwise t
         else
           CHECK(std::ranges::count_if(y, [](float v) { return v < 0; }) > 0);
       }
+}
+
+} // namespace test_fusion_conv
+
+TEST_CASE("A conv's bias and ReLU are applied as it writes each image, bitwise the unfused steps") {
+  check_epilogue_fuses(conv_epilogue, {2, 3, 7, 6}, {Shape{5, 1, 1}, Shape{1, 5, 1, 1}},
+                       emu::StepKind::fused_conv);
 }
 
 TEST_CASE("No conv epilogue fusion for a bias that is not per channel, or a conv result read "
@@ -316,29 +331,8 @@ TEST_CASE("SGD on a conv layer with bias and ReLU: both fusions engage in traini
 
 TEST_CASE("A matmul's bias and ReLU are applied as it writes each tile, bitwise the unfused "
           "steps") {
-  for (DType dtype : {float32, float16})
-    for (Epilogue epilogue : {Epilogue::bias_relu, Epilogue::bias, Epilogue::relu})
-      for (const Shape& bias_shape : {Shape{150}, Shape{1, 1, 150}}) {
-        CAPTURE(name(dtype));
-        CAPTURE(static_cast<int>(epilogue));
-        CAPTURE(to_string(bias_shape));
-        const HostTensor x = pattern({{3, 5, 70}, dtype}, 5);
-        EpilogueProgram plain = matmul_epilogue(dtype, epilogue, bias_shape, true);
-        const Outcome expected = run(plain.ir, {{plain.sx, x}}, {plain.sy}, {}, 1);
-        CHECK(expected.kinds.count(emu::StepKind::fused_matmul) == 0);
-        EpilogueProgram fused = matmul_epilogue(dtype, epilogue, bias_shape, false);
-        for (unsigned workers = 1; workers <= 4; ++workers) {
-          CAPTURE(workers);
-          const Outcome got = run(fused.ir, {{fused.sx, x}}, {fused.sy}, {}, workers);
-          CHECK(same_bits(got.values, expected.values));
-          // host_load, the fused matmul, host_store.
-          CHECK(got.kinds.count(emu::StepKind::fused_matmul) == 1);
-          CHECK(got.kinds.kinds.size() == 3);
-          CHECK_FALSE(has_tensor(got.memory, fused.produced_id));
-          if (epilogue == Epilogue::bias_relu)
-            CHECK_FALSE(has_tensor(got.memory, fused.biased_id));
-        }
-      }
+  check_epilogue_fuses(matmul_epilogue, {3, 5, 70}, {Shape{150}, Shape{1, 1, 150}},
+                       emu::StepKind::fused_matmul);
 }
 
 TEST_CASE("No matmul epilogue for a bias that is not per column") {
