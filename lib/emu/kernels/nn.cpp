@@ -198,12 +198,11 @@ inline RowStats row_stats(const float* x, std::int64_t d, double eps) {
   return {mean, inv_std};
 }
 
-} // namespace
-
 /// Layer normalisation of one float32 row, as one instruction-set clone: row_stats, then the
-/// normalisation.
-PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
-                                      float* y, std::int64_t d, double eps) {
+/// normalisation. (File-local: clang 14 makes no clones of a function that a header declares
+/// without PXL_VECTOR_CLONES; layer_norm_row below calls this.)
+PXL_VECTOR_CLONES void layer_norm_row_lanes(const float* x, const float* weight, const float* bias,
+                                            float* y, std::int64_t d, double eps) {
   const auto [mean, inv_std] = row_stats(x, d, eps);
   for (std::int64_t j = 0; j < d; ++j)
     y[j] = static_cast<float>((static_cast<double>(x[j]) - mean) * inv_std *
@@ -214,8 +213,9 @@ PXL_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const
 /// layer_norm_grad of one float32 row, as one instruction-set clone: row_stats, x̂ = (x −
 /// mean)·rstd, then with a = Σ g·w and b = Σ g·w·x̂ (double, sum_in_lanes' order) dx = rstd·(g·w −
 /// a/d − x̂·b/d) and gx = g·x̂, each rounded once.
-PXL_VECTOR_CLONES void layer_norm_grad_row(const float* x, const float* weight, const float* g,
-                                           float* dx, float* gx, std::int64_t d, double eps) {
+PXL_VECTOR_CLONES void layer_norm_grad_row_lanes(const float* x, const float* weight,
+                                                 const float* g, float* dx, float* gx,
+                                                 std::int64_t d, double eps) {
   // Named copies, not a structured binding: the lambdas below capture them.
   const RowStats stats = row_stats(x, d, eps);
   const double mean = stats.mean, inv_std = stats.inv_std;
@@ -233,6 +233,17 @@ PXL_VECTOR_CLONES void layer_norm_grad_row(const float* x, const float* weight, 
     dx[j] = static_cast<float>(inv_std * (gw(j) - a - xhat * b));
     gx[j] = static_cast<float>(static_cast<double>(g[j]) * xhat);
   }
+}
+} // namespace
+
+void layer_norm_row(const float* x, const float* weight, const float* bias, float* y,
+                    std::int64_t d, double eps) {
+  layer_norm_row_lanes(x, weight, bias, y, d, eps);
+}
+
+void layer_norm_grad_row(const float* x, const float* weight, const float* g, float* dx, float* gx,
+                         std::int64_t d, double eps) {
+  layer_norm_grad_row_lanes(x, weight, g, dx, gx, d, eps);
 }
 
 StepFn compile_LayerNorm(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {

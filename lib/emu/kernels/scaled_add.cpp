@@ -13,27 +13,42 @@
 
 namespace pxl::emu::detail {
 
+// The clones of a function its header declares are those of a file-local function it calls:
+// clang 14 makes no clones of a function declared without PXL_VECTOR_CLONES, but compiles its
+// one body for the first target (AVX-512), which then runs on every CPU.
+namespace {
 // z = a·x + b·y on contiguous float32, in double without contracting into FMAs (this file is
 // compiled with -ffp-contract=off, see meson.build), so every clone rounds exactly like the
 // portable loop (weights come out the same on any machine). Separate in-place and out-of-place
 // loops: an output equal to x would fail the vectoriser's overlap check and run scalar.
-PXL_VECTOR_CLONES void scaled_add_f32(const float* x, const float* y, float* z, std::int64_t n,
-                                      double a, double b) {
+PXL_VECTOR_CLONES void scaled_add_f32_lanes(const float* x, const float* y, float* z,
+                                            std::int64_t n, double a, double b) {
   for (std::int64_t j = 0; j < n; ++j)
     z[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
-PXL_VECTOR_CLONES void scaled_add_f32_inplace(float* x, const float* y, std::int64_t n, double a,
-                                              double b) {
+PXL_VECTOR_CLONES void scaled_add_f32_inplace_lanes(float* x, const float* y, std::int64_t n,
+                                                    double a, double b) {
   for (std::int64_t j = 0; j < n; ++j)
     x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * static_cast<double>(y[j]));
 }
 // x = a·x + b·y², the moving average of squares; y² is exact in double.
-PXL_VECTOR_CLONES void scaled_add_square_f32_inplace(float* x, const float* y, std::int64_t n,
-                                                     double a, double b) {
+PXL_VECTOR_CLONES void scaled_add_square_f32_inplace_lanes(float* x, const float* y, std::int64_t n,
+                                                           double a, double b) {
   for (std::int64_t j = 0; j < n; ++j) {
     const auto yd = static_cast<double>(y[j]);
     x[j] = static_cast<float>(a * static_cast<double>(x[j]) + b * (yd * yd));
   }
+}
+} // namespace
+
+void scaled_add_f32(const float* x, const float* y, float* z, std::int64_t n, double a, double b) {
+  scaled_add_f32_lanes(x, y, z, n, a, b);
+}
+void scaled_add_f32_inplace(float* x, const float* y, std::int64_t n, double a, double b) {
+  scaled_add_f32_inplace_lanes(x, y, n, a, b);
+}
+void scaled_add_square_f32_inplace(float* x, const float* y, std::int64_t n, double a, double b) {
+  scaled_add_square_f32_inplace_lanes(x, y, n, a, b);
 }
 
 namespace {
@@ -150,10 +165,8 @@ using u32x8 = std::uint32_t __attribute__((vector_size(32)));
 using i32x8 = std::int32_t __attribute__((vector_size(32)));
 using f32x8 = float __attribute__((vector_size(32)));
 
-} // namespace
-
-PXL_VECTOR_CLONES void stochastic_half_values(const float* in, float* out, std::int64_t n,
-                                              std::uint32_t word, std::uint32_t index0) {
+PXL_VECTOR_CLONES void stochastic_half_lanes(const float* in, float* out, std::int64_t n,
+                                             std::uint32_t word, std::uint32_t index0) {
   using namespace sr_bits;
   std::int64_t j = 0;
   const u32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -190,6 +203,12 @@ PXL_VECTOR_CLONES void stochastic_half_values(const float* in, float* out, std::
   for (; j < n; ++j)
     out[j] =
         stochastic_half_value(in[j], element_bits(word, index0 + static_cast<std::uint32_t>(j)));
+}
+} // namespace
+
+void stochastic_half_values(const float* in, float* out, std::int64_t n, std::uint32_t word,
+                            std::uint32_t index0) {
+  stochastic_half_lanes(in, out, n, word, index0);
 }
 
 void scaled_add_inplace(float* w, const float* g, std::int64_t n, double a, double b) {

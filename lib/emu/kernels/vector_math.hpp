@@ -79,8 +79,16 @@ inline double sum_in_lanes(std::int64_t n, Term term) {
 #define PXL_TSAN_BUILD 1
 #endif
 #endif
+// clang 14 resolves an "arch=x86-64-v4" clone by a CPU-name test that no CPU passes and never
+// tests "arch=x86-64-v3", so it ran the default clone everywhere: it names the clones by
+// feature (avx512f implies AVX2, FMA and F16C there). Under either compiler, a function with
+// clones must have no declaration without them (a header's): clang 14 then makes no clones,
+// but one body for the first target, which runs AVX-512 instructions on any CPU. Such a
+// function calls a file-local one with the clones instead.
 #ifdef PXL_TSAN_BUILD
 #define PXL_VECTOR_CLONES
+#elif defined(__clang__)
+#define PXL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define PXL_VECTOR_CLONES                                                                          \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
