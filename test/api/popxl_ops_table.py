@@ -8,7 +8,8 @@ import sys
 
 root = sys.argv[1]
 doc = open(f'{root}/docs/popxl-ops.md', encoding='utf-8').read()
-headers = {p.split('/include/')[1]: open(p, encoding='utf-8').read()
+# Comments stripped: `ceil(n / size)` in a comment declares nothing.
+headers = {p.split('/include/')[1]: re.sub(r'//[^\n]*', '', open(p, encoding='utf-8').read())
            for p in glob.glob(f'{root}/include/pxl/ops/*.hpp')}
 rows = re.findall(r'^\| `ops(?:\.collectives|\.var_updates)?\.([a-z0-9_]+)` \| (.+?) \|$', doc, re.M)
 errors = []
