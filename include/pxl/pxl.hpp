@@ -3,6 +3,8 @@
 
 #include "pxl/core/dtype.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/core/float8.hpp"
+#include "pxl/core/fp8_utils.hpp"
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/core/read_options.hpp"
 #include "pxl/core/shape.hpp"

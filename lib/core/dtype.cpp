@@ -45,6 +45,10 @@ std::string_view name(DType d) {
     return "uint64";
   case DType::float64:
     return "float64";
+  case DType::float8_143:
+    return "float8_143";
+  case DType::float8_152:
+    return "float8_152";
   }
   return "?";
 }
@@ -53,7 +57,10 @@ std::size_t size_of(DType d) {
   return visit_dtype(d, [](auto t) { return sizeof(typename decltype(t)::type); });
 }
 
-bool is_floating_point(DType d) { return d == float32 || d == float16 || d == float64; }
+bool is_floating_point(DType d) {
+  return d == float32 || d == float16 || d == float64 || is_float8(d);
+}
+bool is_float8(DType d) { return d == float8_143 || d == float8_152; }
 bool is_integral(DType d) {
   return d != bool_ &&
          visit_dtype(d, [](auto t) { return std::is_integral_v<typename decltype(t)::type>; });

@@ -183,8 +183,20 @@ std::string npy_descr(DType d) {
     return "<u8";
   case DType::float64:
     return "<f8";
+  // PopXL's NumPy representation of float8: a structured dtype of one uint8 field named after
+  // the format (popxl.utils.np_dtype_float8_143), its header descr a list.
+  case DType::float8_143:
+    return "[('float8_143', '|u1')]";
+  case DType::float8_152:
+    return "[('float8_152', '|u1')]";
   }
   return "";
+}
+
+/// The descr as the header's dict holds it: a quoted string, or a structured dtype's list.
+std::string npy_descr_literal(DType d) {
+  const std::string descr = npy_descr(d);
+  return descr.front() == '[' ? descr : "'" + descr + "'";
 }
 
 constexpr std::string_view npy_magic = "\x93NUMPY";
@@ -239,7 +251,7 @@ public:
       };
       if (key == "descr") {
         seen(has_descr);
-        h.descr = string_literal("a quoted dtype");
+        h.descr = peek() == '[' ? structured_descr() : string_literal("a quoted dtype");
       } else if (key == "fortran_order") {
         seen(has_order);
         h.fortran_order = boolean();
@@ -302,6 +314,28 @@ private:
       }
     fail_here("True or False");
   }
+  /// A structured dtype of one field, `[('name', 'u1')]`, in npy_descr's spelling (the field's
+  /// byte order, meaningless for one byte, as '|').
+  std::string structured_descr() {
+    expect('[');
+    skip_spaces();
+    expect('(');
+    skip_spaces();
+    const std::string field = string_literal("a quoted field name");
+    skip_spaces();
+    expect(',');
+    skip_spaces();
+    std::string type = string_literal("a quoted field dtype");
+    skip_spaces();
+    expect(')');
+    skip_spaces();
+    if (peek() == ',')
+      ++at_, skip_spaces();
+    expect(']');
+    if (type == "u1" || type == "<u1")
+      type = "|u1";
+    return "[('" + field + "', '" + type + "')]";
+  }
   Shape tuple() {
     Shape shape;
     expect('(');
@@ -337,8 +371,8 @@ private:
 } // namespace
 
 void HostTensor::save_npy(const std::string& path) const {
-  std::string dict = "{'descr': '" + npy_descr(dtype()) +
-                     "', 'fortran_order': False, 'shape': " + pxl::to_string(shape()) + ", }";
+  std::string dict = "{'descr': " + npy_descr_literal(dtype()) +
+                     ", 'fortran_order': False, 'shape': " + pxl::to_string(shape()) + ", }";
   // Magic (6), version (2), header length (2, or 4 from version 2.0 on, for headers of 64 KiB
   // and more), then the dict padded with spaces to a multiple of 64 and ended by a newline.
   const bool v1 = dict.size() + 1 + 64 + 10 <= 0xffff;

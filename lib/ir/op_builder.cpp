@@ -151,8 +151,17 @@ void check_views(const IrStorage& ir, GraphId g, OpKind kind, const OpAttrs& att
 } // namespace
 
 namespace {
-/// The dtypes the device only moves (op_flags::Moves): an op that computes refuses them.
-void check_computes_on(std::string_view op, const std::string& operand, DType d) {
+/// The dtypes the device only moves (op_flags::Moves): an op that computes refuses them, but
+/// for float8 in the pow2-scaled ops (op_flags::Float8).
+void check_computes_on(OpKind kind, const std::string& operand, DType d) {
+  const std::string_view op = op_type_name(kind);
+  if (is_float8(d) && !computes_float8(kind))
+    throw DTypeError(std::string(op) + ": " + operand + " is " + std::string(name(d)) + ", which " +
+                     std::string(op) +
+                     " does not compute on: float8 is storage on the device, taken only by the "
+                     "ops that move data and by the pow2-scaled ones (matmul_pow2scaled, "
+                     "conv_pow2scaled, conv_transpose_pow2scaled); widen it with "
+                     "ops::pow2scale_cast_from_fp8 to compute");
   if (d == int8 || d == int16 || d == uint16)
     throw DTypeError(std::string(op) + ": " + operand + " is " + std::string(name(d)) + ", which " +
                      std::string(op) +
@@ -191,10 +200,10 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
   }
   if (!moves_only(kind)) {
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      check_computes_on(op, "input " + std::to_string(i) + " " + to_string(inputs[i]),
+      check_computes_on(kind, "input " + std::to_string(i) + " " + to_string(inputs[i]),
                         inputs[i].dtype());
     for (std::size_t i = 0; i < output_specs.size(); ++i)
-      check_computes_on(op, "output " + std::to_string(i) + " " + to_string(output_specs[i]),
+      check_computes_on(kind, "output " + std::to_string(i) + " " + to_string(output_specs[i]),
                         output_specs[i].dtype);
   }
   require_mutable(ir, [&] {
@@ -329,6 +338,22 @@ void check_float(std::string_view op, const Tensor& t) {
   if (!is_floating_point(t.dtype()))
     throw DTypeError(std::string(op) + ": expected a float32 or float16 tensor, got " +
                      to_string(t));
+}
+
+void check_log2_scale(std::string_view op, const Tensor& log2_scale) {
+  if (log2_scale.dtype() != int32)
+    throw DTypeError(std::string(op) + ": log2_scale must be an int32 tensor, got " +
+                     to_string(log2_scale));
+  if (log2_scale.rank() != 0)
+    throw ShapeError(std::string(op) + ": log2_scale must be a scalar tensor, got " +
+                     to_string(log2_scale));
+}
+
+void check_float8(std::string_view op, const Tensor& t, std::string_view role) {
+  if (!is_float8(t.dtype()))
+    throw DTypeError(std::string(op) + ": " + std::string(role) +
+                     " must be float8_143 or float8_152, got " + to_string(t) +
+                     "; convert it with ops::pow2scale_cast_to_fp8");
 }
 
 void check_dtype(std::string_view op, const Tensor& t, DType d, std::string_view role) {

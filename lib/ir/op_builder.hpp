@@ -105,6 +105,11 @@ void check_same_dtype(std::string_view op, const Tensor& a, const Tensor& b);
 void check_float(std::string_view op, const Tensor& t);
 /// DTypeError unless `t` has dtype `d`.
 void check_dtype(std::string_view op, const Tensor& t, DType d, std::string_view role);
+/// A float8 op's `log2_scale`: an int32 scalar (its value, checked in [-32, 32) when the op
+/// runs), else a DTypeError or ShapeError naming it.
+void check_log2_scale(std::string_view op, const Tensor& log2_scale);
+/// `t`, an operand of a pow2-scaled op, is float8_143 or float8_152, else a DTypeError.
+void check_float8(std::string_view op, const Tensor& t, std::string_view role);
 /// Normalised, sorted, unique axes; ValueError on a bad or repeated axis.
 std::vector<std::int64_t> normalize_axes(std::string_view op, std::vector<std::int64_t> axes,
                                          std::int64_t rank);

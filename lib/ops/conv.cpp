@@ -1,7 +1,11 @@
 #include "pxl/ops/conv.hpp"
 #include "ops/spatial.hpp"
 
+#include "pxl/ir/graph.hpp"
+#include "pxl/ops/elementwise.hpp"
+
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -27,14 +31,41 @@ void check_conv_input(const std::string& op, const Tensor& t, const Tensor& othe
   check_input_rank(op, t);
 }
 
-/// The operands' dtypes and ranks: float, alike, (N, C, spatial...) with 1 to 3 spatial axes
-/// and a weight of the same rank.
-void check_conv_operands(const std::string& op, const Tensor& t, const Tensor& weight) {
-  check_conv_input(op, t, weight);
+/// A weight of the input's rank.
+void check_weight_rank(const std::string& op, const Tensor& t, const Tensor& weight) {
   if (weight.rank() != t.rank())
     throw ShapeError(op + ": the weight must have the input's rank " + std::to_string(t.rank()) +
                      " (channels, channels, kernel...), got " + to_string(weight) +
                      " for the input " + to_string(t));
+}
+
+/// The operands' dtypes and ranks: float, alike, (N, C, spatial...) with 1 to 3 spatial axes
+/// and a weight of the same rank.
+void check_conv_operands(const std::string& op, const Tensor& t, const Tensor& weight) {
+  check_conv_input(op, t, weight);
+  check_weight_rank(op, t, weight);
+}
+
+/// A pow2-scaled convolution's operands: float8 each (either format), ranks as conv's, and
+/// an int32 scalar log2_scale.
+void check_pow2scaled_operands(const std::string& op, const Tensor& t, const Tensor& weight,
+                               const Tensor& log2_scale) {
+  detail::check_float8(op, t, "the input");
+  detail::check_float8(op, weight, "the weight");
+  detail::check_log2_scale(op, log2_scale);
+  check_input_rank(op, t);
+  check_weight_rank(op, t, weight);
+}
+
+/// A pow2-scaled convolution `product` of t·2^log2_scale and the weight, both widened to
+/// float32 (exactly: a float8 times 2^[-32, 32) is a float32), its result rounded once to
+/// float16: pxl's float16 contract (products and sums in float32, one rounding on store).
+Tensor pow2scaled(const Tensor& t, const Tensor& weight, const Tensor& log2_scale,
+                  const std::function<Tensor(const Tensor&, const Tensor&)>& product) {
+  const Tensor unscaled = constant(0.0, int32);
+  return cast(product(pow2scale_cast_from_fp8(t, log2_scale, float32),
+                      pow2scale_cast_from_fp8(weight, unscaled, float32)),
+              float16);
 }
 
 /// Splits `total` padding of an axis as same_upper (the extra at the end) or otherwise.
@@ -99,50 +130,23 @@ std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t,
   return {std::move(a), std::move(out)};
 }
 
-} // namespace
-
-Tensor conv(const Tensor& t, const Tensor& weight, const ConvOptions& options) {
-  const std::string op = "Conv";
-  check_conv_operands(op, t, weight);
-  auto [attrs, out] =
-      conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
-  return detail::add_op1(OpKind::Conv, {t, weight}, TensorSpec{std::move(out), t.dtype()},
-                         std::move(attrs));
-}
-
-Tensor conv_weights_grad(const Tensor& grad, const Tensor& t, const Shape& weight_shape,
-                         const ConvOptions& options) {
-  const std::string op = "ConvWeightsGrad";
-  check_conv_input(op, t, grad);
-  if (static_cast<std::int64_t>(weight_shape.size()) != t.rank())
-    throw ShapeError(op + ": the weight shape " + to_string(weight_shape) +
-                     " must have the input's rank, got the input " + to_string(t));
-  auto [attrs, out] = conv_geometry(op, t.shape(), weight_shape, to_string(t),
-                                    "of shape " + to_string(weight_shape), options);
-  if (grad.shape() != out)
-    throw ShapeError(op + ": the gradient " + to_string(grad) + " must have conv's output shape " +
-                     to_string(out) + " for the input " + to_string(t) + " and a weight of shape " +
-                     to_string(weight_shape));
-  return detail::add_op1(OpKind::ConvWeightsGrad, {grad, t}, TensorSpec{weight_shape, t.dtype()},
-                         std::move(attrs));
-}
-
-Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTransposeOptions& o) {
-  const std::string op = "ConvTranspose";
-  check_conv_operands(op, t, weight);
-  const Shape& ts = t.shape();
-  const Shape& ws = weight.shape();
+/// conv_transpose's attributes and output shape for an input of shape `ts` and a weight of
+/// shape `ws` (ranks checked), named `t_name` and `w_name` in messages.
+std::pair<ConvAttrs, Shape> transpose_geometry(const std::string& op, const Shape& ts,
+                                               const Shape& ws, const std::string& t_name,
+                                               const std::string& w_name,
+                                               const ConvTransposeOptions& o) {
   const std::size_t axes = ts.size() - 2;
   if (o.groups < 1)
     throw ValueError(op + ": groups must be at least 1, got " + std::to_string(o.groups));
   if (ws[0] != ts[1])
-    throw ShapeError(op + ": the weight " + to_string(weight) +
+    throw ShapeError(op + ": the weight " + w_name +
                      " must be (C_in, C_out / groups, kernel...) with C_in the input's " +
-                     std::to_string(ts[1]) + " channels (" + to_string(t) + ")");
+                     std::to_string(ts[1]) + " channels (" + t_name + ")");
   if (ts[1] % o.groups != 0)
     throw ShapeError(op + ": groups " + std::to_string(o.groups) +
-                     " must divide the input's channels, got " + to_string(t));
-  check_kernel(op, ws, to_string(weight));
+                     " must divide the input's channels, got " + t_name);
+  check_kernel(op, ws, w_name);
   ConvAttrs a;
   a.groups = o.groups;
   a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
@@ -175,7 +179,7 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
                          std::to_string(i) + " needs negative padding: at most " +
                          std::to_string(full) + " = stride·(" + std::to_string(in) +
                          " - 1) + output_padding + dilation·(kernel - 1) + 1 for the input " +
-                         to_string(t) + " and the weight " + to_string(weight));
+                         t_name + " and the weight " + w_name);
       split_padding(a, i, full - want, o.pad_type == PadType::same_upper);
     }
     const std::int64_t size = full - a.pads_begin[i] - a.pads_end[i];
@@ -183,12 +187,67 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
       throw ShapeError(op + ": the output would have size " + std::to_string(size) +
                        " on spatial axis " + std::to_string(i) + " (" + std::to_string(full) +
                        " less padding " + std::to_string(a.pads_begin[i]) + " + " +
-                       std::to_string(a.pads_end[i]) + ") for the input " + to_string(t) +
-                       " and the weight " + to_string(weight) + "; reduce the padding");
+                       std::to_string(a.pads_end[i]) + ") for the input " + t_name +
+                       " and the weight " + w_name + "; reduce the padding");
     out.push_back(size);
   }
+  return {std::move(a), std::move(out)};
+}
+
+} // namespace
+
+Tensor conv(const Tensor& t, const Tensor& weight, const ConvOptions& options) {
+  const std::string op = "Conv";
+  check_conv_operands(op, t, weight);
+  auto [attrs, out] =
+      conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
+  return detail::add_op1(OpKind::Conv, {t, weight}, TensorSpec{std::move(out), t.dtype()},
+                         std::move(attrs));
+}
+
+Tensor conv_weights_grad(const Tensor& grad, const Tensor& t, const Shape& weight_shape,
+                         const ConvOptions& options) {
+  const std::string op = "ConvWeightsGrad";
+  check_conv_input(op, t, grad);
+  if (static_cast<std::int64_t>(weight_shape.size()) != t.rank())
+    throw ShapeError(op + ": the weight shape " + to_string(weight_shape) +
+                     " must have the input's rank, got the input " + to_string(t));
+  auto [attrs, out] = conv_geometry(op, t.shape(), weight_shape, to_string(t),
+                                    "of shape " + to_string(weight_shape), options);
+  if (grad.shape() != out)
+    throw ShapeError(op + ": the gradient " + to_string(grad) + " must have conv's output shape " +
+                     to_string(out) + " for the input " + to_string(t) + " and a weight of shape " +
+                     to_string(weight_shape));
+  return detail::add_op1(OpKind::ConvWeightsGrad, {grad, t}, TensorSpec{weight_shape, t.dtype()},
+                         std::move(attrs));
+}
+
+Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTransposeOptions& o) {
+  const std::string op = "ConvTranspose";
+  check_conv_operands(op, t, weight);
+  auto [attrs, out] =
+      transpose_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), o);
   return detail::add_op1(OpKind::ConvTranspose, {t, weight}, TensorSpec{std::move(out), t.dtype()},
-                         std::move(a));
+                         std::move(attrs));
+}
+
+Tensor conv_pow2scaled(const Tensor& t, const Tensor& weight, const Tensor& log2_scale,
+                       const ConvOptions& options) {
+  const std::string op = "conv_pow2scaled";
+  check_pow2scaled_operands(op, t, weight, log2_scale);
+  conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
+  return pow2scaled(t, weight, log2_scale,
+                    [&](const Tensor& x, const Tensor& w) { return conv(x, w, options); });
+}
+
+Tensor conv_transpose_pow2scaled(const Tensor& t, const Tensor& weight, const Tensor& log2_scale,
+                                 const ConvTransposeOptions& options) {
+  const std::string op = "conv_transpose_pow2scaled";
+  check_pow2scaled_operands(op, t, weight, log2_scale);
+  transpose_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
+  return pow2scaled(t, weight, log2_scale, [&](const Tensor& x, const Tensor& w) {
+    return conv_transpose(x, w, options);
+  });
 }
 
 } // namespace pxl::ops

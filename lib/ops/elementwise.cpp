@@ -141,7 +141,33 @@ Tensor increment_mod_(const Tensor& t, double increment, double modulus) {
   return counter_update(OpKind::IncrementModInplace, t, increment, modulus);
 }
 Tensor cast(const Tensor& t, DType to) {
+  if (is_float8(to) || is_float8(t.dtype()))
+    throw DTypeError("Cast: cannot cast " + to_string(t) + " to " + std::string(name(to)) +
+                     ": float8 converts only with a power-of-two scale, through "
+                     "ops::pow2scale_cast_to_fp8 and ops::pow2scale_cast_from_fp8 (as in PopXL)");
   return add_op1(OpKind::Cast, {t}, TensorSpec{t.shape(), to}, CastAttrs{to});
+}
+Tensor pow2scale_cast_to_fp8(const Tensor& t, const Tensor& log2_scale, DType dtype) {
+  constexpr std::string_view op = "Pow2ScaleThenCast";
+  if (!is_float8(dtype))
+    throw DTypeError(std::string(op) + ": dtype must be float8_143 or float8_152, got " +
+                     std::string(name(dtype)));
+  if (t.dtype() != float32 && t.dtype() != float16)
+    throw DTypeError(std::string(op) + ": expected a float32 or float16 tensor, got " +
+                     to_string(t));
+  detail::check_log2_scale(op, log2_scale);
+  return add_op1(OpKind::Pow2ScaleThenCast, {t, log2_scale}, TensorSpec{t.shape(), dtype},
+                 CastAttrs{dtype});
+}
+Tensor pow2scale_cast_from_fp8(const Tensor& t, const Tensor& log2_scale, DType dtype) {
+  constexpr std::string_view op = "CastThenPow2Scale";
+  if (dtype != float32 && dtype != float16)
+    throw DTypeError(std::string(op) + ": dtype must be float32 or float16, got " +
+                     std::string(name(dtype)));
+  detail::check_float8(op, t, "the input");
+  detail::check_log2_scale(op, log2_scale);
+  return add_op1(OpKind::CastThenPow2Scale, {t, log2_scale}, TensorSpec{t.shape(), dtype},
+                 CastAttrs{dtype});
 }
 Tensor identity(const Tensor& t) { return add_op1(OpKind::Identity, {t}, t.spec()); }
 Tensor rename(const Tensor& t, std::string_view output_name) {

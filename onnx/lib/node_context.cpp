@@ -84,6 +84,9 @@ std::int32_t NodeContext::elem_type(std::size_t i) const {
     return TensorProto::UINT64;
   case DType::float64:
     return TensorProto::DOUBLE;
+  case DType::float8_143: // ONNX 1.12 has no float8 (FLOAT8E4M3FNUZ came in 1.14)
+  case DType::float8_152:
+    return TensorProto::UNDEFINED;
   }
   return TensorProto::UNDEFINED;
 }

@@ -41,6 +41,8 @@ TEST_CASE("dtype names round-trip and sizes match the C++ types") {
   CHECK(name(int64) == "int64");
   CHECK(name(uint64) == "uint64");
   CHECK(name(float64) == "float64");
+  CHECK(name(float8_143) == "float8_143");
+  CHECK(name(float8_152) == "float8_152");
   CHECK(size_of(float16) == 2);
   CHECK(size_of(int8) == 1);
   CHECK(size_of(uint16) == 2);
@@ -56,6 +58,9 @@ TEST_CASE("dtype classification") {
   CHECK(is_floating_point(float64));
   CHECK_FALSE(is_floating_point(int32));
   CHECK_FALSE(is_floating_point(int64));
+  CHECK(is_floating_point(float8_143)); // PopXL's dtype.is_floating_point
+  CHECK(is_float8(float8_152));
+  CHECK_FALSE(is_integral(float8_143));
   for (DType d : {int8, int16, int32, int64, uint8, uint16, uint32, uint64})
     CHECK(is_integral(d));
   CHECK_FALSE(is_integral(bool_));
@@ -119,6 +124,6 @@ TEST_CASE("unknown dtype names are a clear error") {
   CHECK_THROWS_WITH_AS(
       dtype_from_name("complex64"),
       "unknown dtype 'complex64': expected one of float32, float16, int32, uint32, "
-      "uint8, bool, int8, int16, uint16, int64, uint64, float64",
+      "uint8, bool, int8, int16, uint16, int64, uint64, float64, float8_143, float8_152",
       DTypeError);
 }

@@ -5,6 +5,7 @@
 #include "../transforms/gradcheck.hpp"
 #include "harness.hpp"
 
+#include "pxl/core/fp8_utils.hpp"
 #include "pxl/ops/collectives.hpp"
 #include "pxl/ops/conv.hpp"
 #include "pxl/ops/norm.hpp"
@@ -91,6 +92,14 @@ const std::map<OpKind, OpCase>& op_cases() {
     c[OpKind::IncrementModInplace] = {
         [](const V& v) { return V{ops::increment_mod_(v[0], 3.0, 7.0)}; },
         {i32({1, 5, -9, 6, 0, 13}, {2, 3})},
+        ""};
+    c[OpKind::Pow2ScaleThenCast] = {
+        [](const V& v) { return V{ops::pow2scale_cast_to_fp8(v[0], v[1], float8_143)}; },
+        {f32({2, 3}, -300.0, 300.0, 31), i32({-1}, {})},
+        ""};
+    c[OpKind::CastThenPow2Scale] = {
+        [](const V& v) { return V{ops::pow2scale_cast_from_fp8(v[0], v[1], float16)}; },
+        {host_pow2scale_cast_to_fp8(f32({2, 3}, -4.0, 4.0, 32), float8_152), i32({3}, {})},
         ""};
     c[OpKind::Cast] = {[](const V& v) { return V{ops::cast(v[0], float16)}; },
                        {x},

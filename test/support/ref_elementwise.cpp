@@ -180,6 +180,35 @@ PXL_REF_KERNEL(Cast) {
     }
   });
 }
+// The float8 conversions from their definition: the value times 2^log2_scale, rounded once.
+namespace test_ref_float8 {
+int log2_scale_of(const Op& op, const HostTensor& t) {
+  const std::int32_t s = t.data<std::int32_t>()[0];
+  if (s < min_float8_log2_scale || s > max_float8_log2_scale)
+    throw ValueError(op.debug_name() + ": log2_scale is " + std::to_string(s) +
+                     ", outside [-32, 32)");
+  return s;
+}
+Float8Format format_of(DType d) {
+  return d == float8_143 ? Float8Format::f143 : Float8Format::f152;
+}
+} // namespace test_ref_float8
+PXL_REF_KERNEL(Pow2ScaleThenCast) {
+  const int s = test_ref_float8::log2_scale_of(op, *inputs[1]);
+  HostTensor& y = *outputs[0];
+  const Float8Format f = test_ref_float8::format_of(y.dtype());
+  for (std::int64_t i = 0; i < y.nelms(); ++i)
+    reinterpret_cast<std::uint8_t*>(y.bytes().data())[i] =
+        float8_from_double(ref::load(*inputs[0], i), f, s);
+}
+PXL_REF_KERNEL(CastThenPow2Scale) {
+  const int s = test_ref_float8::log2_scale_of(op, *inputs[1]);
+  const HostTensor& x = *inputs[0];
+  const Float8Format f = test_ref_float8::format_of(x.dtype());
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(x.bytes().data());
+  for (std::int64_t i = 0; i < x.nelms(); ++i)
+    ref::store(*outputs[0], i, float8_to_double(bytes[i], f, s));
+}
 PXL_REF_KERNEL(Identity) { copy(inputs, outputs); }
 PXL_REF_KERNEL(Detach) { copy(inputs, outputs); }
 

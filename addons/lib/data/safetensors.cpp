@@ -35,19 +35,21 @@ struct DTypeCode {
   DType dtype;
   const char* code;
 };
-/// The format's codes, one per DType (safetensors' own spelling).
-constexpr std::array<DTypeCode, all_dtypes.size()> dtype_codes{{{float32, "F32"},
-                                                                {float16, "F16"},
-                                                                {int32, "I32"},
-                                                                {uint32, "U32"},
-                                                                {uint8, "U8"},
-                                                                {bool_, "BOOL"},
-                                                                {int8, "I8"},
-                                                                {int16, "I16"},
-                                                                {uint16, "U16"},
-                                                                {int64, "I64"},
-                                                                {uint64, "U64"},
-                                                                {float64, "F64"}}};
+/// The format's codes, one per DType but the float8 ones (safetensors' own spelling). Its
+/// F8_E4M3 and F8_E5M2 are the OCP formats (bias 7 and 15, with -0 and, for E5M2,
+/// infinities), not PopXL's float8_143 and float8_152, so those have none.
+constexpr std::array<DTypeCode, all_dtypes.size() - 2> dtype_codes{{{float32, "F32"},
+                                                                    {float16, "F16"},
+                                                                    {int32, "I32"},
+                                                                    {uint32, "U32"},
+                                                                    {uint8, "U8"},
+                                                                    {bool_, "BOOL"},
+                                                                    {int8, "I8"},
+                                                                    {int16, "I16"},
+                                                                    {uint16, "U16"},
+                                                                    {int64, "I64"},
+                                                                    {uint64, "U64"},
+                                                                    {float64, "F64"}}};
 constexpr const char* metadata_key = "__metadata__";
 /// The reference implementation's limit on the header, which bounds what parsing it costs.
 constexpr std::uint64_t max_header_bytes = 100'000'000;
@@ -395,6 +397,12 @@ void save_safetensors(const std::filesystem::path& path,
       throw ValueError("save_safetensors: tensor name " + quoted(name) + " for '" + path.string() +
                        "' " + problem + "; choose a non-empty UTF-8 name other than " +
                        "\"__metadata__\"");
+    if (is_float8(t.dtype()))
+      throw DTypeError("save_safetensors: tensor " + quoted(name) + " for '" + path.string() +
+                       "' is " + std::string(pxl::name(t.dtype())) +
+                       ", which safetensors has no code for (its F8_E4M3 and F8_E5M2 are other "
+                       "formats, with another exponent bias); save it with HostTensor::save_npy, "
+                       "or widen it with host_pow2scale_cast_from_fp8");
     header[name] = {{"dtype", code_of(t.dtype())},
                     {"shape", t.shape()},
                     {"data_offsets", json::array({offset, offset + t.nbytes()})}};

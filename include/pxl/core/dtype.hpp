@@ -1,6 +1,7 @@
 // pxl::DType: the element types a tensor can hold, and their map to C++ types.
 #pragma once
 
+#include "pxl/core/float8.hpp"
 #include "pxl/core/half.hpp"
 
 // Only the parts of Hana the table uses: <boost/hana.hpp> whole costs every unit that
@@ -28,8 +29,9 @@
 
 namespace pxl {
 
-/// The element types of PopXL, less float8 and complex. The 64-bit ones (int64, uint64,
-/// float64) are host types: the device holds none of them (see `is_device_dtype`).
+/// The element types of PopXL, less complex. The 64-bit ones (int64, uint64, float64) are host
+/// types: the device holds none of them (see `is_device_dtype`). The float8 ones are storage:
+/// only the ops that move data and the pow2-scaled ops take them (see `is_float8`).
 /// New enumerators go at the end, so that the values of the others never change.
 enum class DType : std::uint8_t {
   float32,
@@ -44,6 +46,8 @@ enum class DType : std::uint8_t {
   int64,
   uint64,
   float64,
+  float8_143,
+  float8_152,
 };
 
 inline constexpr DType float32 = DType::float32;
@@ -58,10 +62,13 @@ inline constexpr DType uint16 = DType::uint16;
 inline constexpr DType int64 = DType::int64;
 inline constexpr DType uint64 = DType::uint64;
 inline constexpr DType float64 = DType::float64;
+inline constexpr DType float8_143 = DType::float8_143;
+inline constexpr DType float8_152 = DType::float8_152;
 
 /// Every DType, in the enum's order.
-inline constexpr std::array<DType, 12> all_dtypes{
-    float32, float16, int32, uint32, uint8, bool_, int8, int16, uint16, int64, uint64, float64};
+inline constexpr std::array<DType, 14> all_dtypes{float32, float16, int32,      uint32,    uint8,
+                                                  bool_,   int8,    int16,      uint16,    int64,
+                                                  uint64,  float64, float8_143, float8_152};
 
 namespace detail {
 namespace hana = boost::hana;
@@ -79,10 +86,12 @@ inline constexpr auto dtype_types = hana::make_tuple(
     hana::make_pair(hana::integral_c<DType, DType::uint16>, hana::type_c<std::uint16_t>),
     hana::make_pair(hana::integral_c<DType, DType::int64>, hana::type_c<std::int64_t>),
     hana::make_pair(hana::integral_c<DType, DType::uint64>, hana::type_c<std::uint64_t>),
-    hana::make_pair(hana::integral_c<DType, DType::float64>, hana::type_c<double>));
+    hana::make_pair(hana::integral_c<DType, DType::float64>, hana::type_c<double>),
+    hana::make_pair(hana::integral_c<DType, DType::float8_143>, hana::type_c<float8_143_t>),
+    hana::make_pair(hana::integral_c<DType, DType::float8_152>, hana::type_c<float8_152_t>));
 
 // The table lists the DTypes in the enum's order (lib/core/dtype.cpp checks it), so a DType's
-// entry is at its value: visit_dtype's twelve lookups, which every unit including this header
+// entry is at its value: visit_dtype's fourteen lookups, which every unit including this header
 // pays for, are O(1) where find_if made them a third of the header's parse time.
 template <DType D>
 constexpr auto cpp_type_of() {
@@ -137,6 +146,10 @@ decltype(auto) visit_dtype(DType d, F&& f) {
     return f(cpp_type_of<DType::uint64>());
   case DType::float64:
     return f(cpp_type_of<DType::float64>());
+  case DType::float8_143:
+    return f(cpp_type_of<DType::float8_143>());
+  case DType::float8_152:
+    return f(cpp_type_of<DType::float8_152>());
   }
   __builtin_unreachable();
 }
@@ -152,12 +165,22 @@ static_assert(decltype(boost::hana::length(detail::dtype_types))::value == all_d
 /// - float to integer: truncated toward zero and saturated: NaN gives 0, +inf and values above
 ///   the type's range its maximum, -inf and values below it its minimum (so float32 3e9 → int32
 ///   2147483647, -1.5 → uint32 0). C++ leaves these undefined and NumPy unspecified; this is
-///   what Rust's `as`, ARM's FCVTZS and Poplar's saturating casts do.
+///   what Rust's `as`, ARM's FCVTZS and Poplar's saturating casts do;
+/// - from float8: its exact value, converted as above; to float8: unscaled, rounded to nearest
+///   (NaN beyond its range), as `float8_from_double` with log2_scale 0 (so as PopXL's
+///   `variable(data, float8_143)`). Scaled conversions are the `pow2scale` ones.
 /// `From` may also be double (HostTensor::full's value, the reference evaluator's).
 template <Element To, typename From>
 requires Element<From> || std::is_same_v<From, double>
 constexpr To convert_element(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (is_float8_v<From>) {
+    return convert_element<To>(static_cast<double>(x));
+  } else if constexpr (is_float8_v<To>) {
+    if constexpr (std::is_same_v<From, half>)
+      return To(static_cast<double>(static_cast<float>(x)));
+    else
+      return To(static_cast<double>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
     if constexpr (std::is_same_v<From, half>)
       return static_cast<float>(x) != 0.0f;
     else
@@ -182,11 +205,14 @@ constexpr To convert_element(From x) {
 }
 
 /// PopXL's spelling: "float32", "float16", "int32", "uint32", "uint8", "bool", "int8",
-/// "int16", "uint16", "int64", "uint64", "float64".
+/// "int16", "uint16", "int64", "uint64", "float64", "float8_143", "float8_152".
 std::string_view name(DType d);
 std::size_t size_of(DType d);
-/// float16, float32 and float64.
+/// float16, float32, float64 and the float8 ones (PopXL's `dtype.is_floating_point`).
 bool is_floating_point(DType d);
+/// float8_143 and float8_152: storage, which only the ops that move data
+/// (op_flags::Moves) and the pow2-scaled ones (op_flags::Float8) take.
+bool is_float8(DType d);
 /// The signed and unsigned integers of 8 to 64 bits (not bool).
 bool is_integral(DType d);
 /// Whether PopXL's devices (and pxl's emulator) hold `d`: every dtype but int64, uint64 and

@@ -45,9 +45,11 @@ enum : unsigned {
                ///< through the view or a read of it after its source changed
                ///< (docs/semantics.md, "Views")
   Moves = 8,   ///< reads no value of its data operands, only moves or converts them: takes
-               ///< every device dtype, int8, int16 and uint16 included. The other ops compute
-               ///< and refuse those three (a DTypeError naming the operand; docs/semantics.md,
-               ///< "dtypes")
+               ///< every device dtype, int8, int16, uint16 and float8 included. The other ops
+               ///< compute and refuse those (a DTypeError naming the operand;
+               ///< docs/semantics.md, "dtypes")
+  Float8 = 16, ///< computes on float8 operands with a power-of-two scale (the pow2-scaled
+               ///< casts and products), which every other computing op refuses
 };
 } // namespace op_flags
 
@@ -110,6 +112,9 @@ enum class OpCost : std::uint8_t {
   X(IncrementModInplace, "IncrementModInplace", elementwise, ScalarAttrs, NoGrad | Inplace,        \
     local_series)                                                                                  \
   X(Cast, "Cast", elementwise, CastAttrs, Grad | Moves, local)                                     \
+  /* float8 from and to float16/float32, times 2^log2_scale (input 1, an int32 scalar) */          \
+  X(Pow2ScaleThenCast, "Pow2ScaleThenCast", elementwise, CastAttrs, NoGrad | Float8, local)        \
+  X(CastThenPow2Scale, "CastThenPow2Scale", elementwise, CastAttrs, NoGrad | Float8, local)        \
   X(Identity, "Identity", elementwise, NoAttrs, Grad | Moves, local)                               \
   X(Detach, "Detach", elementwise, NoAttrs, Grad | Moves, local)                                   \
   /* elementwise, in place (PopART defines no gradient for these) and detach_'s view */            \
@@ -373,6 +378,8 @@ constexpr bool is_view(OpKind k) { return (flags_of(k) & op_flags::View) != 0; }
 /// Ops that only move or convert their data (op_flags::Moves), the ones int8, int16 and uint16
 /// reach.
 constexpr bool moves_only(OpKind k) { return (flags_of(k) & op_flags::Moves) != 0; }
+/// Ops that compute on float8 operands (op_flags::Float8).
+constexpr bool computes_float8(OpKind k) { return (flags_of(k) & op_flags::Float8) != 0; }
 constexpr bool is_differentiable(OpKind k) { return (flags_of(k) & op_flags::NoGrad) == 0; }
 
 /// The attribute type of each kind: `op_attrs_t<OpKind::Slice>` is SliceAttrs.

@@ -55,6 +55,20 @@ Tensor conv(const Tensor& t, const Tensor& weight, const ConvOptions& options = 
 Tensor conv_transpose(const Tensor& t, const Tensor& weight,
                       const ConvTransposeOptions& options = {});
 
+/// PopXL `conv_pow2scaled`: `conv` of float8 operands (float8_143 or float8_152, either for
+/// each), its result times 2^log2_scale as float16. Computed as pxl computes float16: the
+/// operands widened to float32 exactly, products and sums in float32, rounded once to float16
+/// (so with float32's range for the sums, where the IPU accumulates float16 partials).
+/// `log2_scale` is an int32 scalar tensor, read when the op runs; a value outside [-32, 32)
+/// stops the run with an error. Not differentiable (PopXL trains nothing in float8).
+Tensor conv_pow2scaled(const Tensor& t, const Tensor& weight, const Tensor& log2_scale,
+                       const ConvOptions& options = {});
+
+/// PopXL `conv_transpose_pow2scaled`: `conv_transpose` of float8 operands, scaled and
+/// computed as conv_pow2scaled.
+Tensor conv_transpose_pow2scaled(const Tensor& t, const Tensor& weight, const Tensor& log2_scale,
+                                 const ConvTransposeOptions& options = {});
+
 /// The gradient of `conv(t, weight, options)` with respect to `weight`, given `grad`, the
 /// gradient of its result: a tensor of `weight_shape`. What autodiff emits for conv's weight.
 Tensor conv_weights_grad(const Tensor& grad, const Tensor& t, const Shape& weight_shape,

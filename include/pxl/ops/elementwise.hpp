@@ -72,7 +72,19 @@ Tensor clamp(const Tensor& t, double min, double max);
 /// truncates toward zero and saturates (NaN → 0, +inf and too large → the maximum, -inf and
 /// too small → the minimum; NumPy leaves these unspecified, Poplar saturates); integer →
 /// integer wraps modulo 2^bits; → bool is x != 0.
+/// float8 is refused either way (a DTypeError): it converts only with a scale, below.
 Tensor cast(const Tensor& t, DType to);
+/// PopXL `pow2scale_cast_to_fp8`: each element of `t` (float32 or float16) times
+/// 2^log2_scale, rounded to `dtype` (float8_143 or float8_152) to nearest, ties to even. Beyond
+/// the format's range (±240, ±57344) the result is NaN, the format's only NaN byte 0x80, as
+/// `float8_from_double` with nan_on_overflow; a result that rounds to 0 is +0. `log2_scale` is
+/// an int32 scalar tensor, read when the op runs: a value outside [-32, 32) stops the run with
+/// an error (PopXL's `throwIfLog2ScaleTensorNotInRange`, on by default). Not differentiable.
+Tensor pow2scale_cast_to_fp8(const Tensor& t, const Tensor& log2_scale, DType dtype);
+/// PopXL `pow2scale_cast_from_fp8`: each element of `t` (float8_143 or float8_152) times
+/// 2^log2_scale, as `dtype` (float32: exact; float16: rounded once to nearest); NaN stays NaN.
+/// `log2_scale` as for pow2scale_cast_to_fp8. Not differentiable.
+Tensor pow2scale_cast_from_fp8(const Tensor& t, const Tensor& log2_scale, DType dtype);
 /// A copy; gradients flow through it.
 Tensor identity(const Tensor& t);
 /// PopXL's `rename`, its alias of `identity(t, output_name)`: a copy of `t` (gradients flow

@@ -54,7 +54,7 @@ constexpr float relu_value(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f);
 
 /// Calls `build(type_c<T>)` with the C++ type of `d`, a device dtype: visit_dtype without the
 /// 64-bit dtypes, which no tensor of the device holds (the builders refuse them), so kernels
-/// that dispatch on every element type instantiate nine types, not twelve.
+/// that dispatch on every element type instantiate eleven types, not fourteen.
 template <typename Build>
 StepFn visit_device_dtype(DType d, Build build) {
   switch (d) {

@@ -281,7 +281,9 @@ template <typename W>
 StoreNarrow<W> store_narrow_fn(DType to) {
   StoreNarrow<W> f = nullptr;
   visit_device_dtype(to, [&](auto t) {
-    f = &store_narrow<typename decltype(t)::type, W>;
+    using To = typename decltype(t)::type;
+    if constexpr (!is_float8_v<To>) // ops::cast refuses float8
+      f = &store_narrow<To, W>;
     return StepFn{};
   });
   return f;
@@ -313,11 +315,17 @@ StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffer
     return convert_step<float, half>(buffers, in.nelms());
   if (in.dtype == float16 && to == float32)
     return convert_step<half, float>(buffers, in.nelms());
-  return visit_device_dtype(in.dtype, [&](auto from_t) {
+  if (is_float8(in.dtype) || is_float8(to))
+    unsupported_dtype(op, is_float8(to) ? to : in.dtype); // ops::cast refuses float8
+  return visit_device_dtype(in.dtype, [&](auto from_t) -> StepFn {
     using From = typename decltype(from_t)::type;
-    using W = wide_t<From>;
-    return wide_cast_step<W>(&load_wide<From, W>, store_narrow_fn<W>(to), buffers.inputs[0],
-                             buffers.outputs[0], in.nelms());
+    if constexpr (is_float8_v<From>) {
+      return {};
+    } else {
+      using W = wide_t<From>;
+      return wide_cast_step<W>(&load_wide<From, W>, store_narrow_fn<W>(to), buffers.inputs[0],
+                               buffers.outputs[0], in.nelms());
+    }
   });
 }
 
