@@ -61,6 +61,11 @@ bool is_floating_point(DType d) {
   return d == float32 || d == float16 || d == float64 || is_float8(d);
 }
 bool is_float8(DType d) { return d == float8_143 || d == float8_152; }
+Float8Format float8_format(DType d) {
+  if (!is_float8(d))
+    throw DTypeError("float8_format: " + std::string(name(d)) + " is not a float8 dtype");
+  return d == float8_143 ? Float8Format::f143 : Float8Format::f152;
+}
 bool is_integral(DType d) {
   return d != bool_ &&
          visit_dtype(d, [](auto t) { return std::is_integral_v<typename decltype(t)::type>; });

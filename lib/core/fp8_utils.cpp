@@ -14,10 +14,6 @@ void check_host_log2_scale(const char* call, int log2_scale) {
 
 bool is_host_float(DType d) { return d == float16 || d == float32 || d == float64; }
 
-Float8Format host_float8_format(DType d) {
-  return d == float8_143 ? Float8Format::f143 : Float8Format::f152;
-}
-
 } // namespace
 
 HostTensor host_pow2scale_cast_to_fp8(const HostTensor& src, DType dtype, int log2_scale,
@@ -31,7 +27,7 @@ HostTensor host_pow2scale_cast_to_fp8(const HostTensor& src, DType dtype, int lo
                      to_string(src.spec()));
   check_host_log2_scale(call, log2_scale);
   HostTensor out(src.shape(), dtype);
-  const Float8Format f = host_float8_format(dtype);
+  const Float8Format f = float8_format(dtype);
   auto* bytes = reinterpret_cast<std::uint8_t*>(out.bytes().data());
   for (std::int64_t i = 0; i < src.nelms(); ++i)
     bytes[i] = float8_from_double(src.item(i), f, log2_scale, nan_on_overflow);
@@ -47,7 +43,7 @@ HostTensor host_pow2scale_cast_from_fp8(const HostTensor& src, DType dtype, int 
     throw DTypeError(std::string(call) + ": dtype must be float16, float32 or float64, got " +
                      std::string(name(dtype)));
   check_host_log2_scale(call, log2_scale);
-  const Float8Format f = host_float8_format(src.dtype());
+  const Float8Format f = float8_format(src.dtype());
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(src.bytes().data());
   HostTensor wide(src.shape(), float64);
   auto values = wide.data<double>();

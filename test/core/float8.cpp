@@ -133,6 +133,9 @@ TEST_CASE("float8 dtypes: names, sizes, element type and the unscaled conversion
   CHECK(is_floating_point(float8_143));
   CHECK(is_float8(float8_152));
   CHECK_FALSE(is_float8(float16));
+  CHECK(float8_format(float8_152) == Float8Format::f152);
+  CHECK_THROWS_WITH_AS(float8_format(float16), "float8_format: float16 is not a float8 dtype",
+                       DTypeError);
   CHECK(is_device_dtype(float8_143));
   CHECK(dtype_of<float8_152_t> == float8_152);
   // convert_element is the unscaled conversion: to float8 rounded with NaN on overflow, from
@@ -162,7 +165,7 @@ TEST_CASE("float8 dtypes: names, sizes, element type and the unscaled conversion
 TEST_CASE("host_pow2scale_cast_to_fp8 / _from_fp8: PopXL's host conversions") {
   const HostTensor x({0.1f, -2.5f, 7.0f, 1e-3f, 70000.0f}, {5});
   for (const DType d : {float8_143, float8_152}) {
-    const Float8Format f = d == float8_143 ? Float8Format::f143 : Float8Format::f152;
+    const Float8Format f = float8_format(d);
     for (const int s : {-4, 0, 3}) {
       CAPTURE(s);
       const HostTensor q = host_pow2scale_cast_to_fp8(x, d, s);

@@ -189,14 +189,11 @@ int log2_scale_of(const Op& op, const HostTensor& t) {
                      ", outside [-32, 32)");
   return s;
 }
-Float8Format format_of(DType d) {
-  return d == float8_143 ? Float8Format::f143 : Float8Format::f152;
-}
 } // namespace test_ref_float8
 PXL_REF_KERNEL(Pow2ScaleThenCast) {
   const int s = test_ref_float8::log2_scale_of(op, *inputs[1]);
   HostTensor& y = *outputs[0];
-  const Float8Format f = test_ref_float8::format_of(y.dtype());
+  const Float8Format f = float8_format(y.dtype());
   for (std::int64_t i = 0; i < y.nelms(); ++i)
     reinterpret_cast<std::uint8_t*>(y.bytes().data())[i] =
         float8_from_double(ref::load(*inputs[0], i), f, s);
@@ -204,7 +201,7 @@ PXL_REF_KERNEL(Pow2ScaleThenCast) {
 PXL_REF_KERNEL(CastThenPow2Scale) {
   const int s = test_ref_float8::log2_scale_of(op, *inputs[1]);
   const HostTensor& x = *inputs[0];
-  const Float8Format f = test_ref_float8::format_of(x.dtype());
+  const Float8Format f = float8_format(x.dtype());
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(x.bytes().data());
   for (std::int64_t i = 0; i < x.nelms(); ++i)
     ref::store(*outputs[0], i, float8_to_double(bytes[i], f, s));

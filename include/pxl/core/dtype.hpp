@@ -213,6 +213,8 @@ bool is_floating_point(DType d);
 /// float8_143 and float8_152: storage, which only the ops that move data
 /// (op_flags::Moves) and the pow2-scaled ones (op_flags::Float8) take.
 bool is_float8(DType d);
+/// The format of float8_143 or float8_152; a DTypeError for any other dtype.
+Float8Format float8_format(DType d);
 /// The signed and unsigned integers of 8 to 64 bits (not bool).
 bool is_integral(DType d);
 /// Whether PopXL's devices (and pxl's emulator) hold `d`: every dtype but int64, uint64 and

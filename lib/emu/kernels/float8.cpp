@@ -17,11 +17,6 @@ namespace pxl::emu::detail {
 
 namespace {
 
-Float8Format float8_format_of(DType d) {
-  PXL_ASSERT(is_float8(d));
-  return d == float8_143 ? Float8Format::f143 : Float8Format::f152;
-}
-
 /// The step's scale, or none (recorded as the run's error by worker 0) when out of range.
 struct Log2ScaleReader {
   const std::int32_t* log2_scale;
@@ -81,7 +76,7 @@ StepFn from_fp8_step(Log2ScaleReader scale, const std::uint8_t* x, To* y, std::i
 StepFn compile_Pow2ScaleThenCast(CompileContext& ctx, const KernelOp& op,
                                  const OpBuffers& buffers) {
   const KernelTensor in = op.input(0);
-  const Float8Format f = float8_format_of(op.output(0).dtype());
+  const Float8Format f = float8_format(op.output(0).dtype());
   auto* y = typed<std::uint8_t>(buffers.outputs[0]);
   return dispatch_float(op, in.dtype(), [&](auto type) -> StepFn {
     using T = typename decltype(type)::type;
@@ -93,7 +88,7 @@ StepFn compile_Pow2ScaleThenCast(CompileContext& ctx, const KernelOp& op,
 StepFn compile_CastThenPow2Scale(CompileContext& ctx, const KernelOp& op,
                                  const OpBuffers& buffers) {
   const KernelTensor in = op.input(0);
-  const Float8Format f = float8_format_of(in.dtype());
+  const Float8Format f = float8_format(in.dtype());
   const auto* x = typed<const std::uint8_t>(buffers.inputs[0]);
   return dispatch_float(op, op.output(0).dtype(), [&](auto type) -> StepFn {
     using T = typename decltype(type)::type;
