@@ -28,9 +28,11 @@ HostTensor host_pow2scale_cast_to_fp8(const HostTensor& src, DType dtype, int lo
   check_host_log2_scale(call, log2_scale);
   HostTensor out(src.shape(), dtype);
   const Float8Format f = float8_format(dtype);
+  const HostTensor wide = src.astype(float64); // exact from every host float
+  const auto values = wide.data<double>();
   auto* bytes = reinterpret_cast<std::uint8_t*>(out.bytes().data());
-  for (std::int64_t i = 0; i < src.nelms(); ++i)
-    bytes[i] = float8_from_double(src.item(i), f, log2_scale, nan_on_overflow);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    bytes[i] = float8_from_double(values[i], f, log2_scale, nan_on_overflow);
   return out;
 }
 

@@ -1,5 +1,5 @@
-// Element-wise kernels: unary math, logic, casts and copies, and the one-pass gradients of gelu
-// and tanh (elementwise_binary.cpp has the binary ops and where).
+// Element-wise kernels: unary math, logic and copies, and the one-pass gradients of gelu and
+// tanh (elementwise_binary.cpp has the binary ops and where, convert.cpp the casts).
 #include "common.hpp"
 #include "half_blocks.hpp"
 #include "prefetch.hpp"
@@ -13,7 +13,7 @@
 
 namespace pxl::emu::detail {
 
-// Element-wise unary kernels: math, logic, cast and copies.
+// Element-wise unary kernels: math, logic and copies.
 
 namespace {
 
@@ -237,95 +237,6 @@ StepFn compile_Swish(CompileContext&, const KernelOp& op, const OpBuffers& buffe
     return x == -std::numeric_limits<float>::infinity()
                ? -0.0f
                : static_cast<float>(xd / (1.0 + std::exp(-xd)));
-  });
-}
-
-namespace {
-/// float ↔ half casts through pxl::convert: the same rounding as convert_element.
-template <typename From, typename To>
-StepFn convert_step(const OpBuffers& buffers, std::int64_t n) {
-  const From* x = typed<const From>(buffers.inputs[0]);
-  To* y = typed<To>(buffers.outputs[0]);
-  return [=](unsigned w, unsigned nw) {
-    const auto [b, e] = worker_range(n, w, nw);
-    if (e > b)
-      convert(x + b, y + b, static_cast<std::size_t>(e - b));
-  };
-}
-
-/// Every other cast goes through a wide type, in chunks on the stack: integers and bool are
-/// exact in int64, floats in double, and convert_element gives the same result from the wide
-/// value as from the narrow one (integers wrap by value, floats saturate and round by value).
-/// So each dtype is loaded once and stored once: 9 + 2·9 small functions, where the pairs of
-/// the 9 device dtypes would instantiate 81 loops.
-template <typename From>
-using wide_t = std::conditional_t<is_float_v<From>, double, std::int64_t>;
-template <typename W>
-using LoadWide = void (*)(const std::byte*, std::int64_t, std::int64_t, W*);
-template <typename W>
-using StoreNarrow = void (*)(const W*, std::int64_t, std::int64_t, std::byte*);
-
-template <typename From, typename W>
-void load_wide(const std::byte* x, std::int64_t begin, std::int64_t n, W* out) {
-  const From* p = typed<const From>(x) + begin;
-  for (std::int64_t j = 0; j < n; ++j)
-    out[j] = static_cast<W>(static_cast<compute_t<From>>(p[j]));
-}
-template <typename To, typename W>
-void store_narrow(const W* in, std::int64_t begin, std::int64_t n, std::byte* y) {
-  To* p = typed<To>(y) + begin;
-  for (std::int64_t j = 0; j < n; ++j)
-    p[j] = convert_element<To>(in[j]);
-}
-template <typename W>
-StoreNarrow<W> store_narrow_fn(DType to) {
-  StoreNarrow<W> f = nullptr;
-  visit_device_dtype(to, [&](auto t) {
-    using To = typename decltype(t)::type;
-    if constexpr (!is_float8_v<To>) // ops::cast refuses float8
-      f = &store_narrow<To, W>;
-    return StepFn{};
-  });
-  return f;
-}
-template <typename W>
-StepFn wide_cast_step(LoadWide<W> load, StoreNarrow<W> store, const std::byte* x, std::byte* y,
-                      std::int64_t n) {
-  return [=](unsigned w, unsigned nw) {
-    constexpr std::int64_t chunk = 256;
-    W wide[chunk];
-    const auto [b, e] = worker_range(n, w, nw);
-    for (std::int64_t i = b; i < e; i += chunk) {
-      const std::int64_t len = std::min(chunk, e - i);
-      load(x, i, len, wide);
-      store(wide, i, len, y);
-    }
-  };
-}
-} // namespace
-
-// Cast converts as pxl::convert_element defines: float → integer truncates and saturates (NaN
-// → 0, ±inf → the extremes), which C++'s own conversion leaves undefined.
-StepFn compile_Cast(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  const auto& in = op.input(0).spec();
-  const DType to = op.output(0).dtype();
-  if (in.dtype == to)
-    return copy_step(buffers.outputs[0], buffers.inputs[0], in.nelms(), size_of(to));
-  if (in.dtype == float32 && to == float16)
-    return convert_step<float, half>(buffers, in.nelms());
-  if (in.dtype == float16 && to == float32)
-    return convert_step<half, float>(buffers, in.nelms());
-  if (is_float8(in.dtype) || is_float8(to))
-    unsupported_dtype(op, is_float8(to) ? to : in.dtype); // ops::cast refuses float8
-  return visit_device_dtype(in.dtype, [&](auto from_t) -> StepFn {
-    using From = typename decltype(from_t)::type;
-    if constexpr (is_float8_v<From>) {
-      return {};
-    } else {
-      using W = wide_t<From>;
-      return wide_cast_step<W>(&load_wide<From, W>, store_narrow_fn<W>(to), buffers.inputs[0],
-                               buffers.outputs[0], in.nelms());
-    }
   });
 }
 
