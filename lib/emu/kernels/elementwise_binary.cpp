@@ -106,12 +106,27 @@ StepFn arith(const KernelOp& op, const OpBuffers& buffers, F f, G fi) {
   });
 }
 
+/// The outcomes a comparison accepts, one bit each for `outcome(a, b)`: 0 unordered (a NaN),
+/// 1 less, 2 equal, 4 greater. All six comparisons of a dtype then share one loop.
+enum CompareMask : unsigned {
+  accept_unordered = 1u << 0,
+  accept_less = 1u << 1,
+  accept_equal = 1u << 2,
+  accept_greater = 1u << 4,
+};
+
+template <typename C>
+unsigned outcome(C a, C b) {
+  return unsigned{a < b} | unsigned{a == b} << 1 | unsigned{a > b} << 2;
+}
+
 /// A comparison into bool of the dtypes the builders let compare: float32, float16, int32,
 /// uint32, uint8 and bool (not int8, int16 and uint16: see docs/semantics.md, "dtypes").
-template <typename F>
-StepFn compare(const KernelOp& op, const OpBuffers& buffers, F f) {
+StepFn compare(const KernelOp& op, const OpBuffers& buffers, unsigned accepted) {
   const auto step = [&](auto t) {
-    return binary_step<typename decltype(t)::type, bool>(op, buffers, f);
+    return binary_step<typename decltype(t)::type, bool>(op, buffers, [accepted](auto a, auto b) {
+      return ((accepted >> outcome(a, b)) & 1u) != 0;
+    });
   };
   switch (const DType d = op.input(0).dtype()) {
   case uint32:
@@ -190,27 +205,27 @@ StepFn compile_Minimum(CompileContext&, const KernelOp& op, const OpBuffers& buf
 }
 
 StepFn compile_Equal(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return compare(op, buffers, [](auto a, auto b) { return a == b; });
+  return compare(op, buffers, accept_equal);
 }
 
 StepFn compile_NotEqual(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return compare(op, buffers, [](auto a, auto b) { return a != b; });
+  return compare(op, buffers, accept_unordered | accept_less | accept_greater);
 }
 
 StepFn compile_GreaterEqual(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return compare(op, buffers, [](auto a, auto b) { return a >= b; });
+  return compare(op, buffers, accept_greater | accept_equal);
 }
 
 StepFn compile_Less(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return compare(op, buffers, [](auto a, auto b) { return a < b; });
+  return compare(op, buffers, accept_less);
 }
 
 StepFn compile_LessEqual(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return compare(op, buffers, [](auto a, auto b) { return a <= b; });
+  return compare(op, buffers, accept_less | accept_equal);
 }
 
 StepFn compile_Greater(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
-  return compare(op, buffers, [](auto a, auto b) { return a > b; });
+  return compare(op, buffers, accept_greater);
 }
 
 StepFn compile_LogicalAnd(CompileContext&, const KernelOp& op, const OpBuffers& buffers) {
