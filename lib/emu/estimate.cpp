@@ -1,6 +1,7 @@
 // emu::estimate of an Ir: compile_program's plan, priced step by step with the cost model.
 #include "pxl/emu/estimate.hpp"
 
+#include "ipu_timeline.hpp"
 #include "ir/ir_hold.hpp"
 #include "program.hpp"
 
@@ -92,6 +93,70 @@ private:
   std::vector<std::optional<StepCost>> memo_;
 };
 
+/// The elapsed cycles of a run: its steps replayed in the order a Session runs them into an
+/// IpuTimeline, as its Profiler would (a conditional takes its costlier branch). A loop's
+/// iterations are replayed until one ends in the phase it began in; every later iteration
+/// then takes the same time, and the rest are added at once.
+class Replay {
+public:
+  Replay(const detail::Program& program, const IrView& view, const Target& target,
+         std::int64_t replicas, Pricer& pricer)
+      : program_(program), view_(view), target_(target), replicas_(replicas), pricer_(pricer),
+        timeline_(target.ipus) {}
+
+  std::int64_t run(GraphId main) {
+    timeline_.begin_run(round_trip_cycles(target_));
+    graph(main, 0);
+    return timeline_.elapsed();
+  }
+
+private:
+  void graph(GraphId g, std::size_t depth) {
+    for (const detail::ProgramStep& step : program_.graphs[g.value]->steps) {
+      switch (step.info.kind) {
+      case StepKind::call:
+        graph(*step.info.callee, depth + 1);
+        break;
+      case StepKind::repeat:
+        loop(*step.info.callee, step.info.trips, depth + 1);
+        break;
+      case StepKind::conditional: {
+        const bool then = !step.info.else_callee || pricer_.of(*step.info.callee).total() >=
+                                                        pricer_.of(*step.info.else_callee).total();
+        graph(then ? *step.info.callee : *step.info.else_callee, depth + 1);
+        break;
+      }
+      case StepKind::kernel:
+      case StepKind::fused_matmul:
+      case StepKind::fused_conv:
+      case StepKind::fused_all_reduce:
+      case StepKind::copy:
+        break;
+      }
+      timeline_.add(depth, timeline_.occupied(step.info, view_),
+                    estimate(step.info, target_, replicas_).total());
+    }
+  }
+
+  void loop(GraphId body, std::int64_t trips, std::size_t depth) {
+    for (std::int64_t k = 0; k < trips; ++k) {
+      const detail::IpuTimeline before = timeline_;
+      graph(body, depth);
+      if (k > 0 && timeline_.same_phase(before)) {
+        timeline_.advance((trips - k - 1) * (timeline_.elapsed() - before.elapsed()));
+        return;
+      }
+    }
+  }
+
+  const detail::Program& program_;
+  const IrView& view_;
+  const Target& target_;
+  std::int64_t replicas_;
+  Pricer& pricer_;
+  detail::IpuTimeline timeline_;
+};
+
 } // namespace
 
 IrEstimate estimate(const Ir& ir, const Target& target) {
@@ -110,6 +175,7 @@ IrEstimate estimate(const Ir& ir, const Target& target) {
       e.graphs.push_back({view.name(GraphId{g}), pricer.of(GraphId{g})});
   e.run = e.graphs.front().cycles;
   e.run.host += round_trip_cycles(target);
+  e.elapsed_cycles = Replay(program, view, target, e.replicas, pricer).run(view.main_graph());
   return e;
 }
 

@@ -34,24 +34,21 @@ std::string percent(std::int64_t part, std::int64_t whole) {
 
 Profiler::Profiler(const IrView& view, const Target& target, std::int64_t instances)
     : view_(view), target_(target), instances_(instances),
-      origin_(std::chrono::steady_clock::now()),
-      clocks_(static_cast<std::size_t>(std::max<std::int64_t>(1, target.ipus))),
-      by_ipu_(clocks_.size()), by_graph_(view.num_graphs()), by_kind_(num_op_kinds),
-      by_op_(view.num_ops()) {}
+      origin_(std::chrono::steady_clock::now()), timeline_(target.ipus),
+      by_ipu_(static_cast<std::size_t>(std::max<std::int64_t>(1, target.ipus))),
+      by_graph_(view.num_graphs()), by_kind_(num_op_kinds), by_op_(view.num_ops()) {}
 
 void Profiler::begin_run() {
   ++runs_;
   host_runs_.push_back({micros(std::chrono::steady_clock::now() - origin_), 0});
   const std::int64_t trip = round_trip_cycles(target_);
   if (events_.size() < event_limit)
-    events_.push_back({StepInfo{}, horizon_, trip, StepCost{.host = trip}, 0, 0, true});
+    events_.push_back({StepInfo{}, timeline_.elapsed(), trip, StepCost{.host = trip}, 0, 0, true});
   else
     truncated_ = true;
-  horizon_ += trip;
-  sync();
+  timeline_.begin_run(trip);
   total_.host += trip;
-  std::ranges::fill(marks_, horizon_);
-  depth_ = 0;
+  std::ranges::fill(marks_, timeline_.elapsed());
 }
 
 void Profiler::end_run() {
@@ -62,34 +59,18 @@ void Profiler::on_step(const StepInfo& info, const StepTiming& timing, std::int6
   const StepCost own = estimate(info, target_, replicas * instances_);
   const std::size_t d = timing.depth;
   const auto ipu = static_cast<std::size_t>(
-      std::clamp<std::int64_t>(info.ipu, 0, static_cast<std::int64_t>(clocks_.size()) - 1));
+      std::clamp<std::int64_t>(info.ipu, 0, static_cast<std::int64_t>(by_ipu_.size()) - 1));
   // Deeper than any step so far: every step so far ended no later than now.
   if (marks_.size() < d + 1)
-    marks_.resize(d + 1, horizon_);
-  // Deeper than the step before: a call, loop or conditional began, and the emulator starts
-  // its callee on every IPU at once (after the argument copies).
-  if (d > depth_)
-    sync();
-  depth_ = d;
+    marks_.resize(d + 1, timeline_.elapsed());
+  auto [start, end] = timeline_.add(d, timeline_.occupied(info, view_), own.total());
   // A control step is reported after the steps it ran: it began when the step before it at
   // its depth ended.
-  const bool control = info.kind == StepKind::call || info.kind == StepKind::repeat ||
-                       info.kind == StepKind::conditional;
-  std::int64_t start = 0, end = 0;
-  if (const std::vector<std::size_t> ipus = occupied(info); !ipus.empty()) {
-    for (const std::size_t i : ipus)
-      start = std::max(start, clocks_[i]);
-    end = start + own.total();
-    for (const std::size_t i : ipus)
-      clocks_[i] = end;
-    horizon_ = std::max(horizon_, end);
-  } else {
-    start = control ? marks_[d] : horizon_;
-    end = horizon_ += own.total();
-    sync();
-  }
+  if (info.kind == StepKind::call || info.kind == StepKind::repeat ||
+      info.kind == StepKind::conditional)
+    start = marks_[d];
   for (std::size_t k = d; k < marks_.size(); ++k)
-    marks_[k] = horizon_;
+    marks_[k] = timeline_.elapsed();
   ++steps_;
   total_ += own;
   add(by_ipu_[ipu], own);
@@ -106,21 +87,6 @@ void Profiler::on_step(const StepInfo& info, const StepTiming& timing, std::int6
     truncated_ = true;
 }
 
-std::vector<std::size_t> Profiler::occupied(const StepInfo& info) const {
-  auto index = [&](std::int64_t ipu) {
-    return static_cast<std::size_t>(
-        std::clamp<std::int64_t>(ipu, 0, static_cast<std::int64_t>(clocks_.size()) - 1));
-  };
-  if (info.kind == StepKind::call || info.kind == StepKind::repeat ||
-      info.kind == StepKind::conditional)
-    return {};
-  if (info.op && info.op_kind == OpKind::IpuCopy) {
-    const std::int64_t source = view_.ipu(view_.inputs(*info.op)[0]);
-    return {index(source), index(info.ipu)};
-  }
-  return {index(info.ipu)};
-}
-
 Profile Profiler::profile() const {
   Profile p;
   p.target = target_.name;
@@ -128,7 +94,7 @@ Profile Profiler::profile() const {
   p.runs = runs_;
   p.steps = steps_;
   p.total = total_;
-  p.elapsed_cycles = horizon_;
+  p.elapsed_cycles = timeline_.elapsed();
   auto lines = [](std::vector<ProfileLine>& out, std::size_t limit) {
     std::stable_sort(out.begin(), out.end(), [](const ProfileLine& a, const ProfileLine& b) {
       return a.cycles.total() > b.cycles.total();

@@ -2,6 +2,8 @@
 // estimates into a Profile and keeping the first steps as trace events.
 #pragma once
 
+#include "ipu_timeline.hpp"
+
 #include "pxl/emu/profile.hpp"
 #include "pxl/ir/view.hpp"
 
@@ -53,8 +55,6 @@ private:
     StepCost cycles;
   };
 
-  /// Every IPU's clock to the horizon: a step that waits for them all.
-  void sync() { std::ranges::fill(clocks_, horizon_); }
   static void add(Totals& t, const StepCost& c) {
     ++t.executions;
     t.cycles += c;
@@ -64,21 +64,11 @@ private:
   const Target& target_;
   std::int64_t instances_;
   std::chrono::steady_clock::time_point origin_;
-  /// The IPUs whose clocks step `info` waits for and advances: its own for a step that works
-  /// on one IPU (an IPU-local one, a host or Streaming Memory transfer, a collective, whose
-  /// peers are the other replicas' same IPU), both for an IpuCopy; none (meaning all) for
-  /// calls, loops and conditionals, whose callees start on every IPU at once.
-  std::vector<std::size_t> occupied(const StepInfo& info) const;
-
-  /// Device cycles so far, by IPU: a step advances the clocks of the IPUs it occupies
-  /// (`occupied`), from the latest of them, so the IPUs of a replica overlap where their steps
-  /// are independent, as they do on hardware.
-  std::vector<std::int64_t> clocks_;
-  std::int64_t horizon_ = 0; ///< the latest of clocks_: the device time elapsed so far
-  /// By depth d: the horizon when the latest step at depth d or less ended, i.e. when a call,
-  /// loop or conditional at depth d reported now began (its own steps are all deeper).
+  /// Device cycles so far, each IPU with its own clock.
+  IpuTimeline timeline_;
+  /// By depth d: the elapsed time when the latest step at depth d or less ended, i.e. when a
+  /// call, loop or conditional at depth d reported now began (its own steps are all deeper).
   std::vector<std::int64_t> marks_;
-  std::size_t depth_ = 0; ///< the depth of the step reported last
   std::int64_t runs_ = 0, steps_ = 0;
   StepCost total_;
   std::vector<Totals> by_ipu_, by_graph_, by_kind_, by_op_;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -335,6 +336,85 @@ TEST_CASE("Profile: the IPUs of a replica overlap in estimated time; one IPU's i
   const emu::Profile p2_alone = profile_of(two.ir, 1, runs);
   CHECK(p2_alone.elapsed_cycles == p2.elapsed_cycles);
   CHECK(p2_alone.total == p2.total);
+}
+
+TEST_CASE("emu::estimate: a run's elapsed time is the profile's, the IPUs overlapping") {
+  constexpr std::int64_t n = 32;
+  Balanced two(2, n, 16);
+  emu::Target t = emu::ipu2();
+  t.ipus = 2;
+  const emu::IrEstimate e = emu::estimate(two.ir, t);
+  const emu::Profile p = profile_of(two.ir, 2, 1);
+  CHECK(e.run == p.total);
+  CHECK(e.elapsed_cycles == p.elapsed_cycles);
+  CHECK(e.elapsed_cycles < e.run.total());
+  CHECK(e.seconds() == static_cast<double>(e.elapsed_cycles) / t.clock_hz);
+  // One IPU: the work itself.
+  Balanced one(1, n, 16);
+  const emu::IrEstimate e1 = emu::estimate(one.ir, emu::ipu2());
+  CHECK(e1.elapsed_cycles == e1.run.total());
+}
+
+TEST_CASE("emu::estimate: a pipelined loop's iterations overlap, as in the profile, for any "
+          "trip count") {
+  // Each iteration: a chain on IPU 0, its result copied to IPU 1 and a chain there. IPU 0
+  // starts the next iteration while IPU 1 works on this one's, so the estimate replays the
+  // iterations until they repeat in phase and adds the rest at once.
+  constexpr std::int64_t n = 32;
+  const auto program = [&](std::int64_t trips) {
+    auto ir = std::make_unique<Ir>();
+    auto in_main = ir->main_graph().scope();
+    Tensor a = [&] {
+      auto on = ipu(0);
+      return variable(matrix(n, 1), "a");
+    }();
+    Tensor b = [&] {
+      auto on = ipu(1);
+      return variable(matrix(n, 2), "b");
+    }();
+    Graph body = ir->create_empty_graph("body");
+    {
+      auto scope = body.scope();
+      Tensor x = graph_input(a.spec(), "a", /*by_ref=*/true);
+      Tensor h = x;
+      for (int k = 0; k < 6; ++k)
+        h = ops::tanh(ops::matmul(h, x));
+      ops::var_updates::copy_var_update_(x, h);
+      auto on = ipu(1);
+      Tensor y = graph_input(b.spec(), "b", /*by_ref=*/true);
+      Tensor g = ops::ipu_copy(h, 1);
+      for (int k = 0; k < 3; ++k)
+        g = ops::sigmoid(ops::matmul(g, y));
+      ops::var_updates::copy_var_update_(y, g);
+    }
+    ops::repeat(body, trips, {a, b});
+    return ir;
+  };
+  emu::Target t = emu::ipu2();
+  t.ipus = 2;
+  std::int64_t per_trip = 0, work_per_trip = 0;
+  for (const std::int64_t trips : {1, 2, 3, 40}) {
+    CAPTURE(trips);
+    const auto ir = program(trips);
+    const emu::IrEstimate e = emu::estimate(*ir, t);
+    const emu::Profile p = profile_of(*ir, 1, 1);
+    CHECK(e.run == p.total);
+    CHECK(e.elapsed_cycles == p.elapsed_cycles);
+    CHECK((e.elapsed_cycles < e.run.total()) == (trips > 1)); // one iteration overlaps nothing
+    if (trips == 2) {
+      per_trip = e.elapsed_cycles;
+      work_per_trip = e.run.total();
+    }
+    if (trips == 3) {
+      per_trip = e.elapsed_cycles - per_trip;
+      work_per_trip = e.run.total() - work_per_trip;
+    }
+  }
+  CHECK(per_trip < work_per_trip);
+  // In the steady state an iteration takes IPU 0's chain, less than the whole iteration's work.
+  const auto ir = program(1000);
+  const emu::IrEstimate e = emu::estimate(*ir, t);
+  CHECK(e.elapsed_cycles - emu::estimate(*program(3), t).elapsed_cycles == 997 * per_trip);
 }
 
 TEST_CASE("Session::write_trace: the two IPUs' steps overlap on their tracks") {

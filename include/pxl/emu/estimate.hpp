@@ -33,13 +33,18 @@ struct IrEstimate {
   /// One replica's memory, as Session::memory_report() would give it; `memory.fits()` says
   /// whether a Session would build.
   MemoryReport memory;
-  /// One Session::run of the main program: its graph's cycles and the host round trip.
+  /// One Session::run of the main program: its graph's cycles and the host round trip, the
+  /// work of every IPU of the replica summed (as Profile::total).
   StepCost run;
+  /// The device time of that run: `run` less the overlap of the replica's IPUs, whose
+  /// IPU-local steps run at the same time (a pipeline's stages), as Profile::elapsed_cycles
+  /// counts it. run.total() on one IPU.
+  std::int64_t elapsed_cycles = 0;
   /// Every graph the main graph reaches, the main graph first.
   std::vector<GraphEstimate> graphs;
 
-  /// The estimated device time of one run, in seconds.
-  double seconds() const { return static_cast<double>(run.total()) / clock_hz; }
+  /// The estimated device time of one run, in seconds (elapsed_cycles).
+  double seconds() const { return static_cast<double>(elapsed_cycles) / clock_hz; }
 };
 
 /// Compiles the programs of `ir` for `target` as a Session would, and estimates their memory
