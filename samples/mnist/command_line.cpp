@@ -82,6 +82,10 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  "schedule over the --gradient-accumulation micro-batches of each update, at "
                  "least 2 x stages - 1 of them; training equals the unpipelined run's)")
       ->capture_default_str();
+  app.add_flag("--recompute", o.recompute,
+               "With --pipeline-stages 2 or more: keep only each stage's inputs and recompute "
+               "its activations in the backward pass (less memory, a forward pass more; "
+               "training is bitwise the same)");
   app.add_option("--data-dir", o.data_dir, "Directory with the Fashion-MNIST IDX files")
       ->capture_default_str();
   app.add_option("--limit", o.limit, "Use only the first N training images")->check(positive);

@@ -23,6 +23,7 @@ struct Options {
   std::int64_t gradient_accumulation = 1;
   std::int64_t replicas = 1;
   std::int64_t pipeline_stages = 1;
+  bool recompute = false;
   std::string data_dir = pxl::addons::data::fashion_mnist_default_dir;
   std::optional<std::int64_t> limit;
   std::optional<std::int64_t> test_limit;

@@ -126,6 +126,10 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
         " stages (backward ones included) and needs --gradient-accumulation of at least " +
         std::to_string(mnist::min_pipeline_micro_batches(o.pipeline_stages)) +
         " micro-batches to fill them, got " + std::to_string(o.gradient_accumulation));
+  if (o.recompute && o.pipeline_stages < 2)
+    throw pxl::ValueError("--recompute: recomputes each pipeline stage's activations and needs "
+                          "--pipeline-stages 2 or more, got --pipeline-stages " +
+                          std::to_string(o.pipeline_stages));
   return {.optimizer = parse_optimizer(o),
           // The Net ends in its last Linear, without a softmax: logits.
           .from_logits = true,
@@ -135,6 +139,7 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
           .gradient_accumulation = o.gradient_accumulation,
           .replicas = o.replicas,
           .pipeline = o.pipeline_stages > 1,
+          .recompute = o.recompute,
           .dtype = parse_dtype(o.dtype),
           .stochastic_rounding = o.stochastic_rounding,
           .offload_optimizer_state = o.offload_optimizer_state,

@@ -2,7 +2,11 @@
 #include "pxl/addons.hpp"
 #include "pxl/pxl.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
+
+#include <algorithm>
 
 using namespace pxl;
 using addons::Linear;
@@ -359,4 +363,45 @@ TEST_CASE("weights trained in one session and copied with to_mapping give identi
   const auto ya = sa.run({{a.xs, x_data}}).at(a.ys);
   const auto yb = sb.run({{b.xs, x_data}}).at(b.ys);
   CHECK(ya == yb);
+}
+
+TEST_CASE("addons::recompute_graph: the gradient graph's names, bitwise its gradients") {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  auto [facts, fwd] =
+      addons::Sequential{addons::Dense(8, addons::Activation::relu), addons::Dense(4)}.create_graph(
+          TensorSpec{{6, 5}, float32});
+  const auto bwd = fwd.autodiff({.grads_required = fwd.args().tensors()});
+  const auto recomputed = addons::recompute_graph(bwd);
+  CHECK(recomputed.is_grad_graph());
+  CHECK(recomputed.graph().name() == bwd.graph().name() + "_recomp");
+  // It reads every forward input, each weight under its name; its outputs are the same
+  // gradients under the same names.
+  const auto sorted = [](Keys k) {
+    std::ranges::sort(k);
+    return k;
+  };
+  CHECK(sorted(recomputed.args().keys_flat()) == sorted(fwd.args().keys_flat()));
+  CHECK(recomputed.named_outputs().keys_flat() == bwd.named_outputs().keys_flat());
+  const NamedTensors vars = facts.init("", 3);
+  const Tensor x = constant(test_addons::normal_images(6, 5), "x");
+  const Tensor y = constant(test_addons::cyclic_labels(6, 4), "y");
+  const NamedTensors kept = test_addons::cross_entropy_grads(fwd, bwd, vars, x, y);
+  const NamedTensors again = test_addons::cross_entropy_grads(fwd, recomputed, vars, x, y);
+  std::vector<std::pair<Tensor, Tensor>> results;
+  for (const auto& [key, g] : kept.items()) {
+    results.emplace_back(variable(HostTensor(g.shape(), g.dtype()), "kept." + key),
+                         variable(HostTensor(g.shape(), g.dtype()), "again." + key));
+    ops::var_updates::copy_var_update_(results.back().first, g);
+    ops::var_updates::copy_var_update_(results.back().second, again.at(key));
+  }
+  Session session(ir, "ipu_model");
+  auto attached = session.attach();
+  session.run();
+  for (const auto& [a, b] : results) {
+    CAPTURE(a.name());
+    CHECK(session.get_tensor_data(a).nelms() > 0);
+    CHECK(session.get_tensor_data(b) == session.get_tensor_data(a));
+  }
+  CHECK_THROWS_AS(addons::recompute_graph(fwd), ValueError);
 }

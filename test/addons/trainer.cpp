@@ -71,6 +71,45 @@ TEST_CASE("fit with accumulation, replicas and pipelining equals the simpler run
   }
 }
 
+TEST_CASE("CompileOptions::recompute: pipelined, bitwise as keeping the activations, with less "
+          "memory for a forward pass more") {
+  const FitOptions options{.epochs = 1, .batch_size = 8, .shuffle = false};
+  const CompileOptions kept{.steps_per_execution = 4, .gradient_accumulation = 4, .pipeline = true};
+  CompileOptions recomputed = kept;
+  recomputed.recompute = true;
+  const Fitted a = fit(kept, options, true), b = fit(recomputed, options, true);
+  CHECK(b.weights == a.weights);
+  CHECK(b.history.history == a.history.history);
+
+  const addons::data::LabelledBatchSpec batch{.features = {{256, features}, float32},
+                                              .labels = {{256}, int32}};
+  Classifier model;
+  model.stages = true;
+  Trainer keeps(model), recomputes(model);
+  keeps.compile({.from_logits = true,
+                 .steps_per_execution = 8,
+                 .gradient_accumulation = 8,
+                 .pipeline = true});
+  recomputes.compile({.from_logits = true,
+                      .steps_per_execution = 8,
+                      .gradient_accumulation = 8,
+                      .pipeline = true,
+                      .recompute = true});
+  emu::Target two = emu::ipu2();
+  two.ipus = 2;
+  const emu::IrEstimate e_kept = keeps.estimate(batch, two);
+  const emu::IrEstimate e_recomputed = recomputes.estimate(batch, two);
+  CHECK(e_recomputed.run.compute > e_kept.run.compute);
+  CHECK(e_recomputed.memory.ipus.at(0).not_always_live_peak <
+        e_kept.memory.ipus.at(0).not_always_live_peak);
+
+  Trainer unpipelined(Classifier{});
+  CHECK_THROWS_WITH_AS(unpipelined.compile({.recompute = true}),
+                       doctest::Contains("recompute recomputes each pipeline stage's activations "
+                                         "and needs pipeline = true"),
+                       ValueError);
+}
+
 TEST_CASE("evaluate and predict see the trained weights and agree with each other") {
   Trainer trainer(Classifier{});
   trainer.compile({.from_logits = true, .metrics = {"accuracy"}});

@@ -69,6 +69,9 @@ expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net h
 expect_error "too few micro-batches for the pipeline" \
   "--pipeline-stages 3: the pipeline has 5 stages (backward ones included) and needs --gradient-accumulation of at least 5 micro-batches to fill them, got 4" \
   --pipeline-stages 3 --gradient-accumulation 4
+expect_error "recompute without a pipeline" \
+  "--recompute: recomputes each pipeline stage's activations and needs --pipeline-stages 2 or more, got --pipeline-stages 1" \
+  --recompute
 # Flags CLI11 checks: the value's need named, and exit code 1 like every other error (CLI11's
 # own codes are 105-109).
 expect_error "--batch-size 0" "--batch-size: expected a positive number, got 0" --batch-size 0

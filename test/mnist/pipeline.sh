@@ -42,3 +42,15 @@ compare "4 stages, Adam" 4 $small --gradient-accumulation 8 --optimizer adam
 # shellcheck disable=SC2086
 compare "2 stages, replicas, device loop, float16" 2 $small --gradient-accumulation 3 \
   --replicas 2 --batch-size 4 --steps-per-execution 2 --dtype float16
+
+# --recompute: each stage's activations recomputed from its inputs, bitwise the same training.
+# shellcheck disable=SC2086
+"$mnist" --pipeline-stages 4 $small --gradient-accumulation 8 --save "$tmp/kept.safetensors" \
+  >"$tmp/kept" 2>&1 || fail "recompute: kept: $(cat "$tmp/kept")"
+# shellcheck disable=SC2086
+"$mnist" --pipeline-stages 4 --recompute $small --gradient-accumulation 8 \
+  --save "$tmp/recomputed.safetensors" >"$tmp/recomputed" 2>&1 ||
+  fail "recompute: $(cat "$tmp/recomputed")"
+cmp -s "$tmp/kept.safetensors" "$tmp/recomputed.safetensors" ||
+  fail "recompute: the weights differ from the run that keeps the activations"
+echo "ok: 4 stages, --recompute: $(grep '^test accuracy' "$tmp/recomputed")"

@@ -16,4 +16,15 @@ namespace pxl::addons {
 GraphWithNamedArgs autodiff(const GraphWithNamedArgs& fwd,
                             transforms::AutodiffOptions options = {});
 
+/// popxl.addons' `recompute_graph`: the gradient graph `grad_graph` (from `autodiff`) made to
+/// recompute the forward pass's activations inside its call instead of reading them
+/// (transforms::recompute_graph). It reads every forward input, each weight that `grad_graph`
+/// reads or differentiates under its name (so `bind(vars)` binds them all), and its named
+/// outputs are `grad_graph`'s gradients under the same names; bind the rest with
+/// `grad_graph_info().inputs_dict(fwd_call)` as before. The gradients are bitwise those of
+/// `grad_graph`. It lowers the peak where several forward calls precede their gradients (a
+/// layer graph called per layer); recomputing a single forward call costs a forward pass and
+/// saves nothing. ValueError unless `grad_graph` is a gradient graph.
+GraphWithNamedArgs recompute_graph(const GraphWithNamedArgs& grad_graph);
+
 } // namespace pxl::addons

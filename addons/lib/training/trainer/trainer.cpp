@@ -133,6 +133,11 @@ void Trainer::compile(CompileOptions options) {
     throw ValueError("Trainer::compile: stochastic_rounding rounds float16 updates and needs dtype "
                      "float16, got " +
                      std::string(name(options.dtype)));
+  if (options.recompute && !options.pipeline)
+    throw ValueError("Trainer::compile: recompute recomputes each pipeline stage's activations and "
+                     "needs pipeline = true; without pipelining the forward pass would be "
+                     "recomputed whole inside its gradient call, costing a forward pass and "
+                     "lowering no memory peak");
   if (!(options.loss_scaling > 0))
     throw ValueError("Trainer::compile: loss_scaling must be positive, got " +
                      std::to_string(options.loss_scaling));

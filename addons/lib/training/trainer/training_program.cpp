@@ -210,7 +210,8 @@ private:
       accumulate_gradients(ms, micro_batch(ms), accumulation_);
     }
     if (o_.pipeline) {
-      p_.pipeline = transforms::pipeline(micro, {.steps = accumulation_.steps});
+      p_.pipeline =
+          transforms::pipeline(micro, {.steps = accumulation_.steps, .recompute = o_.recompute});
       pxl::ops::call(p_.pipeline->graph, s.values_flat());
     } else {
       pxl::ops::repeat(micro, accumulation_.steps, s.values_flat());

@@ -101,6 +101,13 @@ struct CompileOptions {
   /// With a model built in pipeline stages (PipelineStages, Sequential's stage assignment):
   /// pipeline each optimizer step's micro-batches (transforms::pipeline, grouped).
   bool pipeline = false;
+  /// With `pipeline`: keep only each stage's inputs and recompute the rest of its activations
+  /// in the backward pass (PipelineOptions::recompute; TF's RecomputeThenBackpropagate, the
+  /// pipelined models' recomputation Graphcore's applications use): less stashed memory for
+  /// about a third more work, training bitwise the same. ValueError without `pipeline`: a
+  /// single forward pass recomputed whole inside its gradient call costs a forward pass and
+  /// lowers no peak (addons::recompute_graph does that for graphs called layer by layer).
+  bool recompute = false;
   /// The model's weights and activations: float32, or float16 as mixed precision (float
   /// inputs cast to float16 on the device, the model's output cast to float32 for the loss and
   /// the metrics, the loss gradient scaled by `loss_scaling` and cast to float16 for the
