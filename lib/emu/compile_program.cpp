@@ -3,6 +3,7 @@
 #include "flatten.hpp"
 #include "fusion.hpp"
 #include "program.hpp"
+#include "step_work.hpp"
 
 #include "aligned_bytes.hpp"
 
@@ -69,48 +70,6 @@ StepKind fused_kind(const FlatStep& step, OpKind k) {
   default:
     return StepKind::fused_all_reduce;
   }
-}
-
-/// Floating-point operations of one execution of `op` (a multiply-add counts two), or its
-/// element operations for kernels that do no arithmetic worth counting apart.
-std::int64_t flops_of(const IrView& ir, OpId op) {
-  const auto inputs = ir.inputs(op), outputs = ir.outputs(op);
-  std::int64_t out = 0, in = 0;
-  for (TensorId t : outputs)
-    out += ir.spec(t).nelms();
-  for (TensorId t : inputs)
-    in = std::max(in, ir.spec(t).nelms());
-  if (ir.kind(op) == OpKind::MatMul) {
-    const Shape& a = ir.spec(inputs[0]).shape;
-    const std::int64_t k = a.empty() ? 1 : a.back();
-    return 2 * out * k;
-  }
-  if (family_of(ir.kind(op)) == OpFamily::conv) {
-    // 2·N·C_out·out_spatial·(C_in / groups)·kernel, in the terms of the convolution run: its
-    // output is Conv's output and the other kinds' input 0; its weights are input 1 or the
-    // weight gradient.
-    const OpKind k = ir.kind(op);
-    const TensorSpec& dst = ir.spec(k == OpKind::Conv ? outputs[0] : inputs[0]);
-    const Shape& w = ir.spec(k == OpKind::ConvWeightsGrad ? outputs[0] : inputs[1]).shape;
-    return 2 * dst.nelms() * nelms(std::span(w).subspan(1));
-  }
-  if (ir.kind(op) == OpKind::RoiAlign || ir.kind(op) == OpKind::RoiAlignGrad) {
-    // Four bilinear taps per sample, sampling_ratio² samples per pooled element: the output of
-    // roi_align, input 0 (the output gradient) of its gradient.
-    const auto& a = ir.attrs_as<RoiAlignAttrs>(op);
-    return 4 * ir.spec(ir.kind(op) == OpKind::RoiAlign ? outputs[0] : inputs[0]).nelms() *
-           a.sampling_ratio * a.sampling_ratio;
-  }
-  if (family_of(ir.kind(op)) == OpFamily::pool) {
-    // One operation per window tap of every pooled element: the pools' output, the gradients'
-    // input 0.
-    const bool forward = ir.kind(op) == OpKind::MaxPool || ir.kind(op) == OpKind::AveragePool;
-    const std::int64_t pooled = ir.spec(forward ? outputs[0] : inputs[0]).nelms();
-    return pooled * nelms(std::span(ir.attrs_as<PoolAttrs>(op).kernel));
-  }
-  if (ir.kind(op) == OpKind::AllReduce) // n - 1 operations per element, each IPU's outputs alike
-    return (static_cast<std::int64_t>(inputs.size()) - 1) * in;
-  return std::max(out, in);
 }
 
 /// The IPUs whose memory a step's slots are on: 2 for an IpuCopy, one per input of an
@@ -466,6 +425,7 @@ private:
       } else {
         out.info.kind = fused_kind(step, out.info.op_kind);
         out.info.flops = flops_of(ir_, op);
+        out.info.amp = amp_shape_of(ir_, op);
         if (const auto* c = std::get_if<CollectiveAttrs>(&ir_.attrs(op));
             c && out.info.op_kind != OpKind::AllReduce)
           out.info.group = c->group_size;

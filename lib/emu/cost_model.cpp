@@ -2,7 +2,10 @@
 #include "pxl/emu/cost_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 namespace pxl::emu {
 
@@ -73,6 +76,64 @@ StepCost reduce_in_stages(std::int64_t elems, std::int64_t out, std::int64_t ele
     first = false;
   }
   return c;
+}
+
+/// The cheapest plan of an AMP product over the tiles, as PopLibs' planner chooses one (poplin
+/// plans matmuls as convolutions): the groups and the three dims split (at most the tiles in
+/// all); each tile receives its blocks of the two operands, multiplies them on its AMP
+/// unit (Target::amp_vertex_cycles beside the MACs at the AMP's rate) and, where the contracted
+/// dim is split, exchanges its float32 partials with the tiles that share its output block and
+/// adds them in a second compute phase, after a second sync.
+StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Target& t) {
+  const std::int64_t tiles = std::max<std::int64_t>(1, t.tiles_per_ipu);
+  const std::int64_t rate =
+      dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
+  const auto elem = static_cast<std::int64_t>(size_of(dtype));
+  const std::int64_t bytes_per_cycle = std::max<std::int64_t>(1, t.exchange_bytes_per_cycle);
+  // A dim's splits: powers of two, and the most that fits, so that the tiles a power of two
+  // leaves over are used too (1,472 = 1,024 + 448).
+  const auto splits = [&](std::int64_t extent, std::int64_t at_most) {
+    const std::int64_t most = std::max<std::int64_t>(1, std::min(extent, at_most));
+    std::vector<std::int64_t> r;
+    for (std::int64_t s = 1; s < most; s *= 2)
+      r.push_back(s);
+    r.push_back(most);
+    return r;
+  };
+  StepCost best;
+  std::int64_t best_total = std::numeric_limits<std::int64_t>::max();
+  const int c = std::clamp(a.contracted, 0, 2);
+  for (const std::int64_t sg : splits(a.groups, tiles))
+    for (const std::int64_t s0 : splits(a.extent[0], tiles / sg))
+      for (const std::int64_t s1 : splits(a.extent[1], tiles / (sg * s0)))
+        for (const std::int64_t s2 : splits(a.extent[2], tiles / (sg * s0 * s1))) {
+          const std::array<std::int64_t, 3> s{s0, s1, s2};
+          // The tile's share of the tensor over the dims other than i.
+          const auto share = [&](int i) {
+            std::int64_t parts = sg;
+            for (int j = 0; j < 3; ++j)
+              if (j != i)
+                parts *= s[static_cast<std::size_t>(j)];
+            return ceil_div(a.elements[static_cast<std::size_t>(i)], parts);
+          };
+          StepCost cost;
+          cost.sync = t.sync_cycles;
+          cost.compute = ceil_div(ceil_div(macs, sg * s0 * s1 * s2), rate) + t.amp_vertex_cycles;
+          for (int i = 0; i < 3; ++i)
+            if (i != c)
+              cost.exchange += ceil_div(share(i) * elem, bytes_per_cycle);
+          if (const std::int64_t ways = s[static_cast<std::size_t>(c)]; ways > 1) {
+            const std::int64_t sent = ceil_div(share(c) * (ways - 1), ways);
+            cost.exchange += ceil_div(sent * 4, bytes_per_cycle);
+            cost.compute += vector_cycles(sent, DType::float32, 1, t, 1);
+            cost.sync += t.sync_cycles;
+          }
+          if (cost.total() < best_total) {
+            best_total = cost.total();
+            best = cost;
+          }
+        }
+  return best;
 }
 
 /// Ring bytes one replica sends for a collective over `replicas` replicas.
@@ -150,24 +211,15 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
                          t.streaming_memory_bytes_per_second);
     return c;
   case OpCost::amp: {
-    // PopLibs' matmul plan: the output's tiles, and when the output spans fewer tiles than the
-    // IPU has, the contraction split over more (each tile's share at least
-    // matmul_contraction_grain long), whose partials are then reduced in stages. The AMP units
-    // run at 85% of their peak.
-    const std::int64_t rate =
-        info.dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
-    const std::int64_t macs = info.flops / 2;
+    // PopLibs' plan over the tiles (amp_plan). A step without its product's shape is priced
+    // as a matrix-vector product: its output's elements by its MACs per output.
     const std::int64_t out = std::max<std::int64_t>(
         1, info.bytes_written / static_cast<std::int64_t>(size_of(info.dtype)));
-    const std::int64_t split =
-        std::clamp<std::int64_t>(std::min(std::max<std::int64_t>(1, t.tiles_per_ipu) / tiles,
-                                          ceil_div(macs / out, matmul_contraction_grain)),
-                                 1, std::max<std::int64_t>(1, t.tiles_per_ipu));
-    c.compute = std::llround(
-        std::ceil(static_cast<double>(macs) / (0.85 * static_cast<double>(tiles * split * rate))));
-    c.exchange = exchange_cycles(info.bytes_read, t);
-    if (split > 1)
-      c += reduce_in_stages(out * split, out, 4, DType::float32, 1, t);
+    const std::int64_t macs = info.flops / 2;
+    const AmpShape shape = info.amp.value_or(AmpShape{
+        .extent = {out, 1, std::max<std::int64_t>(1, macs / out)},
+        .elements = {std::max<std::int64_t>(1, macs / out), std::max<std::int64_t>(1, macs), out}});
+    c = amp_plan(shape, macs, info.dtype, t);
     // The folded update, or a convolution's bias and ReLU: an element-wise pass over the output.
     if (info.kind == StepKind::fused_matmul || info.kind == StepKind::fused_conv)
       c.compute += vector_cycles(out, info.dtype, tiles, t, 1);

@@ -7,6 +7,8 @@
 
 #include "pxl/core/error.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace pxl::emu {
@@ -93,6 +95,62 @@ private:
   std::vector<std::optional<StepCost>> memo_;
 };
 
+/// One run's cycles by op kind: every graph's steps times the graph's executions per run
+/// (a loop body's trips times its caller's, a conditional's costlier branch), found callers
+/// first, so each graph is walked once however many sites call it.
+std::vector<ProfileLine> op_kinds(const detail::Program& program, const Target& target,
+                                  std::int64_t replicas, Pricer& pricer, GraphId main) {
+  const std::size_t n = program.graphs.size();
+  // The graphs in reverse postorder from the main graph: every caller before its callees.
+  std::vector<GraphId> order;
+  std::vector<bool> seen(n);
+  const auto callees = [&](const detail::ProgramStep& step) {
+    std::vector<std::pair<GraphId, std::int64_t>> r;
+    if (!step.info.callee)
+      return r;
+    if (step.info.kind == StepKind::conditional && step.info.else_callee &&
+        pricer.of(*step.info.else_callee).total() > pricer.of(*step.info.callee).total())
+      r.emplace_back(*step.info.else_callee, 1);
+    else
+      r.emplace_back(*step.info.callee, step.info.kind == StepKind::repeat ? step.info.trips : 1);
+    return r;
+  };
+  const std::function<void(GraphId)> visit = [&](GraphId g) {
+    seen[g.value] = true;
+    for (const detail::ProgramStep& step : program.graphs[g.value]->steps)
+      for (const auto& [callee, trips] : callees(step))
+        if (!seen[callee.value])
+          visit(callee);
+    order.push_back(g);
+  };
+  visit(main);
+  std::ranges::reverse(order);
+  std::vector<std::int64_t> executions(n);
+  executions[main.value] = 1;
+  std::vector<ProfileLine> kinds(num_op_kinds + 1);
+  for (const GraphId g : order)
+    for (const detail::ProgramStep& step : program.graphs[g.value]->steps) {
+      const std::int64_t times = executions[g.value];
+      ProfileLine& line =
+          kinds[step.info.op ? static_cast<std::size_t>(step.info.op_kind) : num_op_kinds];
+      const StepCost c = estimate(step.info, target, replicas);
+      line.executions += times;
+      line.cycles += {c.compute * times, c.exchange * times, c.sync * times, c.host * times};
+      for (const auto& [callee, trips] : callees(step))
+        executions[callee.value] += times * trips;
+    }
+  std::vector<ProfileLine> r;
+  for (std::size_t k = 0; k < kinds.size(); ++k)
+    if (kinds[k].executions) {
+      kinds[k].name = k < num_op_kinds ? std::string(op_type_name(static_cast<OpKind>(k))) : "copy";
+      r.push_back(std::move(kinds[k]));
+    }
+  std::ranges::stable_sort(r, [](const ProfileLine& a, const ProfileLine& b) {
+    return a.cycles.total() > b.cycles.total();
+  });
+  return r;
+}
+
 /// The elapsed cycles of a run: its steps replayed in the order a Session runs them into an
 /// IpuTimeline, as its Profiler would (a conditional takes its costlier branch). A loop's
 /// iterations are replayed until one ends in the phase it began in; every later iteration
@@ -176,6 +234,7 @@ IrEstimate estimate(const Ir& ir, const Target& target) {
   e.run = e.graphs.front().cycles;
   e.run.host += round_trip_cycles(target);
   e.elapsed_cycles = Replay(program, view, target, e.replicas, pricer).run(view.main_graph());
+  e.op_kinds = op_kinds(program, target, e.replicas, pricer, view.main_graph());
   return e;
 }
 

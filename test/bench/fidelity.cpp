@@ -13,6 +13,7 @@
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -26,6 +27,20 @@ void row(const std::string& name, double estimate, double published, const char*
   std::printf("FIDELITY %s estimate=%.4g published=%.4g unit=%s ratio=%.3f\n", name.c_str(),
               estimate, published, unit, estimate / published);
   std::fflush(stdout);
+}
+
+/// Where the estimate's work goes: its largest op kinds, as shares of the replica's work.
+void print_kinds(const pxl::emu::IrEstimate& e) {
+  const double work = static_cast<double>(e.run.total());
+  std::printf("    work by op kind:");
+  for (std::size_t k = 0; k < std::min<std::size_t>(8, e.op_kinds.size()); ++k)
+    std::printf(" %s %.1f%%", e.op_kinds[k].name.c_str(),
+                100.0 * static_cast<double>(e.op_kinds[k].cycles.total()) / work);
+  std::printf("; compute %.0f%%, exchange %.0f%%, sync %.0f%%, host %.0f%%\n",
+              100.0 * static_cast<double>(e.run.compute) / work,
+              100.0 * static_cast<double>(e.run.exchange) / work,
+              100.0 * static_cast<double>(e.run.sync) / work,
+              100.0 * static_cast<double>(e.run.host) / work);
 }
 
 /// ResNet-50 as Graphcore's TensorFlow 1 benchmark feeds it: 8-bit images streamed to the IPU
@@ -73,6 +88,7 @@ double resnet_throughput(const ResNetConfig& c) {
               static_cast<double>(e.memory.ipus.at(0).total()) / (1 << 20),
               static_cast<double>(e.memory.ipus.at(0).capacity) / (1 << 20),
               e.memory.fits() ? "" : " (does not fit)");
+  print_kinds(e);
   return images / e.seconds();
 }
 
@@ -97,6 +113,7 @@ double bert_throughput(const BertConfig& c) {
                    .gradient_accumulation = c.accumulation,
                    .replicas = replicas,
                    .pipeline = true,
+                   .recompute = true,
                    .dtype = pxl::float16,
                    .loss_scaling = c.loss_scaling,
                    .stochastic_rounding = true,
@@ -117,6 +134,7 @@ double bert_throughput(const BertConfig& c) {
                 static_cast<double>(ipu.capacity) / (1 << 20),
                 static_cast<double>(ipu.max_tile) / 1024,
                 static_cast<double>(ipu.tile_capacity) / 1024, ipu.fits() ? "" : " (does not fit)");
+  print_kinds(e);
   return static_cast<double>(global * c.accumulation) / e.seconds();
 }
 

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -115,28 +116,35 @@ TEST_CASE("cost model: a reduction of 1M floats to a scalar is PopLibs' multi-st
 }
 
 TEST_CASE("cost model: a small-output matmul splits its contraction over the IPU's tiles") {
-  // 16 x 16384 x 16, float32: the output's 1 KiB spans 16 tiles; the contraction is split
-  // 1472 / 16 = 92 ways (each 178 >= 64 long), so the AMP units of every tile work, and the
-  // 92 partials of each output are reduced in two stages.
+  // 16 x 16384 x 16, float32: 256 outputs. The plan splits the contraction over the tiles, so
+  // that every tile's AMP works, and the partials are exchanged and added after a second sync.
   const emu::Target t = emu::ipu2();
   const std::int64_t m = 16, k = 16384, n = 16;
-  const std::int64_t macs = m * k * n;
-  const auto c =
-      emu::estimate(kernel_step(OpKind::MatMul, 2 * macs, (m * k + k * n) * 4, m * n * 4), t);
-  const auto amp =
-      static_cast<std::int64_t>(std::ceil(static_cast<double>(macs) / (0.85 * 1472 * 16)));
-  CHECK(c.compute >= amp);
-  CHECK(c.compute <= amp + 2 * 12);   // two stages of 16 partials a tile at most
-  CHECK(c.sync == 2 * t.sync_cycles); // the step's and the second stage's
-  const double peak = static_cast<double>(macs) / (1472.0 * 16);
-  CHECK(peak / static_cast<double>(c.total()) > 0.15); // was 0.9%
-  // A matmul whose output spans every tile is not split.
-  const std::int64_t big = 1024;
-  const auto square = emu::estimate(
-      kernel_step(OpKind::MatMul, 2 * big * big * big, 2 * big * big * 4, big * big * 4), t);
-  CHECK(square.sync == t.sync_cycles);
-  CHECK(square.compute == static_cast<std::int64_t>(std::ceil(static_cast<double>(big * big * big) /
-                                                              (0.85 * 1472 * 16))));
+  const auto c = emu::estimate(test_emu::matmul_step(m, k, n), t);
+  CHECK(c.sync == 2 * t.sync_cycles);
+  const double peak = static_cast<double>(m * k * n) / (1472.0 * 16);
+  CHECK(peak / static_cast<double>(c.total()) > 0.1); // was 0.9% on the output's 16 tiles
+  // An outer product (a contraction of 16) has nothing to split: one superstep.
+  const auto outer = emu::estimate(test_emu::matmul_step(1024, 16, 1024), t);
+  CHECK(outer.sync == t.sync_cycles);
+}
+
+TEST_CASE("emu::estimate: a matmul's rows shared by its weights are planned as one product") {
+  // [8, 128, 64] @ [64, 256], the weights shared by the batch, as [1024, 64] @ [64, 256]: the
+  // same MACs on the same operands, so the same plan. Likewise an input shared by a batch of
+  // weights, [128, 64] @ [8, 64, 256], as [128, 64] @ [64, 2048].
+  const auto matmul_cycles = [](const Shape& x, const Shape& w) {
+    Ir ir;
+    auto in_main = ir.main_graph().scope();
+    ops::host_store(d2h_stream({}, float32, "y"),
+                    ops::sum(ops::matmul(ops::init(x, float32, "x"), ops::init(w, float32, "w"))));
+    const emu::IrEstimate e = emu::estimate(ir, emu::ipu2());
+    const auto line = std::ranges::find(e.op_kinds, "MatMul", &emu::ProfileLine::name);
+    REQUIRE(line != e.op_kinds.end());
+    return line->cycles;
+  };
+  CHECK(matmul_cycles({8, 128, 64}, {64, 256}) == matmul_cycles({1024, 64}, {64, 256}));
+  CHECK(matmul_cycles({128, 64}, {8, 64, 256}) == matmul_cycles({128, 64}, {64, 2048}));
 }
 
 TEST_CASE("cost model: a grouped all-reduce costs its own group's ring") {
@@ -212,6 +220,18 @@ TEST_CASE("emu::estimate: the cycles of a run, loops by their trips, without a S
   s.run({{p.x, HostTensor::full({10, 8, 64}, float32, 1.0)}});
   CHECK(s.profile().total == e.run);
   CHECK(s.memory_report().to_json() == e.memory.to_json());
+  // By op kind, each step as often as the run executed it.
+  const auto& kinds = s.profile().op_kinds;
+  REQUIRE(e.op_kinds.size() == kinds.size());
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    CAPTURE(kinds[k].name);
+    CHECK(e.op_kinds[k].name == kinds[k].name);
+    CHECK(e.op_kinds[k].executions == kinds[k].executions);
+    CHECK(e.op_kinds[k].cycles == kinds[k].cycles);
+  }
+  CHECK(std::ranges::any_of(e.op_kinds, [](const emu::ProfileLine& l) {
+    return l.name == "MatMul" && l.executions == 10;
+  }));
 }
 
 TEST_CASE("emu::estimate: 40 GiB of tensors, estimated without allocating them") {

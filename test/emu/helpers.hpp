@@ -135,6 +135,22 @@ struct ThrowingObserver final : emu::StepObserver {
 };
 
 /// A kernel step of `k` for the cost model: its flops, bytes read and written, and dtype.
+/// A MatMul step of (m, k) @ (k, n) as compile_program describes it, with its product's shape.
+inline emu::StepInfo matmul_step(std::int64_t m, std::int64_t k, std::int64_t n,
+                                 DType dtype = float32) {
+  const auto e = static_cast<std::int64_t>(size_of(dtype));
+  emu::StepInfo i;
+  i.kind = emu::StepKind::kernel;
+  i.op = OpId{0};
+  i.op_kind = OpKind::MatMul;
+  i.flops = 2 * m * k * n;
+  i.bytes_read = (m * k + k * n) * e;
+  i.bytes_written = m * n * e;
+  i.dtype = dtype;
+  i.amp = emu::AmpShape{.extent = {m, n, k}, .elements = {k * n, m * k, m * n}, .contracted = 2};
+  return i;
+}
+
 inline emu::StepInfo kernel_step(OpKind k, std::int64_t flops, std::int64_t read,
                                  std::int64_t written, DType dtype = float32) {
   emu::StepInfo i;

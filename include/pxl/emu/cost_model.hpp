@@ -32,19 +32,21 @@ struct StepCost {
 /// mapping spreads a tensor over the tiles in pieces of at least this many bytes).
 inline constexpr std::int64_t mapping_grain_bytes = 64;
 
-/// A matmul whose output spans fewer tiles than the IPU has splits its contraction over more
-/// tiles, each tile's share at least this long (a modelling choice: PopLibs' planner weighs
-/// the partials' exchange and reduction against the AMP time).
-inline constexpr std::int64_t matmul_contraction_grain = 64;
+/// No longer read: AMP steps are planned over the tiles from their shape (StepInfo::amp).
+[[deprecated(
+    "not used: the cost model plans AMP steps from StepInfo::amp")]] inline constexpr std::int64_t
+    matmul_contraction_grain = 64;
 
 /// Tiles a tensor of `bytes` spans under the linear mapping: one per grain, at most every tile.
 std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 
 /// The cost of one execution of a step that `replicas` replicas ran together:
-/// - a matmul: its multiply-accumulates over the tiles its output spans, and when those are
-///   fewer than the IPU's, over more tiles splitting the contraction (matmul_contraction_grain)
-///   whose float32 partials are then reduced in stages; at the AMP rate of its dtype (float16
-///   4× float32), at 85% of that peak; its operands are exchanged;
+/// - a matmul or convolution (the AMP units): PopLibs' plan of its product (StepInfo::amp)
+///   over the tiles, the cheapest split of its groups and three dims: each tile receives its
+///   blocks of the two operands at the exchange's rate, multiplies them at the AMP rate of its
+///   dtype (float16 4× float32) plus a vertex's fixed cycles (Target::amp_vertex_cycles), and
+///   where the contraction is split, exchanges and adds its float32 partials after a second
+///   sync;
 /// - reductions (OpCost::tree_reduce): PopLibs' multi-stage reduce, each tile reducing its
 ///   part of the input, then the partials exchanged and reduced in stages (a sync each) until
 ///   one value per output remains;

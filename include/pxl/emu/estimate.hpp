@@ -4,6 +4,7 @@
 
 #include "pxl/emu/cost_model.hpp"
 #include "pxl/emu/memory_report.hpp"
+#include "pxl/emu/profile.hpp"
 #include "pxl/emu/target.hpp"
 
 #include <cstdint>
@@ -42,6 +43,9 @@ struct IrEstimate {
   std::int64_t elapsed_cycles = 0;
   /// Every graph the main graph reaches, the main graph first.
   std::vector<GraphEstimate> graphs;
+  /// One run's cycles by op kind ("copy" for the compiler's copies), each step counted as
+  /// often as the run executes it, largest first: Profile::op_kinds of one run, offline.
+  std::vector<ProfileLine> op_kinds;
 
   /// The estimated device time of one run, in seconds (elapsed_cycles).
   double seconds() const { return static_cast<double>(elapsed_cycles) / clock_hz; }

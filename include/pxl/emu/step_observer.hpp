@@ -6,6 +6,7 @@
 #include "pxl/ir/op_kind.hpp"
 #include "pxl/ir/view.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,22 @@ enum class StepKind : std::uint8_t {
   call,        ///< an outlined call: arguments in, the callee's steps, results out
   repeat,      ///< a loop over an outlined body
   conditional, ///< each replica runs one of two outlined branches, as its condition says
+};
+
+/// A step of the AMP units (MatMul, Conv, ConvTranspose, ConvWeightsGrad) as the product of
+/// three dims that PopLibs plans over the tiles: `groups` independent products (a matmul's
+/// batch, a convolution's groups), each over `extent` (a matmul: m, n, k; a convolution: the
+/// images' output positions N·H·W, the output-side channels per group, the input-side channels
+/// per group × the kernel's taps). `elements[i]` is the tensor over the two dims other than i
+/// (a matmul: B, A, the output), in elements: operands broadcast over the batch count once,
+/// a convolution's input its own size. `contracted` is the dim summed over; the output is
+/// `elements[contracted]`.
+struct AmpShape {
+  std::int64_t groups = 1;
+  std::array<std::int64_t, 3> extent{1, 1, 1};
+  std::array<std::int64_t, 3> elements{1, 1, 1};
+  int contracted = 2;
+  friend bool operator==(const AmpShape&, const AmpShape&) = default;
 };
 
 /// A compiled step, fixed at compile time. Byte and flop counts are per replica.
@@ -57,6 +74,9 @@ struct StepInfo {
   /// Collectives between replicas: the replicas of the op's replica group (its ring), 0 for
   /// every replica that ran the step.
   std::int64_t group = 0;
+  /// AMP steps (and fused ones): the product's shape, which the cost model plans over the
+  /// tiles. A step without it is priced as a matrix-vector product.
+  std::optional<AmpShape> amp;
 };
 
 /// Whether a step touches the memory of its own IPU (StepInfo::ipu) in its own replica only:

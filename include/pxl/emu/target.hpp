@@ -34,6 +34,8 @@ struct Target {
   //  [5] IPU-M2000 block diagram (BMC user guide, summarised at
   //      https://vengineer.hatenablog.com/entry/2023/01/23/090000): each IPU reaches the
   //      gateway (host link and Streaming Memory) over PCIe Gen4 x8, ~16 GB/s each way.
+  //  [6] graphcore-research/tessellate-ipu, notebooks/"IPU Peak Flops.ipynb": a
+  //      ConvPartial1x1 vertex timed on every tile of a Bow IPU (1.85 GHz) with ipu_cycle_count.
   std::string name = "ipu2";
   std::int64_t ipus = 1;
   std::int64_t tiles_per_ipu = 1472; ///< [1]
@@ -50,6 +52,12 @@ struct Target {
   /// over 1,216 tiles at 1.6 GHz [3] give 32 and 8).
   std::int64_t fp32_macs_per_tile_cycle = 16;
   std::int64_t fp16_macs_per_tile_cycle = 64;
+  /// Fixed cycles of one AMP vertex on a tile beside its streamed rows: Graphcore's
+  /// tessellate-ipu "IPU Peak Flops" notebook times a ConvPartial1x1 vertex on every tile of a
+  /// Bow IPU, float16 rows of 16 against a 16 × 16 block, at 55.5 TFLOPS for 16 rows and
+  /// 334.9 for 2,048 [6]: 4 cycles a row plus about 335 (N = 16: 402 cycles; 512: 2,381;
+  /// 2,048: 8,526).
+  std::int64_t amp_vertex_cycles = 335;
   /// Bytes one vector instruction processes (64 bits: 2 float32 or 4 float16 elements) [3].
   std::int64_t vector_bytes = 8;
   /// Bytes each tile sends and receives per cycle in an exchange phase: [1]'s 8 TB/s
