@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 namespace pxl::emu {
@@ -84,7 +86,7 @@ StepCost reduce_in_stages(std::int64_t elems, std::int64_t out, std::int64_t ele
 /// unit (Target::amp_vertex_cycles beside the MACs at the AMP's rate) and, where the contracted
 /// dim is split, exchanges its float32 partials with the tiles that share its output block and
 /// adds them in a second compute phase, after a second sync.
-StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Target& t) {
+StepCost search_amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Target& t) {
   const std::int64_t tiles = std::max<std::int64_t>(1, t.tiles_per_ipu);
   const std::int64_t rate =
       dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
@@ -134,6 +136,43 @@ StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Targe
           }
         }
   return best;
+}
+
+/// search_amp_plan, remembered per thread: a profiled run prices every step it executes, and
+/// a program has few distinct products. The key is everything the search reads.
+StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Target& t) {
+  using Key = std::array<std::int64_t, 17>;
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::size_t h = 0;
+      for (const std::int64_t v : k)
+        h = h * 1000003u ^ std::hash<std::int64_t>{}(v);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<Key, StepCost, KeyHash> plans;
+  const Key key{a.groups,
+                a.extent[0],
+                a.extent[1],
+                a.extent[2],
+                a.elements[0],
+                a.elements[1],
+                a.elements[2],
+                a.contracted,
+                macs,
+                static_cast<std::int64_t>(dtype),
+                t.tiles_per_ipu,
+                dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle,
+                t.exchange_bytes_per_cycle,
+                t.sync_cycles,
+                t.amp_vertex_cycles,
+                t.workers_per_tile,
+                t.vector_bytes};
+  if (const auto it = plans.find(key); it != plans.end())
+    return it->second;
+  if (plans.size() >= 4096) // many programs in one process: start afresh
+    plans.clear();
+  return plans.emplace(key, search_amp_plan(a, macs, dtype, t)).first->second;
 }
 
 /// Ring bytes one replica sends for a collective over `replicas` replicas.
