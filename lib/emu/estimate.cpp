@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <utility>
 
 namespace pxl::emu {
 
@@ -54,30 +55,23 @@ public:
     StepCost total;
     for (const detail::ProgramStep& step : program_.graphs[g.value]->steps) {
       total += estimate(step.info, target_, replicas_);
-      if (!step.info.callee)
-        continue;
-      const StepCost body = of(*step.info.callee);
-      switch (step.info.kind) {
-      case StepKind::repeat:
-        total += scaled(body, step.info.trips);
-        break;
-      case StepKind::conditional: {
-        const StepCost other = step.info.else_callee ? of(*step.info.else_callee) : StepCost{};
-        total += other.total() > body.total() ? other : body;
-        break;
-      }
-      case StepKind::call:
-      case StepKind::kernel:
-      case StepKind::fused_matmul:
-      case StepKind::fused_conv:
-      case StepKind::fused_all_reduce:
-      case StepKind::copy:
-        total += body;
-        break;
-      }
+      if (const auto callee = callee_of(step.info))
+        total += scaled(of(callee->first), callee->second);
     }
     memo = total;
     return total;
+  }
+
+  /// The graph a step runs and how many times per execution of the step: a call's callee
+  /// once, a loop's body its trips, a conditional's costlier branch (the then-branch on a
+  /// tie) once; none for other steps.
+  std::optional<std::pair<GraphId, std::int64_t>> callee_of(const StepInfo& info) {
+    if (!info.callee)
+      return std::nullopt;
+    if (info.kind == StepKind::conditional && info.else_callee &&
+        of(*info.else_callee).total() > of(*info.callee).total())
+      return std::pair{*info.else_callee, std::int64_t{1}};
+    return std::pair{*info.callee, info.kind == StepKind::repeat ? info.trips : 1};
   }
 
 private:
@@ -104,23 +98,11 @@ std::vector<ProfileLine> op_kinds(const detail::Program& program, const Target& 
   // The graphs in reverse postorder from the main graph: every caller before its callees.
   std::vector<GraphId> order;
   std::vector<bool> seen(n);
-  const auto callees = [&](const detail::ProgramStep& step) {
-    std::vector<std::pair<GraphId, std::int64_t>> r;
-    if (!step.info.callee)
-      return r;
-    if (step.info.kind == StepKind::conditional && step.info.else_callee &&
-        pricer.of(*step.info.else_callee).total() > pricer.of(*step.info.callee).total())
-      r.emplace_back(*step.info.else_callee, 1);
-    else
-      r.emplace_back(*step.info.callee, step.info.kind == StepKind::repeat ? step.info.trips : 1);
-    return r;
-  };
   const std::function<void(GraphId)> visit = [&](GraphId g) {
     seen[g.value] = true;
     for (const detail::ProgramStep& step : program.graphs[g.value]->steps)
-      for (const auto& [callee, trips] : callees(step))
-        if (!seen[callee.value])
-          visit(callee);
+      if (const auto callee = pricer.callee_of(step.info); callee && !seen[callee->first.value])
+        visit(callee->first);
     order.push_back(g);
   };
   visit(main);
@@ -136,8 +118,8 @@ std::vector<ProfileLine> op_kinds(const detail::Program& program, const Target& 
       const StepCost c = estimate(step.info, target, replicas);
       line.executions += times;
       line.cycles += {c.compute * times, c.exchange * times, c.sync * times, c.host * times};
-      for (const auto& [callee, trips] : callees(step))
-        executions[callee.value] += times * trips;
+      if (const auto callee = pricer.callee_of(step.info))
+        executions[callee->first.value] += times * callee->second;
     }
   std::vector<ProfileLine> r;
   for (std::size_t k = 0; k < kinds.size(); ++k)
@@ -171,25 +153,12 @@ public:
 private:
   void graph(GraphId g, std::size_t depth) {
     for (const detail::ProgramStep& step : program_.graphs[g.value]->steps) {
-      switch (step.info.kind) {
-      case StepKind::call:
-        graph(*step.info.callee, depth + 1);
-        break;
-      case StepKind::repeat:
-        loop(*step.info.callee, step.info.trips, depth + 1);
-        break;
-      case StepKind::conditional: {
-        const bool then = !step.info.else_callee || pricer_.of(*step.info.callee).total() >=
-                                                        pricer_.of(*step.info.else_callee).total();
-        graph(then ? *step.info.callee : *step.info.else_callee, depth + 1);
-        break;
-      }
-      case StepKind::kernel:
-      case StepKind::fused_matmul:
-      case StepKind::fused_conv:
-      case StepKind::fused_all_reduce:
-      case StepKind::copy:
-        break;
+      // A control step is reported after the steps it ran, one level deeper.
+      if (const auto callee = pricer_.callee_of(step.info)) {
+        if (step.info.kind == StepKind::repeat)
+          loop(callee->first, callee->second, depth + 1);
+        else
+          graph(callee->first, depth + 1);
       }
       timeline_.add(depth, timeline_.occupied(step.info, view_),
                     estimate(step.info, target_, replicas_).total());

@@ -7,7 +7,9 @@
 #include "pxl/ir/view.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace pxl::emu::detail {
@@ -17,11 +19,20 @@ public:
   explicit IpuTimeline(std::int64_t ipus)
       : clocks_(static_cast<std::size_t>(std::max<std::int64_t>(1, ipus))) {}
 
+  /// At most two IPUs (an IpuCopy's), without allocating: the profiler asks at every step.
+  struct Ipus {
+    std::array<std::size_t, 2> ipu{};
+    std::size_t count = 0;
+    const std::size_t* begin() const { return ipu.data(); }
+    const std::size_t* end() const { return ipu.data() + count; }
+    bool empty() const { return count == 0; }
+  };
+
   /// The IPUs whose clocks step `info` waits for and advances: its own for a step that works
   /// on one IPU (an IPU-local one, a host or Streaming Memory transfer, a collective, whose
   /// peers are the other replicas' same IPU), both for an IpuCopy; none (meaning all) for
   /// calls, loops and conditionals, whose callees start on every IPU at once.
-  std::vector<std::size_t> occupied(const StepInfo& info, const IrView& view) const {
+  Ipus occupied(const StepInfo& info, const IrView& view) const {
     auto index = [&](std::int64_t ipu) {
       return static_cast<std::size_t>(
           std::clamp<std::int64_t>(ipu, 0, static_cast<std::int64_t>(clocks_.size()) - 1));
@@ -30,8 +41,8 @@ public:
         info.kind == StepKind::conditional)
       return {};
     if (info.op && info.op_kind == OpKind::IpuCopy)
-      return {index(view.ipu(view.inputs(*info.op)[0])), index(info.ipu)};
-    return {index(info.ipu)};
+      return {{index(view.ipu(view.inputs(*info.op)[0])), index(info.ipu)}, 2};
+    return {{index(info.ipu), 0}, 1};
   }
 
   /// A run begins with the host round trip, on every IPU.
@@ -44,8 +55,8 @@ public:
   /// The device cycles [start, end) of a step of `cycles` at `depth` (0: the main graph's)
   /// on the IPUs `occupied`; with none, the step waits for every IPU. A step deeper than the
   /// one before begins a callee, which starts on every IPU at once.
-  std::pair<std::int64_t, std::int64_t>
-  add(std::size_t depth, const std::vector<std::size_t>& occupied, std::int64_t cycles) {
+  std::pair<std::int64_t, std::int64_t> add(std::size_t depth, const Ipus& occupied,
+                                            std::int64_t cycles) {
     if (depth > depth_)
       sync();
     depth_ = depth;
