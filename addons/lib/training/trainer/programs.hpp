@@ -61,6 +61,13 @@ struct Program {
   std::shared_ptr<BatchLog> log = std::make_shared<BatchLog>(); ///< training only
 };
 
+/// ValueError (DTypeError for a dtype) for options Trainer::compile refuses: counts below 1,
+/// an unknown metric, a dtype other than float32 or float16, and settings that need another
+/// one (stochastic rounding float16, recompute a pipeline, offloading or sharding an
+/// optimizer with state, sharding 2 replicas, pipelining 2 micro-batches, whole optimizer
+/// steps per run).
+void check_compile_options(const CompileOptions& o);
+
 /// The engine options of the session of `program` ("train", "test" or "predict"): every
 /// autoReport into its folder of CompileOptions::report_directory, if set.
 std::map<std::string, std::string> report_options(const CompileOptions& o,

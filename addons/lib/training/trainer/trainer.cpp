@@ -28,12 +28,6 @@ void check_examples(std::string_view fn, const HostTensor& x, const HostTensor& 
     throw ShapeError(std::string(fn) + ": x and y have no examples (their first axis is 0)");
 }
 
-/// Whether the optimizer keeps state (Adam's moments, RMSprop's mean square, SGD's momentum).
-bool has_state(const TrainerOptimizer& o) {
-  const auto* sgd = std::get_if<optimizers::SGDOptions>(&o);
-  return sgd == nullptr || sgd->momentum != 0.0;
-}
-
 double initial_lr(const TrainerOptimizer& o) {
   return std::visit([](const auto& opts) { return opts.lr.value(); }, o);
 }
@@ -115,48 +109,7 @@ Trainer& Trainer::operator=(Trainer&&) noexcept = default;
 Trainer::~Trainer() = default;
 
 void Trainer::compile(CompileOptions options) {
-  if (options.steps_per_execution < 1 || options.gradient_accumulation < 1 || options.replicas < 1)
-    throw ValueError("Trainer::compile: steps_per_execution, gradient_accumulation and replicas "
-                     "must be at least 1, got " +
-                     std::to_string(options.steps_per_execution) + ", " +
-                     std::to_string(options.gradient_accumulation) + " and " +
-                     std::to_string(options.replicas));
-  for (const std::string& m : options.metrics)
-    if (parse_metric(m) == Metric::mean_loss)
-      throw ValueError("Trainer::compile: the loss is always reported; metrics are accuracy or "
-                       "sparse_categorical_accuracy, got '" +
-                       m + "'");
-  if (options.dtype != float32 && options.dtype != float16)
-    throw DTypeError("Trainer::compile: dtype must be float32 or float16, got " +
-                     std::string(name(options.dtype)));
-  if (options.stochastic_rounding && options.dtype != float16)
-    throw ValueError("Trainer::compile: stochastic_rounding rounds float16 updates and needs dtype "
-                     "float16, got " +
-                     std::string(name(options.dtype)));
-  if (options.recompute && !options.pipeline)
-    throw ValueError("Trainer::compile: recompute recomputes each pipeline stage's activations and "
-                     "needs pipeline = true; without pipelining the forward pass would be "
-                     "recomputed whole inside its gradient call, costing a forward pass and "
-                     "lowering no memory peak");
-  if (!(options.loss_scaling > 0))
-    throw ValueError("Trainer::compile: loss_scaling must be positive, got " +
-                     std::to_string(options.loss_scaling));
-  if ((options.offload_optimizer_state || options.shard_optimizer_state) &&
-      !has_state(options.optimizer))
-    throw ValueError("Trainer::compile: offloading or sharding the optimizer state needs an "
-                     "optimizer with state; SGD without momentum has none");
-  if (options.shard_optimizer_state && options.replicas < 2)
-    throw ValueError("Trainer::compile: shard_optimizer_state needs at least 2 replicas to shard "
-                     "over, got " +
-                     std::to_string(options.replicas));
-  if (options.steps_per_execution % options.gradient_accumulation != 0)
-    throw ValueError("Trainer::compile: steps_per_execution counts batches, and a run must end "
-                     "on an optimizer step: it must be a multiple of gradient_accumulation " +
-                     std::to_string(options.gradient_accumulation) + ", got " +
-                     std::to_string(options.steps_per_execution));
-  if (options.pipeline && options.gradient_accumulation < 2)
-    throw ValueError("Trainer::compile: pipelining runs the micro-batches of an optimizer step "
-                     "through the stages; it needs gradient_accumulation of at least 2");
+  trainer_detail::check_compile_options(options);
   std::optional<std::map<std::string, HostTensor>> kept;
   if (programs_) {
     programs_->sync_from_training();
