@@ -265,7 +265,10 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
     return c;
   }
   case OpCost::ipu_link:
-    c.exchange = at_rate(info.bytes_read, t.ipu_copy_bytes_per_second);
+    // Between two IPUs over the links; within one (two pipeline stages sharing it), an
+    // exchange on the chip as any copy.
+    c.exchange = info.ipus > 1 ? at_rate(info.bytes_read, t.ipu_copy_bytes_per_second)
+                               : exchange_cycles(info.bytes_read + info.bytes_written, t);
     return c;
   case OpCost::ipu_ring: {
     // A ring over the IPUs, every IPU sending 2(n - 1)/n of its tensor over its own link at

@@ -40,8 +40,10 @@ public:
     if (info.kind == StepKind::call || info.kind == StepKind::repeat ||
         info.kind == StepKind::conditional)
       return {};
-    if (info.op && info.op_kind == OpKind::IpuCopy)
-      return {{index(view.ipu(view.inputs(*info.op)[0])), index(info.ipu)}, 2};
+    if (info.op && info.op_kind == OpKind::IpuCopy) {
+      const std::size_t from = index(view.ipu(view.inputs(*info.op)[0])), to = index(info.ipu);
+      return {{from, to}, from == to ? std::size_t{1} : std::size_t{2}};
+    }
     return {{index(info.ipu), 0}, 1};
   }
 

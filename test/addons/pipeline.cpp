@@ -261,6 +261,39 @@ TEST_CASE("Concurrent stages and stages sharing an IPU pipeline as they compute 
   }
 }
 
+TEST_CASE("Stages sharing one IPU are split in the backward too, and are recomputation "
+          "checkpoints") {
+  const Trained plain = train({.mapping = {0, 0, 0}, .updates = 3});
+  std::map<bool, std::map<std::pair<std::int64_t, std::int64_t>, int>> stashes; // by recompute
+  for (const bool recompute : {false, true}) {
+    CAPTURE(recompute);
+    const Trained piped =
+        train({.mapping = {0, 0, 0},
+               .pipeline = transforms::PipelineOptions{.steps = 6,
+                                                       .schedule = PipelineSchedule::sequential,
+                                                       .recompute = recompute},
+               .updates = 3});
+    CHECK(piped.losses == plain.losses);
+    CHECK(piped.weights == plain.weights);
+    // PipelineStages::input copies on the chip between the stages, so they pipeline as on
+    // three IPUs: three forward stages, then the backward of the first two.
+    REQUIRE(piped.pipelined);
+    CHECK(piped.pipelined->stages == 5);
+    CHECK(piped.pipelined->stage_ipus ==
+          std::vector<std::vector<std::int64_t>>{{0}, {0}, {0}, {0}, {0}});
+    for (const auto& stash : piped.pipelined->stashes) {
+      CHECK(stash.depth == 1); // one micro-batch through every stage at a time
+      ++stashes[recompute][{stash.from_stage, stash.to_stage}];
+    }
+  }
+  // Recomputing, a backward stage keeps only its forward stage's input: the images for stage
+  // 4 (the backward of stage 0), the copy into stage 1 for stage 3.
+  CHECK(stashes[true].at({0, 4}) == 1);
+  CHECK(stashes[true].at({1, 3}) == 1);
+  CHECK(stashes[false].at({0, 4}) > 1);
+  CHECK(stashes[false].at({1, 3}) > 1);
+}
+
 TEST_CASE("PipelineStages maps stages to IPUs and refuses what it cannot map") {
   const addons::PipelineStages stages({1, 0});
   CHECK(stages.ipu_of(0) == 1);

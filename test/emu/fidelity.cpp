@@ -197,6 +197,15 @@ TEST_CASE("cost model: an IpuCopy crosses the 4 IPU-Links between two IPUs") {
   const auto c = emu::estimate(step, t);
   CHECK(c.exchange == cycles_at(1 << 20, 54.4e9, t));
   CHECK(micros(c, t) == doctest::Approx(19.3 + 150 / 1.33e3).epsilon(0.01));
+
+  // Between two pipeline stages sharing one IPU it stays on the chip: an exchange, as a copy.
+  step.ipus = 1;
+  emu::StepInfo copy = step;
+  copy.kind = emu::StepKind::copy;
+  copy.op.reset();
+  const auto on_chip = emu::estimate(step, t);
+  CHECK(on_chip.exchange == emu::estimate(copy, t).exchange);
+  CHECK(on_chip.exchange < c.exchange);
 }
 
 TEST_CASE("emu::estimate: the cycles of a run, loops by their trips, without a Session") {

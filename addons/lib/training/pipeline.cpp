@@ -7,6 +7,7 @@
 #include "pxl/ops/call.hpp"
 #include "pxl/ops/shape.hpp"
 
+#include <optional>
 #include <string>
 
 namespace pxl::addons {
@@ -32,7 +33,16 @@ StageScope PipelineStages::stage(std::int64_t k) const {
 
 Tensor PipelineStages::input(const Tensor& t) {
   const std::int64_t here = current_ipu();
-  return t.ipu() == here ? t : pxl::ops::ipu_copy(t, here);
+  if (t.ipu() != here)
+    return pxl::ops::ipu_copy(t, here);
+  // A stage on the IPU of the stage that made `t` still begins with a copy, on the chip: the
+  // pipeline splits its stages at copies, in the backward pass too (the gradient of a copy is
+  // a copy back), and a recomputing stage keeps what it copied in (TF's stages on one IPU,
+  // recomputation checkpoints).
+  const std::optional<std::int64_t> now = current_pipeline_stage();
+  const std::optional<Op> producer = t.producer();
+  const std::optional<std::int64_t> made = producer ? producer->pipeline_stage() : std::nullopt;
+  return now && made && *made < *now ? pxl::ops::ipu_copy(t, here) : t;
 }
 
 transforms::PipelinedGraph

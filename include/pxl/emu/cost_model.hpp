@@ -54,7 +54,8 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 ///   scheduled over the tile's workers, transcendental functions at 4 instructions per
 ///   vector; kernels that rearrange or combine elements (reductions, shape ops, nn ops)
 ///   exchange their inputs, element-wise ones work where their data is;
-/// - an IpuCopy: its bytes over the IPU-Links between the two IPUs (ipu_copy_bytes_per_second);
+/// - an IpuCopy: its bytes over the IPU-Links between the two IPUs (ipu_copy_bytes_per_second),
+///   or an exchange as a copy where both are one IPU;
 /// - copies and the argument copies of calls, loops and conditionals (but the arguments
 ///   passed without a copy, StepInfo::aliased_bytes): an exchange;
 /// - collectives: the ring's bytes over IPU-Links ((R−1)/R of the data each way for a

@@ -20,7 +20,9 @@ struct [[nodiscard]] StageScope {
 
 /// The forward stages of a model and the IPU each runs on (TF's `device_mapping`): by default
 /// stage k on IPU k. Stages may share an IPU; stages sharing a variable must, since an op reads
-/// only tensors of its own IPU (a GraphError names both IPUs otherwise).
+/// only tensors of its own IPU (a GraphError names both IPUs otherwise). Stages on one IPU run
+/// one after the other; with recomputation their inputs are the checkpoints (TF's
+/// `device_mapping` of zeros with the sequential schedule, as Graphcore's ResNet-50 runs).
 ///
 ///     addons::PipelineStages stages({0, 1});
 ///     Tensor h;
@@ -36,8 +38,9 @@ public:
   StageScope stage(std::int64_t k) const;
   /// The IPU of stage k.
   std::int64_t ipu_of(std::int64_t k) const;
-  /// `t` where the ops created now run (current_ipu()): `t` itself on that IPU, else its
-  /// ops::ipu_copy, which starts a new pipeline stage.
+  /// `t` as the current stage's input: its ops::ipu_copy to the current IPU when `t` is on
+  /// another IPU or was made in an earlier stage on this one (a copy on the chip, which marks
+  /// where transforms::pipeline splits the stages), else `t` itself.
   static Tensor input(const Tensor& t);
 
 private:
