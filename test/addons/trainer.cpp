@@ -289,6 +289,57 @@ TEST_CASE("A Sequential in pipeline stages trains with compile and fit as unpipe
   CHECK(weights[0].contains("layers.1.weight"));
 }
 
+TEST_CASE("Stages sharing one IPU, scheduled sequentially and recomputed, train as unpipelined "
+          "with a lower peak") {
+  auto model = [] {
+    addons::Sequential m{addons::Flatten{}, addons::Dense(16, addons::Activation::relu),
+                         addons::Dense(16, addons::Activation::relu), addons::Dense(classes)};
+    m.set_pipeline_stage_assignment({0, 0, 1, 2}, {0, 0, 0});
+    return m;
+  };
+  const auto [x, y] = data(examples, 1);
+  const HostTensor images = x.reshaped({examples, 3, 4});
+  const CompileOptions plain{.from_logits = true,
+                             .metrics = {"accuracy"},
+                             .steps_per_execution = 10,
+                             .gradient_accumulation = 2};
+  CompileOptions checkpointed = plain;
+  checkpointed.pipeline = true;
+  checkpointed.pipeline_schedule = transforms::PipelineSchedule::sequential;
+  checkpointed.recompute = true;
+  std::map<std::string, HostTensor> weights[2];
+  addons::History histories[2];
+  for (const int k : {0, 1}) {
+    Trainer trainer(model());
+    trainer.compile(k == 0 ? plain : checkpointed);
+    histories[k] = trainer.fit(images, y, {.epochs = 2, .batch_size = 8});
+    weights[k] = trainer.weights();
+  }
+  CHECK(weights[1] == weights[0]);
+  CHECK(histories[1].history == histories[0].history);
+
+  // On the one IPU: a forward pass more, fewer activations live at once.
+  const addons::data::LabelledBatchSpec batch{.features = {{256, 3, 4}, float32},
+                                              .labels = {{256}, int32}};
+  CompileOptions kept = checkpointed;
+  kept.recompute = false;
+  Trainer keeps(model()), recomputes(model());
+  keeps.compile(kept);
+  recomputes.compile(checkpointed);
+  const emu::IrEstimate e_kept = keeps.estimate(batch, emu::ipu2());
+  const emu::IrEstimate e_recomputed = recomputes.estimate(batch, emu::ipu2());
+  CHECK(e_recomputed.run.compute > e_kept.run.compute);
+  CHECK(e_recomputed.memory.ipus.at(0).not_always_live_peak <
+        e_kept.memory.ipus.at(0).not_always_live_peak);
+
+  Trainer unpipelined(model());
+  CHECK_THROWS_WITH_AS(
+      unpipelined.compile({.pipeline_schedule = transforms::PipelineSchedule::sequential}),
+      doctest::Contains("pipeline_schedule sequential schedules a pipeline's stages and needs "
+                        "pipeline = true"),
+      ValueError);
+}
+
 TEST_CASE("fit on a shuffled, batched TensorDataset trains as fit on the arrays") {
   const auto [x, y] = data(examples, 1);
   const CompileOptions compile{

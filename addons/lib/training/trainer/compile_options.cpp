@@ -4,6 +4,7 @@
 
 #include "pxl/addons/training/metrics.hpp"
 #include "pxl/core/error.hpp"
+#include "pxl/transforms/pipeline.hpp"
 
 #include <string>
 #include <variant>
@@ -39,6 +40,10 @@ void check_compile_options(const CompileOptions& o) {
     throw ValueError("Trainer::compile: stochastic_rounding rounds float16 updates and needs dtype "
                      "float16, got " +
                      std::string(name(o.dtype)));
+  if (o.pipeline_schedule != transforms::PipelineSchedule::grouped && !o.pipeline)
+    throw ValueError("Trainer::compile: pipeline_schedule " +
+                     std::string(transforms::schedule_name(o.pipeline_schedule)) +
+                     " schedules a pipeline's stages and needs pipeline = true");
   if (o.recompute && !o.pipeline)
     throw ValueError("Trainer::compile: recompute recomputes each pipeline stage's activations and "
                      "needs pipeline = true; without pipelining the forward pass would be "

@@ -210,8 +210,9 @@ private:
       accumulate_gradients(ms, micro_batch(ms), accumulation_);
     }
     if (o_.pipeline) {
-      p_.pipeline =
-          transforms::pipeline(micro, {.steps = accumulation_.steps, .recompute = o_.recompute});
+      p_.pipeline = transforms::pipeline(micro, {.steps = accumulation_.steps,
+                                                 .schedule = o_.pipeline_schedule,
+                                                 .recompute = o_.recompute});
       pxl::ops::call(p_.pipeline->graph, s.values_flat());
     } else {
       pxl::ops::repeat(micro, accumulation_.steps, s.values_flat());

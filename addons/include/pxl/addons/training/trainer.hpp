@@ -101,6 +101,12 @@ struct CompileOptions {
   /// With a model built in pipeline stages (PipelineStages, Sequential's stage assignment):
   /// pipeline each optimizer step's micro-batches (transforms::pipeline, grouped).
   bool pipeline = false;
+  /// With `pipeline`: how its stages share time. `sequential` runs each micro-batch through
+  /// every stage before the next: for stages that share one IPU as recomputation checkpoints
+  /// (a device mapping of zeros, as Graphcore's ResNet-50 runs), it stashes one micro-batch
+  /// and needs no more micro-batches than one. ValueError other than grouped without
+  /// `pipeline`.
+  transforms::PipelineSchedule pipeline_schedule = transforms::PipelineSchedule::grouped;
   /// With `pipeline`: keep only each stage's inputs and recompute the rest of its activations
   /// in the backward pass (PipelineOptions::recompute; TF's RecomputeThenBackpropagate, the
   /// pipelined models' recomputation Graphcore's applications use): less stashed memory for
