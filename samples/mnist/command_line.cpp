@@ -77,10 +77,21 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  "`mpirun -np N`, spread over the N instances (a multiple of N)")
       ->capture_default_str();
   app.add_option("--pipeline-stages", o.pipeline_stages,
-                 "Pipeline the model over this many IPUs (1 to 4, its 4 layers or the CNN's "
-                 "2 blocks and 2 dense layers in order; the grouped "
-                 "schedule over the --gradient-accumulation micro-batches of each update, at "
-                 "least 2 x stages - 1 of them; training equals the unpipelined run's)")
+                 "Pipeline the model in this many stages (1 to 4, its 4 layers or the CNN's "
+                 "2 blocks and 2 dense layers in order), stage k on IPU k unless "
+                 "--device-mapping, over the --gradient-accumulation micro-batches of each "
+                 "update (for the grouped schedule at least 2 x stages - 1 of them); training "
+                 "equals the unpipelined run's")
+      ->capture_default_str();
+  app.add_option("--device-mapping", o.device_mapping,
+                 "With --pipeline-stages: the IPU of each stage, comma-separated (TF's "
+                 "device_mapping; default stage k on IPU k). Stages may share an IPU, as "
+                 "recomputation checkpoints: --device-mapping 0,0,0,0 --pipeline-schedule "
+                 "sequential --recompute")
+      ->delimiter(',');
+  app.add_option("--pipeline-schedule", o.pipeline_schedule,
+                 "With --pipeline-stages: grouped (every stage busy at once), interleaved or "
+                 "sequential (one micro-batch through every stage before the next)")
       ->capture_default_str();
   app.add_flag("--recompute", o.recompute,
                "With --pipeline-stages 2 or more: keep only each stage's inputs and recompute "

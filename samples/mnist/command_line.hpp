@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mnist {
 
@@ -23,6 +24,9 @@ struct Options {
   std::int64_t gradient_accumulation = 1;
   std::int64_t replicas = 1;
   std::int64_t pipeline_stages = 1;
+  /// The IPU of each pipeline stage; empty: stage k on IPU k.
+  std::vector<std::int64_t> device_mapping;
+  std::string pipeline_schedule = "grouped";
   bool recompute = false;
   std::string data_dir = pxl::addons::data::fashion_mnist_default_dir;
   std::optional<std::int64_t> limit;

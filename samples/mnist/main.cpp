@@ -9,6 +9,8 @@
 //     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
 //     mnist --pipeline-stages 2 --gradient-accumulation 8   # the Net pipelined over 2 IPUs
+//     mnist --pipeline-stages 4 --device-mapping 0,0,0,0 --pipeline-schedule sequential
+//           --recompute --gradient-accumulation 2   # 4 stages on one IPU: checkpoints
 //     mnist --model cnn                      # a CNN: conv, batch norm, ReLU and pool blocks
 //     mnist --estimate-only --target bow     # memory and step time on a Bow IPU, no training
 #include "command_line.hpp"
@@ -22,6 +24,7 @@
 #include "pxl/emu/estimate.hpp"
 #include "pxl/emu/profile.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -37,22 +40,85 @@ namespace data = pxl::addons::data;
 
 using mnist::Options;
 
+/// What --model's model calls its pipeline's units.
+std::string model_units(const Options& o) {
+  return o.model == "cnn" ? "the CNN has 4 units: 2 blocks, 2 dense layers"
+                          : "the Net has 4 layers";
+}
+
 /// The model --model names, pipelined over --pipeline-stages, as the Trainer that trains it.
 pxl::addons::Trainer make_trainer(const Options& o) {
   if (o.model == "cnn") {
     mnist::Cnn cnn;
     cnn.stages = o.pipeline_stages;
+    cnn.device_mapping = o.device_mapping;
     return pxl::addons::Trainer(cnn);
   }
   mnist::Net net;
   net.stages = o.pipeline_stages;
+  net.device_mapping = o.device_mapping;
   return pxl::addons::Trainer(net);
 }
 
-/// What --model's model calls its pipeline's units.
-std::string model_units(const Options& o) {
-  return o.model == "cnn" ? "the CNN has 4 units: 2 blocks, 2 dense layers"
-                          : "the Net has 4 layers";
+/// The IPUs the pipeline's stages use: --device-mapping's largest plus one, else one per stage.
+std::int64_t pipeline_ipus(const Options& o) {
+  return o.device_mapping.empty() ? o.pipeline_stages
+                                  : 1 + *std::ranges::max_element(o.device_mapping);
+}
+
+/// --pipeline-schedule's value, else pxl's ValueError.
+pxl::transforms::PipelineSchedule parse_schedule(const std::string& s) {
+  using pxl::transforms::PipelineSchedule;
+  for (const PipelineSchedule schedule :
+       {PipelineSchedule::grouped, PipelineSchedule::interleaved, PipelineSchedule::sequential})
+    if (pxl::transforms::schedule_name(schedule) == s)
+      return schedule;
+  throw pxl::ValueError("--pipeline-schedule: expected grouped, interleaved or sequential, got '" +
+                        s + "'");
+}
+
+/// Checks --pipeline-stages, --device-mapping, --pipeline-schedule and --recompute together.
+void check_pipeline(const Options& o) {
+  if (o.pipeline_stages < 1 || o.pipeline_stages > mnist::Net::layers)
+    throw pxl::ValueError("--pipeline-stages: expected 1 to " + std::to_string(mnist::Net::layers) +
+                          " (" + model_units(o) + "), got " + std::to_string(o.pipeline_stages));
+  const pxl::transforms::PipelineSchedule schedule = parse_schedule(o.pipeline_schedule);
+  struct NeedsStages {
+    const char* flag;
+    bool given;
+    const char* what;
+  };
+  const NeedsStages needs_stages[] = {
+      {"--device-mapping", !o.device_mapping.empty(), "places pipeline stages on IPUs"},
+      {"--pipeline-schedule", schedule != pxl::transforms::PipelineSchedule::grouped,
+       "schedules pipeline stages"},
+      {"--recompute", o.recompute, "recomputes each pipeline stage's activations"}};
+  for (const NeedsStages& n : needs_stages)
+    if (n.given && o.pipeline_stages < 2)
+      throw pxl::ValueError(std::string(n.flag) + ": " + n.what +
+                            " and needs --pipeline-stages 2 or more, got --pipeline-stages " +
+                            std::to_string(o.pipeline_stages));
+  if (!o.device_mapping.empty() &&
+      static_cast<std::int64_t>(o.device_mapping.size()) != o.pipeline_stages)
+    throw pxl::ValueError("--device-mapping: expected an IPU for each of the " +
+                          std::to_string(o.pipeline_stages) + " stages, got " +
+                          std::to_string(o.device_mapping.size()) + " IPUs");
+  for (std::size_t k = 0; k < o.device_mapping.size(); ++k)
+    if (o.device_mapping[k] < 0 || o.device_mapping[k] >= o.pipeline_stages)
+      throw pxl::ValueError(
+          "--device-mapping: expected IPUs 0 to " + std::to_string(o.pipeline_stages - 1) +
+          ", got IPU " + std::to_string(o.device_mapping[k]) + " for stage " + std::to_string(k));
+  if (o.pipeline_stages < 2)
+    return;
+  const std::int64_t needed =
+      mnist::min_pipeline_micro_batches(o.pipeline_stages, o.device_mapping, schedule);
+  if (o.gradient_accumulation < needed)
+    throw pxl::ValueError("--pipeline-stages " + std::to_string(o.pipeline_stages) +
+                          ": the pipeline has " + std::to_string(2 * o.pipeline_stages - 1) +
+                          " stages (backward ones included) and its " + o.pipeline_schedule +
+                          " schedule needs --gradient-accumulation of at least " +
+                          std::to_string(needed) + " micro-batches to fill them, got " +
+                          std::to_string(o.gradient_accumulation));
 }
 
 /// --dtype's value as a DType: float32 or float16, else pxl's ValueError.
@@ -115,21 +181,7 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
         "--dtype " +
         o.dtype);
   static_assert(mnist::Net::layers == mnist::Cnn::layers);
-  if (o.pipeline_stages < 1 || o.pipeline_stages > mnist::Net::layers)
-    throw pxl::ValueError("--pipeline-stages: expected 1 to " + std::to_string(mnist::Net::layers) +
-                          " (" + model_units(o) + "), got " + std::to_string(o.pipeline_stages));
-  if (o.pipeline_stages > 1 &&
-      o.gradient_accumulation < mnist::min_pipeline_micro_batches(o.pipeline_stages))
-    throw pxl::ValueError(
-        "--pipeline-stages " + std::to_string(o.pipeline_stages) + ": the pipeline has " +
-        std::to_string(2 * o.pipeline_stages - 1) +
-        " stages (backward ones included) and needs --gradient-accumulation of at least " +
-        std::to_string(mnist::min_pipeline_micro_batches(o.pipeline_stages)) +
-        " micro-batches to fill them, got " + std::to_string(o.gradient_accumulation));
-  if (o.recompute && o.pipeline_stages < 2)
-    throw pxl::ValueError("--recompute: recomputes each pipeline stage's activations and needs "
-                          "--pipeline-stages 2 or more, got --pipeline-stages " +
-                          std::to_string(o.pipeline_stages));
+  check_pipeline(o);
   return {.optimizer = parse_optimizer(o),
           // The Net ends in its last Linear, without a softmax: logits.
           .from_logits = true,
@@ -139,6 +191,7 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
           .gradient_accumulation = o.gradient_accumulation,
           .replicas = o.replicas,
           .pipeline = o.pipeline_stages > 1,
+          .pipeline_schedule = parse_schedule(o.pipeline_schedule),
           .recompute = o.recompute,
           .dtype = parse_dtype(o.dtype),
           .stochastic_rounding = o.stochastic_rounding,
@@ -190,19 +243,20 @@ void print_setup(const Options& o, const pxl::addons::CompileOptions& compile,
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");
   if (const pxl::transforms::PipelinedGraph* pipeline = trainer.pipelined()) {
-    std::printf("Pipeline: the %s over %lld IPUs in %lld stages (IPUs",
-                o.model == "cnn" ? "CNN" : "Net", static_cast<long long>(o.pipeline_stages),
-                static_cast<long long>(pipeline->stages));
+    std::printf("Pipeline: the %s over %lld IPU%s in %lld stages (IPUs",
+                o.model == "cnn" ? "CNN" : "Net", static_cast<long long>(pipeline_ipus(o)),
+                pipeline_ipus(o) == 1 ? "" : "s", static_cast<long long>(pipeline->stages));
     for (const auto& ipus : pipeline->stage_ipus)
       std::printf(" %lld", static_cast<long long>(ipus.front()));
-    std::printf("), grouped schedule: %lld cycles per update (%lld to fill, %lld to drain)\n",
-                static_cast<long long>(pipeline->cycles),
-                static_cast<long long>(pipeline->ramp_up_cycles),
-                static_cast<long long>(pipeline->ramp_down_cycles));
+    std::printf(
+        "), %s schedule%s: %lld cycles per update (%lld to fill, %lld to drain)\n",
+        o.pipeline_schedule.c_str(), o.recompute ? ", recomputing from each stage's inputs" : "",
+        static_cast<long long>(pipeline->cycles), static_cast<long long>(pipeline->ramp_up_cycles),
+        static_cast<long long>(pipeline->ramp_down_cycles));
     // The weights and their gradient accumulators, split over the IPUs.
     const auto memory = session.memory_report();
     std::printf("Variables per IPU:");
-    for (std::int64_t i = 0; i < o.pipeline_stages; ++i)
+    for (std::int64_t i = 0; i < pipeline_ipus(o); ++i)
       std::printf("%s IPU %lld %s", i > 0 ? "," : "", static_cast<long long>(i),
                   mib(memory.ipus[static_cast<std::size_t>(i)].variables).c_str());
     std::printf("\n");
@@ -325,10 +379,10 @@ void report_training(const Options& o, const Trained& trained, const pxl::dist::
   }
 }
 
-/// The emu::Target --target names (ipu2 unless given), with an IPU per pipeline stage.
+/// The emu::Target --target names (ipu2 unless given), with the pipeline's IPUs.
 pxl::emu::Target parse_target(const Options& o) {
   pxl::emu::Target t = pxl::emu::target_named(o.target.value_or("ipu2"));
-  t.ipus = o.pipeline_stages;
+  t.ipus = pipeline_ipus(o);
   return t;
 }
 

@@ -24,9 +24,11 @@ inline constexpr std::int64_t image_size = 28 * 28;
 /// Three gelu hidden layers of 512 and a 10-way output; variables fc1.weight … fc4.bias.
 struct Net : pxl::addons::Module<Net> {
   static constexpr std::int64_t layers = 4;
-  /// Pipeline stages, 1 to `layers`: layer i (from 0) in stage i·stages/layers, on IPU
-  /// of that number, activations copied from IPU to IPU.
+  /// Pipeline stages, 1 to `layers`: layer i (from 0) in stage i·stages/layers, on the IPU
+  /// `device_mapping` gives it (empty: IPU of the stage's number), activations copied from
+  /// stage to stage.
   std::int64_t stages = 1;
+  std::vector<std::int64_t> device_mapping;
   PXL_SUBMODULE(pxl::addons::Linear, fc1, 512);
   PXL_SUBMODULE(pxl::addons::Linear, fc2, 512);
   PXL_SUBMODULE(pxl::addons::Linear, fc3, 512);
@@ -36,7 +38,7 @@ struct Net : pxl::addons::Module<Net> {
   pxl::Tensor build(const pxl::Tensor& x) {
     pxl::Tensor h = x;
     auto layer = [&](std::int64_t i, pxl::addons::Linear& fc, bool hidden) {
-      auto in_stage = pxl::addons::PipelineStages().stage(i * stages / layers);
+      auto in_stage = pxl::addons::PipelineStages(device_mapping).stage(i * stages / layers);
       h = fc(pxl::addons::PipelineStages::input(h));
       if (hidden)
         h = pxl::ops::gelu(h);
@@ -62,8 +64,9 @@ struct Cnn : pxl::addons::Module<Cnn> {
   }
   /// The pipeline's units: the two blocks and the two dense layers.
   static constexpr std::int64_t layers = 4;
-  /// Pipeline stages, 1 to `layers`, as Net's.
+  /// Pipeline stages, 1 to `layers`, and their IPUs, as Net's.
   std::int64_t stages = 1;
+  std::vector<std::int64_t> device_mapping;
 
   /// Convolution, batch norm, ReLU and max pool, channels first.
   struct Block : pxl::addons::Module<Block> {
@@ -92,14 +95,15 @@ struct Cnn : pxl::addons::Module<Cnn> {
   /// x: [batch, 784] → logits [batch, 10].
   pxl::Tensor build(const pxl::Tensor& x) {
     pxl::Tensor h = x.reshape({x.shape()[0], 1, 28, 28});
+    const pxl::addons::PipelineStages mapped(device_mapping);
     auto unit = [&](std::int64_t i, auto& layer) {
-      auto in_stage = pxl::addons::PipelineStages().stage(i * stages / layers);
+      auto in_stage = mapped.stage(i * stages / layers);
       h = layer(pxl::addons::PipelineStages::input(h));
     };
     unit(0, block1);
     unit(1, block2);
     {
-      auto in_stage = pxl::addons::PipelineStages().stage(2 * stages / layers);
+      auto in_stage = mapped.stage(2 * stages / layers);
       h = fc1(pxl::addons::PipelineStages::input(h).reshape({h.shape()[0], 64 * 7 * 7}));
     }
     unit(3, fc2);
@@ -107,14 +111,18 @@ struct Cnn : pxl::addons::Module<Cnn> {
   }
 };
 
-/// The fewest micro-batches per update that fill a pipeline of the Net over `stages` IPUs: its
-/// 2·stages − 1 stages, backward ones included, under the grouped schedule.
-inline std::int64_t min_pipeline_micro_batches(std::int64_t stages) {
-  // Stage k on IPU k forward, then back down: 0, 1, ..., stages − 1, ..., 1, 0.
+/// The fewest micro-batches per update that fill a pipeline of the Net in `stages` stages on
+/// the IPUs of `device_mapping` (empty: stage k on IPU k) under `schedule`: its
+/// 2·stages − 1 stages, backward ones included.
+inline std::int64_t min_pipeline_micro_batches(
+    std::int64_t stages, const std::vector<std::int64_t>& device_mapping = {},
+    pxl::transforms::PipelineSchedule schedule = pxl::transforms::PipelineSchedule::grouped) {
+  const pxl::addons::PipelineStages mapped(device_mapping);
+  // The forward stages, then back down: 0, 1, ..., stages − 1, ..., 1, 0.
   std::vector<std::vector<std::int64_t>> stage_ipus;
   for (std::int64_t k = 0; k < 2 * stages - 1; ++k)
-    stage_ipus.push_back({k < stages ? k : 2 * stages - 2 - k});
-  return pxl::transforms::min_steps(pxl::transforms::PipelineSchedule::grouped, stage_ipus);
+    stage_ipus.push_back({mapped.ipu_of(k < stages ? k : 2 * stages - 2 - k)});
+  return pxl::transforms::min_steps(schedule, stage_ipus);
 }
 
 } // namespace mnist

@@ -67,8 +67,25 @@ expect_error "too many pipeline stages" "--pipeline-stages: expected 1 to 4 (the
 expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 0" \
   --pipeline-stages 0
 expect_error "too few micro-batches for the pipeline" \
-  "--pipeline-stages 3: the pipeline has 5 stages (backward ones included) and needs --gradient-accumulation of at least 5 micro-batches to fill them, got 4" \
+  "--pipeline-stages 3: the pipeline has 5 stages (backward ones included) and its grouped schedule needs --gradient-accumulation of at least 5 micro-batches to fill them, got 4" \
   --pipeline-stages 3 --gradient-accumulation 4
+expect_error "an unknown pipeline schedule" \
+  "--pipeline-schedule: expected grouped, interleaved or sequential, got 'staggered'" \
+  --pipeline-stages 2 --gradient-accumulation 4 --pipeline-schedule staggered
+expect_error "a pipeline schedule without a pipeline" \
+  "--pipeline-schedule: schedules pipeline stages and needs --pipeline-stages 2 or more, got --pipeline-stages 1" \
+  --pipeline-schedule sequential
+expect_error "a device mapping without a pipeline" \
+  "--device-mapping: places pipeline stages on IPUs and needs --pipeline-stages 2 or more" \
+  --device-mapping 0
+expect_error "a device mapping of the wrong length" \
+  "--device-mapping: expected an IPU for each of the 3 stages, got 2 IPUs" \
+  --pipeline-stages 3 --gradient-accumulation 5 --device-mapping 0,0
+expect_error "a device mapping beyond the stages' IPUs" \
+  "--device-mapping: expected IPUs 0 to 1, got IPU -1 for stage 0" \
+  --pipeline-stages 2 --gradient-accumulation 3 --device-mapping=-1,0
+expect_error "a device mapping that is not numbers" "device-mapping" \
+  --pipeline-stages 2 --gradient-accumulation 3 --device-mapping 0,x
 expect_error "recompute without a pipeline" \
   "--recompute: recomputes each pipeline stage's activations and needs --pipeline-stages 2 or more, got --pipeline-stages 1" \
   --recompute

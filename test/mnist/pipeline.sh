@@ -1,8 +1,9 @@
 #!/bin/sh
-# The main job's --pipeline-stages: the Net pipelined over 2 and 4 IPUs trains bitwise as the
-# same gradient accumulation on one IPU (the saved weights and the test accuracy are equal),
-# with SGD and Adam, replicas, a device loop and float16; the run names the stages and shows
-# the variables split over the IPUs. (Bad values: cli_errors.sh.)
+# The main job's --pipeline-stages: the Net pipelined over 2 and 4 IPUs, or in 4 stages on one,
+# trains bitwise as the same gradient accumulation on one IPU (the saved weights and the test
+# accuracy are equal), with SGD and Adam, replicas, a device loop, float16 and recomputation;
+# the run names the stages and shows the variables split over the IPUs. (Bad values:
+# cli_errors.sh.)
 # usage: pipeline.sh path/to/mnist
 set -u
 mnist=$1
@@ -54,3 +55,18 @@ compare "2 stages, replicas, device loop, float16" 2 $small --gradient-accumulat
 cmp -s "$tmp/kept.safetensors" "$tmp/recomputed.safetensors" ||
   fail "recompute: the weights differ from the run that keeps the activations"
 echo "ok: 4 stages, --recompute: $(grep '^test accuracy' "$tmp/recomputed")"
+
+# Four stages on one IPU, scheduled one micro-batch at a time and recomputed from each stage's
+# input (TF's device mapping of zeros: recomputation checkpoints): the unpipelined training.
+# shellcheck disable=SC2086
+"$mnist" $small --gradient-accumulation 2 --save "$tmp/plain.safetensors" >"$tmp/plain" 2>&1 ||
+  fail "checkpoints: unpipelined: $(cat "$tmp/plain")"
+# shellcheck disable=SC2086
+"$mnist" --pipeline-stages 4 --device-mapping 0,0,0,0 --pipeline-schedule sequential --recompute \
+  $small --gradient-accumulation 2 --save "$tmp/checkpointed.safetensors" >"$tmp/checkpointed" 2>&1 ||
+  fail "checkpoints: $(cat "$tmp/checkpointed")"
+cmp -s "$tmp/plain.safetensors" "$tmp/checkpointed.safetensors" ||
+  fail "checkpoints: the weights differ from the unpipelined run"
+grep -q "^Pipeline: the Net over 1 IPU in 7 stages (IPUs 0 0 0 0 0 0 0), sequential schedule, recomputing" \
+  "$tmp/checkpointed" || fail "checkpoints: no pipeline line: $(cat "$tmp/checkpointed")"
+echo "ok: 4 stages on one IPU, sequential, --recompute: $(grep '^test accuracy' "$tmp/checkpointed")"
