@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -46,6 +48,8 @@ void print_kinds(const pxl::emu::IrEstimate& e) {
 /// ResNet-50 as Graphcore's TensorFlow 1 benchmark feeds it: 8-bit images streamed to the IPU
 /// (`eight_bit_io`) and normalised there with ImageNet's per-channel mean and deviation.
 struct ImageNetResNet50 : addons::Module<ImageNetResNet50> {
+  explicit ImageNetResNet50(std::vector<std::string> checkpoints)
+      : net(addons::named_module<bench::resnet::ResNet50>("net", std::move(checkpoints))) {}
   Tensor build(const Tensor& images) {
     const pxl::DType d = pxl::float16;
     const Tensor mean = pxl::constant(
@@ -55,7 +59,7 @@ struct ImageNetResNet50 : addons::Module<ImageNetResNet50> {
         "scale");
     return net((pxl::ops::cast(images, d) - mean) * scale);
   }
-  PXL_SUBMODULE(bench::resnet::ResNet50, net);
+  bench::resnet::ResNet50 net;
 };
 
 /// A data-parallel ResNet-50 training configuration of a Pod16: 16 replicas of one IPU.
@@ -63,18 +67,24 @@ struct ResNetConfig {
   std::string name;
   pxl::emu::Target target;
   std::int64_t micro_batch, accumulation, updates_per_run;
+  /// The bottlenecks the configuration's `pipeline_splits` follow: stages on the one IPU,
+  /// recomputed in the backward pass from their inputs.
+  std::vector<std::string> checkpoints;
   double published;
 };
 
 /// Images per second on the whole Pod16, estimated.
 double resnet_throughput(const ResNetConfig& c) {
   constexpr std::int64_t replicas = 16;
-  addons::Trainer trainer(ImageNetResNet50{});
+  addons::Trainer trainer(ImageNetResNet50(c.checkpoints));
   trainer.compile({.optimizer = addons::optimizers::SGDOptions{.lr = 0.1, .momentum = 0.9},
                    .from_logits = true,
                    .steps_per_execution = c.accumulation * c.updates_per_run,
                    .gradient_accumulation = c.accumulation,
                    .replicas = replicas,
+                   .pipeline = true,
+                   .pipeline_schedule = pxl::transforms::PipelineSchedule::sequential,
+                   .recompute = true,
                    .dtype = pxl::float16,
                    .stochastic_rounding = true});
   const std::int64_t global = c.micro_batch * replicas;
@@ -169,8 +179,20 @@ int main(int argc, char** argv) {
   // per run; ~30,000 images/s. Bow Pod16: micro-batch 20, 6 accumulated, 133 updates per
   // run; 42,029 images/s.
   for (const ResNetConfig& c :
-       {ResNetConfig{"resnet50_pod16_mlperf_v1.1", pxl::emu::ipu2(), 20, 10, 80, 30000},
-        ResNetConfig{"resnet50_bow_pod16", pxl::emu::bow(), 20, 6, 133, 42029}}) {
+       {ResNetConfig{"resnet50_pod16_mlperf_v1.1",
+                     pxl::emu::ipu2(),
+                     20,
+                     10,
+                     80,
+                     {"layer1.0", "layer1.2", "layer2.0", "layer2.2", "layer3.0", "layer3.3"},
+                     30000},
+        ResNetConfig{"resnet50_bow_pod16",
+                     pxl::emu::bow(),
+                     20,
+                     6,
+                     133,
+                     {"layer1.0", "layer1.2", "layer2.3"},
+                     42029}}) {
     const auto t0 = std::chrono::steady_clock::now();
     const double estimate = resnet_throughput(c);
     std::printf("  (traced and estimated in %.1f s)\n",

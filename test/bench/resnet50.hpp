@@ -6,8 +6,10 @@
 #include <pxl/addons.hpp>
 #include <pxl/pxl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,23 +57,43 @@ struct Bottleneck : pxl::addons::Module<Bottleneck> {
 /// ResNet-50 over (N, 3, H, W) images (224×224 in ImageNet training): the 7×7 stem, a 3×3
 /// max pool, 3, 4, 6 and 3 bottlenecks of widths 64, 128, 256 and 512, a global average pool
 /// and a 1000-way linear layer. 25.6 M parameters, about 4.1 GFLOPs per 224×224 image.
+///
+/// `checkpoints` names the bottlenecks ("layer1.0", ...) after which a new pipeline stage
+/// begins, every stage on IPU 0: Graphcore's `pipeline_splits` with a device mapping of zeros,
+/// which with recomputation makes the stages' inputs the checkpoints. Empty: no stages.
 struct ResNet50 : pxl::addons::Module<ResNet50> {
-  ResNet50() {
+  explicit ResNet50(std::vector<std::string> checkpoints = {}) : splits(std::move(checkpoints)) {
     const std::int64_t blocks[] = {3, 4, 6, 3};
     for (std::int64_t stage = 0; stage < 4; ++stage)
-      for (std::int64_t b = 0; b < blocks[stage]; ++b)
+      for (std::int64_t b = 0; b < blocks[stage]; ++b) {
+        names.push_back("layer" + std::to_string(stage + 1) + "." + std::to_string(b));
         bottlenecks.push_back(pxl::addons::named_module<Bottleneck>(
-            "layer" + std::to_string(stage + 1) + "." + std::to_string(b), 64 << stage,
-            b == 0 && stage > 0 ? 2 : 1, b == 0));
+            names.back(), 64 << stage, b == 0 && stage > 0 ? 2 : 1, b == 0));
+      }
+    for (const std::string& split : splits)
+      if (std::ranges::find(names, split) == names.end())
+        throw pxl::ValueError("ResNet50: no bottleneck '" + split + "' to split the stages after");
   }
   pxl::Tensor build(const pxl::Tensor& x) {
+    const pxl::addons::PipelineStages stages(std::vector<std::int64_t>(splits.size() + 1, 0));
+    std::int64_t stage = 0;
+    std::optional<pxl::addons::StageScope> in_stage;
+    if (!splits.empty())
+      in_stage.emplace(stages.stage(stage));
     pxl::Tensor h = pxl::ops::relu(bn1(conv1(x)));
     h = pxl::ops::max_pool(h, {3, 3}, {.stride = {2, 2}, .padding = {1, 1, 1, 1}});
-    for (auto& block : bottlenecks)
-      h = block(h);
+    for (std::size_t b = 0; b < bottlenecks.size(); ++b) {
+      h = bottlenecks[b](h);
+      if (std::ranges::find(splits, names[b]) != splits.end()) {
+        in_stage.reset();
+        in_stage.emplace(stages.stage(++stage));
+        h = pxl::addons::PipelineStages::input(h);
+      }
+    }
     h = pxl::ops::global_average_pool(h).reshape({h.shape()[0], h.shape()[1]});
     return fc(h);
   }
+  std::vector<std::string> splits, names;
   Conv conv1 = pxl::addons::named_module<Conv>("conv1", 64, 7, 2);
   PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn1);
   std::vector<Bottleneck> bottlenecks;
