@@ -388,6 +388,10 @@ private:
       const OpId op = *step.op;
       out.info.op = op;
       out.info.op_kind = ir_.kind(op);
+      if (const auto group = ir_.exchange_group(op); group && !plan.steps.empty()) {
+        const StepInfo& before = plan.steps.back().info;
+        out.info.merged_exchange = before.op && ir_.exchange_group(*before.op) == group;
+      }
       if (const Callees callees = ir_.callees(op); !callees.empty()) {
         const GraphProgram& callee_plan = program_of(callees[0].graph);
         out.info.kind = out.info.op_kind == OpKind::Repeat        ? StepKind::repeat

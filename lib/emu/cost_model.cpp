@@ -243,11 +243,15 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
   case OpCost::host_store:
     c.host = at_rate(cost == OpCost::host_load ? info.bytes_written : info.bytes_read,
                      t.host_link_bytes_per_second);
+    if (info.merged_exchange)
+      c.sync = 0; // the merged exchange's first transfer synchronised for it
     return c;
   case OpCost::remote_load: // off the chip: its bytes cross to the IPU at its own rate
   case OpCost::remote_store:
     c.exchange = at_rate(cost == OpCost::remote_load ? info.bytes_written : info.bytes_read,
                          t.streaming_memory_bytes_per_second);
+    if (info.merged_exchange)
+      c.sync = 0;
     return c;
   case OpCost::amp: {
     // PopLibs' plan over the tiles (amp_plan). A step without its product's shape is priced

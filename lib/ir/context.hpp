@@ -29,6 +29,10 @@ struct Context {
   std::vector<std::int64_t> ipus;
   std::vector<std::int64_t> pipeline_stages;
   std::vector<SequenceFrame> sequences;
+  /// The open merge_exchange scopes' ids, innermost last; the transfers created in one share
+  /// its id (OpNode::exchange_group).
+  std::vector<std::uint32_t> exchange_groups;
+  std::uint32_t next_exchange_group = 0;
 };
 
 Context& context();

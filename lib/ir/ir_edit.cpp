@@ -37,7 +37,8 @@ OpId copy_op(IrStorage& ir, OpId src, GraphId into, std::vector<TensorId> inputs
                                      .attrs = s.attrs,
                                      .ipu = s.ipu,
                                      .after = std::move(after),
-                                     .pipeline_stage = s.pipeline_stage},
+                                     .pipeline_stage = s.pipeline_stage,
+                                     .exchange_group = s.exchange_group},
                               std::move(specs), names, "", what);
   for (std::size_t k = 0; k < src_outputs.size(); ++k)
     rename_tensor_id(ir, ir.op(copy).outputs[k],

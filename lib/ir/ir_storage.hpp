@@ -59,6 +59,9 @@ struct OpNode {
   std::vector<OpId> after; ///< ops of the same graph this one must follow (in_sequence)
   /// The innermost `pipeline_stage(k)` scope's k when the op was created.
   std::optional<std::int64_t> pipeline_stage;
+  /// A host or Streaming Memory transfer created in a merge_exchange scope: the scope's id,
+  /// shared by the transfers it merges into one exchange.
+  std::optional<std::uint32_t> exchange_group;
 };
 
 struct GraphNode {

@@ -239,6 +239,9 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
               .pipeline_stage = ctx.pipeline_stages.empty()
                                     ? std::nullopt
                                     : std::optional<std::int64_t>(ctx.pipeline_stages.back())};
+  const OpFamily family = family_of(kind);
+  if (!ctx.exchange_groups.empty() && (family == OpFamily::host_io || family == OpFamily::remote))
+    node.exchange_group = ctx.exchange_groups.back();
   node.inputs.reserve(inputs.size());
   for (const auto& t : inputs)
     node.inputs.push_back(IrView::id(t));

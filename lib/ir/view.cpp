@@ -52,6 +52,9 @@ std::int64_t IrView::ipu(OpId o) const { return ir_->op(o).ipu; }
 std::optional<std::int64_t> IrView::pipeline_stage(OpId o) const {
   return ir_->op(o).pipeline_stage;
 }
+std::optional<std::uint32_t> IrView::exchange_group(OpId o) const {
+  return ir_->op(o).exchange_group;
+}
 std::span<const OpId> IrView::after(OpId o) const { return ir_->op(o).after; }
 std::optional<GraphId> IrView::called_graph(OpId o) const {
   if (const auto* c = std::get_if<CallAttrs>(&ir_->op(o).attrs))

@@ -1,5 +1,7 @@
-// PopXL's merge_exchange scope: every transfer is its own step in pxl, so it merges nothing.
+// PopXL's merge_exchange scope: the transfers created in it are marked with its id, and the
+// emulator prices consecutive ones as one exchange.
 #include "pxl/transforms/merge_exchange.hpp"
+#include "ir/context.hpp"
 #include "pxl/core/error.hpp"
 #include "pxl/ir/scope.hpp"
 
@@ -10,6 +12,10 @@ MergeExchangeScope::MergeExchangeScope() {
     throw GraphError("merge_exchange: no current graph; open it inside a graph's scope "
                      "(auto in_graph = graph.scope();)");
   graph_ = current_graph();
+  detail::Context& ctx = detail::context();
+  ctx.exchange_groups.push_back(ctx.next_exchange_group++);
 }
+
+MergeExchangeScope::~MergeExchangeScope() { detail::context().exchange_groups.pop_back(); }
 
 } // namespace pxl::transforms

@@ -1,5 +1,6 @@
-// merge_exchange: the scope leaves the graph, the results and the estimated time as they are;
-// outside a graph it is an error.
+// merge_exchange: the scope leaves the graph and the results as they are, and its transfers
+// that run one after the other share one sync in the estimated time; outside a graph it is an
+// error.
 #include "pxl/pxl.hpp"
 
 #include <doctest/doctest.h>
@@ -14,9 +15,9 @@ struct Outcome {
   std::int64_t cycles = 0;
 };
 
-/// Loads two tensors and stores their sum and product, the transfers in a merge_exchange
-/// scope or not.
-Outcome run(bool merged) {
+/// Loads x and y and stores x·y + x, the loads in a merge_exchange scope or not;
+/// `interrupted`: x doubled between the two loads.
+Outcome run(bool scoped, bool interrupted = false) {
   Ir ir;
   HostToDeviceStream a, b;
   DeviceToHostStream out;
@@ -26,13 +27,15 @@ Outcome run(bool merged) {
     b = h2d_stream({8}, float32, "b");
     out = d2h_stream({8}, float32, "out");
     Tensor x, y;
-    if (merged) {
-      auto scope = transforms::merge_exchange();
-      CHECK(scope.graph() == ir.main_graph());
+    {
+      std::optional<transforms::MergeExchangeScope> scope;
+      if (scoped) {
+        scope.emplace();
+        CHECK(scope->graph() == ir.main_graph());
+      }
       x = ops::host_load(a);
-      y = ops::host_load(b);
-    } else {
-      x = ops::host_load(a);
+      if (interrupted)
+        x = x * 2.0;
       y = ops::host_load(b);
     }
     ops::host_store(out, x * y + x);
@@ -52,13 +55,21 @@ Outcome run(bool merged) {
   return o;
 }
 
-TEST_CASE("merge_exchange: the transfers stay separate steps; results and time unchanged") {
+TEST_CASE("merge_exchange: the transfers stay ops and results are unchanged; consecutive ones "
+          "share one sync") {
   const Outcome plain = run(false);
   const Outcome merged = run(true);
   CHECK(merged.kinds == plain.kinds);
   CHECK(merged.result == plain.result);
-  CHECK(merged.cycles == plain.cycles);
   CHECK(plain.cycles > 0);
+  // The second load continues the first one's exchange: one sync fewer.
+  CHECK(merged.cycles == plain.cycles - emu::ipu2().sync_cycles);
+
+  // A load scheduled after other work begins an exchange of its own.
+  const Outcome interrupted = run(true, true);
+  const Outcome interrupted_plain = run(false, true);
+  CHECK(interrupted.result == interrupted_plain.result);
+  CHECK(interrupted.cycles == interrupted_plain.cycles);
 }
 
 TEST_CASE("merge_exchange needs a current graph") {

@@ -65,7 +65,8 @@ std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 ///   link at once;
 /// - host loads and stores: their bytes over the host link; remote loads and stores: theirs
 ///   at the Streaming Memory rate (as exchange);
-/// - every step one BSP sync.
+/// - every step one BSP sync, but the transfers that continue a merged exchange
+///   (StepInfo::merged_exchange: transforms::merge_exchange) share their first one's.
 /// Control steps (call, repeat, conditional) cost only their own copies: the steps they run
 /// are estimated on their own.
 StepCost estimate(const StepInfo& info, const Target& target, std::int64_t replicas = 1);

@@ -77,6 +77,9 @@ struct StepInfo {
   /// AMP steps (and fused ones): the product's shape, which the cost model plans over the
   /// tiles. A step without it is priced as a matrix-vector product.
   std::optional<AmpShape> amp;
+  /// A host or Streaming Memory transfer that continues the step before it in one
+  /// merge_exchange scope (IrView::exchange_group): one exchange, whose sync the first pays.
+  bool merged_exchange = false;
 };
 
 /// Whether a step touches the memory of its own IPU (StepInfo::ipu) in its own replica only:

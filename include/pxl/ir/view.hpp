@@ -124,6 +124,9 @@ public:
   std::int64_t ipu(OpId o) const;
   /// The `pipeline_stage(k)` scope `o` was created in, if any.
   std::optional<std::int64_t> pipeline_stage(OpId o) const;
+  /// For a host or Streaming Memory transfer created in a transforms::merge_exchange scope:
+  /// the scope's id, the same for every transfer it merges.
+  std::optional<std::uint32_t> exchange_group(OpId o) const;
   /// Ops of the same graph that must run before `o` though no data links them.
   std::span<const OpId> after(OpId o) const;
   /// The graph run by a call or repeat (not a conditional: see callees).

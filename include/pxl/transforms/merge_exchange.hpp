@@ -7,18 +7,19 @@ namespace pxl::transforms {
 
 /// The scope `merge_exchange()` returns (PopXL's `with popxl.transforms.merge_exchange():`).
 /// In PopXL the HostLoad, HostStore, RemoteLoad and RemoteStore ops created inside are fused
-/// into one MergeExchange op so that they share one synchronisation. pxl's executor and cost
-/// model run and charge each transfer as its own step (its sync and its bytes at the link's
-/// rate), whatever scope it was created in, so the scope changes neither the graph, nor the
-/// results, nor the estimated time. It checks that it is closed in the graph it was opened
-/// in.
+/// into one MergeExchange op so that they share one synchronisation. pxl keeps each transfer
+/// an op and a step of its own (the graph and the results are unchanged), marks it with the
+/// scope (IrView::exchange_group), and prices the transfers of one scope that run one after
+/// the other as one exchange: their bytes at the link's rate, one sync for all
+/// (emu::StepInfo::merged_exchange). A transfer scheduled after other work (an op it waits
+/// for) begins an exchange of its own, as it would have to on the IPU.
 class [[nodiscard]] MergeExchangeScope {
 public:
   /// GraphError outside any graph (no graph scope open).
   MergeExchangeScope();
   MergeExchangeScope(const MergeExchangeScope&) = delete;
   MergeExchangeScope& operator=(const MergeExchangeScope&) = delete;
-  ~MergeExchangeScope() = default;
+  ~MergeExchangeScope();
   /// The graph whose transfers the scope covers.
   Graph graph() const { return graph_; }
 
