@@ -20,27 +20,33 @@ namespace pxl::emu::detail {
 
 namespace {
 
-/// The bytes of a `bytes` buffer on each tile it spans under the linear mapping: an even share.
+/// The bytes of a `bytes` buffer on each tile it spans under the linear mapping: an even share
+/// (`target` as one tile set sees it: tile_set_target).
 std::int64_t tile_share(std::int64_t bytes, const Target& target) {
   const auto aligned = static_cast<std::int64_t>(align_up(static_cast<std::size_t>(bytes)));
   const std::int64_t tiles = tiles_spanned(aligned, target);
   return (aligned + tiles - 1) / tiles;
 }
 
-/// Adds `bytes` to each of the `tiles` tiles from `start` on (wrapping past the last tile) of
-/// a per-tile difference array.
+/// The tiles of one tile set of an IPU: `count` from `first`.
+struct TileRange {
+  std::int64_t first = 0, count = 1;
+};
+
+/// Adds `bytes` to each of the `tiles` tiles from `start` on (wrapping past the last tile of
+/// `range`) of a per-tile difference array.
 void add_to_tiles(std::vector<std::int64_t>& diff, std::int64_t start, std::int64_t tiles,
-                  std::int64_t bytes) {
-  const auto n = static_cast<std::int64_t>(diff.size()) - 1;
-  tiles = std::min(tiles, n);
+                  std::int64_t bytes, TileRange range) {
+  const std::int64_t end = range.first + range.count;
+  tiles = std::min(tiles, range.count);
   diff[static_cast<std::size_t>(start)] += bytes;
-  if (start + tiles <= n) {
+  if (start + tiles <= end) {
     diff[static_cast<std::size_t>(start + tiles)] -= bytes;
     return;
   }
-  diff[static_cast<std::size_t>(n)] -= bytes;
-  diff[0] += bytes;
-  diff[static_cast<std::size_t>(start + tiles - n)] -= bytes;
+  diff[static_cast<std::size_t>(end)] -= bytes;
+  diff[static_cast<std::size_t>(range.first)] += bytes;
+  diff[static_cast<std::size_t>(start + tiles - range.count)] -= bytes;
 }
 
 /// A difference array's values, one per tile.
@@ -86,13 +92,15 @@ std::int64_t ipus_touched(const ProgramStep& step) {
 class Compiler {
 public:
   Compiler(const IrView& ir, const Target& target, const CompileOptions& options)
-      : ir_(ir), target_(target), options_(options) {}
+      : ir_(ir), target_(target),
+        options_(options), tile_sets_{tile_set_target(target, TileSet::compute),
+                                      tile_set_target(target, TileSet::io)} {}
 
   Program run() {
     p_.graphs.resize(ir_.num_graphs());
     p_.stream_used.assign(ir_.num_streams(), false);
     code_.resize(static_cast<std::size_t>(target_.ipus));
-    next_tile_.assign(static_cast<std::size_t>(target_.ipus), 0);
+    next_tile_.assign(static_cast<std::size_t>(target_.ipus), {0, 0});
     for (Code& c : code_)
       c.tiles.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, target_.tiles_per_ipu)) + 1,
                      0);
@@ -348,7 +356,7 @@ private:
         const auto after = static_cast<std::size_t>(lives[v].last) + 1;
         live[ipu][first] += bytes;
         live[ipu][after] -= bytes;
-        const std::int64_t share = tile_share(values[v].bytes, target_);
+        const std::int64_t share = tile_share(values[v].bytes, on(ir_.tile_set(values[v].tensor)));
         tile_live[ipu][first] += share;
         tile_live[ipu][after] -= share;
       }
@@ -377,6 +385,16 @@ private:
       out.info.graph = g;
       out.info.ipu = step.ipu;
       out.info.ipus = ipus_touched(out);
+      // Whether the step reads or writes a value of the other tile set than its own: through
+      // a copy between the sets, which waits for both.
+      const auto spans = [&](TileSet own) {
+        for (const auto* list : {&step.inputs, &step.outputs})
+          for (const std::size_t v : *list)
+            if (ir_.tile_set(values[v].tensor) != own)
+              return true;
+        return false;
+      };
+      out.info.spans_tile_sets = spans(TileSet::compute);
       if (!step.outputs.empty())
         out.info.dtype = ir_.spec(values[step.outputs[0]].tensor).dtype;
       if (step.is_copy()) {
@@ -388,6 +406,8 @@ private:
       const OpId op = *step.op;
       out.info.op = op;
       out.info.op_kind = ir_.kind(op);
+      out.info.tile_set = ir_.tile_set(op);
+      out.info.spans_tile_sets = spans(out.info.tile_set);
       if (const auto group = ir_.exchange_group(op); group && !plan.steps.empty()) {
         const StepInfo& before = plan.steps.back().info;
         out.info.merged_exchange = before.op && ir_.exchange_group(*before.op) == group;
@@ -465,14 +485,15 @@ private:
         if (!values[v].is_static && static_cast<std::size_t>(values[v].ipu) == ipu) {
           const auto bytes =
               static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
-          const std::int64_t start = rotate_start(ipu, bytes);
+          const TileSet set = ir_.tile_set(values[v].tensor);
+          const std::int64_t start = rotate_start(ipu, set, bytes);
           if (lives[v].first <= at && at <= lives[v].last)
-            add_to_tiles(diff, start, tiles_spanned(bytes, target_), tile_share(bytes, target_));
+            add_to_tiles(diff, start, tiles_spanned(bytes, on(set)), tile_share(bytes, on(set)),
+                         range(set));
         }
       if (static_cast<std::size_t>(at) < call_peak[ipu].size())
         if (const std::int64_t bytes = call_peak[ipu][static_cast<std::size_t>(at)]; bytes > 0)
-          add_to_tiles(diff, rotate_start(ipu, bytes), tiles_spanned(bytes, target_),
-                       tile_share(bytes, target_));
+          add_buffer(diff, ipu, TileSet::compute, bytes);
       r.push_back(std::move(diff));
     }
     return r;
@@ -516,7 +537,8 @@ private:
       const auto bytes = static_cast<std::int64_t>(align_up(input.bytes));
       peak[ipu] = std::max<std::int64_t>(0, peak[ipu] - bytes);
       tile_peak[ipu] = std::max<std::int64_t>(
-          0, tile_peak[ipu] - tile_share(static_cast<std::int64_t>(input.bytes), target_));
+          0, tile_peak[ipu] - tile_share(static_cast<std::int64_t>(input.bytes),
+                                         on(ir_.tile_set(values[arg].tensor))));
       info.aliased_bytes += values[arg].bytes;
     }
   }
@@ -559,15 +581,15 @@ private:
           continue;
         (ir_.kind(s.tensor) == TensorKind::variable ? m.variables : m.constants) +=
             static_cast<std::int64_t>(s.bytes);
-        const auto bytes = static_cast<std::int64_t>(align_up(s.bytes));
-        add_to_tiles(always, rotate_start(ipu, bytes), tiles_spanned(bytes, target_),
-                     tile_share(bytes, target_));
+        add_buffer(always, ipu, ir_.tile_set(s.tensor),
+                   static_cast<std::int64_t>(align_up(s.bytes)));
       }
       // Code: an outlined graph's steps were compiled, and counted, once.
       const Code& code = code_[ipu];
       for (const auto& [codelet, spanned] : code.codelets) {
         m.vertex_code += target_.vertex_code_bytes * spanned;
-        add_to_tiles(always, code.codelet_start.at(codelet), spanned, target_.vertex_code_bytes);
+        add_to_tiles(always, code.codelet_start.at(codelet), spanned, target_.vertex_code_bytes,
+                     range(std::get<TileSet>(codelet)));
       }
       m.vertex_state = code.vertex_state;
       m.control_code = code.control;
@@ -619,18 +641,30 @@ private:
                      [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   }
 
-  /// The first tile of the next tensor or step of `ipu` spanning the tiles of `bytes`: as
-  /// PopART's LinearMapper (willow/src/popx/linearmapper.cpp) rotates the linear mapping,
-  /// each starts where the one before ended, wrapping past the last tile, so small tensors and
-  /// steps spread over the tiles instead of piling up on tile 0.
-  std::int64_t rotate_start(std::size_t ipu, std::int64_t bytes) {
-    return rotate_tiles(ipu, tiles_spanned(bytes, target_));
+  /// The first tile of the next tensor or step of `ipu`'s tile set `s` spanning the tiles of
+  /// `bytes`: as PopART's LinearMapper (willow/src/popx/linearmapper.cpp) rotates the linear
+  /// mapping, each starts where the one before ended, wrapping past the set's last tile, so
+  /// small tensors and steps spread over the tiles instead of piling up on the first.
+  std::int64_t rotate_start(std::size_t ipu, TileSet s, std::int64_t bytes) {
+    return rotate_tiles(ipu, s, tiles_spanned(bytes, on(s)));
   }
-  std::int64_t rotate_tiles(std::size_t ipu, std::int64_t tiles) {
-    const std::int64_t n = std::max<std::int64_t>(1, target_.tiles_per_ipu);
-    const std::int64_t start = next_tile_[ipu];
-    next_tile_[ipu] = (start + tiles) % n;
-    return start;
+  std::int64_t rotate_tiles(std::size_t ipu, TileSet s, std::int64_t tiles) {
+    const std::int64_t n = std::max<std::int64_t>(1, target_.tiles_of(s));
+    std::int64_t& next = next_tile_[ipu][static_cast<std::size_t>(s)];
+    const std::int64_t start = next;
+    next = (start + tiles) % n;
+    return target_.first_tile_of(s) + start;
+  }
+  /// The target as tile set `s` sees it.
+  const Target& on(TileSet s) const { return tile_sets_[static_cast<std::size_t>(s)]; }
+  TileRange range(TileSet s) const {
+    return {target_.first_tile_of(s), std::max<std::int64_t>(1, target_.tiles_of(s))};
+  }
+  /// Adds a buffer of `bytes` on tile set `s` to the per-tile difference array `diff`, from
+  /// the set's next start tile.
+  void add_buffer(std::vector<std::int64_t>& diff, std::size_t ipu, TileSet s, std::int64_t bytes) {
+    add_to_tiles(diff, rotate_start(ipu, s, bytes), tiles_spanned(bytes, on(s)),
+                 tile_share(bytes, on(s)), range(s));
   }
 
   /// The code of step `info` (compiled once) on its IPU: vertex state, control and exchange
@@ -638,8 +672,8 @@ private:
   void add_code(const StepInfo& info) {
     const auto ipu = static_cast<std::size_t>(info.ipu);
     Code& code = code_[ipu];
-    const std::int64_t tiles = step_tiles(info, target_);
-    const std::int64_t start = rotate_tiles(ipu, tiles);
+    const std::int64_t tiles = step_tiles(info, on(info.tile_set));
+    const std::int64_t start = rotate_tiles(ipu, info.tile_set, tiles);
     // Transfers to and from the host or Streaming Memory are stream copies: no vertices.
     const bool transfer =
         info.op && (family_of(info.op_kind) == OpFamily::remote ||
@@ -655,9 +689,10 @@ private:
     code.vertex_state += state * tiles;
     code.control += target_.control_code_bytes * tiles;
     code.exchange += exchange * tiles;
-    add_to_tiles(code.tiles, start, tiles, state + target_.control_code_bytes + exchange);
+    add_to_tiles(code.tiles, start, tiles, state + target_.control_code_bytes + exchange,
+                 range(info.tile_set));
     if (kernel) {
-      const auto codelet = std::make_tuple(info.kind, info.op_kind, info.dtype);
+      const auto codelet = std::make_tuple(info.kind, info.op_kind, info.dtype, info.tile_set);
       std::int64_t& spanned = code.codelets[codelet];
       if (tiles > spanned) // on the tiles of the widest step running it
         code.codelet_start[codelet] = start;
@@ -669,10 +704,11 @@ private:
   struct Code {
     std::int64_t vertex_state = 0, control = 0, exchange = 0;
     std::vector<std::int64_t> tiles;
-    /// By codelet (step kind, op kind, dtype): the most tiles a step running it spans.
-    std::map<std::tuple<StepKind, OpKind, DType>, std::int64_t> codelets;
+    /// By codelet (step kind, op kind, dtype, on a tile set): the most tiles a step running it
+    /// spans.
+    std::map<std::tuple<StepKind, OpKind, DType, TileSet>, std::int64_t> codelets;
     /// By codelet: the first tile of that widest step.
-    std::map<std::tuple<StepKind, OpKind, DType>, std::int64_t> codelet_start;
+    std::map<std::tuple<StepKind, OpKind, DType, TileSet>, std::int64_t> codelet_start;
   };
 
   const IrView& ir_;
@@ -681,8 +717,11 @@ private:
   Program p_;
   std::vector<std::vector<std::uint32_t>> binding_;
   std::vector<TensorMemory> tensors_;
-  std::vector<Code> code_;              ///< per IPU
-  std::vector<std::int64_t> next_tile_; ///< per IPU: the next start tile (rotate_start)
+  std::vector<Code> code_; ///< per IPU
+  /// The target as each tile set sees it: its tiles only (by TileSet).
+  std::array<Target, 2> tile_sets_;
+  /// Per IPU and tile set: the next start tile, from the set's first (rotate_start).
+  std::vector<std::array<std::int64_t, 2>> next_tile_;
 };
 
 } // namespace

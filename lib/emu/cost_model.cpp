@@ -215,7 +215,18 @@ std::int64_t round_trip_cycles(const Target& target) {
   return cycles_of(target.host_round_trip_seconds, target.clock_hz);
 }
 
+Target tile_set_target(const Target& target, TileSet s) {
+  Target on = target;
+  if (target.io_tiles > 0) {
+    on.tiles_per_ipu = std::max<std::int64_t>(1, target.tiles_of(s));
+    on.io_tiles = 0;
+  }
+  return on;
+}
+
 StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) {
+  if (t.io_tiles > 0)
+    return estimate(info, tile_set_target(t, info.tile_set), replicas);
   StepCost c;
   c.sync = t.sync_cycles;
   switch (info.kind) {

@@ -21,6 +21,17 @@ void check_placement(const IrView& view, const Target& target, std::string_view 
   if (target.ipus < 1 || target.tiles_per_ipu < 1 || target.bytes_per_tile < 1)
     throw SessionError(who + ": target '" + target.name +
                        "' needs at least one IPU, one tile and one byte per tile");
+  if (target.io_tiles < 0 || target.io_tiles >= target.tiles_per_ipu)
+    throw SessionError(who + ": target '" + target.name + "' sets " +
+                       std::to_string(target.io_tiles) + " IO tiles of its " +
+                       std::to_string(target.tiles_per_ipu) +
+                       " tiles per IPU; Target::io_tiles must be 0 to tiles_per_ipu - 1");
+  if (target.io_tiles == 0)
+    for (std::uint32_t o = 0; o < view.num_ops(); ++o)
+      if (view.tile_set(OpId{o}) == TileSet::io)
+        throw SessionError(who + ": op '" + view.name(OpId{o}) +
+                           "' runs on the IO tiles (it was created in io_tiles()), but target '" +
+                           target.name + "' has none; set Target::io_tiles (PopART's numIOTiles)");
   auto placement = [&](std::string_view kind, const std::string& name, std::int64_t ipu) {
     if (ipu < 0 || ipu >= target.ipus)
       throw SessionError(who + ": " + std::string(kind) + " '" + name + "' is placed on IPU " +
@@ -142,7 +153,7 @@ public:
   Replay(const detail::Program& program, const IrView& view, const Target& target,
          std::int64_t replicas, Pricer& pricer)
       : program_(program), view_(view), target_(target), replicas_(replicas), pricer_(pricer),
-        timeline_(target.ipus) {}
+        timeline_(target.ipus, target.io_tiles > 0) {}
 
   std::int64_t run(GraphId main) {
     timeline_.begin_run(round_trip_cycles(target_));

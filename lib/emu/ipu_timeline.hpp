@@ -1,5 +1,6 @@
 // IpuTimeline: the device time of steps reported in execution order, each IPU of a replica
-// with its own clock, so that the IPUs of a pipeline overlap as they do on hardware. The
+// with its own clock (two with IO tiles: one per tile set), so that the IPUs of a pipeline, and
+// the IO tiles' transfers beside the compute tiles' work, overlap as they do on hardware. The
 // Profiler keeps one over a Session's runs; emu::estimate replays a program's steps into one.
 #pragma once
 
@@ -16,10 +17,13 @@ namespace pxl::emu::detail {
 
 class IpuTimeline {
 public:
-  explicit IpuTimeline(std::int64_t ipus)
-      : clocks_(static_cast<std::size_t>(std::max<std::int64_t>(1, ipus))) {}
+  /// `io_tiles`: the IPUs have IO tiles (Target::io_tiles), each tile set its own clock.
+  IpuTimeline(std::int64_t ipus, bool io_tiles)
+      : sets_(io_tiles ? 2 : 1),
+        clocks_(static_cast<std::size_t>(std::max<std::int64_t>(1, ipus)) * sets_) {}
 
-  /// At most two IPUs (an IpuCopy's), without allocating: the profiler asks at every step.
+  /// At most two clocks (an IpuCopy's IPUs, or an IPU's two tile sets), without allocating:
+  /// the profiler asks at every step.
   struct Ipus {
     std::array<std::size_t, 2> ipu{};
     std::size_t count = 0;
@@ -28,14 +32,16 @@ public:
     bool empty() const { return count == 0; }
   };
 
-  /// The IPUs whose clocks step `info` waits for and advances: its own for a step that works
-  /// on one IPU (an IPU-local one, a host or Streaming Memory transfer, a collective, whose
-  /// peers are the other replicas' same IPU), both for an IpuCopy; none (meaning all) for
-  /// calls, loops and conditionals, whose callees start on every IPU at once.
+  /// The clocks step `info` waits for and advances: its IPU's (its tile set's) for a step that
+  /// works on one IPU (an IPU-local one, a host or Streaming Memory transfer, a collective,
+  /// whose peers are the other replicas' same IPU), both tile sets' for one that reads or
+  /// writes the other set (StepInfo::spans_tile_sets), both IPUs' for an IpuCopy; none
+  /// (meaning all) for calls, loops and conditionals, whose callees start everywhere at once.
   Ipus occupied(const StepInfo& info, const IrView& view) const {
+    const std::size_t io = sets_ > 1 && info.tile_set == TileSet::io ? 1 : 0;
     auto index = [&](std::int64_t ipu) {
-      return static_cast<std::size_t>(
-          std::clamp<std::int64_t>(ipu, 0, static_cast<std::int64_t>(clocks_.size()) - 1));
+      const auto ipus = static_cast<std::int64_t>(clocks_.size() / sets_);
+      return static_cast<std::size_t>(std::clamp<std::int64_t>(ipu, 0, ipus - 1)) * sets_ + io;
     };
     if (info.kind == StepKind::call || info.kind == StepKind::repeat ||
         info.kind == StepKind::conditional)
@@ -44,7 +50,10 @@ public:
       const std::size_t from = index(view.ipu(view.inputs(*info.op)[0])), to = index(info.ipu);
       return {{from, to}, from == to ? std::size_t{1} : std::size_t{2}};
     }
-    return {{index(info.ipu), 0}, 1};
+    const std::size_t own = index(info.ipu);
+    if (sets_ > 1 && info.spans_tile_sets)
+      return {{own - io, own - io + 1}, 2};
+    return {{own, 0}, 1};
   }
 
   /// A run begins with the host round trip, on every IPU.
@@ -104,9 +113,10 @@ private:
   /// Every IPU's clock to the horizon: a step that waits for them all.
   void sync() { std::ranges::fill(clocks_, horizon_); }
 
-  std::vector<std::int64_t> clocks_;
-  std::int64_t horizon_ = 0; ///< the latest of clocks_
-  std::size_t depth_ = 0;    ///< the depth of the step reported last
+  std::size_t sets_;                 ///< clocks per IPU: 1, or 2 with IO tiles
+  std::vector<std::int64_t> clocks_; ///< per IPU and tile set
+  std::int64_t horizon_ = 0;         ///< the latest of clocks_
+  std::size_t depth_ = 0;            ///< the depth of the step reported last
 };
 
 } // namespace pxl::emu::detail

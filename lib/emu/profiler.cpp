@@ -34,7 +34,7 @@ std::string percent(std::int64_t part, std::int64_t whole) {
 
 Profiler::Profiler(const IrView& view, const Target& target, std::int64_t instances)
     : view_(view), target_(target), instances_(instances),
-      origin_(std::chrono::steady_clock::now()), timeline_(target.ipus),
+      origin_(std::chrono::steady_clock::now()), timeline_(target.ipus, target.io_tiles > 0),
       by_ipu_(static_cast<std::size_t>(std::max<std::int64_t>(1, target.ipus))),
       by_graph_(view.num_graphs()), by_kind_(num_op_kinds), by_op_(view.num_ops()) {}
 

@@ -85,6 +85,17 @@ std::int64_t current_ipu() {
   return ipus.empty() ? 0 : ipus.back();
 }
 
+TileSetScope::TileSetScope(TileSet s) { detail::context().tile_sets.push_back(s); }
+TileSetScope::~TileSetScope() {
+  if (active_)
+    detail::context().tile_sets.pop_back();
+}
+
+TileSet current_tile_set() {
+  const auto& sets = detail::context().tile_sets;
+  return sets.empty() ? TileSet::compute : sets.back();
+}
+
 std::optional<std::int64_t> current_pipeline_stage() {
   const auto& stages = detail::context().pipeline_stages;
   return stages.empty() ? std::nullopt : std::optional<std::int64_t>(stages.back());

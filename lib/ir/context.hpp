@@ -28,6 +28,7 @@ struct Context {
   std::vector<std::size_t> name_scope_starts;
   std::vector<std::int64_t> ipus;
   std::vector<std::int64_t> pipeline_stages;
+  std::vector<TileSet> tile_sets;
   std::vector<SequenceFrame> sequences;
   /// The open merge_exchange scopes' ids, innermost last; the transfers created in one share
   /// its id (OpNode::exchange_group).

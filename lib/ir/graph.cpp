@@ -3,6 +3,7 @@
 #include "ir/handle_access.hpp"
 #include "ir/op_builder.hpp"
 #include "pxl/ir/ir.hpp"
+#include "pxl/ir/scope.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -115,6 +116,7 @@ Tensor add_tensor(detail::GraphRef g, std::string name, TensorSpec spec, TensorK
                                           .graph = g.graph,
                                           .producer = std::nullopt,
                                           .ipu = ctx.ipus.empty() ? 0 : ctx.ipus.back(),
+                                          .tile_set = current_tile_set(),
                                           .data = std::move(data)});
   detail::assign_tensor_id(ir, index,
                            detail::scoped_tensor_id(ir, g.graph, ctx.scope_prefix, name));
@@ -157,6 +159,7 @@ Tensor graph_input_for(const Tensor& var, std::string name) {
   const Tensor t = graph_input(node.spec, std::move(name), /*by_ref=*/true);
   auto& input = g.ir->tensor(IrView::id(t));
   input.ipu = node.ipu;
+  input.tile_set = node.tile_set;
   input.bound_by_default = IrView::id(var);
   return t;
 }

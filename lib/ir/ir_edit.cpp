@@ -36,6 +36,7 @@ OpId copy_op(IrStorage& ir, OpId src, GraphId into, std::vector<TensorId> inputs
                                      .outputs = {},
                                      .attrs = s.attrs,
                                      .ipu = s.ipu,
+                                     .tile_set = s.tile_set,
                                      .after = std::move(after),
                                      .pipeline_stage = s.pipeline_stage,
                                      .exchange_group = s.exchange_group},
@@ -58,6 +59,7 @@ TensorId copy_tensor(IrStorage& ir, GraphId g, TensorId t, const OpNode& like,
                                    .outputs = {},
                                    .attrs = NoAttrs{},
                                    .ipu = like.ipu,
+                                   .tile_set = like.tile_set,
                                    .after = {},
                                    .pipeline_stage = like.pipeline_stage},
                             {ir.tensor(t).spec}, {name}, "", what);
@@ -105,6 +107,7 @@ std::vector<TensorId> add_output(Ir& ir_, GraphId g, TensorId t) {
                                     .graph = op.graph,
                                     .producer = site,
                                     .ipu = op.ipu,
+                                    .tile_set = src.tile_set,
                                     .data = std::nullopt});
     assign_tensor_id(ir, out,
                      scoped_tensor_id(ir, op.graph, "", ir.tensor(out).name) + "/c" +
@@ -137,6 +140,7 @@ TensorId copy_tensor(Ir& ir_, TensorId t, std::optional<OpId> before) {
                                       .outputs = {},
                                       .attrs = NoAttrs{},
                                       .ipu = ir.tensor(t).ipu,
+                                      .tile_set = ir.tensor(t).tile_set,
                                       .after = {}};
   const TensorId copy = copy_tensor(ir, g, t, like, what);
   if (before) {

@@ -35,6 +35,7 @@ struct TensorNode {
   GraphId graph{};
   std::optional<OpId> producer; ///< none for graph inputs, variables and constants
   std::int64_t ipu = 0;
+  TileSet tile_set = TileSet::compute;
   std::optional<HostTensor> data; ///< initial value of variables and constants
   /// Variables with a replica grouping (data then holds one value per group when there are
   /// several: (num_groups, *spec.shape)).
@@ -56,6 +57,7 @@ struct OpNode {
   std::vector<TensorId> inputs, outputs;
   OpAttrs attrs;
   std::int64_t ipu = 0;
+  TileSet tile_set = TileSet::compute;
   std::vector<OpId> after; ///< ops of the same graph this one must follow (in_sequence)
   /// The innermost `pipeline_stage(k)` scope's k when the op was created.
   std::optional<std::int64_t> pipeline_stage;

@@ -51,6 +51,7 @@ std::size_t Op::num_inputs() const { return op_node(*this, "Op::num_inputs()").i
 std::size_t Op::num_outputs() const { return op_node(*this, "Op::num_outputs()").outputs.size(); }
 const OpAttrs& Op::attrs() const { return op_node(*this, "Op::attrs()").attrs; }
 std::int64_t Op::ipu() const { return op_node(*this, "Op::ipu()").ipu; }
+TileSet Op::tile_set() const { return op_node(*this, "Op::tile_set()").tile_set; }
 std::optional<std::int64_t> Op::pipeline_stage() const {
   return op_node(*this, "Op::pipeline_stage()").pipeline_stage;
 }

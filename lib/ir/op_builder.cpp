@@ -29,6 +29,16 @@ void place_output(const Op& op, std::size_t i, std::int64_t ipu) {
   HandleAccess::storage(op)->tensor(IrView::id(op.output(i))).ipu = ipu;
 }
 
+void place_output_tiles(const Op& op, std::size_t i, TileSet tiles) {
+  HandleAccess::storage(op)->tensor(IrView::id(op.output(i))).tile_set = tiles;
+}
+
+void run_on_tiles(const Op& op, TileSet tiles) {
+  HandleAccess::storage(op)->op(IrView::id(op)).tile_set = tiles;
+  for (std::size_t i = 0; i < op.num_outputs(); ++i)
+    place_output_tiles(op, i, tiles);
+}
+
 void set_replica_sharding(const Tensor& t, std::optional<ReplicaSharding> sharding) {
   HandleAccess::storage(t)->tensor(IrView::id(t)).sharding = std::move(sharding);
 }
@@ -69,6 +79,7 @@ OpId append_op(IrStorage& ir, GraphId g, OpNode node, std::vector<TensorSpec> ou
                                     .graph = g,
                                     .producer = op,
                                     .ipu = node.ipu,
+                                    .tile_set = node.tile_set,
                                     .data = std::nullopt});
     assign_tensor_id(ir, t, scoped_tensor_id(ir, g, scope, output_names[i]));
     ir.graph(g).tensors.push_back(t);
@@ -235,6 +246,7 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
               .outputs = {},
               .attrs = std::move(attrs),
               .ipu = placed,
+              .tile_set = ctx.tile_sets.empty() ? TileSet::compute : ctx.tile_sets.back(),
               .after = {},
               .pipeline_stage = ctx.pipeline_stages.empty()
                                     ? std::nullopt

@@ -65,6 +65,10 @@ inline Tensor add_op1(OpKind kind, std::initializer_list<Tensor> inputs, TensorS
 /// Puts output `i` of `op`, an op just built, on `ipu` rather than the op's own: a call's
 /// outputs live where its callee returns them.
 void place_output(const Op& op, std::size_t i, std::int64_t ipu);
+/// Puts output `i` of `op`, an op just built, on `tiles` of its IPU rather than the op's own.
+void place_output_tiles(const Op& op, std::size_t i, TileSet tiles);
+/// Runs `op`, an op just built, on `tiles` of its IPU, and puts its outputs there.
+void run_on_tiles(const Op& op, TileSet tiles);
 /// Records that `t`, the output of an op just built, is one replica's shard as `sharding`
 /// says (none: a whole value).
 void set_replica_sharding(const Tensor& t, std::optional<ReplicaSharding> sharding);

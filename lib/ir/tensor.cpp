@@ -39,6 +39,7 @@ Graph Tensor::graph() const {
                              tensor_node(*this, "Tensor::graph()").graph);
 }
 std::int64_t Tensor::ipu() const { return tensor_node(*this, "Tensor::ipu()").ipu; }
+TileSet Tensor::tile_set() const { return tensor_node(*this, "Tensor::tile_set()").tile_set; }
 bool Tensor::is_variable() const {
   return tensor_node(*this, "Tensor::is_variable()").kind == TensorKind::variable;
 }

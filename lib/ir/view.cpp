@@ -49,6 +49,7 @@ std::span<const TensorId> IrView::inputs(OpId o) const { return ir_->op(o).input
 std::span<const TensorId> IrView::outputs(OpId o) const { return ir_->op(o).outputs; }
 const OpAttrs& IrView::attrs(OpId o) const { return ir_->op(o).attrs; }
 std::int64_t IrView::ipu(OpId o) const { return ir_->op(o).ipu; }
+TileSet IrView::tile_set(OpId o) const { return ir_->op(o).tile_set; }
 std::optional<std::int64_t> IrView::pipeline_stage(OpId o) const {
   return ir_->op(o).pipeline_stage;
 }
@@ -98,6 +99,7 @@ const std::string& IrView::id(TensorId t) const { return ir_->tensor(t).id; }
 const std::string& IrView::name(TensorId t) const { return ir_->tensor(t).name; }
 GraphId IrView::graph(TensorId t) const { return ir_->tensor(t).graph; }
 std::int64_t IrView::ipu(TensorId t) const { return ir_->tensor(t).ipu; }
+TileSet IrView::tile_set(TensorId t) const { return ir_->tensor(t).tile_set; }
 std::optional<OpId> IrView::producer(TensorId t) const { return ir_->tensor(t).producer; }
 const HostTensor* IrView::data(TensorId t) const {
   const auto& d = ir_->tensor(t).data;

@@ -186,11 +186,13 @@ std::vector<TensorSpec> output_specs(const Graph& graph) {
   return specs;
 }
 
-/// Each output of `call` on the IPU of the callee's output it returns.
+/// Each output of `call` on the IPU and tile set of the callee's output it returns.
 Op place_outputs(Op call, const Graph& callee) {
   const auto outs = callee.outputs();
-  for (std::size_t i = 0; i < outs.size(); ++i)
+  for (std::size_t i = 0; i < outs.size(); ++i) {
     detail::place_output(call, i, outs[i].ipu());
+    detail::place_output_tiles(call, i, outs[i].tile_set());
+  }
   return call;
 }
 

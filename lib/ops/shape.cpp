@@ -480,8 +480,12 @@ Tensor ipu_copy(const Tensor& t, std::int64_t destination, std::optional<std::in
 
 Tensor io_tile_copy(const Tensor& t) {
   detail::require_usable(t, "IoTileCopy");
-  auto on_its_ipu = ipu(t.ipu()); // the I/O tiles of t's IPU, as PopXL places it
-  return add_op1(OpKind::IoTileCopy, {t}, t.spec());
+  auto on_its_ipu = ipu(t.ipu());
+  const Tensor copy = add_op1(OpKind::IoTileCopy, {t}, t.spec());
+  // To the other tile set of t's IPU, whatever scope is open, as PopXL places it.
+  detail::run_on_tiles(*copy.producer(),
+                       t.tile_set() == TileSet::io ? TileSet::compute : TileSet::io);
+  return copy;
 }
 
 namespace {

@@ -165,6 +165,7 @@ public:
     // Every gradient lives on the IPU of the forward tensor or op it derives from.
     for (const auto& o : provided) {
       auto on = ipu(o.ipu());
+      auto tiles = TileSetScope(o.tile_set());
       Tensor g = graph_input(o.spec(), "grad_" + o.name());
       expected_inputs_.push_back({o, transforms::ExpectedConnection::Kind::fwd_grad});
       accumulate(versions_.final_version(o), g);
@@ -178,6 +179,7 @@ public:
     for (const auto& r : required) {
       auto g = grads_.find(r.index());
       auto on = ipu(r.ipu());
+      auto tiles = TileSetScope(r.tile_set());
       const Tensor grad = g != grads_.end() ? g->second : ops::init(r.shape(), r.dtype());
       if (kept) {
         const auto k = std::find(kept->tensors.begin(), kept->tensors.end(), r);
@@ -243,6 +245,7 @@ private:
     auto [it, inserted] = grads_.emplace(version, g);
     if (!inserted) {
       auto on = ipu(g.ipu());
+      auto tiles = TileSetScope(g.tile_set());
       it->second = ops::add(it->second, g);
     }
   }
@@ -259,6 +262,7 @@ private:
     Tensor t = unnamed ? versions_.unnamed(key).handle : view.tensor(TensorId{key});
     Tensor in_grad;
     auto on = ipu(t.ipu());
+    auto tiles = TileSetScope(t.tile_set());
     if (t.is_constant()) {
       in_grad = constant(*view.data(IrView::id(t)), t.name());
     } else {
@@ -316,6 +320,7 @@ private:
     op_ = op;
     auto scope = name_scope("grad_" + std::string(op_type_name(op.kind())));
     auto on = ipu(op.ipu());
+    auto tiles = TileSetScope(op.tile_set());
     const auto input_grads = grad_table[static_cast<std::size_t>(op.kind())](*this);
     PXL_ASSERT(input_grads.size() == op.num_inputs());
     for (std::size_t i = 0; i < op.num_inputs(); ++i)

@@ -434,7 +434,7 @@ TEST_CASE("sizes: shape inference that would overflow is a ShapeError, not a wra
                        Contains("OneHot: output"), ShapeError);
 }
 
-TEST_CASE("io_tile_copy: a copy of the tensor on its IPU") {
+TEST_CASE("io_tile_copy: a copy of the tensor to the other tile set of its IPU") {
   CHECK(testing::evaluate1([](const std::vector<Tensor>& v) { return ops::io_tile_copy(v[0]); },
                            {HostTensor({1.f, -2.f, 3.f}, {3})}) ==
         HostTensor({1.f, -2.f, 3.f}, {3}));
@@ -449,6 +449,8 @@ TEST_CASE("io_tile_copy: a copy of the tensor on its IPU") {
   CHECK(y.spec() == x.spec());
   CHECK(y.producer()->kind() == OpKind::IoTileCopy);
   CHECK(y.ipu() == 1);
+  CHECK(y.tile_set() == TileSet::io);
+  CHECK(ops::io_tile_copy(y).tile_set() == TileSet::compute);
   CHECK_THROWS_WITH_AS(ops::io_tile_copy(Tensor{}), Contains("IoTileCopy"), GraphError);
 }
 

@@ -40,7 +40,12 @@ inline constexpr std::int64_t mapping_grain_bytes = 64;
 /// Tiles a tensor of `bytes` spans under the linear mapping: one per grain, at most every tile.
 std::int64_t tiles_spanned(std::int64_t bytes, const Target& target);
 
-/// The cost of one execution of a step that `replicas` replicas ran together:
+/// `target` as the steps and tensors of its tile set `s` see it: that set's tiles only
+/// (Target::tiles_of) and no IO tiles of its own; `target` itself without IO tiles.
+Target tile_set_target(const Target& target, TileSet s);
+
+/// The cost of one execution of a step that `replicas` replicas ran together, on the tiles of
+/// its tile set (StepInfo::tile_set: with Target::io_tiles, the IO tiles or the others):
 /// - a matmul or convolution (the AMP units): PopLibs' plan of its product (StepInfo::amp)
 ///   over the tiles, the cheapest split of its groups and three dims: each tile receives its
 ///   blocks of the two operands at the exchange's rate, multiplies them at the AMP rate of its

@@ -77,6 +77,11 @@ struct StepInfo {
   /// AMP steps (and fused ones): the product's shape, which the cost model plans over the
   /// tiles. A step without it is priced as a matrix-vector product.
   std::optional<AmpShape> amp;
+  /// The tile set of its IPU the step runs on (its op's; the compute tiles for copies).
+  TileSet tile_set = TileSet::compute;
+  /// The step touches tensors of both tile sets of its IPU (an io_tile_copy, or an op reading
+  /// a tensor of the other set through the copy PopART inserts): it waits for both.
+  bool spans_tile_sets = false;
   /// A host or Streaming Memory transfer that continues the step before it in one
   /// merge_exchange scope (IrView::exchange_group): one exchange, whose sync the first pays.
   bool merged_exchange = false;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "pxl/core/error.hpp"
+#include "pxl/ir/tile_set.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +40,12 @@ struct Target {
   std::string name = "ipu2";
   std::int64_t ipus = 1;
   std::int64_t tiles_per_ipu = 1472; ///< [1]
+  /// Tiles of each IPU set aside as its IO tiles (PopART's `numIOTiles`, a session option
+  /// there): ops created in an io_tiles() scope run on them, the rest on the other
+  /// tiles_per_ipu − io_tiles, and the two sets keep their own time, so that transfers on the
+  /// IO tiles overlap the compute tiles' work. 0 (the default): every tile computes, and a
+  /// program with ops on IO tiles is refused. At most tiles_per_ipu − 1.
+  std::int64_t io_tiles = 0;
   /// Hardware threads per tile, barrel-scheduled: a tile issues one of its workers'
   /// instructions per cycle, so a worker issuing T instructions takes workers × T cycles.
   /// [1] (8,832 threads over 1,472 tiles); the barrel scheduling [3].
@@ -101,6 +108,14 @@ struct Target {
 
   /// Device memory of one IPU.
   std::int64_t bytes_per_ipu() const { return tiles_per_ipu * bytes_per_tile; }
+  /// The tiles of tile set `s` of each IPU: io_tiles, or the others.
+  std::int64_t tiles_of(TileSet s) const {
+    return s == TileSet::io ? io_tiles : tiles_per_ipu - io_tiles;
+  }
+  /// The first tile of tile set `s`: the IO tiles are the last io_tiles.
+  std::int64_t first_tile_of(TileSet s) const {
+    return s == TileSet::io ? tiles_per_ipu - io_tiles : 0;
+  }
 };
 
 /// Mk2 GC200 (the IPU Model's default): 1,472 tiles, 6 workers per tile, 624 KiB per tile,

@@ -5,6 +5,7 @@
 #include "pxl/ir/attrs.hpp"
 #include "pxl/ir/op_kind.hpp"
 #include "pxl/ir/tensor.hpp"
+#include "pxl/ir/tile_set.hpp"
 
 #include <optional>
 #include <string>
@@ -50,6 +51,8 @@ public:
     return *a;
   }
   std::int64_t ipu() const;
+  /// The tile set of its IPU it runs on (the io_tiles() scope it was created in, if any).
+  TileSet tile_set() const;
   /// The `pipeline_stage(k)` scope the op was created in, if any.
   std::optional<std::int64_t> pipeline_stage() const;
   /// Ops of the same graph that must run before this one though no data links them.

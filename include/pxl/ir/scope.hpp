@@ -1,7 +1,9 @@
-// RAII scopes for the thread's current graph, name scope, IPU placement and op ordering.
+// RAII scopes for the thread's current graph, name scope, IPU and tile set placement, pipeline
+// stage and op ordering.
 #pragma once
 
 #include "pxl/fwd.hpp"
+#include "pxl/ir/tile_set.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -52,6 +54,22 @@ private:
   bool active_ = true;
 };
 
+/// Runs ops created in its lifetime on the tile set `s` of their IPU, and places the graph
+/// inputs, variables and constants created in it there. Opened by io_tiles(), and by autodiff
+/// for a gradient op on its forward op's tile set.
+class [[nodiscard]] TileSetScope {
+public:
+  explicit TileSetScope(TileSet s);
+  TileSetScope(TileSetScope&& other) noexcept : active_(other.active_) { other.active_ = false; }
+  TileSetScope(const TileSetScope&) = delete;
+  TileSetScope& operator=(const TileSetScope&) = delete;
+  TileSetScope& operator=(TileSetScope&&) = delete;
+  ~TileSetScope();
+
+private:
+  bool active_ = true;
+};
+
 /// Marks ops created in its lifetime as pipeline stage `k` (PopXL's `pipeline.stage(k)`):
 /// transforms::pipeline runs stage k of micro-batch m while stage k+1 runs micro-batch m-1.
 /// Usually opened with `ipu(n)` for the stage's IPU. A lower bound only: an op is never in an
@@ -89,6 +107,14 @@ private:
 inline NameScope name_scope(std::string name) { return NameScope(std::move(name)); }
 inline IpuScope ipu(std::int64_t n) { return IpuScope(n); }
 inline PipelineStageScope pipeline_stage(std::int64_t k) { return PipelineStageScope(k); }
+/// Ops created in its lifetime run on the IO tiles of their IPU (PopXL's `popxl.io_tiles()`).
+/// An op reading a tensor of the other tile set reads it through a copy between the sets, as
+/// PopART inserts one (ops::io_tile_copy makes it explicit); the emulator needs
+/// emu::Target::io_tiles > 0 for a program with ops on IO tiles.
+inline TileSetScope io_tiles() { return TileSetScope(TileSet::io); }
+/// The tile set ops created now run on: the innermost io_tiles() (or TileSetScope) scope's,
+/// else the compute tiles.
+TileSet current_tile_set();
 inline SequenceScope in_sequence(bool enabled = true) { return SequenceScope(enabled); }
 
 /// The IPU ops created now are placed on: the innermost `ipu(n)` scope's, else 0.

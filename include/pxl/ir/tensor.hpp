@@ -4,6 +4,7 @@
 #include "pxl/core/shape.hpp"
 #include "pxl/fwd.hpp"
 #include "pxl/ir/handle_ref.hpp"
+#include "pxl/ir/tile_set.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,9 @@ public:
   std::uint32_t index() const { return ref_.index; }
   Graph graph() const;
   std::int64_t ipu() const;
+  /// The tile set of its IPU it lives on (PopXL's `Tensor.tile_set`): its op's, or for a graph
+  /// input, variable or constant the one current when it was made.
+  TileSet tile_set() const;
   bool is_variable() const;
   bool is_constant() const;
   bool is_graph_input() const;

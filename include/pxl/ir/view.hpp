@@ -122,6 +122,7 @@ public:
     return *a;
   }
   std::int64_t ipu(OpId o) const;
+  TileSet tile_set(OpId o) const;
   /// The `pipeline_stage(k)` scope `o` was created in, if any.
   std::optional<std::int64_t> pipeline_stage(OpId o) const;
   /// For a host or Streaming Memory transfer created in a transforms::merge_exchange scope:
@@ -149,6 +150,7 @@ public:
   const std::string& name(TensorId t) const;
   GraphId graph(TensorId t) const;
   std::int64_t ipu(TensorId t) const;
+  TileSet tile_set(TensorId t) const;
   /// The op writing `t`; none for graph inputs, variables and constants.
   std::optional<OpId> producer(TensorId t) const;
   /// The tensor whose buffer `t` is: `t` itself, unless an in-place op made it (its output 0

@@ -124,9 +124,9 @@ Tensor dynamic_update_(const Tensor& t, const Tensor& index, const Tensor& updat
 /// on both IPUs. Gradient: the copy back to the source.
 Tensor ipu_copy(const Tensor& t, std::int64_t destination,
                 std::optional<std::int64_t> source = std::nullopt);
-/// PopXL's io_tile_copy: a copy of `t` to (or from) the I/O tiles of its IPU. pxl's IPUs have
-/// no separate I/O tile set yet: the copy stays on the IPU's tiles, priced as an exchange, and
-/// its gradient is the copy back.
+/// PopXL's io_tile_copy: a copy of `t` to the other tile set of its IPU (compute tiles to IO
+/// tiles, or back; see io_tiles()), whatever scope is open. Priced as an exchange between
+/// the two sets; its gradient is the copy back.
 Tensor io_tile_copy(const Tensor& t);
 /// NumPy's arange: start, start + step, ... while below `stop` (above it for a negative step),
 /// of `dtype` (int32, float32 or float16), computed in double per element. ValueError for a
