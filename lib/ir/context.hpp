@@ -30,9 +30,13 @@ struct Context {
   std::vector<std::int64_t> pipeline_stages;
   std::vector<TileSet> tile_sets;
   std::vector<SequenceFrame> sequences;
-  /// The open merge_exchange scopes' ids, innermost last; the transfers created in one share
-  /// its id (OpNode::exchange_group).
-  std::vector<std::uint32_t> exchange_groups;
+  /// An open merge_exchange scope: its id, which the transfers created in it share
+  /// (OpNode::exchange_group), and whether it takes transfers only (io_tile_exchange).
+  struct ExchangeFrame {
+    std::uint32_t group = 0;
+    bool transfers_only = false;
+  };
+  std::vector<ExchangeFrame> exchanges; ///< innermost last
   std::uint32_t next_exchange_group = 0;
 };
 

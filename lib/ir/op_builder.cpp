@@ -238,6 +238,14 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
                        " (inputs located on different IPUs: " + std::to_string(on) +
                        " != " + std::to_string(placed) + "); copy it there with ops::ipu_copy(" +
                        inputs[i].name() + ", " + std::to_string(placed) + ")");
+  const OpFamily family = family_of(kind);
+  const bool transfer = family == OpFamily::host_io || family == OpFamily::remote;
+  if (!transfer && !ctx.exchanges.empty() && ctx.exchanges.back().transfers_only)
+    throw GraphError(std::string(op) +
+                     ": created in an io_tile_exchange() scope, which takes host and Streaming "
+                     "Memory transfers only: they become one exchange on the IO tiles, which "
+                     "overlaps the compute tiles' work only alone; create it outside the scope "
+                     "(or open it with verify_overlap = false)");
   const auto op_index = static_cast<Index>(ir.ops.size());
   OpNode node{.kind = kind,
               .name = ctx.scope_prefix + std::string(op),
@@ -251,9 +259,8 @@ Op add_op_node(OpKind kind, std::span<const Tensor> inputs, std::vector<TensorSp
               .pipeline_stage = ctx.pipeline_stages.empty()
                                     ? std::nullopt
                                     : std::optional<std::int64_t>(ctx.pipeline_stages.back())};
-  const OpFamily family = family_of(kind);
-  if (!ctx.exchange_groups.empty() && (family == OpFamily::host_io || family == OpFamily::remote))
-    node.exchange_group = ctx.exchange_groups.back();
+  if (transfer && !ctx.exchanges.empty())
+    node.exchange_group = ctx.exchanges.back().group;
   node.inputs.reserve(inputs.size());
   for (const auto& t : inputs)
     node.inputs.push_back(IrView::id(t));

@@ -7,15 +7,18 @@
 
 namespace pxl::transforms {
 
-MergeExchangeScope::MergeExchangeScope() {
+MergeExchangeScope::MergeExchangeScope(bool transfers_only) {
   if (!has_current_graph())
     throw GraphError("merge_exchange: no current graph; open it inside a graph's scope "
                      "(auto in_graph = graph.scope();)");
   graph_ = current_graph();
   detail::Context& ctx = detail::context();
-  ctx.exchange_groups.push_back(ctx.next_exchange_group++);
+  ctx.exchanges.push_back({.group = ctx.next_exchange_group++, .transfers_only = transfers_only});
 }
 
-MergeExchangeScope::~MergeExchangeScope() { detail::context().exchange_groups.pop_back(); }
+MergeExchangeScope::~MergeExchangeScope() { detail::context().exchanges.pop_back(); }
+
+IoTileExchangeScope::IoTileExchangeScope(bool verify_overlap)
+    : io_(TileSet::io), merge_(verify_overlap), unordered_(false) {}
 
 } // namespace pxl::transforms

@@ -72,6 +72,36 @@ TEST_CASE("merge_exchange: the transfers stay ops and results are unchanged; con
   CHECK(interrupted.cycles == interrupted_plain.cycles);
 }
 
+TEST_CASE("io_tile_exchange: its transfers on the IO tiles, merged; other ops refused when it "
+          "verifies the overlap") {
+  Ir ir;
+  auto in_main = ir.main_graph().scope();
+  const HostToDeviceStream a = h2d_stream({8}, float32, "a"), b = h2d_stream({8}, float32, "b");
+  Tensor x, y;
+  {
+    auto exchange = transforms::io_tile_exchange();
+    x = ops::host_load(a);
+    y = ops::host_load(b);
+    CHECK(current_tile_set() == TileSet::io);
+    CHECK_THROWS_WITH_AS(x + y,
+                         doctest::Contains("Add: created in an io_tile_exchange() scope, which "
+                                           "takes host and Streaming Memory transfers only"),
+                         GraphError);
+  }
+  CHECK(current_tile_set() == TileSet::compute);
+  CHECK(x.tile_set() == TileSet::io);
+  const IrView view(ir);
+  const auto group = view.exchange_group(IrView::id(*x.producer()));
+  REQUIRE(group);
+  CHECK(view.exchange_group(IrView::id(*y.producer())) == group);
+  // The failed Add left nothing behind: the graph holds the two loads.
+  CHECK(ir.main_graph().ops().size() == 2);
+  {
+    auto unverified = transforms::io_tile_exchange(false);
+    CHECK((x * 2.0).tile_set() == TileSet::io);
+  }
+}
+
 TEST_CASE("merge_exchange needs a current graph") {
   CHECK_THROWS_WITH_AS((void)transforms::merge_exchange(),
                        doctest::Contains("merge_exchange: no current graph"), GraphError);
