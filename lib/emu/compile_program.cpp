@@ -4,6 +4,7 @@
 #include "fusion.hpp"
 #include "program.hpp"
 #include "step_work.hpp"
+#include "tile_mapping.hpp"
 
 #include "aligned_bytes.hpp"
 
@@ -19,43 +20,6 @@
 namespace pxl::emu::detail {
 
 namespace {
-
-/// The bytes of a `bytes` buffer on each tile it spans under the linear mapping: an even share
-/// (`target` as one tile set sees it: tile_set_target).
-std::int64_t tile_share(std::int64_t bytes, const Target& target) {
-  const auto aligned = static_cast<std::int64_t>(align_up(static_cast<std::size_t>(bytes)));
-  const std::int64_t tiles = tiles_spanned(aligned, target);
-  return (aligned + tiles - 1) / tiles;
-}
-
-/// The tiles of one tile set of an IPU: `count` from `first`.
-struct TileRange {
-  std::int64_t first = 0, count = 1;
-};
-
-/// Adds `bytes` to each of the `tiles` tiles from `start` on (wrapping past the last tile of
-/// `range`) of a per-tile difference array.
-void add_to_tiles(std::vector<std::int64_t>& diff, std::int64_t start, std::int64_t tiles,
-                  std::int64_t bytes, TileRange range) {
-  const std::int64_t end = range.first + range.count;
-  tiles = std::min(tiles, range.count);
-  diff[static_cast<std::size_t>(start)] += bytes;
-  if (start + tiles <= end) {
-    diff[static_cast<std::size_t>(start + tiles)] -= bytes;
-    return;
-  }
-  diff[static_cast<std::size_t>(end)] -= bytes;
-  diff[static_cast<std::size_t>(range.first)] += bytes;
-  diff[static_cast<std::size_t>(start + tiles - range.count)] -= bytes;
-}
-
-/// A difference array's values, one per tile.
-std::vector<std::int64_t> per_tile(std::vector<std::int64_t> diff) {
-  for (std::size_t t = 1; t < diff.size(); ++t)
-    diff[t] += diff[t - 1];
-  diff.pop_back();
-  return diff;
-}
 
 bool is_static(const IrView& ir, TensorId t) {
   const auto k = ir.kind(t);
@@ -92,15 +56,12 @@ std::int64_t ipus_touched(const ProgramStep& step) {
 class Compiler {
 public:
   Compiler(const IrView& ir, const Target& target, const CompileOptions& options)
-      : ir_(ir), target_(target),
-        options_(options), tile_sets_{tile_set_target(target, TileSet::compute),
-                                      tile_set_target(target, TileSet::io)} {}
+      : ir_(ir), target_(target), options_(options), tiles_(target) {}
 
   Program run() {
     p_.graphs.resize(ir_.num_graphs());
     p_.stream_used.assign(ir_.num_streams(), false);
     code_.resize(static_cast<std::size_t>(target_.ipus));
-    next_tile_.assign(static_cast<std::size_t>(target_.ipus), {0, 0});
     for (Code& c : code_)
       c.tiles.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, target_.tiles_per_ipu)) + 1,
                      0);
@@ -356,7 +317,8 @@ private:
         const auto after = static_cast<std::size_t>(lives[v].last) + 1;
         live[ipu][first] += bytes;
         live[ipu][after] -= bytes;
-        const std::int64_t share = tile_share(values[v].bytes, on(ir_.tile_set(values[v].tensor)));
+        const std::int64_t share =
+            tile_share(values[v].bytes, tiles_.on(ir_.tile_set(values[v].tensor)));
         tile_live[ipu][first] += share;
         tile_live[ipu][after] -= share;
       }
@@ -486,14 +448,14 @@ private:
           const auto bytes =
               static_cast<std::int64_t>(align_up(static_cast<std::size_t>(values[v].bytes)));
           const TileSet set = ir_.tile_set(values[v].tensor);
-          const std::int64_t start = rotate_start(ipu, set, bytes);
+          const std::int64_t start = tiles_.rotate_start(ipu, set, bytes);
           if (lives[v].first <= at && at <= lives[v].last)
-            add_to_tiles(diff, start, tiles_spanned(bytes, on(set)), tile_share(bytes, on(set)),
-                         range(set));
+            add_to_tiles(diff, start, tiles_spanned(bytes, tiles_.on(set)),
+                         tile_share(bytes, tiles_.on(set)), tiles_.range(set));
         }
       if (static_cast<std::size_t>(at) < call_peak[ipu].size())
         if (const std::int64_t bytes = call_peak[ipu][static_cast<std::size_t>(at)]; bytes > 0)
-          add_buffer(diff, ipu, TileSet::compute, bytes);
+          tiles_.add_buffer(diff, ipu, TileSet::compute, bytes);
       r.push_back(std::move(diff));
     }
     return r;
@@ -538,7 +500,7 @@ private:
       peak[ipu] = std::max<std::int64_t>(0, peak[ipu] - bytes);
       tile_peak[ipu] = std::max<std::int64_t>(
           0, tile_peak[ipu] - tile_share(static_cast<std::int64_t>(input.bytes),
-                                         on(ir_.tile_set(values[arg].tensor))));
+                                         tiles_.on(ir_.tile_set(values[arg].tensor))));
       info.aliased_bytes += values[arg].bytes;
     }
   }
@@ -581,15 +543,15 @@ private:
           continue;
         (ir_.kind(s.tensor) == TensorKind::variable ? m.variables : m.constants) +=
             static_cast<std::int64_t>(s.bytes);
-        add_buffer(always, ipu, ir_.tile_set(s.tensor),
-                   static_cast<std::int64_t>(align_up(s.bytes)));
+        tiles_.add_buffer(always, ipu, ir_.tile_set(s.tensor),
+                          static_cast<std::int64_t>(align_up(s.bytes)));
       }
       // Code: an outlined graph's steps were compiled, and counted, once.
       const Code& code = code_[ipu];
       for (const auto& [codelet, spanned] : code.codelets) {
         m.vertex_code += target_.vertex_code_bytes * spanned;
         add_to_tiles(always, code.codelet_start.at(codelet), spanned, target_.vertex_code_bytes,
-                     range(std::get<TileSet>(codelet)));
+                     tiles_.range(std::get<TileSet>(codelet)));
       }
       m.vertex_state = code.vertex_state;
       m.control_code = code.control;
@@ -641,39 +603,13 @@ private:
                      [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   }
 
-  /// The first tile of the next tensor or step of `ipu`'s tile set `s` spanning the tiles of
-  /// `bytes`: as PopART's LinearMapper (willow/src/popx/linearmapper.cpp) rotates the linear
-  /// mapping, each starts where the one before ended, wrapping past the set's last tile, so
-  /// small tensors and steps spread over the tiles instead of piling up on the first.
-  std::int64_t rotate_start(std::size_t ipu, TileSet s, std::int64_t bytes) {
-    return rotate_tiles(ipu, s, tiles_spanned(bytes, on(s)));
-  }
-  std::int64_t rotate_tiles(std::size_t ipu, TileSet s, std::int64_t tiles) {
-    const std::int64_t n = std::max<std::int64_t>(1, target_.tiles_of(s));
-    std::int64_t& next = next_tile_[ipu][static_cast<std::size_t>(s)];
-    const std::int64_t start = next;
-    next = (start + tiles) % n;
-    return target_.first_tile_of(s) + start;
-  }
-  /// The target as tile set `s` sees it.
-  const Target& on(TileSet s) const { return tile_sets_[static_cast<std::size_t>(s)]; }
-  TileRange range(TileSet s) const {
-    return {target_.first_tile_of(s), std::max<std::int64_t>(1, target_.tiles_of(s))};
-  }
-  /// Adds a buffer of `bytes` on tile set `s` to the per-tile difference array `diff`, from
-  /// the set's next start tile.
-  void add_buffer(std::vector<std::int64_t>& diff, std::size_t ipu, TileSet s, std::int64_t bytes) {
-    add_to_tiles(diff, rotate_start(ipu, s, bytes), tiles_spanned(bytes, on(s)),
-                 tile_share(bytes, on(s)), range(s));
-  }
-
   /// The code of step `info` (compiled once) on its IPU: vertex state, control and exchange
   /// code on each tile it spans (from the next start tile), and its codelet on those tiles.
   void add_code(const StepInfo& info) {
     const auto ipu = static_cast<std::size_t>(info.ipu);
     Code& code = code_[ipu];
-    const std::int64_t tiles = step_tiles(info, on(info.tile_set));
-    const std::int64_t start = rotate_tiles(ipu, info.tile_set, tiles);
+    const std::int64_t tiles = step_tiles(info, tiles_.on(info.tile_set));
+    const std::int64_t start = tiles_.rotate_tiles(ipu, info.tile_set, tiles);
     // Transfers to and from the host or Streaming Memory are stream copies: no vertices.
     const bool transfer =
         info.op && (family_of(info.op_kind) == OpFamily::remote ||
@@ -690,7 +626,7 @@ private:
     code.control += target_.control_code_bytes * tiles;
     code.exchange += exchange * tiles;
     add_to_tiles(code.tiles, start, tiles, state + target_.control_code_bytes + exchange,
-                 range(info.tile_set));
+                 tiles_.range(info.tile_set));
     if (kernel) {
       const auto codelet = std::make_tuple(info.kind, info.op_kind, info.dtype, info.tile_set);
       std::int64_t& spanned = code.codelets[codelet];
@@ -718,10 +654,7 @@ private:
   std::vector<std::vector<std::uint32_t>> binding_;
   std::vector<TensorMemory> tensors_;
   std::vector<Code> code_; ///< per IPU
-  /// The target as each tile set sees it: its tiles only (by TileSet).
-  std::array<Target, 2> tile_sets_;
-  /// Per IPU and tile set: the next start tile, from the set's first (rotate_start).
-  std::vector<std::array<std::int64_t, 2>> next_tile_;
+  TileMapper tiles_;       ///< where buffers and steps start
 };
 
 } // namespace
