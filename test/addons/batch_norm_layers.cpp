@@ -211,6 +211,63 @@ TEST_CASE("TrainingMode chooses the form; Dropout drops nothing in TrainingMode(
   CHECK_FALSE(dropped.y == ones);
 }
 
+/// BatchNorm2D's training form on `replicas` replicas, each normalising its own (2, 2, 2, 2)
+/// part of `x` (replica r the rows 2r and 2r + 1): the outputs, replica after replica.
+HostTensor replicated_batch_norm(const HostTensor& x, std::int64_t replicas,
+                                 addons::BatchNorm2DOptions options) {
+  Ir ir(replicas);
+  HostToDeviceStream in;
+  DeviceToHostStream out;
+  {
+    auto main = ir.main_graph().scope();
+    in = h2d_stream({2, 2, 2, 2}, float32, "x");
+    out = d2h_stream({2, 2, 2, 2}, float32, "y");
+    options.training = true;
+    auto [facts, graph] = BatchNorm2D(options).create_graph(in.spec());
+    const addons::NamedTensors vars = facts.init();
+    ops::host_store(out, graph.bind(vars).call({ops::host_load(in)})[0]);
+  }
+  Session session(ir, "ipu_model");
+  auto attached = session.attach();
+  return session.run({{in, x.reshaped({replicas, 2, 2, 2, 2})}}).at(out).reshaped(x.shape());
+}
+
+TEST_CASE("BatchNorm2D synchronized over groups of replicas: each group as one replica of their "
+          "batches") {
+  // 8 images over 4 replicas of 2; in groups of 2, replicas 0-1 and 2-3 share statistics.
+  const HostTensor x = ramp({8, 2, 2, 2});
+  std::vector<float> squared(x.data<float>().begin(), x.data<float>().end());
+  for (float& v : squared)
+    v = v * v * 0.1F; // the groups' statistics differ
+  const HostTensor images(squared, {8, 2, 2, 2});
+  const HostTensor grouped =
+      replicated_batch_norm(images, 4, {.synchronized = true, .replica_group_size = 2});
+  for (std::int64_t g = 0; g < 2; ++g) {
+    CAPTURE(g);
+    // The group's 4 images on one replica, unsynchronized: the same normalisation.
+    std::vector<float> part(squared.begin() + g * 32, squared.begin() + (g + 1) * 32);
+    const HostTensor alone =
+        run_module(BatchNorm2D({.training = true}), std::array{HostTensor(part, {4, 2, 2, 2})}).y;
+    std::vector<float> got(grouped.data<float>().begin() + g * 32,
+                           grouped.data<float>().begin() + (g + 1) * 32);
+    check_close(HostTensor(got, {4, 2, 2, 2}), alone);
+  }
+  // A group of every replica is the synchronized layer itself, bitwise.
+  CHECK(replicated_batch_norm(images, 4, {.synchronized = true, .replica_group_size = 4}) ==
+        replicated_batch_norm(images, 4, {.synchronized = true}));
+
+  CHECK_THROWS_WITH_AS(
+      replicated_batch_norm(images, 4, {.synchronized = true, .replica_group_size = 3}),
+      "BatchNorm2D: replica_group_size 3 must divide the 4 replicas", ValueError);
+  CHECK_THROWS_WITH_AS(BatchNorm2D({.replica_group_size = 2}),
+                       doctest::Contains("BatchNorm2D: replica_group_size 2 groups the replicas "
+                                         "whose statistics a synchronized layer shares"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(BatchNormalization({.synchronized = true, .replica_group_size = -1}),
+                       "BatchNormalization: replica_group_size must be at least 0, got -1",
+                       ValueError);
+}
+
 TEST_CASE("Batch norm layers: errors name the layer, what was expected and what was found") {
   CHECK_THROWS_WITH_AS(BatchNorm2D({.eps = -1}), "BatchNorm2D: eps must be at least 0, got -1",
                        ValueError);

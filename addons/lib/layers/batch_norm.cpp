@@ -31,10 +31,22 @@ struct Normalisation {
   double keep; ///< the running statistics' weight in their update
   bool bessel; ///< whether the running variance takes the unbiased batch variance
   bool synchronized;
+  std::int64_t group_size; ///< replicas per group of a synchronized layer; 0: all
   std::optional<bool> training;
   std::optional<initializers::KerasInitializer> gamma, beta;
   initializers::KerasInitializer moving_mean, moving_variance;
 };
+
+/// The replica group size is a count of consecutive replicas, and groups synchronized layers.
+void check_group_size(const char* layer, std::int64_t group_size, bool synchronized) {
+  if (group_size < 0)
+    throw ValueError(std::string(layer) + ": replica_group_size must be at least 0, got " +
+                     std::to_string(group_size));
+  if (group_size > 0 && !synchronized)
+    throw ValueError(std::string(layer) + ": replica_group_size " + std::to_string(group_size) +
+                     " groups the replicas whose statistics a synchronized layer shares; set "
+                     "synchronized too");
+}
 
 void check_range(const char* layer, const char* what, double value, double low,
                  std::optional<double> high) {
@@ -87,9 +99,17 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
       add_state_variable_input("running_mean", n.moving_mean({channels}), float32);
   const Tensor running_var =
       add_state_variable_input("running_var", n.moving_variance({channels}), float32);
+  // The replicas whose batches the statistics span, and their group for the all-reduces.
+  const Ir& ir = current_graph().ir();
+  const std::int64_t replicas = ir.replication_factor();
+  if (n.group_size > 0 && replicas % n.group_size != 0)
+    throw ValueError(std::string(n.layer) + ": replica_group_size " + std::to_string(n.group_size) +
+                     " must divide the " + std::to_string(replicas) + " replicas");
+  const std::int64_t spanned = !n.synchronized ? 1 : n.group_size > 0 ? n.group_size : replicas;
+  const std::optional<ReplicaGrouping> group =
+      n.group_size > 0 ? std::optional(ir.replica_grouping(1, n.group_size)) : std::nullopt;
   if (*mode) {
-    if (n.synchronized)
-      count *= current_graph().ir().replication_factor();
+    count *= spanned;
     if (n.bessel && count < 2)
       throw ValueError(std::string(n.layer) +
                        ": training needs more than 1 value per channel to estimate a "
@@ -107,8 +127,7 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
 
   // float32 over channels first: the fused ops (oneDNN's batch normalisation), unless the
   // statistics span several replicas.
-  const bool across_replicas = n.synchronized && current_graph().ir().replication_factor() > 1;
-  if (x.dtype() == float32 && n.axis == 1 && rank <= 5 && !(*mode && across_replicas)) {
+  if (x.dtype() == float32 && n.axis == 1 && rank <= 5 && !(*mode && spanned > 1)) {
     const Tensor scale = gamma ? *gamma : constant(HostTensor::full({channels}, float32, 1.0));
     const Tensor shift = beta ? *beta : constant(HostTensor::full({channels}, float32, 0.0));
     if (!*mode)
@@ -124,11 +143,11 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
   if (*mode) {
     Tensor mean = pxl::ops::mean(xf, axes, true);
     if (n.synchronized)
-      mean = pxl::ops::collectives::replicated_all_reduce(mean, CollectiveOperator::mean);
+      mean = pxl::ops::collectives::replicated_all_reduce(mean, CollectiveOperator::mean, group);
     centered = xf - mean;
     var = pxl::ops::mean(centered * centered, axes, true);
     if (n.synchronized)
-      var = pxl::ops::collectives::replicated_all_reduce(var, CollectiveOperator::mean);
+      var = pxl::ops::collectives::replicated_all_reduce(var, CollectiveOperator::mean, group);
     update(mean, var);
   } else {
     centered = xf - pxl::ops::reshape(running_mean, per_channel);
@@ -147,6 +166,7 @@ Tensor normalise(const Tensor& x, const Normalisation& n) {
 BatchNorm2D::BatchNorm2D(BatchNorm2DOptions layer_options) : options(layer_options) {
   check_range("BatchNorm2D", "eps", options.eps, 0.0, std::nullopt);
   check_range("BatchNorm2D", "momentum", options.momentum, 0.0, 1.0);
+  check_group_size("BatchNorm2D", options.replica_group_size, options.synchronized);
 }
 
 Tensor BatchNorm2D::build(const Tensor& x) {
@@ -159,6 +179,7 @@ Tensor BatchNorm2D::build(const Tensor& x) {
                        .keep = 1.0 - options.momentum,
                        .bessel = true,
                        .synchronized = options.synchronized,
+                       .group_size = options.replica_group_size,
                        .training = options.training,
                        .gamma = options.affine ? std::optional(initializers::ones()) : std::nullopt,
                        .beta = options.affine ? std::optional(initializers::zeros()) : std::nullopt,
@@ -170,6 +191,7 @@ BatchNormalization::BatchNormalization(BatchNormalizationOptions layer_options)
     : options(std::move(layer_options)) {
   check_range("BatchNormalization", "epsilon", options.epsilon, 0.0, std::nullopt);
   check_range("BatchNormalization", "momentum", options.momentum, 0.0, 1.0);
+  check_group_size("BatchNormalization", options.replica_group_size, options.synchronized);
 }
 
 Tensor BatchNormalization::build(const Tensor& x) {
@@ -188,6 +210,7 @@ Tensor BatchNormalization::build(const Tensor& x) {
           .keep = options.momentum,
           .bessel = false,
           .synchronized = options.synchronized,
+          .group_size = options.replica_group_size,
           .training = options.training,
           .gamma = options.scale ? std::optional(options.gamma_initializer) : std::nullopt,
           .beta = options.center ? std::optional(options.beta_initializer) : std::nullopt,

@@ -22,6 +22,11 @@ struct BatchNorm2DOptions {
   /// The batch statistics over the batch of every replica (PyTorch's SyncBatchNorm): with it,
   /// R replicas of batch B normalise as one replica of batch R·B does. Off: each replica's own.
   bool synchronized = false;
+  /// With `synchronized`: the statistics over groups of this many consecutive replicas rather
+  /// than over all of them (TF's distributed batch norm group size, Graphcore's ResNet-50
+  /// `BN_span`); 0: every replica. ValueError when negative or without `synchronized`, and at
+  /// build unless it divides the replicas.
+  std::int64_t replica_group_size = 0;
   /// The form to build: training (the batch's statistics, running ones updated) or inference
   /// (the running statistics). nullopt: the TrainingMode in force, ValueError outside one.
   std::optional<bool> training;
@@ -69,6 +74,8 @@ struct BatchNormalizationOptions {
   initializers::KerasInitializer moving_variance_initializer = initializers::ones();
   /// As BatchNorm2DOptions::synchronized (Keras's `synchronized`).
   bool synchronized = false;
+  /// As BatchNorm2DOptions::replica_group_size.
+  std::int64_t replica_group_size = 0;
   /// As BatchNorm2DOptions::training (Keras's `training` call argument).
   std::optional<bool> training;
 };
