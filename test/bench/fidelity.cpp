@@ -46,10 +46,13 @@ void print_kinds(const pxl::emu::IrEstimate& e) {
 }
 
 /// ResNet-50 as Graphcore's TensorFlow 1 benchmark feeds it: 8-bit images streamed to the IPU
-/// (`eight_bit_io`) and normalised there with ImageNet's per-channel mean and deviation.
+/// (`eight_bit_io`) and normalised there with ImageNet's per-channel mean and deviation; its
+/// batch norms' statistics shared by pairs of replicas (`BN_span: 2`).
 struct ImageNetResNet50 : addons::Module<ImageNetResNet50> {
   explicit ImageNetResNet50(std::vector<std::string> checkpoints)
-      : net(addons::named_module<bench::resnet::ResNet50>("net", std::move(checkpoints))) {}
+      : net(addons::named_module<bench::resnet::ResNet50>(
+            "net", std::move(checkpoints),
+            addons::BatchNorm2DOptions{.synchronized = true, .replica_group_size = 2})) {}
   Tensor build(const Tensor& images) {
     const pxl::DType d = pxl::float16;
     const Tensor mean = pxl::constant(

@@ -31,13 +31,19 @@ struct Conv : pxl::addons::Module<Conv> {
 };
 
 /// The bottleneck: 1×1 to `width`, 3×3 (stride `stride`), 1×1 to 4·width, each with batch
-/// norm; the shortcut a strided 1×1 convolution and batch norm where the shape changes.
+/// norm (`bn` its options); the shortcut a strided 1×1 convolution and batch norm where the
+/// shape changes.
 struct Bottleneck : pxl::addons::Module<Bottleneck> {
-  Bottleneck(std::int64_t width, std::int64_t stride, bool downsample)
+  Bottleneck(std::int64_t width, std::int64_t stride, bool downsample,
+             const pxl::addons::BatchNorm2DOptions& bn)
       : conv1(pxl::addons::named_module<Conv>("conv1", width, 1)),
         conv2(pxl::addons::named_module<Conv>("conv2", width, 3, stride)),
         conv3(pxl::addons::named_module<Conv>("conv3", 4 * width, 1)),
         shortcut(pxl::addons::named_module<Conv>("downsample.0", 4 * width, 1, stride)),
+        bn1(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn1", bn)),
+        bn2(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn2", bn)),
+        bn3(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn3", bn)),
+        shortcut_bn(pxl::addons::named_module<pxl::addons::BatchNorm2D>("downsample.1", bn)),
         has_shortcut(downsample) {}
   pxl::Tensor build(const pxl::Tensor& x) {
     pxl::Tensor h = pxl::ops::relu(bn1(conv1(x)));
@@ -46,11 +52,7 @@ struct Bottleneck : pxl::addons::Module<Bottleneck> {
     return pxl::ops::relu(h + (has_shortcut ? shortcut_bn(shortcut(x)) : x));
   }
   Conv conv1, conv2, conv3, shortcut;
-  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn1);
-  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn2);
-  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn3);
-  pxl::addons::BatchNorm2D shortcut_bn =
-      pxl::addons::named_module<pxl::addons::BatchNorm2D>("downsample.1");
+  pxl::addons::BatchNorm2D bn1, bn2, bn3, shortcut_bn;
   bool has_shortcut;
 };
 
@@ -60,15 +62,19 @@ struct Bottleneck : pxl::addons::Module<Bottleneck> {
 ///
 /// `checkpoints` names the bottlenecks ("layer1.0", ...) after which a new pipeline stage
 /// begins, every stage on IPU 0: Graphcore's `pipeline_splits` with a device mapping of zeros,
-/// which with recomputation makes the stages' inputs the checkpoints. Empty: no stages.
+/// which with recomputation makes the stages' inputs the checkpoints. Empty: no stages. `bn`:
+/// every batch norm's options (synchronized over pairs of replicas, say).
 struct ResNet50 : pxl::addons::Module<ResNet50> {
-  explicit ResNet50(std::vector<std::string> checkpoints = {}) : splits(std::move(checkpoints)) {
+  explicit ResNet50(std::vector<std::string> checkpoints = {},
+                    const pxl::addons::BatchNorm2DOptions& bn = {})
+      : splits(std::move(checkpoints)),
+        bn1(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn1", bn)) {
     const std::int64_t blocks[] = {3, 4, 6, 3};
     for (std::int64_t stage = 0; stage < 4; ++stage)
       for (std::int64_t b = 0; b < blocks[stage]; ++b) {
         names.push_back("layer" + std::to_string(stage + 1) + "." + std::to_string(b));
         bottlenecks.push_back(pxl::addons::named_module<Bottleneck>(
-            names.back(), 64 << stage, b == 0 && stage > 0 ? 2 : 1, b == 0));
+            names.back(), 64 << stage, b == 0 && stage > 0 ? 2 : 1, b == 0, bn));
       }
     for (const std::string& split : splits)
       if (std::ranges::find(names, split) == names.end())
@@ -95,7 +101,7 @@ struct ResNet50 : pxl::addons::Module<ResNet50> {
   }
   std::vector<std::string> splits, names;
   Conv conv1 = pxl::addons::named_module<Conv>("conv1", 64, 7, 2);
-  PXL_SUBMODULE(pxl::addons::BatchNorm2D, bn1);
+  pxl::addons::BatchNorm2D bn1;
   std::vector<Bottleneck> bottlenecks;
   PXL_SUBMODULE(pxl::addons::Linear, fc, 1000);
 };
