@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 namespace pxl::emu {
 
@@ -49,8 +51,18 @@ std::string MemoryReport::summary() const {
     os << "Streaming Memory: " << human(streaming.used) << " of " << human(streaming.capacity)
        << (streaming.fits() ? "" : " (OUT OF MEMORY)") << " in " << streaming.buffers.size()
        << " remote buffer(s):";
+    // The largest five, as for the tensors: a model with its optimizer state offloaded has
+    // a buffer per variable.
+    std::vector<const RemoteBufferMemory*> largest;
     for (const auto& b : streaming.buffers)
-      os << " '" << b.name << "' " << b.entries << " x " << human(b.entry_bytes) << ";";
+      largest.push_back(&b);
+    std::ranges::stable_sort(largest,
+                             [](const auto* x, const auto* y) { return x->bytes > y->bytes; });
+    for (std::size_t i = 0; i < largest.size() && i < 5; ++i)
+      os << " '" << largest[i]->name << "' " << largest[i]->entries << " x "
+         << human(largest[i]->entry_bytes) << ";";
+    if (largest.size() > 5)
+      os << " and " << largest.size() - 5 << " smaller";
     os << "\n";
   }
   os << "largest tensors:\n";

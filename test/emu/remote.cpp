@@ -165,6 +165,17 @@ TEST_CASE("Memory report: Streaming Memory apart from the IPU's, and its capacit
   CHECK(b.ipus[0].variables == 0);
   CHECK(b.ipus[0].always_live() < a.ipus[0].always_live());
   CHECK(b.summary().find("Streaming Memory: 2.00 MiB") != std::string::npos);
+  // Of many remote buffers, the summary names the five largest.
+  emu::MemoryReport many = b;
+  for (int k = 1; k <= 7; ++k)
+    many.streaming.buffers.push_back(
+        {"state" + std::to_string(k), 1, k * std::int64_t{1024}, k * std::int64_t{1024}});
+  const std::string summary = many.summary();
+  CHECK(summary.find("in 8 remote buffer(s): 'weights' 2 x 1.00 MiB; 'state7' 1 x 7.00 KiB;") !=
+        std::string::npos);
+  CHECK(summary.find("'state4'") != std::string::npos);
+  CHECK(summary.find("'state3'") == std::string::npos);
+  CHECK(summary.find("and 3 smaller") != std::string::npos);
   CHECK(b.to_json().find("\"streaming_memory\"") != std::string::npos);
 
   auto small = emu::ipu2();

@@ -92,7 +92,8 @@ struct MemoryReport {
 
   /// Whether every IPU's total, and Streaming Memory, fit their capacity.
   bool fits() const;
-  /// A printable summary: per IPU the totals, then the five largest tensors.
+  /// A printable summary: per IPU the totals, Streaming Memory with its five largest remote
+  /// buffers, then the five largest tensors.
   std::string summary() const;
   /// Every field as JSON: {"ipus": [...], "tensors": [...]}.
   std::string to_json() const;
