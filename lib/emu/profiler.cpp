@@ -33,8 +33,10 @@ std::string percent(std::int64_t part, std::int64_t whole) {
 } // namespace
 
 Profiler::Profiler(const IrView& view, const Target& target, std::int64_t instances)
-    : view_(view), target_(target), instances_(instances),
-      origin_(std::chrono::steady_clock::now()), timeline_(target.ipus, target.io_tiles > 0),
+    : view_(view), target_(target), tile_sets_{tile_set_target(target, TileSet::compute),
+                                               tile_set_target(target, TileSet::io)},
+      instances_(instances), origin_(std::chrono::steady_clock::now()),
+      timeline_(target.ipus, target.io_tiles > 0),
       by_ipu_(static_cast<std::size_t>(std::max<std::int64_t>(1, target.ipus))),
       by_graph_(view.num_graphs()), by_kind_(num_op_kinds), by_op_(view.num_ops()) {}
 
@@ -56,7 +58,8 @@ void Profiler::end_run() {
 }
 
 void Profiler::on_step(const StepInfo& info, const StepTiming& timing, std::int64_t replicas) {
-  const StepCost own = estimate(info, target_, replicas * instances_);
+  const StepCost own =
+      estimate(info, tile_sets_[static_cast<std::size_t>(info.tile_set)], replicas * instances_);
   const std::size_t d = timing.depth;
   const auto ipu = static_cast<std::size_t>(
       std::clamp<std::int64_t>(info.ipu, 0, static_cast<std::int64_t>(by_ipu_.size()) - 1));

@@ -8,6 +8,7 @@
 #include "pxl/ir/view.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -62,6 +63,8 @@ private:
 
   const IrView& view_;
   const Target& target_;
+  /// The target as each tile set sees it (by TileSet), made once rather than at every step.
+  std::array<Target, 2> tile_sets_;
   std::int64_t instances_;
   std::chrono::steady_clock::time_point origin_;
   /// Device cycles so far, each IPU with its own clock.
