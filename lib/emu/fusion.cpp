@@ -197,6 +197,19 @@ void fuse_reshapes(const IrView& ir, FlatSchedule& schedule) {
       });
 }
 
+namespace {
+
+/// Whether `op` computes as a plain product does: not a MatMul with float16 partials or a
+/// float32 result of float16 operands (kernels/matmul_partials.hpp), which takes no epilogue
+/// and no update.
+bool has_plain_partials(const IrView& ir, OpId op) {
+  return ir.kind(op) != OpKind::MatMul ||
+         (ir.attrs_as<MatMulAttrs>(op).partials_type == float32 &&
+          ir.spec(ir.outputs(op)[0]).dtype == ir.spec(ir.inputs(op)[0]).dtype);
+}
+
+} // namespace
+
 void fuse_transposes(const IrView& ir, FlatSchedule& schedule) {
   auto& steps = schedule.steps;
   read_views_in_place(
@@ -271,7 +284,7 @@ void fuse_epilogues(const IrView& ir, FlatSchedule& schedule) {
     // (with transposes read in place, an epilogue so far, or neither) without an empty tensor.
     const OpKind written_by = step.is_copy() ? OpKind::Identity : ir.kind(*step.op);
     const bool producer = (written_by == OpKind::Conv || written_by == OpKind::MatMul) &&
-                          has_no_empty_tensor(ir, *step.op) &&
+                          has_no_empty_tensor(ir, *step.op) && has_plain_partials(ir, *step.op) &&
                           (ir.spec(ir.outputs(*step.op)[0]).dtype == float32 ||
                            ir.spec(ir.outputs(*step.op)[0]).dtype == float16);
     for (auto v : step.outputs)
@@ -371,7 +384,7 @@ void fuse_product_updates(const IrView& ir, FlatSchedule& schedule, bool fold_fl
     const bool product = (kind == OpKind::MatMul ||
                           (kind == OpKind::ConvWeightsGrad && has_no_empty_tensor(ir, *step.op))) &&
                          !step.fusion.update && !step.fusion.bias && !step.fusion.relu &&
-                         is_float(ir.outputs(*step.op)[0]);
+                         has_plain_partials(ir, *step.op) && is_float(ir.outputs(*step.op)[0]);
     for (auto v : step.outputs) {
       product_of[v] = product ? j : none;
       scaled_of[v] = scaled;

@@ -255,6 +255,17 @@ void Ir::set_num_host_transfers(std::int64_t n) {
   detail::require_mutable(*storage_, "Ir::set_num_host_transfers(" + std::to_string(n) + ")");
   storage_->num_host_transfers = n;
 }
+const MatMulAttrs& Ir::matmul_defaults() const { return storage_->matmul_defaults; }
+void Ir::set_matmul_defaults(const MatMulAttrs& defaults) {
+  if (defaults.partials_type != float32 && defaults.partials_type != float16)
+    throw DTypeError("Ir::set_matmul_defaults: expected partials_type float32 or float16, got " +
+                     std::string(name(defaults.partials_type)));
+  if (!(defaults.available_memory_proportion > 0.0 && defaults.available_memory_proportion <= 1.0))
+    throw ValueError(
+        "Ir::set_matmul_defaults: expected available_memory_proportion in (0, 1], got " +
+        std::to_string(defaults.available_memory_proportion));
+  storage_->matmul_defaults = defaults;
+}
 std::int64_t Ir::replication_factor() const { return storage_->replication_factor; }
 void Ir::set_replication_factor(std::int64_t n) {
   if (n < 1)

@@ -127,6 +127,7 @@ struct IrStorage {
   std::deque<RemoteBufferNode> remote_buffers;
   std::int64_t num_host_transfers = 1;
   std::int64_t replication_factor = 1;
+  MatMulAttrs matmul_defaults;               ///< Ir::matmul_defaults
   std::uint64_t unique_id = 0;               ///< distinguishes Irs in messages and caches
   std::vector<std::string> graph_name_stems; ///< for uniquifying `Name_subgraph(n)`
   /// Every tensor's id, viewing the string in its node (stable in the deque): the set copies

@@ -1,5 +1,6 @@
 // Gradient rule of matmul: batch and broadcast axes are reduced back to each operand's shape.
 #include "ops/grad_rule.hpp"
+#include "pxl/ops/elementwise.hpp"
 #include "pxl/ops/matmul.hpp"
 #include "pxl/ops/shape.hpp"
 
@@ -37,10 +38,20 @@ std::vector<Tensor> grad_MatMul(GradContext& c) {
     sg.insert(sg.end() - (b0.rank() == 1 ? 0 : 1), 1);
   if (b0.rank() == 1)
     sg.push_back(1);
-  const Tensor g = as_shape(c.grad_output(0), sg);
+  // The gradients' products accumulate as the forward one did, in the operands' dtype: a
+  // float32 result of float16 operands brings its gradient back to float16 first.
+  const MatMulAttrs& attrs = c.op().attrs<OpKind::MatMul>();
+  const ops::MatMulOptions options{.partials_type = attrs.partials_type,
+                                   .output_type = std::nullopt,
+                                   .available_memory_proportion =
+                                       attrs.available_memory_proportion};
+  const auto matmul = [&](const Tensor& x, const Tensor& y) { return ops::matmul(x, y, options); };
+  Tensor g = as_shape(c.grad_output(0), sg);
+  if (g.dtype() != a0.dtype())
+    g = ops::cast(g, a0.dtype());
   std::vector<Tensor> r(2);
   if (c.needs_grad(0))
-    r[0] = as_shape(unbroadcast(ops::matmul(g, swap_last(b)), sa), a0.shape());
+    r[0] = as_shape(unbroadcast(matmul(g, swap_last(b)), sa), a0.shape());
   if (c.needs_grad(1)) {
     if (sb.size() == 2 && sa.size() > 2) {
       // A matrix applied to a batch (a linear layer on [batch, seq, features]): its gradient
@@ -50,9 +61,9 @@ std::vector<Tensor> grad_MatMul(GradContext& c) {
       const std::int64_t rows = a.nelms() / sa.back();
       const Tensor a_rows = ops::reshape(a, {rows, sa.back()});
       const Tensor g_rows = ops::reshape(g, {rows, sg.back()});
-      r[1] = as_shape(ops::matmul(swap_last(a_rows), g_rows), b0.shape());
+      r[1] = as_shape(matmul(swap_last(a_rows), g_rows), b0.shape());
     } else {
-      r[1] = as_shape(unbroadcast(ops::matmul(swap_last(a), g), sb), b0.shape());
+      r[1] = as_shape(unbroadcast(matmul(swap_last(a), g), sb), b0.shape());
     }
   }
   return r;

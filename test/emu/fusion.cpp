@@ -158,6 +158,39 @@ TEST_CASE("A matmul reading a transposed operand in place: float16 bitwise the m
             }
 }
 
+TEST_CASE("A matmul with float16 partials reads transposed operands in place and takes no "
+          "epilogue: bitwise the reference on 1-4 workers") {
+  const ops::MatMulOptions o{.partials_type = float16};
+  const HostTensor a = pattern({{40, 9}, float16}, 5), b = pattern({{11, 40}, float16}, 6);
+  const HostTensor bias = pattern({{11}, float16}, 7);
+  Ir ir;
+  HostToDeviceStream sa, sb, sbias;
+  DeviceToHostStream sy, sz;
+  {
+    auto in_main = ir.main_graph().scope();
+    sa = h2d_stream(a.shape(), float16, "a");
+    sb = h2d_stream(b.shape(), float16, "b");
+    sbias = h2d_stream(bias.shape(), float16, "bias");
+    // Aᵀ Bᵀ read in place, then a bias and ReLU that a float32-partials product would fold.
+    const Tensor y =
+        ops::matmul(ops::transpose(ops::host_load(sa)), ops::transpose(ops::host_load(sb)), o);
+    const Tensor z = ops::relu(y + ops::host_load(sbias));
+    sy = d2h_stream(y.shape(), float16, "y");
+    sz = d2h_stream(z.shape(), float16, "z");
+    ops::host_store(sy, y);
+    ops::host_store(sz, z);
+  }
+  const StreamInputs in{{sa, a}, {sb, b}, {sbias, bias}};
+  testing::ReferenceEvaluator ref(ir);
+  const auto expected = ref.run({{"a", a}, {"b", b}, {"bias", bias}});
+  for (unsigned workers = 1; workers <= 4; ++workers) {
+    CAPTURE(workers);
+    const auto out = run_on(ir, workers, in);
+    CHECK(out.at(sy) == expected.at("y"));
+    CHECK(out.at(sz) == expected.at("z"));
+  }
+}
+
 TEST_CASE("A fused Transpose costs neither code nor memory; one with other readers stays") {
   auto build = [](Ir& ir, bool store_transposed) -> std::string {
     auto in_main = ir.main_graph().scope();

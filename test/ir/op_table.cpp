@@ -21,7 +21,7 @@ TEST_CASE("the op table's rows give names, families, flags and attribute types")
   CHECK(is_differentiable(OpKind::MulInplace));
   CHECK(!is_differentiable(OpKind::ArgMax));
   static_assert(std::is_same_v<op_attrs_t<OpKind::Slice>, SliceAttrs>);
-  static_assert(std::is_same_v<op_attrs_t<OpKind::MatMul>, NoAttrs>);
+  static_assert(std::is_same_v<op_attrs_t<OpKind::MatMul>, MatMulAttrs>);
   CHECK(attrs_index(OpKind::Transpose) == OpAttrs{TransposeAttrs{}}.index());
   CHECK(attrs_index(OpKind::Call) == OpAttrs{CallAttrs{}}.index());
   CHECK(is_view(OpKind::SliceInplace));

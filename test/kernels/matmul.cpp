@@ -3,6 +3,9 @@
 
 #include "pxl/ops/matmul.hpp"
 
+#include <algorithm>
+#include <optional>
+
 using namespace pxl;
 using namespace pxl::testing;
 
@@ -67,4 +70,43 @@ TEST_CASE("matmul with an empty contraction axis gives zeros") {
       const auto out = check_kernel(c)[0];
       check_values(out, {{m, 20}, d}, std::vector<double>(static_cast<std::size_t>(m * 20), 0.0));
     }
+}
+
+TEST_CASE("matmul with float16 partials is bitwise the reference's accumulation on 1-4 workers") {
+  // Runs of 16 products summed in float, then added into a float16 accumulator: contractions
+  // shorter than, equal to and past one run, batches, 1-d operands and a float32 result.
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{7, 15}, {15, 5}},    {{7, 16}, {16, 5}},          {{7, 17}, {17, 5}},
+      {{3, 7, 48}, {48, 4}}, {{300}, {300, 9}},           {{70, 784}, {784, 33}},
+      {{8, 5}, {5, 260}},    {{2, 1, 7, 40}, {3, 40, 6}}, {{130, 70}, {70, 300}},
+  };
+  for (const DType out : {float16, float32})
+    for (const auto& pair : shapes) {
+      const Shape sa = pair.first, sb = pair.second;
+      CAPTURE(out);
+      CAPTURE(to_string(sa));
+      CAPTURE(to_string(sb));
+      const ops::MatMulOptions o{.partials_type = float16, .output_type = out};
+      check_kernel([o](Tensor a, Tensor b) { return ops::matmul(a, b, o); },
+                   {random_tensor(sa, float16, -1, 1, 3), random_tensor(sb, float16, -1, 1, 4)}, 0);
+    }
+}
+
+TEST_CASE("matmul partials and output type: closed forms") {
+  // 16 products of 128 make 2048; each later run of 16 products of 1/16 adds 1, and
+  // float16's spacing at 2048 is 2. A float16 accumulator rounds 2048 + 1 back to 2048 (ties
+  // to even) at every run; float32 partials keep the sum and round it once.
+  const auto run = [](std::int64_t k, std::optional<DType> partials, std::optional<DType> out) {
+    std::vector<double> av(static_cast<std::size_t>(k), 0.0625);
+    std::fill_n(av.begin(), 16, 128.0);
+    const ops::MatMulOptions o{.partials_type = partials, .output_type = out};
+    return check_kernel([o](Tensor a, Tensor b) { return ops::matmul(a, b, o); },
+                        {tensor({1, k}, float16, av),
+                         tensor({k, 1}, float16, std::vector<double>(std::size_t(k), 1.0))})[0];
+  };
+  check_values(run(48, std::nullopt, std::nullopt), {{1, 1}, float16}, {2050}, 0);
+  check_values(run(48, float16, std::nullopt), {{1, 1}, float16}, {2048}, 0);
+  check_values(run(48, float16, float32), {{1, 1}, float32}, {2048}, 0);
+  check_values(run(32, float32, float32), {{1, 1}, float32}, {2049}, 0);
+  check_values(run(32, float32, float16), {{1, 1}, float16}, {2048}, 0);
 }

@@ -1,6 +1,10 @@
 // MatMul: NumPy matmul shapes (1-d promotion, batch broadcasting), values through the reference
 // evaluator, and every error.
 #include "op_test.hpp"
+#include "pxl/ir/attrs.hpp"
+#include "pxl/transforms/autodiff.hpp"
+
+#include <cmath>
 
 using namespace pxl;
 using namespace pxl::testing;
@@ -90,4 +94,80 @@ TEST_CASE("matmul errors name the operands") {
                        doctest::Contains("MatMul (batch axes): shapes (2,) and (3,) do not "
                                          "broadcast"),
                        ShapeError);
+}
+
+TEST_CASE("matmul options: partials type, output type and memory proportion on the op") {
+  ScratchGraph s;
+  const auto attrs = [](const Tensor& y) { return y.producer()->attrs<OpKind::MatMul>(); };
+  const Tensor a = s.input({2, 3}, float16), b = s.input({3, 4}, float16);
+  CHECK(attrs(ops::matmul(a, b)) == MatMulAttrs{float32, 0.6});
+  const Tensor y = ops::matmul(
+      a, b,
+      {.partials_type = float16, .output_type = float32, .available_memory_proportion = 0.15});
+  CHECK(y.spec() == TensorSpec{{2, 4}, float32});
+  CHECK(attrs(y) == MatMulAttrs{float16, 0.15});
+  // The Ir's default reaches float16 products made from now on, never float32 ones, and an
+  // op's own option wins.
+  s.ir.set_matmul_defaults({.partials_type = float16, .available_memory_proportion = 0.25});
+  CHECK(s.ir.matmul_defaults() == MatMulAttrs{float16, 0.25});
+  CHECK(attrs(ops::matmul(a, b)) == MatMulAttrs{float16, 0.25});
+  CHECK(attrs(ops::matmul(a, b, {.partials_type = float32})).partials_type == float32);
+  CHECK(attrs(ops::matmul(s.input({2, 3}), s.input({3, 4}))) == MatMulAttrs{float32, 0.25});
+}
+
+TEST_CASE("matmul's gradients accumulate as the product did, in the operands' dtype") {
+  Ir ir;
+  auto main = ir.main_graph().scope();
+  Graph fwd = ir.create_graph(
+      "f",
+      [](Tensor x, Tensor w) {
+        return ops::matmul(
+            x, w,
+            {.partials_type = float16, .output_type = float32, .available_memory_proportion = 0.3});
+      },
+      TensorSpec{{2, 3}, float16}, TensorSpec{{3, 4}, float16});
+  const auto info = transforms::autodiff(fwd);
+  std::size_t matmuls = 0;
+  for (const auto& op : info.graph().ops())
+    if (op.kind() == OpKind::MatMul) {
+      ++matmuls;
+      CHECK(op.attrs<OpKind::MatMul>() == MatMulAttrs{float16, 0.3});
+      CHECK(op.output(0).dtype() == float16);
+    }
+  CHECK(matmuls == 2);
+  const auto outputs = info.graph().outputs();
+  REQUIRE(outputs.size() == 2);
+  CHECK(outputs[0].spec() == TensorSpec{{2, 3}, float16});
+  CHECK(outputs[1].spec() == TensorSpec{{3, 4}, float16});
+}
+
+TEST_CASE("matmul option errors name the option, what was expected and what was found") {
+  ScratchGraph s;
+  const Tensor h = s.input({2, 3}, float16), hb = s.input({3, 2}, float16);
+  const Tensor f = s.input({2, 3}), fb = s.input({3, 2});
+  CHECK_THROWS_WITH_AS(ops::matmul(h, hb, {.partials_type = int32}),
+                       doctest::Contains("partials_type must be float32 or float16, got int32"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::matmul(f, fb, {.partials_type = float16}),
+                       doctest::Contains("float16 partials need float16 operands"), DTypeError);
+  CHECK_THROWS_WITH_AS(ops::matmul(f, fb, {.output_type = float16}),
+                       doctest::Contains("output_type must be the operands' dtype float32, got "
+                                         "float16"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::matmul(h, hb, {.output_type = int32}),
+                       doctest::Contains("output_type must be the operands' dtype float16 or "
+                                         "float32, got int32"),
+                       DTypeError);
+  for (const double p : {0.0, -0.5, 1.5, std::nan("")}) {
+    CAPTURE(p);
+    CHECK_THROWS_WITH_AS(ops::matmul(f, fb, {.available_memory_proportion = p}),
+                         doctest::Contains("available_memory_proportion must be in (0, 1]"),
+                         ValueError);
+  }
+  CHECK_THROWS_WITH_AS(s.ir.set_matmul_defaults({.partials_type = bool_}),
+                       doctest::Contains("expected partials_type float32 or float16, got bool"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(s.ir.set_matmul_defaults({.available_memory_proportion = 0}),
+                       doctest::Contains("expected available_memory_proportion in (0, 1], got 0"),
+                       ValueError);
 }

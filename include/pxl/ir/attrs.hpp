@@ -285,6 +285,14 @@ struct AdamUpdaterAttrs {
 /// (for conv_transpose, the convolution whose data gradient it is): per spatial axis the
 /// stride, the padding before and after (pad_type already resolved) and the dilation; the
 /// kernel's spatial extent; the groups.
+/// matmul (ops::MatMulOptions): the type its partial sums accumulate in, and the share of a
+/// tile's memory PopLibs' planner may give the product's operands and partials.
+struct MatMulAttrs {
+  DType partials_type = DType::float32;
+  double available_memory_proportion = 0.6;
+  friend bool operator==(const MatMulAttrs&, const MatMulAttrs&) = default;
+};
+
 struct ConvAttrs {
   std::vector<std::int64_t> strides, pads_begin, pads_end, dilations, kernel;
   std::int64_t groups = 1;
@@ -327,6 +335,6 @@ using OpAttrs =
                  DynamicAttrs, PrintAttrs, AdamUpdaterAttrs, TopKAttrs, ConvAttrs, PoolAttrs,
                  NormAttrs, ShapedDropoutAttrs, ScatterReduceAttrs, GroupedGatherAttrs,
                  CodeLoadAttrs, SubsampleAttrs, HistogramAttrs, SparseAccumulateAttrs, ResizeAttrs,
-                 RoiAlignAttrs>;
+                 RoiAlignAttrs, MatMulAttrs>;
 
 } // namespace pxl

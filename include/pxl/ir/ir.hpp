@@ -15,6 +15,8 @@
 
 namespace pxl {
 
+struct MatMulAttrs;
+
 namespace detail {
 template <typename T>
 struct is_tensor_vector : std::false_type {};
@@ -84,6 +86,13 @@ public:
   void set_num_host_transfers(std::int64_t n);
   std::int64_t replication_factor() const;
   void set_replication_factor(std::int64_t n);
+  /// What the matmuls created from now on take where their ops::MatMulOptions leave it unset
+  /// (PopART's session option `partialsTypeMatMuls` and its matmuls' available memory
+  /// proportion): by default float32 partials and 0.6. The partials type reaches float16
+  /// matmuls only; float32 ones always accumulate in float32. A partials type other than
+  /// float32 or float16 is a DTypeError, a proportion outside (0, 1] a ValueError.
+  const MatMulAttrs& matmul_defaults() const;
+  void set_matmul_defaults(const MatMulAttrs& defaults);
   /// Replicas grouped `group_size` at a time, `stride` apart (PopXL's `replica_grouping`);
   /// `group_size` 0 means all replicas. ValueError unless stride × group_size divides the
   /// replication factor.

@@ -164,7 +164,7 @@ enum class OpCost : std::uint8_t {
   X(Histogram, "Histogram", reduce, HistogramAttrs, NoGrad, exchanged)                             \
   X(LambSquare, "LambSquare", reduce, NoAttrs, NoGrad, exchanged)                                  \
   /* linear algebra */                                                                             \
-  X(MatMul, "MatMul", matmul, NoAttrs, Grad, amp)                                                  \
+  X(MatMul, "MatMul", matmul, MatMulAttrs, Grad, amp)                                              \
   /* convolutions (conv's data gradient is a ConvTranspose, conv_transpose's a Conv) */            \
   X(Conv, "Conv", conv, ConvAttrs, Grad, amp)                                                      \
   X(ConvTranspose, "ConvTranspose", conv, ConvAttrs, Grad, amp)                                    \

@@ -4,6 +4,8 @@
 #include "dnnl_threads.hpp"
 #include "gemm_tiles.hpp"
 #include "half_gemm.hpp"
+#include "matmul_partials.hpp"
+#include "pxl/ir/attrs.hpp"
 
 #include <dnnl.h>
 
@@ -121,6 +123,12 @@ StepFn compile_fused_matmul(CompileContext& ctx, const KernelOp& op, const StepF
                             const OpBuffers& buffers) {
   const DType d = op.input(0).dtype();
   auto plan = std::make_shared<const MatMulPlan>(plan_matmul(op, fusion.transposed_inputs));
+  if (d == float16 &&
+      (op.attrs_as<MatMulAttrs>().partials_type == float16 || op.output(0).dtype() == float32)) {
+    // Never fused with an epilogue or an update (fusion.cpp: has_plain_partials).
+    PXL_ASSERT(!fusion.bias && !fusion.relu && !fusion.update);
+    return compile_half_operand_matmul(ctx, op, plan, buffers);
+  }
   // An epilogue (bias and/or ReLU, its bias the step's third input) or an update, not both
   // (fuse_product_updates folds updates into plain products only).
   const bool epilogue = fusion.bias || fusion.relu;
