@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -80,14 +81,25 @@ StepCost reduce_in_stages(std::int64_t elems, std::int64_t out, std::int64_t ele
   return c;
 }
 
-/// The cheapest plan of an AMP product over the tiles, as PopLibs' planner chooses one (poplin
-/// plans matmuls as convolutions): the groups and the three dims split (at most the tiles in
-/// all); each tile receives its blocks of the two operands, multiplies them on its AMP
-/// unit (Target::amp_vertex_cycles beside the MACs at the AMP's rate) and, where the contracted
-/// dim is split, exchanges its float32 partials with the tiles that share its output block and
-/// adds them in a second compute phase, after a second sync.
-StepCost search_amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Target& t) {
+/// A plan of an AMP product over the tiles, and the bytes it needs on a tile.
+struct AmpPlan {
+  StepCost cost;
+  std::int64_t bytes = std::numeric_limits<std::int64_t>::max();
+};
+
+/// The cheapest parallel plan of an AMP product over the tiles, as PopLibs' planner chooses one
+/// (poplin plans matmuls as convolutions): the groups and the three dims split (at most the
+/// tiles in all); each tile receives its blocks of the two operands, multiplies them on its
+/// AMP unit (Target::amp_vertex_cycles beside the MACs at the AMP's rate) and, where the
+/// contracted dim is split, exchanges its partials with the tiles that share its output block
+/// and adds them in a second compute phase, after a second sync. A tile holds its operand
+/// blocks and its partials: within `budget` bytes the fastest plan wins, and when no plan fits,
+/// the smallest.
+AmpPlan parallel_amp_plan(const AmpShape& a, std::int64_t macs, std::int64_t budget,
+                          const Target& t) {
+  const DType dtype = a.operands;
   const std::int64_t tiles = std::max<std::int64_t>(1, t.tiles_per_ipu);
+  const DType partials = a.partials_bytes == 2 ? DType::float16 : DType::float32;
   const std::int64_t rate =
       dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle;
   const auto elem = static_cast<std::int64_t>(size_of(dtype));
@@ -102,8 +114,7 @@ StepCost search_amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, cons
     r.push_back(most);
     return r;
   };
-  StepCost best;
-  std::int64_t best_total = std::numeric_limits<std::int64_t>::max();
+  AmpPlan best;
   const int c = std::clamp(a.contracted, 0, 2);
   for (const std::int64_t sg : splits(a.groups, tiles))
     for (const std::int64_t s0 : splits(a.extent[0], tiles / sg))
@@ -121,27 +132,57 @@ StepCost search_amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, cons
           StepCost cost;
           cost.sync = t.sync_cycles;
           cost.compute = ceil_div(ceil_div(macs, sg * s0 * s1 * s2), rate) + t.amp_vertex_cycles;
+          std::int64_t bytes = share(c) * a.partials_bytes;
           for (int i = 0; i < 3; ++i)
-            if (i != c)
+            if (i != c) {
               cost.exchange += ceil_div(share(i) * elem, bytes_per_cycle);
+              bytes += share(i) * elem;
+            }
           if (const std::int64_t ways = s[static_cast<std::size_t>(c)]; ways > 1) {
             const std::int64_t sent = ceil_div(share(c) * (ways - 1), ways);
-            cost.exchange += ceil_div(sent * 4, bytes_per_cycle);
-            cost.compute += vector_cycles(sent, DType::float32, 1, t, 1);
+            cost.exchange += ceil_div(sent * a.partials_bytes, bytes_per_cycle);
+            cost.compute += vector_cycles(sent, partials, 1, t, 1);
             cost.sync += t.sync_cycles;
           }
-          if (cost.total() < best_total) {
-            best_total = cost.total();
-            best = cost;
-          }
+          const bool fits = bytes <= budget, best_fits = best.bytes <= budget;
+          const bool faster = cost.total() < best.cost.total();
+          if (fits ? !best_fits || faster
+                   : !best_fits && (bytes < best.bytes || (bytes == best.bytes && faster)))
+            best = {cost, bytes};
         }
   return best;
 }
 
+/// The plan of an AMP product within the available memory proportion of a tile: the fastest
+/// parallel plan that fits; if none does, the product's output-side dim (a matmul's columns, a
+/// convolution's output channels) split serially into the fewest passes of a fitting plan,
+/// one after the other, as PopLibs' serial splits (their operands exchanged again each pass).
+/// A product that fits in no number of passes takes its smallest plan.
+StepCost search_amp_plan(const AmpShape& a, std::int64_t macs, const Target& t) {
+  const auto budget = static_cast<std::int64_t>(a.available_memory_proportion *
+                                                static_cast<double>(t.bytes_per_tile));
+  AmpPlan plan = parallel_amp_plan(a, macs, budget, t);
+  for (std::int64_t passes = 2; plan.bytes > budget && passes <= a.extent[1]; passes *= 2) {
+    AmpShape part = a;
+    part.extent[1] = ceil_div(a.extent[1], passes);
+    for (const int i : {0, 2}) // the tensors over dim 1
+      part.elements[static_cast<std::size_t>(i)] =
+          ceil_div(a.elements[static_cast<std::size_t>(i)], passes);
+    const AmpPlan pass = parallel_amp_plan(part, ceil_div(macs, passes), budget, t);
+    if (pass.bytes < plan.bytes) {
+      plan.bytes = pass.bytes;
+      plan.cost = StepCost{.compute = pass.cost.compute * passes,
+                           .exchange = pass.cost.exchange * passes,
+                           .sync = pass.cost.sync * passes};
+    }
+  }
+  return plan.cost;
+}
+
 /// search_amp_plan, remembered per thread: a profiled run prices every step it executes, and
 /// a program has few distinct products. The key is everything the search reads.
-StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Target& t) {
-  using Key = std::array<std::int64_t, 17>;
+StepCost amp_plan(const AmpShape& a, std::int64_t macs, const Target& t) {
+  using Key = std::array<std::int64_t, 20>;
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
       std::size_t h = 0;
@@ -160,9 +201,13 @@ StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Targe
                 a.elements[2],
                 a.contracted,
                 macs,
-                static_cast<std::int64_t>(dtype),
+                static_cast<std::int64_t>(a.operands),
+                a.partials_bytes,
+                std::bit_cast<std::int64_t>(a.available_memory_proportion),
+                t.bytes_per_tile,
                 t.tiles_per_ipu,
-                dtype == DType::float16 ? t.fp16_macs_per_tile_cycle : t.fp32_macs_per_tile_cycle,
+                a.operands == DType::float16 ? t.fp16_macs_per_tile_cycle
+                                             : t.fp32_macs_per_tile_cycle,
                 t.exchange_bytes_per_cycle,
                 t.sync_cycles,
                 t.amp_vertex_cycles,
@@ -172,7 +217,7 @@ StepCost amp_plan(const AmpShape& a, std::int64_t macs, DType dtype, const Targe
     return it->second;
   if (plans.size() >= 4096) // many programs in one process: start afresh
     plans.clear();
-  return plans.emplace(key, search_amp_plan(a, macs, dtype, t)).first->second;
+  return plans.emplace(key, search_amp_plan(a, macs, t)).first->second;
 }
 
 /// Ring bytes one replica sends for a collective over `replicas` replicas.
@@ -272,8 +317,9 @@ StepCost estimate(const StepInfo& info, const Target& t, std::int64_t replicas) 
     const std::int64_t macs = info.flops / 2;
     const AmpShape shape = info.amp.value_or(AmpShape{
         .extent = {out, 1, std::max<std::int64_t>(1, macs / out)},
-        .elements = {std::max<std::int64_t>(1, macs / out), std::max<std::int64_t>(1, macs), out}});
-    c = amp_plan(shape, macs, info.dtype, t);
+        .elements = {std::max<std::int64_t>(1, macs / out), std::max<std::int64_t>(1, macs), out},
+        .operands = info.dtype});
+    c = amp_plan(shape, macs, t);
     // The folded update, or a convolution's bias and ReLU: an element-wise pass over the output.
     if (info.kind == StepKind::fused_matmul || info.kind == StepKind::fused_conv)
       c.compute += vector_cycles(out, info.dtype, tiles, t, 1);

@@ -67,6 +67,10 @@ std::optional<AmpShape> amp_shape_of(const IrView& ir, OpId op) {
     a.extent = {m, n, k};
     a.elements = {w.nelms(), x.nelms(), y.nelms()};
     a.contracted = 2;
+    a.operands = x.dtype;
+    const auto& attrs = ir.attrs_as<MatMulAttrs>(op);
+    a.partials_bytes = static_cast<std::int64_t>(size_of(attrs.partials_type));
+    a.available_memory_proportion = attrs.available_memory_proportion;
     return a;
   }
   // dst: the convolution's output (Conv) or its gradient (the others' input 0); the weights
@@ -84,6 +88,7 @@ std::optional<AmpShape> amp_shape_of(const IrView& ir, OpId op) {
               std::max<std::int64_t>(1, channels / groups), nelms(std::span(w.shape).subspan(1))};
   a.elements = {w.nelms(), images.nelms(), dst.nelms()};
   a.contracted = kind == OpKind::Conv ? 2 : kind == OpKind::ConvWeightsGrad ? 0 : 1;
+  a.operands = w.dtype;
   return a;
 }
 

@@ -129,6 +129,36 @@ TEST_CASE("cost model: a small-output matmul splits its contraction over the IPU
   CHECK(outer.sync == t.sync_cycles);
 }
 
+TEST_CASE("cost model: float16 partials halve the partials' exchange; a smaller memory "
+          "proportion makes a slower plan") {
+  const emu::Target t = emu::ipu2();
+  // A float16 product whose plan splits its contraction (the partials cross the exchange).
+  const auto cycles = [&](const ops::MatMulOptions& o, const Shape& x, const Shape& w) {
+    Ir ir;
+    auto in_main = ir.main_graph().scope();
+    ops::host_store(
+        d2h_stream({}, float16, "y"),
+        ops::sum(ops::matmul(ops::init(x, float16, "x"), ops::init(w, float16, "w"), o)));
+    const emu::IrEstimate e = emu::estimate(ir, t);
+    const auto line = std::ranges::find(e.op_kinds, "MatMul", &emu::ProfileLine::name);
+    REQUIRE(line != e.op_kinds.end());
+    return line->cycles.total();
+  };
+  const Shape x{16, 16384}, w{16384, 16};
+  CHECK(cycles({.partials_type = float16}, x, w) < cycles({}, x, w));
+  // The same through the step's AmpShape: only the partials' exchange and additions change.
+  auto step = test_emu::matmul_step(16, 16384, 16, float16);
+  const auto f32 = emu::estimate(step, t);
+  step.amp->partials_bytes = 2;
+  const auto f16 = emu::estimate(step, t);
+  CHECK(f16.exchange < f32.exchange);
+  CHECK(f16.sync == f32.sync);
+  // 2048³: PopLibs' default 0.6 of a tile leaves the fastest plan; 1% forces smaller blocks.
+  const Shape big{2048, 2048};
+  CHECK(cycles({.available_memory_proportion = 0.01}, big, big) > cycles({}, big, big));
+  CHECK(cycles({.available_memory_proportion = 1.0}, big, big) == cycles({}, big, big));
+}
+
 TEST_CASE("emu::estimate: a matmul's rows shared by its weights are planned as one product") {
   // [8, 128, 64] @ [64, 256], the weights shared by the batch, as [1024, 64] @ [64, 256]: the
   // same MACs on the same operands, so the same plan. Likewise an input shared by a batch of

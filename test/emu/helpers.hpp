@@ -147,7 +147,8 @@ inline emu::StepInfo matmul_step(std::int64_t m, std::int64_t k, std::int64_t n,
   i.bytes_read = (m * k + k * n) * e;
   i.bytes_written = m * n * e;
   i.dtype = dtype;
-  i.amp = emu::AmpShape{.extent = {m, n, k}, .elements = {k * n, m * k, m * n}, .contracted = 2};
+  i.amp = emu::AmpShape{
+      .extent = {m, n, k}, .elements = {k * n, m * k, m * n}, .contracted = 2, .operands = dtype};
   return i;
 }
 

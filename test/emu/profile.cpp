@@ -54,11 +54,13 @@ TEST_CASE("cost model: an AMP step is the cheapest plan of its product over the 
                                t.sync_cycles;
   CHECK(mm.total() <= by_hand);
   CHECK(mm.host == 0);
-  // A large float16 matmul reaches 60-100% of the float16 peak, its exchange included.
+  // A large float16 matmul reaches 50-100% of the float16 peak, its exchange included. Its
+  // fastest parallel plan would hold about 1 MB of operand blocks and partials on each tile,
+  // more than a tile has: within PopLibs' default 0.6 of a tile it runs in serial passes.
   const std::int64_t big = 4096;
   const auto f16 = emu::estimate(test_emu::matmul_step(big, big, big, float16), t);
   const double peak_cycles = static_cast<double>(big * big * big) / (t.tiles_per_ipu * 64.0);
-  CHECK(peak_cycles / static_cast<double>(f16.total()) >= 0.6);
+  CHECK(peak_cycles / static_cast<double>(f16.total()) >= 0.5);
   CHECK(peak_cycles / static_cast<double>(f16.total()) <= 1.0);
   // float32's AMP runs at a quarter of float16's rate and exchanges twice the bytes: the same
   // product takes 2.5-4 times as long.

@@ -35,12 +35,18 @@ enum class StepKind : std::uint8_t {
 /// per group × the kernel's taps). `elements[i]` is the tensor over the two dims other than i
 /// (a matmul: B, A, the output), in elements: operands broadcast over the batch count once,
 /// a convolution's input its own size. `contracted` is the dim summed over; the output is
-/// `elements[contracted]`.
+/// `elements[contracted]`. `operands` is the operands' dtype (the AMP's rate),
+/// `partials_bytes` the size of a partial sum (4, or 2 for a matmul's float16 partials), and
+/// `available_memory_proportion` the share of a tile's memory the plan may give the operands'
+/// blocks and the partials (ops::MatMulOptions).
 struct AmpShape {
   std::int64_t groups = 1;
   std::array<std::int64_t, 3> extent{1, 1, 1};
   std::array<std::int64_t, 3> elements{1, 1, 1};
   int contracted = 2;
+  DType operands = DType::float32;
+  std::int64_t partials_bytes = 4;
+  double available_memory_proportion = 0.6;
   friend bool operator==(const AmpShape&, const AmpShape&) = default;
 };
 
