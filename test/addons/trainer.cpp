@@ -110,6 +110,28 @@ TEST_CASE("CompileOptions::recompute: pipelined, bitwise as keeping the activati
                        ValueError);
 }
 
+TEST_CASE("CompileOptions::matmul_defaults: float16 partials reach the model's matmuls") {
+  // Batches of 32: the weight gradients contract over 32 rows, two runs of 16 products, so a
+  // float16 accumulator rounds where float32 partials do not (a contraction of 16 or fewer is
+  // one run, rounded once either way).
+  const FitOptions options{.epochs = 2, .batch_size = 32};
+  const addons::optimizers::SGDOptions sgd{.lr = 0.1};
+  const Fitted plain = fit({.optimizer = sgd, .dtype = float16}, options);
+  const Fitted partials = fit(
+      {.optimizer = sgd, .dtype = float16, .matmul_defaults = {.partials_type = float16}}, options);
+  CHECK(partials.weights != plain.weights);
+  const auto& loss = partials.history.history.at("loss");
+  CHECK(loss[1] < loss[0]);
+  CHECK(std::abs(loss[1] - plain.history.history.at("loss")[1]) < 0.02);
+  // The memory proportion changes the plan, never the result.
+  const Fitted tight =
+      fit({.optimizer = sgd,
+           .dtype = float16,
+           .matmul_defaults = {.partials_type = float16, .available_memory_proportion = 0.05}},
+          options);
+  CHECK(tight.weights == partials.weights);
+}
+
 TEST_CASE("evaluate and predict see the trained weights and agree with each other") {
   Trainer trainer(Classifier{});
   trainer.compile({.from_logits = true, .metrics = {"accuracy"}});
@@ -211,6 +233,17 @@ TEST_CASE("Trainer refuses what it cannot train") {
                        "Trainer::compile: stochastic_rounding rounds float16 updates and needs "
                        "dtype float16, got float32",
                        ValueError);
+  CHECK_THROWS_WITH_AS(
+      trainer.compile({.from_logits = true, .matmul_defaults = {.partials_type = float16}}),
+      "Trainer::compile: matmul_defaults.partials_type float16 accumulates float16 products and "
+      "needs dtype float16, got float32",
+      ValueError);
+  CHECK_THROWS_WITH_AS(
+      trainer.compile({.from_logits = true, .matmul_defaults = {.partials_type = int32}}),
+      Contains("matmul_defaults.partials_type must be float32 or float16, got int32"), DTypeError);
+  CHECK_THROWS_WITH_AS(
+      trainer.compile({.from_logits = true, .matmul_defaults = {.available_memory_proportion = 2}}),
+      Contains("matmul_defaults.available_memory_proportion must be in (0, 1], got 2"), ValueError);
   trainer.compile({.from_logits = true, .steps_per_execution = 100});
   CHECK_THROWS_WITH_AS(trainer.fit(x, y, {.batch_size = 8}),
                        "Trainer::fit: 400 examples in batches of 8 make 50 batches per pass, 1 "

@@ -40,6 +40,19 @@ void check_compile_options(const CompileOptions& o) {
     throw ValueError("Trainer::compile: stochastic_rounding rounds float16 updates and needs dtype "
                      "float16, got " +
                      std::string(name(o.dtype)));
+  if (o.matmul_defaults.partials_type != float32 && o.matmul_defaults.partials_type != float16)
+    throw DTypeError("Trainer::compile: matmul_defaults.partials_type must be float32 or "
+                     "float16, got " +
+                     std::string(name(o.matmul_defaults.partials_type)));
+  if (o.matmul_defaults.partials_type == float16 && o.dtype != float16)
+    throw ValueError("Trainer::compile: matmul_defaults.partials_type float16 accumulates float16 "
+                     "products and needs dtype float16, got " +
+                     std::string(name(o.dtype)));
+  if (!(o.matmul_defaults.available_memory_proportion > 0.0 &&
+        o.matmul_defaults.available_memory_proportion <= 1.0))
+    throw ValueError("Trainer::compile: matmul_defaults.available_memory_proportion must be in "
+                     "(0, 1], got " +
+                     std::to_string(o.matmul_defaults.available_memory_proportion));
   if (o.pipeline_schedule != transforms::PipelineSchedule::grouped && !o.pipeline)
     throw ValueError("Trainer::compile: pipeline_schedule " +
                      std::string(transforms::schedule_name(o.pipeline_schedule)) +

@@ -247,6 +247,7 @@ void build_training_program(Program& p, const CompileOptions& o, const TraceMode
                             bool open_session) {
   p.x_spec = x;
   p.ir.set_replication_factor(o.replicas);
+  p.ir.set_matmul_defaults(o.matmul_defaults);
   {
     auto in_main = p.ir.main_graph().scope();
     p.x = h2d_stream(x.shape, x.dtype, "x");

@@ -10,6 +10,7 @@
 #include "pxl/addons/optimizers/sgd.hpp"
 #include "pxl/core/host_tensor.hpp"
 #include "pxl/emu/estimate.hpp"
+#include "pxl/ir/attrs.hpp"
 #include "pxl/session.hpp"
 #include "pxl/transforms/pipeline.hpp"
 
@@ -128,6 +129,12 @@ struct CompileOptions {
   /// weight's spacing moves it as float32 would on average instead of being lost. ValueError
   /// with float32, which has no float16 update to round.
   bool stochastic_rounding = false;
+  /// The partials type and available memory proportion of the model's matmuls that do not
+  /// set their own (Ir::set_matmul_defaults, PopART's `partialsTypeMatMuls`; the published
+  /// IPU configurations train float16 with float16 partials). float16 partials need dtype
+  /// float16 (ValueError otherwise): each run of 16 products is then added into a float16
+  /// accumulator (docs/semantics.md, "Matmul partials").
+  MatMulAttrs matmul_defaults{};
   /// Keep the optimizer's state in Streaming Memory (remote buffers), loaded and stored around
   /// each update, instead of on the IPU: training is bitwise the same, on-chip memory smaller.
   /// ValueError for an optimizer without state (SGD without momentum).
