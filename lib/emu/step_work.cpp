@@ -81,7 +81,8 @@ std::optional<AmpShape> amp_shape_of(const IrView& ir, OpId op) {
   const TensorSpec& images = ir.spec(kind == OpKind::Conv              ? inputs[0]
                                      : kind == OpKind::ConvWeightsGrad ? inputs[1]
                                                                        : outputs[0]);
-  const std::int64_t groups = std::max<std::int64_t>(1, ir.attrs_as<ConvAttrs>(op).groups);
+  const ConvAttrs& attrs = ir.attrs_as<ConvAttrs>(op);
+  const std::int64_t groups = std::max<std::int64_t>(1, attrs.groups);
   const std::int64_t channels = dst.shape.size() > 1 ? dst.shape[1] : 1;
   a.groups = groups;
   a.extent = {dst.nelms() / std::max<std::int64_t>(1, channels),
@@ -89,6 +90,7 @@ std::optional<AmpShape> amp_shape_of(const IrView& ir, OpId op) {
   a.elements = {w.nelms(), images.nelms(), dst.nelms()};
   a.contracted = kind == OpKind::Conv ? 2 : kind == OpKind::ConvWeightsGrad ? 0 : 1;
   a.operands = w.dtype;
+  a.available_memory_proportion = attrs.available_memory_proportion;
   return a;
 }
 

@@ -84,6 +84,15 @@ void check_kernel(const std::string& op, const Shape& weight, const std::string&
                        ", expected at least 1");
 }
 
+/// The available memory proportion of a convolution's options, PopLibs' 0.6 when unset.
+double conv_memory_proportion(const std::string& op, std::optional<double> p) {
+  const double v = p.value_or(0.6);
+  if (!(v > 0.0 && v <= 1.0))
+    throw ValueError(op + ": available_memory_proportion must be in (0, 1], got " +
+                     std::to_string(v));
+  return v;
+}
+
 /// conv's attributes and output shape for an input of shape `t` and a weight of shape `w`.
 std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t, const Shape& w,
                                           const std::string& t_name, const std::string& w_name,
@@ -91,6 +100,7 @@ std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t,
   const std::size_t axes = t.size() - 2;
   ConvAttrs a;
   a.groups = o.groups;
+  a.available_memory_proportion = conv_memory_proportion(op, o.available_memory_proportion);
   if (o.groups < 1)
     throw ValueError(op + ": groups must be at least 1, got " + std::to_string(o.groups));
   const std::int64_t c_in = t[1], c_out = w[0];
@@ -149,6 +159,7 @@ std::pair<ConvAttrs, Shape> transpose_geometry(const std::string& op, const Shap
   check_kernel(op, ws, w_name);
   ConvAttrs a;
   a.groups = o.groups;
+  a.available_memory_proportion = conv_memory_proportion(op, o.available_memory_proportion);
   a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
   a.dilations = per_axis(op, "dilation", o.dilation, axes, 1, 1);
   a.kernel.assign(ws.begin() + 2, ws.end());

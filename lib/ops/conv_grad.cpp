@@ -11,7 +11,11 @@ namespace {
 ops::ConvOptions conv_options(const ConvAttrs& a) {
   std::vector<std::int64_t> padding = a.pads_begin;
   padding.insert(padding.end(), a.pads_end.begin(), a.pads_end.end());
-  return {.stride = a.strides, .padding = padding, .dilation = a.dilations, .groups = a.groups};
+  return {.stride = a.strides,
+          .padding = padding,
+          .dilation = a.dilations,
+          .groups = a.groups,
+          .available_memory_proportion = a.available_memory_proportion};
 }
 
 } // namespace
@@ -33,7 +37,8 @@ std::vector<Tensor> grad_Conv(GradContext& c) {
                                 .padding = o.padding,
                                 .dilation = o.dilation,
                                 .groups = o.groups,
-                                .output_padding = skipped});
+                                .output_padding = skipped,
+                                .available_memory_proportion = o.available_memory_proportion});
   }
   if (c.needs_grad(1))
     r[1] = ops::conv_weights_grad(g, x, w.shape(), o);

@@ -3,7 +3,9 @@
 // evaluator; and every error.
 #include "op_test.hpp"
 
+#include "pxl/ir/attrs.hpp"
 #include "pxl/ops/conv.hpp"
+#include "pxl/transforms/autodiff.hpp"
 
 using namespace pxl;
 using namespace pxl::testing;
@@ -314,3 +316,45 @@ TEST_CASE("conv_transpose errors") {
 }
 
 } // namespace test_ops_conv
+
+TEST_CASE("conv's available memory proportion: on the op, in its gradients, checked") {
+  const auto proportion_of = [](const Op& op) {
+    return op.kind() == OpKind::Conv ? op.attrs<OpKind::Conv>().available_memory_proportion
+           : op.kind() == OpKind::ConvTranspose
+               ? op.attrs<OpKind::ConvTranspose>().available_memory_proportion
+               : op.attrs<OpKind::ConvWeightsGrad>().available_memory_proportion;
+  };
+  {
+    Ir ir;
+    auto main = ir.main_graph().scope();
+    Graph fwd = ir.create_graph(
+        "f",
+        [](Tensor x, Tensor w) {
+          return ops::conv(x, w, {.stride = {2, 2}, .available_memory_proportion = 0.15});
+        },
+        TensorSpec{{2, 3, 9, 9}, float32}, TensorSpec{{4, 3, 3, 3}, float32});
+    for (const auto& op : fwd.ops())
+      CHECK(proportion_of(op) == 0.15);
+    const auto info = transforms::autodiff(fwd);
+    std::size_t convolutions = 0;
+    for (const auto& op : info.graph().ops())
+      if (op.kind() == OpKind::ConvTranspose || op.kind() == OpKind::ConvWeightsGrad) {
+        ++convolutions;
+        CHECK(proportion_of(op) == 0.15);
+      }
+    CHECK(convolutions == 2);
+  }
+  ScratchGraph s;
+  const Tensor x = s.input({1, 2, 5, 5}), w = s.input({2, 2, 3, 3});
+  CHECK(ops::conv(x, w).producer()->attrs<OpKind::Conv>().available_memory_proportion == 0.6);
+  for (const double p : {0.0, 1.01}) {
+    CAPTURE(p);
+    CHECK_THROWS_WITH_AS(ops::conv(x, w, {.available_memory_proportion = p}),
+                         doctest::Contains("Conv: available_memory_proportion must be in (0, 1]"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(ops::conv_transpose(x, w, {.available_memory_proportion = p}),
+                         doctest::Contains("ConvTranspose: available_memory_proportion must be "
+                                           "in (0, 1]"),
+                         ValueError);
+  }
+}

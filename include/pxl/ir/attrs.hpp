@@ -296,6 +296,8 @@ struct MatMulAttrs {
 struct ConvAttrs {
   std::vector<std::int64_t> strides, pads_begin, pads_end, dilations, kernel;
   std::int64_t groups = 1;
+  /// The share of a tile's memory the estimated plan may use (ops::ConvOptions).
+  double available_memory_proportion = 0.6;
   friend bool operator==(const ConvAttrs&, const ConvAttrs&) = default;
 };
 

@@ -4,6 +4,7 @@
 #include "pxl/ir/tensor.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace pxl::ops {
@@ -25,6 +26,11 @@ struct ConvOptions {
   std::vector<std::int64_t> dilation;
   std::int64_t groups = 1;
   PadType pad_type = PadType::not_set; ///< other than not_set: `padding` must be empty or zero
+  /// The share of each tile's memory, in (0, 1], that PopLibs' planner may give the
+  /// convolution's operand blocks and partials (PopXL's `available_memory_proportions`, one
+  /// value; PopLibs' 0.6 when unset). It changes the estimated plan, never the result; the
+  /// gradients' convolutions take it too. ValueError outside (0, 1].
+  std::optional<double> available_memory_proportion;
 };
 
 /// The geometry of `conv_transpose`: as ConvOptions, with ONNX ConvTranspose's
@@ -38,7 +44,8 @@ struct ConvTransposeOptions {
   std::int64_t groups = 1;
   PadType pad_type = PadType::not_set;
   std::vector<std::int64_t> output_padding;
-  std::vector<std::int64_t> output_shape;
+  std::vector<std::int64_t> output_shape; /// As ConvOptions::available_memory_proportion.
+  std::optional<double> available_memory_proportion;
 };
 
 /// PopXL `conv`: `t` is (N, C_in, spatial...) with 1 to 3 spatial axes, `weight` is
