@@ -133,6 +133,15 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                "With --dtype float16: round the weights' updates stochastically (the IPU's "
                "stochastic rounding, seeded by --seed), so that updates below a weight's spacing "
                "are not lost");
+  app.add_option("--matmul-partials-type", o.matmul_partials_type,
+                 "The type the matmuls' partial sums accumulate in: float32, or float16 with "
+                 "--dtype float16 (runs of 16 products added into a float16 accumulator, as the "
+                 "IPU's half partials; PopART's partialsTypeMatMuls)")
+      ->capture_default_str();
+  app.add_option("--available-memory-proportion", o.available_memory_proportion,
+                 "The share of a tile's memory, in (0, 1], that the matmuls' and convolutions' "
+                 "plans may use (PopLibs' availableMemoryProportion, default 0.6): it changes "
+                 "the estimated step time, never the results");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

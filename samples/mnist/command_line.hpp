@@ -46,6 +46,8 @@ struct Options {
   unsigned workers = 0;
   std::string dtype = "float32";
   bool stochastic_rounding = false;
+  std::string matmul_partials_type = "float32";
+  std::optional<double> available_memory_proportion;
 };
 
 /// The options of `argv`, or nullopt when the parse ended the program: --help printed

@@ -5,6 +5,7 @@
 //     mnist --replicas 2 --batch-size 4      # data-parallel: the same steps on two replicas
 //     mnist --dtype float16                  # mixed precision: float16 weights, float32 loss
 //     mnist --dtype float16 --stochastic-rounding  # ... their updates rounded stochastically
+//     mnist --dtype float16 --matmul-partials-type float16  # ... matmuls accumulating in float16
 //     mpirun -np 2 mnist --replicas 4        # 2 instances (processes), 2 replicas each
 //     mnist --optimizer adam --offload-optimizer-state   # Adam's state in Streaming Memory
 //     mnist --optimizer adam --replicas 2 --shard-optimizer-state   # half of it per replica
@@ -91,8 +92,10 @@ void print_setup(const Options& o, const pxl::addons::CompileOptions& compile,
   std::printf(", %s at learning rate %g, %lld step(s) per run", adam ? "Adam" : "SGD", lr,
               static_cast<long long>(o.steps_per_execution));
   if (compile.dtype == pxl::float16)
-    std::printf(", float16 (float32 loss, loss scaling %g%s)", compile.loss_scaling,
-                compile.stochastic_rounding ? ", stochastic rounding" : "");
+    std::printf(", float16 (float32 loss, loss scaling %g%s%s)", compile.loss_scaling,
+                compile.stochastic_rounding ? ", stochastic rounding" : "",
+                compile.matmul_defaults.partials_type == pxl::float16 ? ", float16 matmul partials"
+                                                                      : "");
   if (o.gradient_accumulation > 1)
     std::printf(", %lld micro-batches per update", static_cast<long long>(o.gradient_accumulation));
   std::printf("\n");

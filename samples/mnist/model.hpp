@@ -14,6 +14,7 @@
 #include "pxl/transforms/pipeline.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace mnist {
@@ -68,15 +69,17 @@ struct Cnn : pxl::addons::Module<Cnn> {
   std::int64_t stages = 1;
   std::vector<std::int64_t> device_mapping;
 
-  /// Convolution, batch norm, ReLU and max pool, channels first.
+  /// Convolution, batch norm, ReLU and max pool, channels first; `memory` the convolution's
+  /// available memory proportion.
   struct Block : pxl::addons::Module<Block> {
-    explicit Block(std::int64_t channels)
+    Block(std::int64_t channels, std::optional<double> memory)
         : conv(pxl::addons::named_module<pxl::addons::Conv2D>(
               "conv", channels, std::vector<std::int64_t>{3},
               pxl::addons::ConvLayerOptions{.padding = pxl::addons::Padding::same,
                                             .data_format = pxl::addons::DataFormat::channels_first,
                                             .use_bias = false,
-                                            .kernel_initializer = torch_default()})) {}
+                                            .kernel_initializer = torch_default(),
+                                            .available_memory_proportion = memory})) {}
     pxl::addons::Conv2D conv;
     // Synchronized: R replicas of batch B normalise as one replica of R·B, so --replicas
     // trains as the equivalent single replica does (to rounding).
@@ -85,8 +88,11 @@ struct Cnn : pxl::addons::Module<Cnn> {
     PXL_SUBMODULE(pxl::addons::MaxPool2D, pool, std::vector<std::int64_t>{2});
     pxl::Tensor build(const pxl::Tensor& x) { return pool(pxl::ops::relu(norm(conv(x)))); }
   };
-  Block block1 = pxl::addons::named_module<Block>("block1", 32);
-  Block block2 = pxl::addons::named_module<Block>("block2", 64);
+  /// `conv_memory`: the convolutions' available memory proportion (PopLibs' 0.6 when unset).
+  explicit Cnn(std::optional<double> conv_memory = std::nullopt)
+      : block1(pxl::addons::named_module<Block>("block1", 32, conv_memory)),
+        block2(pxl::addons::named_module<Block>("block2", 64, conv_memory)) {}
+  Block block1, block2;
   PXL_SUBMODULE(pxl::addons::Dense, fc1, 128, pxl::addons::Activation::relu, true, torch_default(),
                 torch_default());
   PXL_SUBMODULE(pxl::addons::Dense, fc2, 10, pxl::addons::Activation::none, true, torch_default(),

@@ -112,7 +112,7 @@ pxl::addons::TrainerOptimizer parse_optimizer(const Options& o) {
 
 pxl::addons::Trainer make_trainer(const Options& o) {
   if (o.model == "cnn") {
-    Cnn cnn;
+    Cnn cnn(o.available_memory_proportion);
     cnn.stages = o.pipeline_stages;
     cnn.device_mapping = o.device_mapping;
     return pxl::addons::Trainer(cnn);
@@ -139,6 +139,17 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
         "--stochastic-rounding: rounds float16 weights' updates and needs --dtype float16, got "
         "--dtype " +
         o.dtype);
+  if (o.matmul_partials_type != "float32" && o.matmul_partials_type != "float16")
+    throw pxl::ValueError("--matmul-partials-type: expected float32 or float16, got '" +
+                          o.matmul_partials_type + "'");
+  if (o.matmul_partials_type == "float16" && o.dtype != "float16")
+    throw pxl::ValueError("--matmul-partials-type: float16 partials accumulate float16 products "
+                          "and need --dtype float16, got --dtype " +
+                          o.dtype);
+  if (o.available_memory_proportion &&
+      !(*o.available_memory_proportion > 0.0 && *o.available_memory_proportion <= 1.0))
+    throw pxl::ValueError("--available-memory-proportion: expected a value in (0, 1], got " +
+                          std::to_string(*o.available_memory_proportion));
   static_assert(Net::layers == Cnn::layers);
   check_pipeline(o);
   return {.optimizer = parse_optimizer(o),
@@ -154,6 +165,9 @@ pxl::addons::CompileOptions compile_options(const Options& o) {
           .recompute = o.recompute,
           .dtype = parse_dtype(o.dtype),
           .stochastic_rounding = o.stochastic_rounding,
+          .matmul_defaults = {.partials_type = parse_dtype(o.matmul_partials_type),
+                              .available_memory_proportion =
+                                  o.available_memory_proportion.value_or(0.6)},
           .offload_optimizer_state = o.offload_optimizer_state,
           .shard_optimizer_state = o.shard_optimizer_state,
           .constant_learning_rate = true,

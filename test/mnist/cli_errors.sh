@@ -62,6 +62,17 @@ expect_error "integer --dtype" "--dtype: expected float32 or float16, got 'int32
 expect_error "stochastic rounding in float32" \
   "--stochastic-rounding: rounds float16 weights' updates and needs --dtype float16, got --dtype float32" \
   --stochastic-rounding
+expect_error "an unknown matmul partials type" \
+  "--matmul-partials-type: expected float32 or float16, got 'half'" --matmul-partials-type half
+expect_error "float16 partials in float32" \
+  "--matmul-partials-type: float16 partials accumulate float16 products and need --dtype float16, got --dtype float32" \
+  --matmul-partials-type float16
+expect_error "a memory proportion of 0" \
+  "--available-memory-proportion: expected a value in (0, 1], got 0" --available-memory-proportion 0
+expect_error "a memory proportion above 1" \
+  "--available-memory-proportion: expected a value in (0, 1], got 1.5" --available-memory-proportion 1.5
+expect_error "a memory proportion that is not a number" "--available-memory-proportion" \
+  --available-memory-proportion lots
 expect_error "too many pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 5" \
   --pipeline-stages 5
 expect_error "no pipeline stages" "--pipeline-stages: expected 1 to 4 (the Net has 4 layers), got 0" \

@@ -1,5 +1,6 @@
 #!/bin/sh
-# mnist --dtype float16 trains, with and without --stochastic-rounding: a short run in mixed
+# mnist --dtype float16 trains, with and without --stochastic-rounding and float16 matmul
+# partials: a short run in mixed
 # precision says so at startup, its loss over one epoch of 2000 images falls below the
 # untrained ln(10) = 2.30, and it classifies far better than chance.
 # usage: dtype.sh path/to/mnist
@@ -30,3 +31,15 @@ trains() {
 trains "--dtype float16" "float16 (float32 loss, loss scaling" --dtype float16
 trains "--dtype float16 --stochastic-rounding" "loss scaling [0-9.]*, stochastic rounding)" \
   --dtype float16 --stochastic-rounding
+trains "--dtype float16 --matmul-partials-type float16" "loss scaling [0-9.]*, float16 matmul partials)" \
+  --dtype float16 --matmul-partials-type float16
+
+# --available-memory-proportion changes the estimated plans, never the results: the CNN in
+# float16 saves the same bytes with and without it.
+"$mnist" --model cnn --dtype float16 --limit 256 --test-limit 64 --save "$tmp/default.safetensors" \
+  >"$tmp/out" 2>&1 || fail "cnn: $(cat "$tmp/out")"
+"$mnist" --model cnn --dtype float16 --limit 256 --test-limit 64 --available-memory-proportion 0.05 \
+  --save "$tmp/tight.safetensors" >"$tmp/out" 2>&1 || fail "cnn, proportion 0.05: $(cat "$tmp/out")"
+cmp -s "$tmp/default.safetensors" "$tmp/tight.safetensors" ||
+  fail "--available-memory-proportion 0.05 changed the trained weights"
+echo "ok: --available-memory-proportion 0.05 trains the CNN bitwise as the default"

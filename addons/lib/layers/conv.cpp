@@ -91,8 +91,10 @@ Tensor Conv<SpatialAxes>::build(const Tensor& x) {
       },
       keras_init.description};
 
-  ops::ConvOptions conv_options{
-      .stride = options.strides, .dilation = options.dilation_rate, .groups = options.groups};
+  ops::ConvOptions conv_options{.stride = options.strides,
+                                .dilation = options.dilation_rate,
+                                .groups = options.groups,
+                                .available_memory_proportion = options.available_memory_proportion};
   if (options.padding == Padding::same)
     conv_options.pad_type = ops::PadType::same_upper;
   Tensor y =

@@ -6,6 +6,7 @@
 #include "pxl/addons/module/module.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace pxl::addons {
@@ -35,6 +36,9 @@ struct ConvLayerOptions {
   bool use_bias = true;
   initializers::KerasInitializer kernel_initializer = initializers::glorot_uniform();
   initializers::KerasInitializer bias_initializer = initializers::zeros();
+  /// The convolution's available memory proportion (ops::ConvOptions; PopXL's Conv2D
+  /// `available_memory_proportions`, one value): the estimated plan's, never the result's.
+  std::optional<double> available_memory_proportion;
 };
 
 /// Keras's `Conv1D`, `Conv2D` and `Conv3D` (`SpatialAxes` = 1, 2, 3): y = activation(conv(x, W)
