@@ -199,13 +199,21 @@ void fuse_reshapes(const IrView& ir, FlatSchedule& schedule) {
 
 namespace {
 
-/// Whether `op` computes as a plain product does: not a MatMul with float16 partials or a
-/// float32 result of float16 operands (kernels/matmul_partials.hpp), which takes no epilogue
-/// and no update.
+/// Whether `op` computes as a plain product does: not a MatMul or convolution with float16
+/// partials, or a MatMul's float32 result of float16 operands (kernels/matmul_partials.hpp,
+/// kernels/conv_partials.hpp), which takes no epilogue and no update.
 bool has_plain_partials(const IrView& ir, OpId op) {
-  return ir.kind(op) != OpKind::MatMul ||
-         (ir.attrs_as<MatMulAttrs>(op).partials_type == float32 &&
-          ir.spec(ir.outputs(op)[0]).dtype == ir.spec(ir.inputs(op)[0]).dtype);
+  switch (ir.kind(op)) {
+  case OpKind::MatMul:
+    return ir.attrs_as<MatMulAttrs>(op).partials_type == float32 &&
+           ir.spec(ir.outputs(op)[0]).dtype == ir.spec(ir.inputs(op)[0]).dtype;
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::ConvWeightsGrad:
+    return ir.attrs_as<ConvAttrs>(op).partials_type == float32;
+  default:
+    return true;
+  }
 }
 
 } // namespace

@@ -91,6 +91,7 @@ std::optional<AmpShape> amp_shape_of(const IrView& ir, OpId op) {
   a.contracted = kind == OpKind::Conv ? 2 : kind == OpKind::ConvWeightsGrad ? 0 : 1;
   a.operands = w.dtype;
   a.available_memory_proportion = attrs.available_memory_proportion;
+  a.partials_bytes = static_cast<std::int64_t>(size_of(attrs.partials_type));
   return a;
 }
 

@@ -93,6 +93,28 @@ double conv_memory_proportion(const std::string& op, std::optional<double> p) {
   return v;
 }
 
+/// float8 products are computed in float32 (conv_pow2scaled): float16 partials are refused.
+void check_pow2scaled_partials(const std::string& op, std::optional<DType> p) {
+  if (p && *p != float32)
+    throw DTypeError(op +
+                     ": partials_type must be float32 (pxl computes float8 products in "
+                     "float32), got " +
+                     std::string(name(*p)));
+}
+
+/// The partials type of a convolution of `dtype` operands: float32 when unset.
+DType conv_partials_type(const std::string& op, std::optional<DType> p, DType dtype) {
+  const DType v = p.value_or(float32);
+  if (v != float32 && v != float16)
+    throw DTypeError(op + ": partials_type must be float32 or float16, got " +
+                     std::string(name(v)));
+  if (v == float16 && dtype != float16)
+    throw DTypeError(op + ": float16 partials need float16 operands, got " +
+                     std::string(name(dtype)) +
+                     " (the AMP accumulates float32 operands in float32)");
+  return v;
+}
+
 /// conv's attributes and output shape for an input of shape `t` and a weight of shape `w`.
 std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t, const Shape& w,
                                           const std::string& t_name, const std::string& w_name,
@@ -212,6 +234,7 @@ Tensor conv(const Tensor& t, const Tensor& weight, const ConvOptions& options) {
   check_conv_operands(op, t, weight);
   auto [attrs, out] =
       conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
+  attrs.partials_type = conv_partials_type(op, options.partials_type, t.dtype());
   return detail::add_op1(OpKind::Conv, {t, weight}, TensorSpec{std::move(out), t.dtype()},
                          std::move(attrs));
 }
@@ -229,6 +252,7 @@ Tensor conv_weights_grad(const Tensor& grad, const Tensor& t, const Shape& weigh
     throw ShapeError(op + ": the gradient " + to_string(grad) + " must have conv's output shape " +
                      to_string(out) + " for the input " + to_string(t) + " and a weight of shape " +
                      to_string(weight_shape));
+  attrs.partials_type = conv_partials_type(op, options.partials_type, t.dtype());
   return detail::add_op1(OpKind::ConvWeightsGrad, {grad, t}, TensorSpec{weight_shape, t.dtype()},
                          std::move(attrs));
 }
@@ -238,6 +262,7 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
   check_conv_operands(op, t, weight);
   auto [attrs, out] =
       transpose_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), o);
+  attrs.partials_type = conv_partials_type(op, o.partials_type, t.dtype());
   return detail::add_op1(OpKind::ConvTranspose, {t, weight}, TensorSpec{std::move(out), t.dtype()},
                          std::move(attrs));
 }
@@ -246,6 +271,7 @@ Tensor conv_pow2scaled(const Tensor& t, const Tensor& weight, const Tensor& log2
                        const ConvOptions& options) {
   const std::string op = "conv_pow2scaled";
   check_pow2scaled_operands(op, t, weight, log2_scale);
+  check_pow2scaled_partials(op, options.partials_type);
   conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
   return pow2scaled(t, weight, log2_scale,
                     [&](const Tensor& x, const Tensor& w) { return conv(x, w, options); });
@@ -255,6 +281,7 @@ Tensor conv_transpose_pow2scaled(const Tensor& t, const Tensor& weight, const Te
                                  const ConvTransposeOptions& options) {
   const std::string op = "conv_transpose_pow2scaled";
   check_pow2scaled_operands(op, t, weight, log2_scale);
+  check_pow2scaled_partials(op, options.partials_type);
   transpose_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
   return pow2scaled(t, weight, log2_scale, [&](const Tensor& x, const Tensor& w) {
     return conv_transpose(x, w, options);

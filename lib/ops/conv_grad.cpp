@@ -15,7 +15,8 @@ ops::ConvOptions conv_options(const ConvAttrs& a) {
           .padding = padding,
           .dilation = a.dilations,
           .groups = a.groups,
-          .available_memory_proportion = a.available_memory_proportion};
+          .available_memory_proportion = a.available_memory_proportion,
+          .partials_type = a.partials_type};
 }
 
 } // namespace
@@ -38,7 +39,8 @@ std::vector<Tensor> grad_Conv(GradContext& c) {
                                 .dilation = o.dilation,
                                 .groups = o.groups,
                                 .output_padding = skipped,
-                                .available_memory_proportion = o.available_memory_proportion});
+                                .available_memory_proportion = o.available_memory_proportion,
+                                .partials_type = o.partials_type});
   }
   if (c.needs_grad(1))
     r[1] = ops::conv_weights_grad(g, x, w.shape(), o);

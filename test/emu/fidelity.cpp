@@ -161,12 +161,15 @@ TEST_CASE("cost model: float16 partials halve the partials' exchange; a smaller 
   // A convolution's proportion likewise: a 3x3 layer of ResNet-50's third stage at a
   // micro-batch of 20, as its published configuration plans it (0.15; 160,276 cycles) and at
   // PopLibs' default (142,839).
-  const auto conv_cycles = [&](std::optional<double> proportion) {
+  const auto conv_cycles = [&](std::optional<double> proportion,
+                               std::optional<DType> partials = std::nullopt) {
     Ir ir;
     auto in_main = ir.main_graph().scope();
-    const Tensor y = ops::conv(
-        ops::init({20, 256, 28, 28}, float16, "x"), ops::init({256, 256, 3, 3}, float16, "w"),
-        {.padding = {1, 1, 1, 1}, .available_memory_proportion = proportion});
+    const Tensor y = ops::conv(ops::init({20, 256, 28, 28}, float16, "x"),
+                               ops::init({256, 256, 3, 3}, float16, "w"),
+                               {.padding = {1, 1, 1, 1},
+                                .available_memory_proportion = proportion,
+                                .partials_type = partials});
     ops::host_store(d2h_stream({}, float16, "y"), ops::sum(y));
     const emu::IrEstimate e = emu::estimate(ir, t);
     const auto line = std::ranges::find(e.op_kinds, "Conv", &emu::ProfileLine::name);
@@ -174,6 +177,8 @@ TEST_CASE("cost model: float16 partials halve the partials' exchange; a smaller 
     return line->cycles.total();
   };
   CHECK(conv_cycles(0.15) > conv_cycles(std::nullopt));
+  // Its float16 partials cross the exchange at 2 bytes where its plan splits the channels.
+  CHECK(conv_cycles(std::nullopt, float16) < conv_cycles(std::nullopt));
 }
 
 TEST_CASE("emu::estimate: a matmul's rows shared by its weights are planned as one product") {

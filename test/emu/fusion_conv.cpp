@@ -357,3 +357,37 @@ TEST_CASE("No matmul epilogue for a bias that is not per column") {
   CHECK(got.kinds.count(emu::StepKind::fused_matmul) == 0);
   CHECK(got.kinds.kinds.size() == 5);
 }
+
+TEST_CASE("Convolutions with float16 partials take no epilogue and no update: the reference's "
+          "bits on 1-4 workers") {
+  using namespace test_fusion_conv;
+  const ops::ConvOptions o{.padding = {1, 1, 1, 1}, .partials_type = float16};
+  Ir ir;
+  HostToDeviceStream sx, sdy;
+  DeviceToHostStream sy;
+  Tensor w;
+  {
+    auto in_main = ir.main_graph().scope();
+    sx = h2d_stream({2, 20, 5, 5}, float16, "x");
+    sdy = h2d_stream({2, 6, 5, 5}, float16, "dy");
+    w = variable(pattern({{6, 20, 3, 3}, float16}, 3), "w");
+    const Tensor bias = variable(pattern({{1, 6, 1, 1}, float16}, 4), "bias");
+    const Tensor x = ops::host_load(sx);
+    const Tensor y = ops::relu(ops::conv(x, w, o) + bias);
+    sy = d2h_stream(y.shape(), float16, "y");
+    ops::host_store(sy, y);
+    ops::scaled_add_(w, ops::conv_weights_grad(ops::host_load(sdy), x, w.spec().shape, o),
+                     {.a = 0.9, .b = -0.05});
+  }
+  const HostTensor x = pattern({{2, 20, 5, 5}, float16}, 1);
+  const HostTensor dy = pattern({{2, 6, 5, 5}, float16}, 2);
+  testing::ReferenceEvaluator ref(ir);
+  const auto expected = ref.run({{"x", x}, {"dy", dy}});
+  for (unsigned workers = 1; workers <= 4; ++workers) {
+    CAPTURE(workers);
+    const Outcome got = run(ir, {{sx, x}, {sdy, dy}}, {sy}, {w}, workers);
+    CHECK(got.kinds.count(emu::StepKind::fused_conv) == 0);
+    CHECK(got.values[0] == expected.at("y"));
+    CHECK(got.values[1] == ref.variable(w));
+  }
+}

@@ -5,6 +5,9 @@
 
 #include "pxl/ops/conv.hpp"
 
+#include <algorithm>
+#include <optional>
+
 using namespace pxl;
 using namespace pxl::testing;
 
@@ -150,6 +153,45 @@ TEST_CASE("conv over an empty batch gives an empty result, its weight gradient z
       },
       {HostTensor({0, 3, 4}, float32), HostTensor({0, 2, 5}, float32)});
   check_values(dw[0], {{3, 2, 2}, float32}, std::vector<double>(12, 0.0));
+}
+
+TEST_CASE("float16 partials: the three convolutions are bitwise the reference's accumulation "
+          "on 1-4 workers") {
+  // Runs of 16 channels (or image positions) summed in float, added into a float16
+  // accumulator: every geometry above, and 36 input channels (16 + 16 + 4) per tap.
+  std::vector<Geometry> cases = geometries();
+  cases.push_back({{1, 36, 5, 5}, {4, 36, 3, 3}, {.padding = {1, 1, 1, 1}}});
+  for (const Geometry& g : cases) {
+    CAPTURE(to_string(g.x));
+    CAPTURE(to_string(g.w));
+    const Shape y = conv_output(g), w = g.w;
+    ops::ConvTransposeOptions t = transpose_options(g);
+    t.partials_type = float16;
+    ops::ConvOptions o = g.o;
+    o.partials_type = float16;
+    check_kernel([o](Tensor x, Tensor wt) { return ops::conv(x, wt, o); },
+                 {random_tensor(g.x, float16, -1, 1, 1), random_tensor(g.w, float16, -1, 1, 2)}, 0);
+    check_kernel([t](Tensor dy, Tensor wt) { return ops::conv_transpose(dy, wt, t); },
+                 {random_tensor(y, float16, -1, 1, 3), random_tensor(g.w, float16, -1, 1, 4)}, 0);
+    check_kernel([o, w](Tensor dy, Tensor x) { return ops::conv_weights_grad(dy, x, w, o); },
+                 {random_tensor(y, float16, -1, 1, 5), random_tensor(g.x, float16, -1, 1, 6)}, 0);
+  }
+}
+
+TEST_CASE("float16 partials: a closed form where they lose what float32 partials keep") {
+  // A 1x1 convolution over 48 channels: 16 products of 128 make 2048, then two runs of 16
+  // products of 1/16 add 1 each, which float16's spacing of 2 at 2048 rounds away (ties to
+  // even); float32 partials sum 2050 and round it once.
+  std::vector<double> xv(48, 0.0625);
+  std::fill_n(xv.begin(), 16, 128.0);
+  const HostTensor x = tensor({1, 48, 1, 1}, float16, xv);
+  const HostTensor w = tensor({1, 48, 1, 1}, float16, std::vector<double>(48, 1.0));
+  const auto conv = [&](std::optional<DType> partials) {
+    const ops::ConvOptions o{.partials_type = partials};
+    return check_kernel([o](Tensor a, Tensor b) { return ops::conv(a, b, o); }, {x, w})[0];
+  };
+  check_values(conv(std::nullopt), {{1, 1, 1, 1}, float16}, {2050}, 0);
+  check_values(conv(float16), {{1, 1, 1, 1}, float16}, {2048}, 0);
 }
 
 } // namespace test_kernels_conv

@@ -317,12 +317,11 @@ TEST_CASE("conv_transpose errors") {
 
 } // namespace test_ops_conv
 
-TEST_CASE("conv's available memory proportion: on the op, in its gradients, checked") {
-  const auto proportion_of = [](const Op& op) {
-    return op.kind() == OpKind::Conv ? op.attrs<OpKind::Conv>().available_memory_proportion
-           : op.kind() == OpKind::ConvTranspose
-               ? op.attrs<OpKind::ConvTranspose>().available_memory_proportion
-               : op.attrs<OpKind::ConvWeightsGrad>().available_memory_proportion;
+TEST_CASE("conv's memory proportion and partials type: on the op, in its gradients, checked") {
+  const auto attrs_of = [](const Op& op) -> const ConvAttrs& {
+    return op.kind() == OpKind::Conv            ? op.attrs<OpKind::Conv>()
+           : op.kind() == OpKind::ConvTranspose ? op.attrs<OpKind::ConvTranspose>()
+                                                : op.attrs<OpKind::ConvWeightsGrad>();
   };
   {
     Ir ir;
@@ -330,23 +329,30 @@ TEST_CASE("conv's available memory proportion: on the op, in its gradients, chec
     Graph fwd = ir.create_graph(
         "f",
         [](Tensor x, Tensor w) {
-          return ops::conv(x, w, {.stride = {2, 2}, .available_memory_proportion = 0.15});
+          return ops::conv(
+              x, w,
+              {.stride = {2, 2}, .available_memory_proportion = 0.15, .partials_type = float16});
         },
-        TensorSpec{{2, 3, 9, 9}, float32}, TensorSpec{{4, 3, 3, 3}, float32});
-    for (const auto& op : fwd.ops())
-      CHECK(proportion_of(op) == 0.15);
+        TensorSpec{{2, 3, 9, 9}, float16}, TensorSpec{{4, 3, 3, 3}, float16});
+    for (const auto& op : fwd.ops()) {
+      CHECK(attrs_of(op).available_memory_proportion == 0.15);
+      CHECK(attrs_of(op).partials_type == float16);
+    }
     const auto info = transforms::autodiff(fwd);
     std::size_t convolutions = 0;
     for (const auto& op : info.graph().ops())
       if (op.kind() == OpKind::ConvTranspose || op.kind() == OpKind::ConvWeightsGrad) {
         ++convolutions;
-        CHECK(proportion_of(op) == 0.15);
+        CHECK(attrs_of(op).available_memory_proportion == 0.15);
+        CHECK(attrs_of(op).partials_type == float16);
       }
     CHECK(convolutions == 2);
   }
   ScratchGraph s;
   const Tensor x = s.input({1, 2, 5, 5}), w = s.input({2, 2, 3, 3});
-  CHECK(ops::conv(x, w).producer()->attrs<OpKind::Conv>().available_memory_proportion == 0.6);
+  const ConvAttrs& plain = ops::conv(x, w).producer()->attrs<OpKind::Conv>();
+  CHECK(plain.available_memory_proportion == 0.6);
+  CHECK(plain.partials_type == float32);
   for (const double p : {0.0, 1.01}) {
     CAPTURE(p);
     CHECK_THROWS_WITH_AS(ops::conv(x, w, {.available_memory_proportion = p}),
@@ -357,4 +363,15 @@ TEST_CASE("conv's available memory proportion: on the op, in its gradients, chec
                                            "in (0, 1]"),
                          ValueError);
   }
+  CHECK_THROWS_WITH_AS(ops::conv(x, w, {.partials_type = float16}),
+                       doctest::Contains("Conv: float16 partials need float16 operands, got "
+                                         "float32"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(ops::conv_transpose(x, w, {.partials_type = int32}),
+                       doctest::Contains("ConvTranspose: partials_type must be float32 or "
+                                         "float16, got int32"),
+                       DTypeError);
+  CHECK_THROWS_WITH_AS(
+      ops::conv_weights_grad(s.input({1, 2, 3, 3}), x, {2, 2, 3, 3}, {.partials_type = float16}),
+      doctest::Contains("ConvWeightsGrad: float16 partials need float16 operands"), DTypeError);
 }

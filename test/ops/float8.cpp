@@ -270,6 +270,12 @@ TEST_CASE("float8 errors name the op, what was expected and what was found") {
                                                       s.input({2, 3, 1, 1}, float16), scale),
                        Contains("conv_transpose_pow2scaled: the weight must be float8"),
                        DTypeError);
+  CHECK_THROWS_WITH_AS(ops::conv_pow2scaled(s.input({1, 2, 4, 4}, float8_143),
+                                            s.input({3, 2, 1, 1}, float8_143), scale,
+                                            {.partials_type = float16}),
+                       Contains("conv_pow2scaled: partials_type must be float32 (pxl computes "
+                                "float8 products in float32), got float16"),
+                       DTypeError);
   // A failed check adds nothing to the graph.
   CHECK(s.graph.ops().empty());
 }

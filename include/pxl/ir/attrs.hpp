@@ -298,6 +298,8 @@ struct ConvAttrs {
   std::int64_t groups = 1;
   /// The share of a tile's memory the estimated plan may use (ops::ConvOptions).
   double available_memory_proportion = 0.6;
+  /// The type the partial sums accumulate in (ops::ConvOptions).
+  DType partials_type = DType::float32;
   friend bool operator==(const ConvAttrs&, const ConvAttrs&) = default;
 };
 

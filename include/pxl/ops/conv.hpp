@@ -31,6 +31,11 @@ struct ConvOptions {
   /// value; PopLibs' 0.6 when unset). It changes the estimated plan, never the result; the
   /// gradients' convolutions take it too. ValueError outside (0, 1].
   std::optional<double> available_memory_proportion;
+  /// The type the partial sums accumulate in (PopXL's `partials_types`, one type): float32
+  /// (unset), or float16 for float16 operands: runs of 16 products summed in float32 and added
+  /// into a float16 accumulator, as a matmul's (docs/semantics.md, "Matmul partials"). The
+  /// gradients' convolutions take it too. DTypeError for another type or float32 operands.
+  std::optional<DType> partials_type;
 };
 
 /// The geometry of `conv_transpose`: as ConvOptions, with ONNX ConvTranspose's
@@ -44,8 +49,11 @@ struct ConvTransposeOptions {
   std::int64_t groups = 1;
   PadType pad_type = PadType::not_set;
   std::vector<std::int64_t> output_padding;
-  std::vector<std::int64_t> output_shape; /// As ConvOptions::available_memory_proportion.
+  std::vector<std::int64_t> output_shape;
+  /// As ConvOptions::available_memory_proportion.
   std::optional<double> available_memory_proportion;
+  /// As ConvOptions::partials_type.
+  std::optional<DType> partials_type;
 };
 
 /// PopXL `conv`: `t` is (N, C_in, spatial...) with 1 to 3 spatial axes, `weight` is

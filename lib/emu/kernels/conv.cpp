@@ -14,6 +14,7 @@
 // computed (as scaled_add_ computes it), the gradient never stored whole.
 #include "../compile_context.hpp"
 #include "common.hpp"
+#include "conv_partials.hpp"
 #include "conv_plan.hpp"
 #include "dnnl_threads.hpp"
 #include "dnnl_util.hpp"
@@ -276,6 +277,13 @@ StepFn compile_conv(CompileContext& ctx, const KernelOp& op, ConvPass pass, std:
   if (src.nelms() == 0 || weights.nelms() == 0 || dst.nelms() == 0) {
     PXL_ASSERT(!fusion.any()); // fuse_epilogues and fuse_product_updates leave these be
     return zero_step(buffers.outputs[0], out.nelms(), size_of(out.dtype()));
+  }
+  if (op.attrs_as<ConvAttrs>().partials_type == float16) {
+    // Never fused with an epilogue or an update (fusion.cpp: has_plain_partials).
+    PXL_ASSERT(!fusion.any());
+    return compile_half_partials_conv(pass, op.attrs_as<ConvAttrs>(), src.shape(), weights.shape(),
+                                      dst.shape(), typed<half>(sb), typed<half>(wb),
+                                      typed<half>(db));
   }
   const std::byte* extra =
       buffers.inputs.size() > op.num_inputs() ? buffers.inputs.back() : nullptr;
