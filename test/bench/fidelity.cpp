@@ -48,13 +48,15 @@ void print_kinds(const pxl::emu::IrEstimate& e) {
 /// ResNet-50 as Graphcore's TensorFlow 1 benchmark feeds it: 8-bit images streamed to the IPU
 /// (`eight_bit_io`) and normalised there with ImageNet's per-channel mean and deviation; its
 /// batch norms' statistics shared by pairs of replicas (`BN_span: 2`); its convolutions
-/// planned within 0.15 of a tile's memory.
+/// planned within 0.15 of a tile's memory, accumulating in float16.
 struct ImageNetResNet50 : addons::Module<ImageNetResNet50> {
   explicit ImageNetResNet50(std::vector<std::string> checkpoints)
       : net(addons::named_module<bench::resnet::ResNet50>(
             "net", std::move(checkpoints),
-            addons::BatchNorm2DOptions{.synchronized = true, .replica_group_size = 2}, 0.15)) {
-  } // --available-memory-proportion 0.15
+            addons::BatchNorm2DOptions{.synchronized = true, .replica_group_size = 2},
+            // --available-memory-proportion 0.15, float16 partials
+            bench::resnet::ConvPlanning{.available_memory_proportion = 0.15,
+                                        .partials_type = pxl::float16})) {}
   Tensor build(const Tensor& images) {
     const pxl::DType d = pxl::float16;
     const Tensor mean = pxl::constant(
@@ -93,8 +95,7 @@ double resnet_throughput(const ResNetConfig& c) {
        .recompute = true,
        .dtype = pxl::float16,
        .stochastic_rounding = true,
-       // float16 partials and --available-memory-proportion 0.15 (the convolutions keep
-       // float32 partials: pxl has no option for them)
+       // float16 partials and --available-memory-proportion 0.15, as the convolutions
        .matmul_defaults = {.partials_type = pxl::float16, .available_memory_proportion = 0.15}});
   const std::int64_t global = c.micro_batch * replicas;
   const pxl::emu::IrEstimate e = trainer.estimate(

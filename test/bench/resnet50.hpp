@@ -15,24 +15,33 @@
 
 namespace bench::resnet {
 
+/// How every convolution of a network is planned and accumulated (ops::ConvOptions): unset,
+/// PopLibs' 0.6 of a tile and float32 partials.
+struct ConvPlanning {
+  std::optional<double> available_memory_proportion;
+  std::optional<pxl::DType> partials_type;
+};
+
 /// torchvision's `conv{1,3}x{1,3}`: no bias, symmetric padding of (kernel − 1) / 2, and its
-/// weights from kaiming_normal(fan_out, relu), as torchvision initialises them. `memory`:
-/// the convolution's available memory proportion (PopLibs' 0.6 when unset).
+/// weights from kaiming_normal(fan_out, relu), as torchvision initialises them. `planning`:
+/// the convolution's available memory proportion and partials type.
 struct Conv : pxl::addons::Module<Conv> {
   Conv(std::int64_t out_channels, std::int64_t kernel, std::int64_t stride = 1,
-       std::optional<double> memory_proportion = std::nullopt)
-      : out(out_channels), k(kernel), s(stride), memory(memory_proportion) {}
+       const ConvPlanning& conv_planning = {})
+      : out(out_channels), k(kernel), s(stride), planning(conv_planning) {}
   pxl::Tensor build(const pxl::Tensor& x) {
     const std::int64_t in = x.shape()[1], pad = (k - 1) / 2;
     const double std = std::sqrt(2.0 / static_cast<double>(out * k * k));
     const pxl::Tensor w = add_variable_input(
         "weight", pxl::addons::init::normal(0.0, std, {out, in, k, k}), x.dtype());
-    return pxl::ops::conv(
-        x, w,
-        {.stride = {s, s}, .padding = {pad, pad, pad, pad}, .available_memory_proportion = memory});
+    return pxl::ops::conv(x, w,
+                          {.stride = {s, s},
+                           .padding = {pad, pad, pad, pad},
+                           .available_memory_proportion = planning.available_memory_proportion,
+                           .partials_type = planning.partials_type});
   }
   std::int64_t out, k, s;
-  std::optional<double> memory;
+  ConvPlanning planning;
 };
 
 /// The bottleneck: 1×1 to `width`, 3×3 (stride `stride`), 1×1 to 4·width, each with batch
@@ -40,11 +49,11 @@ struct Conv : pxl::addons::Module<Conv> {
 /// shape changes.
 struct Bottleneck : pxl::addons::Module<Bottleneck> {
   Bottleneck(std::int64_t width, std::int64_t stride, bool downsample,
-             const pxl::addons::BatchNorm2DOptions& bn, std::optional<double> memory)
-      : conv1(pxl::addons::named_module<Conv>("conv1", width, 1, 1, memory)),
-        conv2(pxl::addons::named_module<Conv>("conv2", width, 3, stride, memory)),
-        conv3(pxl::addons::named_module<Conv>("conv3", 4 * width, 1, 1, memory)),
-        shortcut(pxl::addons::named_module<Conv>("downsample.0", 4 * width, 1, stride, memory)),
+             const pxl::addons::BatchNorm2DOptions& bn, const ConvPlanning& planning)
+      : conv1(pxl::addons::named_module<Conv>("conv1", width, 1, 1, planning)),
+        conv2(pxl::addons::named_module<Conv>("conv2", width, 3, stride, planning)),
+        conv3(pxl::addons::named_module<Conv>("conv3", 4 * width, 1, 1, planning)),
+        shortcut(pxl::addons::named_module<Conv>("downsample.0", 4 * width, 1, stride, planning)),
         bn1(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn1", bn)),
         bn2(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn2", bn)),
         bn3(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn3", bn)),
@@ -68,21 +77,20 @@ struct Bottleneck : pxl::addons::Module<Bottleneck> {
 /// `checkpoints` names the bottlenecks ("layer1.0", ...) after which a new pipeline stage
 /// begins, every stage on IPU 0: Graphcore's `pipeline_splits` with a device mapping of zeros,
 /// which with recomputation makes the stages' inputs the checkpoints. Empty: no stages. `bn`:
-/// every batch norm's options (synchronized over pairs of replicas, say). `conv_memory`: every
-/// convolution's available memory proportion (PopLibs' 0.6 when unset).
+/// every batch norm's options (synchronized over pairs of replicas, say). `conv`: every
+/// convolution's memory proportion and partials type.
 struct ResNet50 : pxl::addons::Module<ResNet50> {
   explicit ResNet50(std::vector<std::string> checkpoints = {},
-                    const pxl::addons::BatchNorm2DOptions& bn = {},
-                    std::optional<double> conv_memory = std::nullopt)
+                    const pxl::addons::BatchNorm2DOptions& bn = {}, const ConvPlanning& conv = {})
       : splits(std::move(checkpoints)),
-        conv1(pxl::addons::named_module<Conv>("conv1", 64, 7, 2, conv_memory)),
+        conv1(pxl::addons::named_module<Conv>("conv1", 64, 7, 2, conv)),
         bn1(pxl::addons::named_module<pxl::addons::BatchNorm2D>("bn1", bn)) {
     const std::int64_t blocks[] = {3, 4, 6, 3};
     for (std::int64_t stage = 0; stage < 4; ++stage)
       for (std::int64_t b = 0; b < blocks[stage]; ++b) {
         names.push_back("layer" + std::to_string(stage + 1) + "." + std::to_string(b));
         bottlenecks.push_back(pxl::addons::named_module<Bottleneck>(
-            names.back(), 64 << stage, b == 0 && stage > 0 ? 2 : 1, b == 0, bn, conv_memory));
+            names.back(), 64 << stage, b == 0 && stage > 0 ? 2 : 1, b == 0, bn, conv));
       }
     for (const std::string& split : splits)
       if (std::ranges::find(names, split) == names.end())
