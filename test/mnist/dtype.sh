@@ -36,9 +36,9 @@ trains "--dtype float16 --matmul-partials-type float16" "loss scaling [0-9.]*, f
 
 # --available-memory-proportion changes the estimated plans, never the results: the CNN in
 # float16 saves the same bytes with and without it.
-"$mnist" --model cnn --dtype float16 --limit 256 --test-limit 64 --save "$tmp/default.safetensors" \
+"$mnist" --model cnn --dtype float16 --limit 64 --test-limit 16 --save "$tmp/default.safetensors" \
   >"$tmp/out" 2>&1 || fail "cnn: $(cat "$tmp/out")"
-"$mnist" --model cnn --dtype float16 --limit 256 --test-limit 64 --available-memory-proportion 0.05 \
+"$mnist" --model cnn --dtype float16 --limit 64 --test-limit 16 --available-memory-proportion 0.05 \
   --save "$tmp/tight.safetensors" >"$tmp/out" 2>&1 || fail "cnn, proportion 0.05: $(cat "$tmp/out")"
 cmp -s "$tmp/default.safetensors" "$tmp/tight.safetensors" ||
   fail "--available-memory-proportion 0.05 changed the trained weights"
