@@ -1,4 +1,5 @@
 #include "pxl/ops/conv.hpp"
+#include "ops/amp_options.hpp"
 #include "ops/spatial.hpp"
 
 #include "pxl/ir/graph.hpp"
@@ -84,15 +85,6 @@ void check_kernel(const std::string& op, const Shape& weight, const std::string&
                        ", expected at least 1");
 }
 
-/// The available memory proportion of a convolution's options, PopLibs' 0.6 when unset.
-double conv_memory_proportion(const std::string& op, std::optional<double> p) {
-  const double v = p.value_or(0.6);
-  if (!(v > 0.0 && v <= 1.0))
-    throw ValueError(op + ": available_memory_proportion must be in (0, 1], got " +
-                     std::to_string(v));
-  return v;
-}
-
 /// float8 products are computed in float32 (conv_pow2scaled): float16 partials are refused.
 void check_pow2scaled_partials(const std::string& op, std::optional<DType> p) {
   if (p && *p != float32)
@@ -102,19 +94,6 @@ void check_pow2scaled_partials(const std::string& op, std::optional<DType> p) {
                      std::string(name(*p)));
 }
 
-/// The partials type of a convolution of `dtype` operands: float32 when unset.
-DType conv_partials_type(const std::string& op, std::optional<DType> p, DType dtype) {
-  const DType v = p.value_or(float32);
-  if (v != float32 && v != float16)
-    throw DTypeError(op + ": partials_type must be float32 or float16, got " +
-                     std::string(name(v)));
-  if (v == float16 && dtype != float16)
-    throw DTypeError(op + ": float16 partials need float16 operands, got " +
-                     std::string(name(dtype)) +
-                     " (the AMP accumulates float32 operands in float32)");
-  return v;
-}
-
 /// conv's attributes and output shape for an input of shape `t` and a weight of shape `w`.
 std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t, const Shape& w,
                                           const std::string& t_name, const std::string& w_name,
@@ -122,7 +101,8 @@ std::pair<ConvAttrs, Shape> conv_geometry(const std::string& op, const Shape& t,
   const std::size_t axes = t.size() - 2;
   ConvAttrs a;
   a.groups = o.groups;
-  a.available_memory_proportion = conv_memory_proportion(op, o.available_memory_proportion);
+  a.available_memory_proportion =
+      detail::amp_memory_proportion(op, o.available_memory_proportion, 0.6);
   if (o.groups < 1)
     throw ValueError(op + ": groups must be at least 1, got " + std::to_string(o.groups));
   const std::int64_t c_in = t[1], c_out = w[0];
@@ -181,7 +161,8 @@ std::pair<ConvAttrs, Shape> transpose_geometry(const std::string& op, const Shap
   check_kernel(op, ws, w_name);
   ConvAttrs a;
   a.groups = o.groups;
-  a.available_memory_proportion = conv_memory_proportion(op, o.available_memory_proportion);
+  a.available_memory_proportion =
+      detail::amp_memory_proportion(op, o.available_memory_proportion, 0.6);
   a.strides = per_axis(op, "stride", o.stride, axes, 1, 1);
   a.dilations = per_axis(op, "dilation", o.dilation, axes, 1, 1);
   a.kernel.assign(ws.begin() + 2, ws.end());
@@ -234,7 +215,7 @@ Tensor conv(const Tensor& t, const Tensor& weight, const ConvOptions& options) {
   check_conv_operands(op, t, weight);
   auto [attrs, out] =
       conv_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), options);
-  attrs.partials_type = conv_partials_type(op, options.partials_type, t.dtype());
+  attrs.partials_type = detail::amp_partials_type(op, options.partials_type, float32, t.dtype());
   return detail::add_op1(OpKind::Conv, {t, weight}, TensorSpec{std::move(out), t.dtype()},
                          std::move(attrs));
 }
@@ -252,7 +233,7 @@ Tensor conv_weights_grad(const Tensor& grad, const Tensor& t, const Shape& weigh
     throw ShapeError(op + ": the gradient " + to_string(grad) + " must have conv's output shape " +
                      to_string(out) + " for the input " + to_string(t) + " and a weight of shape " +
                      to_string(weight_shape));
-  attrs.partials_type = conv_partials_type(op, options.partials_type, t.dtype());
+  attrs.partials_type = detail::amp_partials_type(op, options.partials_type, float32, t.dtype());
   return detail::add_op1(OpKind::ConvWeightsGrad, {grad, t}, TensorSpec{weight_shape, t.dtype()},
                          std::move(attrs));
 }
@@ -262,7 +243,7 @@ Tensor conv_transpose(const Tensor& t, const Tensor& weight, const ConvTranspose
   check_conv_operands(op, t, weight);
   auto [attrs, out] =
       transpose_geometry(op, t.shape(), weight.shape(), to_string(t), to_string(weight), o);
-  attrs.partials_type = conv_partials_type(op, o.partials_type, t.dtype());
+  attrs.partials_type = detail::amp_partials_type(op, o.partials_type, float32, t.dtype());
   return detail::add_op1(OpKind::ConvTranspose, {t, weight}, TensorSpec{std::move(out), t.dtype()},
                          std::move(attrs));
 }

@@ -1,5 +1,6 @@
 #include "pxl/ops/matmul.hpp"
 #include "ir/op_builder.hpp"
+#include "ops/amp_options.hpp"
 #include "pxl/ir/graph.hpp"
 #include "pxl/ir/ir.hpp"
 #include "pxl/ops/elementwise.hpp"
@@ -40,23 +41,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatMulOptions& options) {
   const DType in = a.dtype();
   const MatMulAttrs& defaults = a.graph().ir().matmul_defaults();
   MatMulAttrs attrs;
-  attrs.partials_type =
-      options.partials_type.value_or(in == float16 ? defaults.partials_type : float32);
-  if (attrs.partials_type != float32 && attrs.partials_type != float16)
-    throw DTypeError("MatMul: partials_type must be float32 or float16, got " +
-                     std::string(name(attrs.partials_type)));
-  if (attrs.partials_type == float16 && in != float16)
-    throw DTypeError("MatMul: float16 partials need float16 operands, got " + to_string(a) +
-                     " (the AMP accumulates float32 operands in float32)");
+  attrs.partials_type = detail::amp_partials_type(
+      "MatMul", options.partials_type, in == float16 ? defaults.partials_type : float32, in);
   const DType out = options.output_type.value_or(in);
   if (out != in && !(in == float16 && out == float32))
     throw DTypeError("MatMul: output_type must be the operands' dtype " + std::string(name(in)) +
                      (in == float16 ? " or float32" : "") + ", got " + std::string(name(out)));
-  attrs.available_memory_proportion =
-      options.available_memory_proportion.value_or(defaults.available_memory_proportion);
-  if (!(attrs.available_memory_proportion > 0.0 && attrs.available_memory_proportion <= 1.0))
-    throw ValueError("MatMul: available_memory_proportion must be in (0, 1], got " +
-                     std::to_string(attrs.available_memory_proportion));
+  attrs.available_memory_proportion = detail::amp_memory_proportion(
+      "MatMul", options.available_memory_proportion, defaults.available_memory_proportion);
   return detail::add_op1(OpKind::MatMul, {a, b}, TensorSpec{matmul_shape("MatMul", a, b), out},
                          attrs);
 }
